@@ -1,0 +1,104 @@
+# Makefile: profile.bpf.c -> profile.bpf.o -> profile.skel.h -> ./profile, then the tests.
+# `make V=1` shows the full commands; `make SANITIZE=1` builds everything with ASan+UBSan
+# into build-asan/ (the profiler binary too, as build-asan/profile).
+
+ifeq ($(SANITIZE),1)
+OUTPUT := build-asan
+PROFILE := $(OUTPUT)/profile
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else
+OUTPUT := build
+PROFILE := profile
+SAN_FLAGS :=
+endif
+
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CXX ?= g++
+CC ?= gcc
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++20 -Wall -Wextra -I. -I$(OUTPUT) -DPROFILE_VERSION='"$(VERSION)"' $(SAN_FLAGS) -MMD -MP
+LDFLAGS += $(SAN_FLAGS)
+LDLIBS := -lbpf -lelf -lz -ldw -lpthread
+
+# Where the tests find sudo: root runs them directly, anyone else through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+# Every module folder's .cpp files go into the program (and the tests).
+MODULE_SRCS := $(wildcard cli/*.cpp sampler/*.cpp syms/*.cpp report/*.cpp)
+MODULE_OBJS := $(MODULE_SRCS:%.cpp=$(OUTPUT)/%.o)
+TEST_SRCS := $(wildcard tests/*.cpp)
+TEST_OBJS := $(TEST_SRCS:%.cpp=$(OUTPUT)/%.o)
+
+.PHONY: all clean test fixtures workloads
+.DELETE_ON_ERROR:
+
+all: $(PROFILE)
+
+$(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/report $(OUTPUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/vmlinux.h: | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(OUTPUT)/profile.bpf.o: profile.bpf.c profile.h $(OUTPUT)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -I. -c $< -o $@
+
+$(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name profile_bpf > $@
+
+# Everything that includes the skeleton waits for it.
+$(OUTPUT)/profile.o $(OUTPUT)/sampler/%.o: $(OUTPUT)/profile.skel.h
+
+$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/report $(OUTPUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(PROFILE): $(OUTPUT)/profile.o $(MODULE_OBJS)
+	$(call msg,BINARY,$@)
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Test programs: fixtures (tiny ELF files the unit tests read) and workloads (programs
+# with known hot functions the integration tests profile).
+include tests/fixtures.mk
+
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+WORKLOADS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(OUTPUT)/workloads/%)
+WORKLOAD_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline
+
+$(OUTPUT)/workloads/%: tests/workloads/%.c
+	$(call msg,WORKLOAD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WORKLOAD_CFLAGS) $< -o $@ -ldl
+
+workloads: $(WORKLOADS)
+
+$(OUTPUT)/run-tests: $(TEST_OBJS) $(MODULE_OBJS)
+	$(call msg,BINARY,$@)
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The one test command: unit tests need nothing; integration tests need root, so the
+# run goes through sudo for anyone else. The last line printed is "N passed, N failed".
+test: $(PROFILE) $(OUTPUT)/run-tests fixtures workloads
+	$(Q)$(SUDO) env CI="$(CI)" PROFILE_BIN="$(abspath $(PROFILE))" TEST_OUTPUT="$(abspath $(OUTPUT))" \
+		$(OUTPUT)/run-tests $(TEST_ARGS)
+
+clean:
+	$(call msg,CLEAN)
+	$(Q)rm -rf build build-asan profile
+
+-include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/*/*.d)

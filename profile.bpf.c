@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/* profile.bpf.c: the per-sample path. Filter, take the stacks, count the key; nothing
+ * leaves the kernel until user space reads the maps at the end. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "profile.h"
+
+#define EFAULT 14
+#define ENOMEM 12
+#define EEXIST 17
+
+const volatile bool kernel_stacks = true;
+const volatile bool user_stacks = true;
+const volatile bool include_idle = false;
+const volatile bool filter_pids = false;
+const volatile bool filter_tids = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, DEFAULT_STACK_DEPTH * sizeof(__u64));
+	__uint(max_entries, 16384);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct stack_key);
+	__type(value, struct stack_count);
+	__uint(max_entries, 40960);
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1024);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1024);
+} tids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sample_stats);
+	__uint(max_entries, 1);
+} stats SEC(".maps");
+
+/* Returns true when the stack is usable (stored, or absent as -EFAULT means);
+ * false when the sample must be dropped, after counting the cause. */
+static __always_inline bool take_stack(void *ctx, __u64 flags, __s32 *id, struct sample_stats *st)
+{
+	long ret = bpf_get_stackid(ctx, &stacks, flags);
+
+	if (ret >= 0) {
+		*id = ret;
+		return true;
+	}
+	if (ret == -EFAULT) /* no such stack: user-mode sample, kernel thread */
+		return true;
+	if (ret == -EEXIST)
+		st->lost_stack_collision++;
+	else if (ret == -ENOMEM)
+		st->lost_stack_full++;
+	else
+		st->lost_stack_other++;
+	return false;
+}
+
+SEC("perf_event")
+int do_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = id;
+	struct stack_key key = {};
+	struct stack_count *count, first;
+	struct sample_stats *st;
+	__u32 zero = 0;
+	long err;
+
+	if (tid == 0 && !include_idle)
+		return 0;
+	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+		return 0;
+	if (filter_tids && !bpf_map_lookup_elem(&tids, &tid))
+		return 0;
+
+	st = bpf_map_lookup_elem(&stats, &zero);
+	if (!st)
+		return 0;
+	st->seen++;
+
+	key.pid = tgid;
+	key.user_stack_id = NO_STACK;
+	key.kernel_stack_id = NO_STACK;
+	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+	if (kernel_stacks && !take_stack(ctx, 0, &key.kernel_stack_id, st))
+		return 0;
+	if (user_stacks && !take_stack(ctx, BPF_F_USER_STACK, &key.user_stack_id, st))
+		return 0;
+
+	count = bpf_map_lookup_elem(&counts, &key);
+	if (count) {
+		__sync_fetch_and_add(&count->count, 1);
+		return 0;
+	}
+	first.count = 1;
+	first.first_ns = bpf_ktime_get_ns();
+	err = bpf_map_update_elem(&counts, &key, &first, BPF_NOEXIST);
+	if (err == -EEXIST) { /* another CPU inserted the same key just now */
+		count = bpf_map_lookup_elem(&counts, &key);
+		if (count) {
+			__sync_fetch_and_add(&count->count, 1);
+			return 0;
+		}
+	}
+	if (err)
+		st->lost_counts_full++;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

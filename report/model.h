@@ -1,0 +1,58 @@
+// report/model.h: a finished, symbolized profile, as every report writer reads it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+enum class FrameKind : uint8_t { Kernel, User };
+
+struct Frame {
+	FrameKind kind = FrameKind::User;
+	uint64_t address = 0;       // the sampled instruction pointer
+	std::string name;           // demangled symbol; empty when no symbol covers the address
+	uint64_t symbol_offset = 0; // address - symbol start, when named
+	std::string module;         // kernel: module name ("" for vmlinux); user: file path
+	uint64_t module_offset = 0; // user: address in the ELF file's own terms (what addr2line takes)
+	std::string build_id;       // hex, when the file has one
+	std::string source_file;    // from DWARF line tables, when debug info has it
+	uint32_t line = 0;
+	bool inlined = false;
+	// The mapping the address fell in (user frames), for pprof.
+	uint64_t map_start = 0, map_end = 0, map_offset = 0;
+
+	bool named() const { return !name.empty(); }
+};
+
+// One counts-map entry after symbolization: frames are indices into Profile::frames,
+// leaf first, kernel and user kept apart as the kernel stored them.
+struct Sample {
+	uint32_t pid = 0;
+	std::string comm;
+	std::vector<uint32_t> kernel;
+	std::vector<uint32_t> user;
+	uint64_t count = 0;
+};
+
+struct Profile {
+	std::vector<Frame> frames;
+	std::vector<Sample> samples;
+
+	// How the run was made, for titles and pprof headers.
+	std::string command;         // the profile command line as typed
+	uint64_t frequency = 0;      // Hz, 0 in period mode
+	uint64_t period = 0;         // events per sample in period mode, 0 in frequency mode
+	uint64_t period_ns = 0;      // CPU time one sample stands for
+	double duration_s = 0;       // wall time actually sampled
+	int64_t start_time_ns = 0;   // CLOCK_REALTIME at the start of sampling
+	bool kernel_stacks = true;
+	bool user_stacks = true;
+
+	uint64_t total() const
+	{
+		uint64_t n = 0;
+		for (const Sample &s : samples)
+			n += s.count;
+		return n;
+	}
+};

@@ -1,0 +1,32 @@
+// report/report.h: the report writers, one per output format.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "report/model.h"
+
+struct ReportOptions {
+	bool delimited = false;   // -d: a delimiter between kernel and user frames
+	bool annotations = false; // -a: _[k] after kernel frames
+	bool verbose = false;     // -v: address, symbol+offset, module, file:line
+	bool fold_pid = false;    // -E: comm-PID as the root frame of folded stacks
+};
+
+enum class ReportFormat { Stacks, Folded, Svg, Pprof };
+
+// BCC's multi-line layout: kernel frames then user frames, leaf first, hottest stack last.
+void write_stacks(std::ostream &out, const Profile &profile, const ReportOptions &options);
+
+// One line per stack, root first: comm;frame;...;frame COUNT. Hottest stack last.
+void write_folded(std::ostream &out, const Profile &profile, const ReportOptions &options);
+
+// One self-contained interactive SVG flame graph.
+void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &options);
+
+// A gzipped pprof profile.proto message.
+void write_pprof(std::ostream &out, const Profile &profile);
+
+void write_report(std::ostream &out, ReportFormat format, const Profile &profile,
+		  const ReportOptions &options);

@@ -1,0 +1,4 @@
+# tests/fixtures.mk: the ELF files and text fixtures the unit tests read, built here.
+FIXTURES :=
+
+fixtures: $(FIXTURES)
