@@ -62,7 +62,7 @@ $(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name profile_bpf > $@
 
 # Everything that includes the skeleton waits for it.
-$(OUTPUT)/profile.o $(OUTPUT)/sampler/%.o: $(OUTPUT)/profile.skel.h
+$(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(OUTPUT)/profile.skel.h
 
 $(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/report $(OUTPUT)/tests
 	$(call msg,CXX,$@)
@@ -78,12 +78,15 @@ include tests/fixtures.mk
 
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(OUTPUT)/workloads/%)
+# clang, because GCC 12 drops the frame of leaf functions at -O1 even with
+# -mno-omit-leaf-frame-pointer, and the caller of a hot leaf then vanishes from its stacks.
+WORKLOAD_CC := $(CLANG)
 WORKLOAD_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline
 
 $(OUTPUT)/workloads/%: tests/workloads/%.c
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(WORKLOAD_CFLAGS) $< -o $@ -ldl
+	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) $< -o $@ -ldl -lpthread
 
 workloads: $(WORKLOADS)
 

@@ -1,6 +1,7 @@
 // report/report.h: the report writers, one per output format.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -30,3 +31,9 @@ void write_pprof(std::ostream &out, const Profile &profile);
 
 void write_report(std::ostream &out, ReportFormat format, const Profile &profile,
 		  const ReportOptions &options);
+
+// "stacks", "folded", "svg", "pprof"; nothing for any other name.
+std::optional<ReportFormat> format_from_name(std::string_view name);
+
+// By extension: .svg, .pb.gz, .folded, .txt; nothing for any other.
+std::optional<ReportFormat> format_from_path(std::string_view path);

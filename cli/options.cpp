@@ -1,0 +1,318 @@
+// cli/options.cpp: parses CLI.md's command line; every bad value is one UsageError line.
+#include "cli/options.h"
+
+#include <getopt.h>
+
+#include <charconv>
+#include <cstring>
+
+namespace {
+
+enum LongOnly {
+	OPT_FOLDED = 1000,
+	OPT_SW_EVENT,
+	OPT_FORMAT,
+	OPT_STACK_STORAGE,
+	OPT_HASH_STORAGE,
+	OPT_STACK_DEPTH,
+};
+
+const option long_options[] = {
+	{"frequency", required_argument, nullptr, 'f'},
+	{"count", required_argument, nullptr, 'c'},
+	{"sw-event", no_argument, nullptr, OPT_SW_EVENT},
+	{"pid", required_argument, nullptr, 'p'},
+	{"tid", required_argument, nullptr, 'L'},
+	{"cpu", required_argument, nullptr, 'C'},
+	{"include-idle", no_argument, nullptr, 'I'},
+	{"user-stacks-only", no_argument, nullptr, 'U'},
+	{"kernel-stacks-only", no_argument, nullptr, 'K'},
+	{"folded", no_argument, nullptr, OPT_FOLDED},
+	{"fold-extend", no_argument, nullptr, 'E'},
+	{"delimited", no_argument, nullptr, 'd'},
+	{"annotations", no_argument, nullptr, 'a'},
+	{"verbose", no_argument, nullptr, 'v'},
+	{"output", required_argument, nullptr, 'o'},
+	{"format", required_argument, nullptr, OPT_FORMAT},
+	{"stack-storage-size", required_argument, nullptr, OPT_STACK_STORAGE},
+	{"hash-storage-size", required_argument, nullptr, OPT_HASH_STORAGE},
+	{"perf-max-stack-depth", required_argument, nullptr, OPT_STACK_DEPTH},
+	{"help", no_argument, nullptr, 'h'},
+	{"version", no_argument, nullptr, 'V'},
+	{},
+};
+
+// Whole-string unsigned decimal in [min, max], or nothing.
+std::optional<uint64_t> parse_number(std::string_view text, uint64_t min, uint64_t max)
+{
+	uint64_t value = 0;
+	auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+	if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
+	    value > max)
+		return std::nullopt;
+	return value;
+}
+
+std::optional<std::vector<uint32_t>> parse_id_list(std::string_view text)
+{
+	std::vector<uint32_t> ids;
+	while (true) {
+		size_t comma = text.find(',');
+		auto id = parse_number(text.substr(0, comma), 1, INT32_MAX);
+		if (!id)
+			return std::nullopt;
+		ids.push_back(*id);
+		if (comma == std::string_view::npos)
+			return ids;
+		text.remove_prefix(comma + 1);
+	}
+}
+
+std::string option_name(int opt, const char *typed)
+{
+	for (const option &o : long_options)
+		if (o.name && o.val == opt)
+			return opt < 256 ? std::string("-") + char(opt) : std::string("--") + o.name;
+	return typed;
+}
+
+} // namespace
+
+std::variant<Options, UsageError> parse_options(int argc, char **argv)
+{
+	Options options;
+	bool frequency_given = false, count_given = false, user_only = false, kernel_only = false;
+	bool folded = false;
+	std::optional<ReportFormat> format;
+
+	for (int i = 0; i < argc; i++) {
+		if (i)
+			options.command_line += ' ';
+		options.command_line += argv[i];
+	}
+
+	optind = 0; // 0, not 1: glibc then also resets its state from any earlier parse
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, ":f:F:c:p:L:C:IUKEdavo:hV", long_options, nullptr)) != -1) {
+		std::string_view arg = optarg ? optarg : "";
+		auto bad_value = [&](const char *what) {
+			return UsageError{"invalid value '" + std::string(arg) + "' for " +
+					  option_name(opt == 'F' ? 'f' : opt, "") + ": " + what};
+		};
+		switch (opt) {
+		case 'f':
+		case 'F': {
+			auto hz = parse_number(arg, 1, 1000000);
+			if (!hz)
+				return bad_value("expected samples per second, 1 to 1000000");
+			options.frequency = *hz;
+			frequency_given = true;
+			break;
+		}
+		case 'c': {
+			auto n = parse_number(arg, 1, UINT64_MAX >> 1);
+			if (!n)
+				return bad_value("expected a positive event count");
+			options.period = *n;
+			count_given = true;
+			break;
+		}
+		case OPT_SW_EVENT:
+			break; // cpu-clock is what we use anyway
+		case 'p':
+		case 'L': {
+			auto ids = parse_id_list(arg);
+			if (!ids)
+				return bad_value("expected a comma-separated list of positive ids");
+			auto &list = opt == 'p' ? options.pids : options.tids;
+			list.insert(list.end(), ids->begin(), ids->end());
+			break;
+		}
+		case 'C': {
+			auto cpu = parse_number(arg, 0, 65535);
+			if (!cpu)
+				return bad_value("expected a CPU number");
+			options.cpu = int(*cpu);
+			break;
+		}
+		case 'I':
+			options.include_idle = true;
+			break;
+		case 'U':
+			user_only = true;
+			break;
+		case 'K':
+			kernel_only = true;
+			break;
+		case OPT_FOLDED:
+			folded = true;
+			break;
+		case 'E':
+			folded = true;
+			options.report.fold_pid = true;
+			break;
+		case 'd':
+			options.report.delimited = true;
+			break;
+		case 'a':
+			options.report.annotations = true;
+			break;
+		case 'v':
+			options.report.verbose = true;
+			break;
+		case 'o':
+			if (arg.empty())
+				return bad_value("expected a file name");
+			options.output_path = arg;
+			break;
+		case OPT_FORMAT:
+			format = format_from_name(arg);
+			if (!format)
+				return bad_value("expected stacks, folded, svg or pprof");
+			break;
+		case OPT_STACK_STORAGE:
+		case OPT_HASH_STORAGE: {
+			auto n = parse_number(arg, 1, 1u << 26);
+			if (!n)
+				return bad_value("expected a number of entries, 1 to 67108864");
+			(opt == OPT_STACK_STORAGE ? options.stack_storage_size : options.hash_storage_size) = *n;
+			break;
+		}
+		case OPT_STACK_DEPTH: {
+			auto n = parse_number(arg, 1, 1024);
+			if (!n)
+				return bad_value("expected a number of frames, 1 to 1024");
+			options.max_stack_depth = *n;
+			break;
+		}
+		case 'h':
+			options.help = true;
+			return options;
+		case 'V':
+			options.version = true;
+			return options;
+		case ':':
+			return UsageError{"option " + std::string(argv[optind - 1]) + " needs a value"};
+		default:
+			return UsageError{"unknown option '" + std::string(argv[optind - 1]) + "'"};
+		}
+	}
+
+	if (optind < argc) {
+		auto seconds = parse_number(argv[optind], 1, 100000000);
+		if (!seconds)
+			return UsageError{"invalid duration '" + std::string(argv[optind]) +
+					  "': expected whole seconds, at least 1"};
+		options.duration_s = *seconds;
+		optind++;
+	}
+	if (optind < argc)
+		return UsageError{"unexpected argument '" + std::string(argv[optind]) +
+				  "' (the duration is the only positional argument)"};
+	if (user_only && kernel_only)
+		return UsageError{"-U and -K cannot be used together: -U keeps only user stacks, -K only kernel stacks"};
+	if (frequency_given && count_given)
+		return UsageError{"-f and -c cannot be used together: sample by frequency or by event count"};
+	if (!options.pids.empty() && !options.tids.empty())
+		return UsageError{"-p and -L cannot be used together"};
+	if (count_given)
+		options.frequency = 0;
+	options.user_stacks = !kernel_only;
+	options.kernel_stacks = !user_only;
+
+	if (folded)
+		options.format = ReportFormat::Folded;
+	if (!options.output_path.empty() && !format) {
+		auto by_extension = format_from_path(options.output_path);
+		if (!by_extension)
+			return UsageError{"cannot tell the format of '" + options.output_path +
+					  "' from its extension (.svg, .pb.gz, .folded, .txt): add --format"};
+		if (!(folded && *by_extension == ReportFormat::Stacks))
+			options.format = *by_extension;
+	}
+	if (format)
+		options.format = *format;
+	return options;
+}
+
+std::string header_line(const Options &options)
+{
+	std::string line = options.frequency
+				   ? "Sampling at " + std::to_string(options.frequency) + " Hertz of "
+				   : "Sampling at every " + std::to_string(options.period) + " events of ";
+	auto join = [](const std::vector<uint32_t> &ids) {
+		std::string s;
+		for (uint32_t id : ids)
+			s += (s.empty() ? "" : ",") + std::to_string(id);
+		return s;
+	};
+	if (!options.pids.empty())
+		line += "PID " + join(options.pids);
+	else if (!options.tids.empty())
+		line += "TID " + join(options.tids);
+	else
+		line += "all threads";
+	if (options.cpu >= 0)
+		line += " on CPU " + std::to_string(options.cpu);
+	line += " by ";
+	line += !options.kernel_stacks ? "user" : !options.user_stacks ? "kernel" : "user + kernel";
+	line += " stack";
+	if (options.duration_s)
+		line += " for " + std::to_string(*options.duration_s) + " secs.";
+	else
+		line += "... Hit Ctrl-C to end.";
+	return line;
+}
+
+std::string help_text()
+{
+	return R"(Usage: profile [OPTIONS] [DURATION]
+
+Samples the stacks running on every CPU at a fixed rate, counts identical stacks inside the
+kernel, and prints them, symbolized, when sampling ends.
+
+Note: unlike BCC's profile, -f is the frequency here (as -F); folded output is --folded.
+
+DURATION                  seconds to sample; without it, until Ctrl-C or SIGTERM.
+                          The stacks collected so far are printed either way.
+
+Sampling
+  -f, -F, --frequency HZ  samples per second on each CPU (default 49)
+  -c, --count N           one sample every N events instead (period mode)
+  --sw-event              use the software cpu-clock event (the default where no
+                          hardware event is chosen; kept for the tutorial's users)
+
+What to sample
+  -p, --pid PID[,PID...]  only these processes
+  -L, --tid TID[,TID...]  only these threads
+  -C, --cpu CPU           only this CPU
+  -I, --include-idle      include the idle task (pid 0)
+  -U, --user-stacks-only  user-space stacks only, no kernel frames
+  -K, --kernel-stacks-only  kernel stacks only, no user frames
+
+Output
+  (default)               multi-line stacks, BCC's layout, hottest stack printed last
+  --folded                one line per stack, root first: comm;frame;...;frame COUNT
+  -E, --fold-extend       folded, with the process id in the root frame: comm-PID;...
+  -d, --delimited         a delimiter between kernel and user frames ("--" multi-line, "-" folded)
+  -a, --annotations       append _[k] to kernel frames
+  -v, --verbose           address, symbol+offset, module, and file:line where debug info has it
+  -o, --output FILE       write the report to FILE; the format comes from its extension
+                          (.svg flame graph, .pb.gz pprof, .folded, .txt)
+  --format FORMAT         stacks | folded | svg | pprof (overrides the extension)
+
+Limits
+  --stack-storage-size N    unique stacks kept in the kernel (default 16384)
+  --hash-storage-size N     unique (process, stacks) keys kept (default 40960)
+  --perf-max-stack-depth N  frames kept per stack (default 127)
+
+  -h, --help      this text
+  -V, --version   the version
+
+Examples:
+  sudo ./profile -f 49 10           # all CPUs at 49 Hz for 10 seconds
+  sudo ./profile -p 1234 --folded   # one process, folded, until Ctrl-C
+  sudo ./profile -o cpu.svg 10      # a flame graph
+)";
+}

@@ -1,0 +1,248 @@
+// profile.cpp: the run: parse options, load and attach, wait, read the maps, symbolize,
+// write the report.
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <thread>
+#include <unordered_map>
+
+#include "cli/options.h"
+#include "report/output_file.h"
+#include "report/report.h"
+#include "sampler/sampler.h"
+#include "syms/symbolizer.h"
+
+namespace {
+
+int64_t clock_ns(clockid_t clock)
+{
+	timespec ts;
+	clock_gettime(clock, &ts);
+	return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Blocks until the duration has passed or SIGINT/SIGTERM arrives (both were blocked
+// before attaching, so a signal sent at any moment is seen here).
+void wait_for_end(const Options &options, const sigset_t &stop_signals)
+{
+	const int64_t start = clock_ns(CLOCK_MONOTONIC);
+	while (true) {
+		int64_t left = INT64_MAX;
+		if (options.duration_s) {
+			left = int64_t(*options.duration_s) * 1000000000 - (clock_ns(CLOCK_MONOTONIC) - start);
+			if (left <= 0)
+				return;
+		}
+		int64_t slice = std::min<int64_t>(left, 1000000000);
+		timespec timeout{time_t(slice / 1000000000), long(slice % 1000000000)};
+		if (sigtimedwait(&stop_signals, nullptr, &timeout) > 0)
+			return;
+	}
+}
+
+// Names every frame once: kernel frames by address, user frames by (pid, address).
+Profile symbolize(const RawProfile &raw, Symbolizer &symbolizer)
+{
+	Profile profile;
+	std::unordered_map<uint64_t, uint32_t> kernel_index;
+	std::unordered_map<uint64_t, uint32_t> user_index; // keyed by pid << 48 ^ address
+	std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> user_by_pid;
+
+	auto frames_of = [&](int32_t id) -> const std::vector<uint64_t> * {
+		if (id < 0)
+			return nullptr;
+		auto it = raw.stacks.find(id);
+		return it == raw.stacks.end() ? nullptr : &it->second;
+	};
+
+	profile.samples.reserve(raw.entries.size());
+	for (const RawProfile::Entry &entry : raw.entries) {
+		Sample sample;
+		sample.pid = entry.key.pid;
+		sample.comm.assign(entry.key.comm, strnlen(entry.key.comm, sizeof(entry.key.comm)));
+		sample.count = entry.value.count;
+		if (const auto *addresses = frames_of(entry.key.kernel_stack_id))
+			for (uint64_t address : *addresses) {
+				auto [it, inserted] = kernel_index.try_emplace(address, profile.frames.size());
+				if (inserted)
+					profile.frames.push_back(symbolizer.kernel_frame(address));
+				sample.kernel.push_back(it->second);
+			}
+		if (const auto *addresses = frames_of(entry.key.user_stack_id)) {
+			auto &index = user_by_pid[sample.pid];
+			for (uint64_t address : *addresses) {
+				auto [it, inserted] = index.try_emplace(address, profile.frames.size());
+				if (inserted)
+					profile.frames.push_back(symbolizer.user_frame(sample.pid, address));
+				sample.user.push_back(it->second);
+			}
+		}
+		profile.samples.push_back(std::move(sample));
+	}
+	return profile;
+}
+
+// The account CLI.md asks for: the last stderr line when anything was lost.
+void report_losses(const RawProfile &raw, const Options &options)
+{
+	if (raw.truncated)
+		fprintf(stderr, "profile: %" PRIu64 " samples have stacks cut at %u frames "
+				"(raise --perf-max-stack-depth)\n", raw.truncated, raw.depth_limit);
+	const sample_stats &t = raw.totals;
+	uint64_t lost = t.lost_counts_full + t.lost_stack_collision + t.lost_stack_full + t.lost_stack_other;
+	if (!lost)
+		return;
+	std::string causes;
+	auto cause = [&](uint64_t n, const std::string &what) {
+		if (!n)
+			return;
+		causes += causes.empty() ? "" : "; ";
+		causes += std::to_string(n) + " " + what;
+	};
+	cause(t.lost_counts_full, "with the counts map full (raise --hash-storage-size, now " +
+					  std::to_string(options.hash_storage_size) + ")");
+	cause(t.lost_stack_collision, "in stack map collisions (raise --stack-storage-size, now " +
+					      std::to_string(options.stack_storage_size) + ")");
+	cause(t.lost_stack_full, "with the stack map full (raise --stack-storage-size, now " +
+					 std::to_string(options.stack_storage_size) + ")");
+	cause(t.lost_stack_other, "on other stack errors");
+	fprintf(stderr, "profile: %" PRIu64 " samples taken, %" PRIu64 " stored, %" PRIu64 " lost: %s\n",
+		uint64_t(t.seen), raw.stored, lost, causes.c_str());
+}
+
+// Values the parser cannot judge alone: they depend on this machine. "" when all is well.
+std::string check_against_machine(const Options &options)
+{
+	for (uint32_t pid : options.pids)
+		if (access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0)
+			return "no process with PID " + std::to_string(pid);
+	for (uint32_t tid : options.tids)
+		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
+			return "no thread with TID " + std::to_string(tid);
+	if (options.cpu >= 0) {
+		std::vector<int> online = online_cpus();
+		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
+			return "CPU " + std::to_string(options.cpu) + " is not online (see /sys/devices/system/cpu/online)";
+	}
+	if (options.frequency) {
+		std::ifstream in("/proc/sys/kernel/perf_event_max_sample_rate");
+		uint64_t max_rate = 0;
+		if (in >> max_rate && options.frequency > max_rate)
+			return "-f " + std::to_string(options.frequency) + " is above the kernel's limit of " +
+			       std::to_string(max_rate) + " Hz (kernel.perf_event_max_sample_rate)";
+	}
+	return "";
+}
+
+int run(const Options &options)
+{
+	check_privileges();
+	check_kernel_support();
+
+	sigset_t stop_signals;
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+	signal(SIGPIPE, SIG_IGN); // a closed stdout shows up as a failed write, handled below
+
+	Sampler sampler(options);
+	SymbolizerOptions symbolizer_options;
+	symbolizer_options.want_lines = options.report.verbose;
+	Symbolizer symbolizer(symbolizer_options);
+
+	// Kernel symbols do not depend on what is sampled: index them while sampling runs.
+	std::thread kernel_symbols([&] { symbolizer.load_kernel_symbols(); });
+	struct Joiner {
+		std::thread &t;
+		~Joiner()
+		{
+			if (t.joinable())
+				t.join();
+		}
+	} joiner{kernel_symbols};
+
+	const int64_t start_real = clock_ns(CLOCK_REALTIME), start = clock_ns(CLOCK_MONOTONIC);
+	sampler.attach();
+	const bool to_stdout = options.output_path.empty();
+	if (options.format == ReportFormat::Stacks && to_stdout)
+		std::cout << header_line(options) << std::endl;
+	else
+		fprintf(stderr, "%s\n", header_line(options).c_str());
+	wait_for_end(options, stop_signals);
+	sampler.detach();
+	const int64_t end = clock_ns(CLOCK_MONOTONIC);
+
+	RawProfile raw = sampler.read();
+	kernel_symbols.join();
+	Profile profile = symbolize(raw, symbolizer);
+	profile.command = options.command_line;
+	profile.frequency = options.frequency;
+	profile.period = options.period;
+	profile.period_ns = options.frequency ? 1000000000 / options.frequency : options.period;
+	profile.duration_s = double(end - start) / 1e9;
+	profile.start_time_ns = start_real;
+	profile.kernel_stacks = options.kernel_stacks;
+	profile.user_stacks = options.user_stacks;
+
+	if (to_stdout) {
+		write_report(std::cout, options.format, profile, options.report);
+		std::cout.flush();
+		if (!std::cout && errno != EPIPE) {
+			fprintf(stderr, "profile: cannot write the report: %s\n", strerror(errno));
+			return 1;
+		}
+	} else {
+		std::string error = write_output_file(options.output_path, [&](std::ostream &out) {
+			write_report(out, options.format, profile, options.report);
+		});
+		if (!error.empty()) {
+			fprintf(stderr, "profile: %s\n", error.c_str());
+			return 1;
+		}
+		fprintf(stderr, "profile: wrote %s (%" PRIu64 " samples, %zu stacks)\n",
+			options.output_path.c_str(), profile.total(), profile.samples.size());
+	}
+	report_losses(raw, options);
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	std::ios::sync_with_stdio(false);
+	auto parsed = parse_options(argc, argv);
+	if (auto *usage = std::get_if<UsageError>(&parsed)) {
+		fprintf(stderr, "profile: %s (see profile --help)\n", usage->message.c_str());
+		return 2;
+	}
+	const Options &options = std::get<Options>(parsed);
+	if (options.help) {
+		std::cout << help_text();
+		return 0;
+	}
+	if (options.version) {
+		std::cout << "profile " << PROFILE_VERSION << '\n';
+		return 0;
+	}
+	if (std::string wrong = check_against_machine(options); !wrong.empty()) {
+		fprintf(stderr, "profile: %s\n", wrong.c_str());
+		return 2;
+	}
+	try {
+		return run(options);
+	} catch (const RunError &e) {
+		fprintf(stderr, "profile: %s\n", e.what());
+		return 1;
+	}
+}

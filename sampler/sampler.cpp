@@ -1,0 +1,335 @@
+// sampler/sampler.cpp: loads profile.bpf.c through its skeleton, opens the perf events,
+// and reads the maps back in batches.
+#include "sampler/sampler.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "profile.skel.h"
+
+namespace {
+
+struct SkeletonDeleter {
+	void operator()(profile_bpf *skel) const { profile_bpf__destroy(skel); }
+};
+struct LinkDeleter {
+	void operator()(bpf_link *link) const { bpf_link__destroy(link); }
+};
+using Skeleton = std::unique_ptr<profile_bpf, SkeletonDeleter>;
+using Link = std::unique_ptr<bpf_link, LinkDeleter>;
+
+// An open perf event fd; the link that attaches the program takes it over.
+struct PerfEventFd {
+	int fd = -1;
+	explicit PerfEventFd(int f) : fd(f) {}
+	~PerfEventFd()
+	{
+		if (fd >= 0)
+			close(fd);
+	}
+	int release() { return std::exchange(fd, -1); }
+};
+
+int libbpf_print(enum libbpf_print_level level, const char *format, va_list args)
+{
+	static const bool debug = getenv("PROFILE_DEBUG") != nullptr;
+	if (!debug && level != LIBBPF_WARN)
+		return 0;
+	if (!debug)
+		return 0; // errors are reported by the caller, in one line
+	return vfprintf(stderr, format, args);
+}
+
+std::string read_file(const char *path)
+{
+	std::ifstream in(path);
+	std::stringstream text;
+	text << in.rdbuf();
+	return text.str();
+}
+
+long read_sysctl(const char *path, long fallback)
+{
+	std::string text = read_file(path);
+	return text.empty() ? fallback : std::strtol(text.c_str(), nullptr, 10);
+}
+
+std::string errno_text(int err)
+{
+	return std::strerror(err < 0 ? -err : err);
+}
+
+} // namespace
+
+struct Sampler::Impl {
+	Skeleton skel;
+	std::vector<Link> links;
+	uint32_t depth = DEFAULT_STACK_DEPTH;
+	Options options;
+};
+
+std::vector<int> parse_cpu_list(std::string_view text)
+{
+	std::vector<int> cpus;
+	while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+		text.remove_suffix(1);
+	while (!text.empty()) {
+		size_t comma = text.find(',');
+		std::string_view range = text.substr(0, comma);
+		size_t dash = range.find('-');
+		int first = 0, last = 0;
+		auto number = [](std::string_view s, int &out) {
+			if (s.empty() || s.size() > 6)
+				return false;
+			out = 0;
+			for (char c : s) {
+				if (c < '0' || c > '9')
+					return false;
+				out = out * 10 + (c - '0');
+			}
+			return true;
+		};
+		if (!number(range.substr(0, dash), first))
+			return {};
+		last = first;
+		if (dash != std::string_view::npos && !number(range.substr(dash + 1), last))
+			return {};
+		if (last < first)
+			return {};
+		for (int cpu = first; cpu <= last; cpu++)
+			cpus.push_back(cpu);
+		if (comma == std::string_view::npos)
+			break;
+		text.remove_prefix(comma + 1);
+	}
+	return cpus;
+}
+
+std::vector<int> online_cpus()
+{
+	return parse_cpu_list(read_file("/sys/devices/system/cpu/online"));
+}
+
+void check_privileges()
+{
+	if (geteuid() == 0)
+		return;
+	__user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+	__user_cap_data_struct data[2]{};
+	if (syscall(SYS_capget, &header, data) == 0) {
+		auto has = [&](int cap) { return data[cap / 32].effective & (1u << (cap % 32)); };
+		if (has(CAP_BPF) && has(CAP_PERFMON))
+			return;
+	}
+	throw RunError("needs root or CAP_BPF+CAP_PERFMON to load the BPF program (try: sudo ./profile)");
+}
+
+void check_kernel_support(const char *btf_path)
+{
+	if (access(btf_path, R_OK) != 0)
+		throw RunError(std::string("this kernel has no BTF (") + btf_path + " is missing): "
+			       "it needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+	// bpf(2) with a bad command says ENOSYS only where BPF itself is missing.
+	if (syscall(SYS_bpf, -1, nullptr, 0) < 0 && errno == ENOSYS)
+		throw RunError("this kernel has no BPF support (CONFIG_BPF_SYSCALL is off)");
+}
+
+Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
+{
+	impl_->options = options;
+	libbpf_set_print(libbpf_print);
+
+	Skeleton skel(profile_bpf__open());
+	if (!skel)
+		throw RunError("cannot open the BPF program: " + errno_text(errno));
+
+	// The kernel cuts stacks at kernel.perf_event_max_stack whatever the map holds.
+	long kernel_max = read_sysctl("/proc/sys/kernel/perf_event_max_stack", 127);
+	impl_->depth = std::min<uint32_t>(options.max_stack_depth, uint32_t(std::max(1L, kernel_max)));
+	if (options.max_stack_depth > impl_->depth)
+		fprintf(stderr, "profile: warning: stacks are cut at %u frames, the kernel's "
+				"kernel.perf_event_max_stack (raise it with sysctl for deeper stacks)\n",
+			impl_->depth);
+
+	bpf_map__set_value_size(skel->maps.stacks, impl_->depth * sizeof(uint64_t));
+	bpf_map__set_max_entries(skel->maps.stacks, options.stack_storage_size);
+	bpf_map__set_max_entries(skel->maps.counts, options.hash_storage_size);
+	if (!options.pids.empty())
+		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
+	if (!options.tids.empty())
+		bpf_map__set_max_entries(skel->maps.tids, options.tids.size());
+
+	skel->rodata->kernel_stacks = options.kernel_stacks;
+	skel->rodata->user_stacks = options.user_stacks;
+	skel->rodata->include_idle = options.include_idle;
+	skel->rodata->filter_pids = !options.pids.empty();
+	skel->rodata->filter_tids = !options.tids.empty();
+
+	if (int err = profile_bpf__load(skel.get())) {
+		if (err == -EPERM || err == -EACCES)
+			check_privileges();
+		throw RunError("cannot load the BPF program: " + errno_text(err) +
+			       (err == -E2BIG || err == -ENOMEM
+					? " (a map may be too large: lower --stack-storage-size or --hash-storage-size)"
+					: " (run with PROFILE_DEBUG=1 for libbpf's log)"));
+	}
+
+	uint8_t one = 1;
+	for (uint32_t pid : options.pids)
+		if (bpf_map__update_elem(skel->maps.pids, &pid, sizeof(pid), &one, 1, BPF_ANY))
+			throw RunError("cannot set the PID filter: " + errno_text(errno));
+	for (uint32_t tid : options.tids)
+		if (bpf_map__update_elem(skel->maps.tids, &tid, sizeof(tid), &one, 1, BPF_ANY))
+			throw RunError("cannot set the TID filter: " + errno_text(errno));
+	impl_->skel = std::move(skel);
+}
+
+Sampler::~Sampler() = default;
+
+void Sampler::attach()
+{
+	std::vector<int> online = online_cpus();
+	if (online.empty())
+		throw RunError("cannot read the online CPUs from /sys/devices/system/cpu/online");
+	const Options &options = impl_->options;
+	if (options.cpu >= 0) {
+		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
+			throw RunError("CPU " + std::to_string(options.cpu) + " is not online (see /sys/devices/system/cpu/online)");
+		online = {options.cpu};
+	}
+
+	perf_event_attr attr{};
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	if (options.frequency) {
+		attr.freq = 1;
+		attr.sample_freq = options.frequency;
+	} else {
+		attr.sample_period = options.period;
+	}
+
+	for (int cpu : online) {
+		PerfEventFd event(int(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
+		if (event.fd < 0) {
+			int err = errno;
+			if (err == ENODEV) // went offline since we read the list
+				continue;
+			std::string why = "cannot open the cpu-clock perf event on CPU " + std::to_string(cpu) + ": " + errno_text(err);
+			if (err == EINVAL && options.frequency)
+				why += " (the frequency may be above kernel.perf_event_max_sample_rate, " +
+				       std::to_string(read_sysctl("/proc/sys/kernel/perf_event_max_sample_rate", 0)) + " Hz)";
+			else if (err == EACCES || err == EPERM)
+				why += " (needs root or CAP_PERFMON)";
+			else if (err == EMFILE)
+				why += " (too many open files: raise ulimit -n)";
+			throw RunError(why);
+		}
+		Link link(bpf_program__attach_perf_event(impl_->skel->progs.do_sample, event.fd));
+		if (!link)
+			throw RunError("cannot attach the BPF program to CPU " + std::to_string(cpu) + ": " + errno_text(errno));
+		event.release(); // the link closes it
+		impl_->links.push_back(std::move(link));
+		cpus_.push_back(cpu);
+	}
+	if (impl_->links.empty())
+		throw RunError("no online CPU could be sampled");
+}
+
+void Sampler::detach()
+{
+	impl_->links.clear();
+}
+
+namespace {
+
+// Reads every counts-map entry, in batches where the kernel allows it.
+void read_counts(int fd, uint32_t max_entries, std::vector<RawProfile::Entry> &out)
+{
+	const uint32_t batch = std::min<uint32_t>(max_entries, 4096);
+	std::vector<stack_key> keys(batch);
+	std::vector<stack_count> values(batch);
+	stack_key out_batch{};
+	void *in = nullptr;
+	bool batched = true;
+	while (batched) {
+		uint32_t count = batch;
+		int err = bpf_map_lookup_batch(fd, in, &out_batch, keys.data(), values.data(), &count, nullptr);
+		if (err && errno != ENOENT) {
+			batched = false; // old kernel or odd map: fall back to key by key
+			out.clear();
+			break;
+		}
+		for (uint32_t i = 0; i < count; i++)
+			out.push_back({keys[i], values[i]});
+		if (err) // ENOENT: that was the last batch
+			return;
+		in = &out_batch;
+	}
+
+	stack_key key{}, next{};
+	void *prev = nullptr;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		stack_count value{};
+		if (bpf_map_lookup_elem(fd, &next, &value) == 0)
+			out.push_back({next, value});
+		key = next;
+		prev = &key;
+	}
+}
+
+} // namespace
+
+RawProfile Sampler::read() const
+{
+	RawProfile raw;
+	profile_bpf *skel = impl_->skel.get();
+	raw.depth_limit = impl_->depth;
+
+	int ncpus = libbpf_num_possible_cpus();
+	std::vector<sample_stats> per_cpu(ncpus > 0 ? ncpus : 1);
+	uint32_t zero = 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.stats), &zero, per_cpu.data()) == 0)
+		for (const sample_stats &s : per_cpu) {
+			raw.totals.seen += s.seen;
+			raw.totals.lost_counts_full += s.lost_counts_full;
+			raw.totals.lost_stack_collision += s.lost_stack_collision;
+			raw.totals.lost_stack_full += s.lost_stack_full;
+			raw.totals.lost_stack_other += s.lost_stack_other;
+		}
+
+	read_counts(bpf_map__fd(skel->maps.counts), bpf_map__max_entries(skel->maps.counts), raw.entries);
+
+	int stacks_fd = bpf_map__fd(skel->maps.stacks);
+	std::vector<uint64_t> frames(impl_->depth);
+	for (const RawProfile::Entry &entry : raw.entries) {
+		raw.stored += entry.value.count;
+		bool full = false;
+		for (int32_t id : {entry.key.kernel_stack_id, entry.key.user_stack_id}) {
+			if (id < 0)
+				continue;
+			auto [it, inserted] = raw.stacks.try_emplace(id);
+			if (inserted && bpf_map_lookup_elem(stacks_fd, &id, frames.data()) == 0) {
+				size_t n = 0;
+				while (n < frames.size() && frames[n])
+					n++;
+				it->second.assign(frames.begin(), frames.begin() + n);
+			}
+			full |= it->second.size() == impl_->depth;
+		}
+		if (full)
+			raw.truncated += entry.value.count;
+	}
+	return raw;
+}

@@ -1,0 +1,68 @@
+// sampler/sampler.h: the user half of the BPF program: load it, attach it to one cpu-clock
+// event per CPU, and read what it counted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <linux/types.h>
+
+#include "cli/options.h"
+#include "profile.h"
+
+// The run cannot go on: one line for stderr, exit status 1.
+struct RunError : std::runtime_error {
+	using std::runtime_error::runtime_error;
+};
+
+// What the kernel kept, before any symbol is looked up.
+struct RawProfile {
+	struct Entry {
+		stack_key key;
+		stack_count value;
+	};
+	std::vector<Entry> entries;
+	// Stack id -> frame addresses, leaf first.
+	std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
+
+	sample_stats totals{};    // summed over CPUs
+	uint64_t stored = 0;      // sum of the counts read back
+	uint64_t truncated = 0;   // samples whose stack filled every frame slot (likely cut)
+	uint32_t depth_limit = 0; // frames a stack could hold
+};
+
+class Sampler {
+public:
+	// Opens and loads the BPF program configured by the options. Throws RunError.
+	explicit Sampler(const Options &options);
+	~Sampler();
+	Sampler(const Sampler &) = delete;
+	Sampler &operator=(const Sampler &) = delete;
+
+	// One cpu-clock perf event per online CPU (or the -C one), each running the program.
+	void attach();
+	// Closes every perf event; the maps stay readable.
+	void detach();
+	// Reads the counts, the stacks they name and the per-CPU tallies.
+	RawProfile read() const;
+
+	// CPUs sampled, as attach() found them online.
+	const std::vector<int> &cpus() const { return cpus_; }
+
+private:
+	struct Impl;
+	std::unique_ptr<Impl> impl_;
+	std::vector<int> cpus_;
+};
+
+// "0-3,5" (the format of /sys/devices/system/cpu/online) -> {0,1,2,3,5}; empty if malformed.
+std::vector<int> parse_cpu_list(std::string_view text);
+std::vector<int> online_cpus();
+
+// Checks made before anything is loaded, each throwing RunError with what to do.
+void check_privileges();
+void check_kernel_support(const char *btf_path = "/sys/kernel/btf/vmlinux");

@@ -1,0 +1,150 @@
+// tests/test_cli_options.cpp: the command line of CLI.md, value by value.
+#include <doctest/doctest.h>
+
+#include "cli/options.h"
+
+namespace {
+
+std::variant<Options, UsageError> parse(std::vector<std::string> args)
+{
+	args.insert(args.begin(), "profile");
+	std::vector<char *> argv;
+	for (auto &a : args)
+		argv.push_back(a.data());
+	argv.push_back(nullptr);
+	return parse_options(int(args.size()), argv.data());
+}
+
+Options ok(std::vector<std::string> args)
+{
+	auto parsed = parse(args);
+	if (auto *e = std::get_if<UsageError>(&parsed))
+		FAIL("unexpected usage error: " << e->message);
+	return std::get<Options>(parsed);
+}
+
+std::string error(std::vector<std::string> args)
+{
+	auto parsed = parse(args);
+	REQUIRE(std::holds_alternative<UsageError>(parsed));
+	return std::get<UsageError>(parsed).message;
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+
+TEST_CASE("defaults are BCC's: 49 Hz, user + kernel, until Ctrl-C, stacks report")
+{
+	Options o = ok({});
+	CHECK(o.frequency == 49);
+	CHECK(o.period == 0);
+	CHECK(o.user_stacks);
+	CHECK(o.kernel_stacks);
+	CHECK(!o.duration_s);
+	CHECK(o.format == ReportFormat::Stacks);
+	CHECK(o.stack_storage_size == 16384);
+	CHECK(o.hash_storage_size == 40960);
+	CHECK(o.max_stack_depth == 127);
+	CHECK(header_line(o) == "Sampling at 49 Hertz of all threads by user + kernel stack... Hit Ctrl-C to end.");
+}
+
+TEST_CASE("-f, -F and --frequency set the frequency; the duration is positional")
+{
+	CHECK(ok({"-f", "99"}).frequency == 99);
+	CHECK(ok({"-F", "999"}).frequency == 999);
+	CHECK(ok({"--frequency=13"}).frequency == 13);
+	Options o = ok({"-f", "49", "10"});
+	CHECK(*o.duration_s == 10);
+	CHECK(header_line(o) == "Sampling at 49 Hertz of all threads by user + kernel stack for 10 secs.");
+	CHECK(o.command_line == "profile -f 49 10");
+}
+
+TEST_CASE("-c switches to period mode")
+{
+	Options o = ok({"-c", "1000000", "5"});
+	CHECK(o.frequency == 0);
+	CHECK(o.period == 1000000);
+	CHECK(header_line(o) == "Sampling at every 1000000 events of all threads by user + kernel stack for 5 secs.");
+	CHECK(error({"-c", "10", "-f", "99"}).find("-f and -c") != std::string::npos);
+}
+
+TEST_CASE("filters: pid and tid lists, cpu, idle")
+{
+	Options o = ok({"-p", "12,34", "-C", "1", "-I"});
+	CHECK(o.pids == std::vector<uint32_t>{12, 34});
+	CHECK(o.cpu == 1);
+	CHECK(o.include_idle);
+	CHECK(header_line(o) == "Sampling at 49 Hertz of PID 12,34 on CPU 1 by user + kernel stack... Hit Ctrl-C to end.");
+	CHECK(ok({"-L", "7"}).tids == std::vector<uint32_t>{7});
+	CHECK(ok({"--pid", "5", "--pid", "6"}).pids == std::vector<uint32_t>{5, 6});
+	CHECK(error({"-p", "1,,2"}).find("-p") != std::string::npos);
+	CHECK(error({"-p", "0"}).find("-p") != std::string::npos);
+	CHECK(error({"-p", "1", "-L", "2"}).find("-p and -L") != std::string::npos);
+	CHECK(error({"-C", "-1"}).find("-C") != std::string::npos);
+}
+
+TEST_CASE("-U and -K pick one stack; together they are an error")
+{
+	Options u = ok({"-U"});
+	CHECK(u.user_stacks);
+	CHECK(!u.kernel_stacks);
+	CHECK(header_line(u).find("by user stack") != std::string::npos);
+	Options k = ok({"--kernel-stacks-only"});
+	CHECK(!k.user_stacks);
+	CHECK(k.kernel_stacks);
+	CHECK(error({"-U", "-K"}).find("-U and -K") != std::string::npos);
+}
+
+TEST_CASE("output options: folded, -E, -d, -a, -v, -o and --format")
+{
+	CHECK(ok({"--folded"}).format == ReportFormat::Folded);
+	Options e = ok({"-E"});
+	CHECK(e.format == ReportFormat::Folded);
+	CHECK(e.report.fold_pid);
+	Options d = ok({"-d", "-a", "-v"});
+	CHECK(d.report.delimited);
+	CHECK(d.report.annotations);
+	CHECK(d.report.verbose);
+	CHECK(ok({"-o", "cpu.svg"}).format == ReportFormat::Svg);
+	CHECK(ok({"-o", "cpu.pb.gz"}).format == ReportFormat::Pprof);
+	CHECK(ok({"-o", "cpu.folded"}).format == ReportFormat::Folded);
+	CHECK(ok({"-o", "cpu.txt"}).format == ReportFormat::Stacks);
+	CHECK(ok({"-o", "cpu.txt", "--folded"}).format == ReportFormat::Folded);
+	CHECK(ok({"-o", "cpu.data", "--format", "pprof"}).format == ReportFormat::Pprof);
+	CHECK(ok({"--format=svg", "-o", "x.txt"}).format == ReportFormat::Svg);
+	CHECK(error({"-o", "cpu.data"}).find("--format") != std::string::npos);
+	CHECK(error({"--format", "png"}).find("stacks, folded, svg or pprof") != std::string::npos);
+}
+
+TEST_CASE("limits take positive sizes")
+{
+	Options o = ok({"--stack-storage-size", "16", "--hash-storage-size", "32", "--perf-max-stack-depth", "64"});
+	CHECK(o.stack_storage_size == 16);
+	CHECK(o.hash_storage_size == 32);
+	CHECK(o.max_stack_depth == 64);
+	CHECK(error({"--stack-storage-size", "0"}).find("--stack-storage-size") != std::string::npos);
+	CHECK(error({"--perf-max-stack-depth", "5000"}).find("--perf-max-stack-depth") != std::string::npos);
+}
+
+TEST_CASE("every bad value is named in the error")
+{
+	CHECK(error({"-f", "0"}) == "invalid value '0' for -f: expected samples per second, 1 to 1000000");
+	CHECK(error({"-F", "x"}).find("for -f") != std::string::npos);
+	CHECK(error({"-f", "10x"}).find("'10x'") != std::string::npos);
+	CHECK(error({"0"}).find("invalid duration '0'") != std::string::npos);
+	CHECK(error({"-1"}).find("unknown option") != std::string::npos);
+	CHECK(error({"5", "6"}).find("unexpected argument '6'") != std::string::npos);
+	CHECK(error({"-p"}) == "option -p needs a value");
+	CHECK(error({"--pid"}) == "option --pid needs a value");
+	CHECK(error({"--bogus"}) == "unknown option '--bogus'");
+}
+
+TEST_CASE("help and version stop parsing")
+{
+	CHECK(ok({"-h"}).help);
+	CHECK(ok({"--version"}).version);
+	CHECK(help_text().find("-f is the frequency") != std::string::npos);
+}
+
+} // TEST_SUITE

@@ -1,0 +1,291 @@
+// tests/test_profile.cpp: the real ./profile, as root, on workloads with known hot functions.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <map>
+#include <regex>
+
+#include "tests/support.h"
+
+namespace {
+
+struct FoldedLine {
+	std::vector<std::string> frames; // root first; frames[0] is the comm
+	uint64_t count = 0;
+};
+
+std::vector<FoldedLine> parse_folded(const std::string &out)
+{
+	std::vector<FoldedLine> lines;
+	for (const std::string &line : split_lines(out)) {
+		size_t space = line.rfind(' ');
+		REQUIRE_MESSAGE(space != std::string::npos, "folded line without a count: " << line);
+		std::string count = line.substr(space + 1);
+		REQUIRE_MESSAGE(std::regex_match(count, std::regex("[0-9]+")), "bad count in: " << line);
+		FoldedLine folded;
+		folded.count = std::stoull(count);
+		std::string stack = line.substr(0, space);
+		size_t start = 0;
+		while (true) {
+			size_t semi = stack.find(';', start);
+			folded.frames.push_back(stack.substr(start, semi - start));
+			if (semi == std::string::npos)
+				break;
+			start = semi + 1;
+		}
+		REQUIRE_MESSAGE(!folded.frames[0].empty(), "empty comm in: " << line);
+		lines.push_back(folded);
+	}
+	return lines;
+}
+
+uint64_t total(const std::vector<FoldedLine> &lines)
+{
+	uint64_t n = 0;
+	for (const auto &l : lines)
+		n += l.count;
+	return n;
+}
+
+uint64_t samples_with(const std::vector<FoldedLine> &lines, const std::string &frame)
+{
+	uint64_t n = 0;
+	for (const auto &l : lines)
+		for (size_t i = 1; i < l.frames.size(); i++)
+			if (l.frames[i] == frame) {
+				n += l.count;
+				break;
+			}
+	return n;
+}
+
+void require_root()
+{
+	REQUIRE_MESSAGE(geteuid() == 0, "the integration tests run ./profile for real and need root: use `make test`");
+}
+
+CommandResult profile(std::vector<std::string> args, double timeout_s = 60)
+{
+	args.insert(args.begin(), profile_bin());
+	return run_command(args, timeout_s);
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("the hot functions' shares match the workload's 3:1 split")
+{
+	require_root();
+	Background split({workload("split"), "6"});
+	auto r = profile({"-p", std::to_string(split.pid()), "-f", "499", "-U", "--folded", "3"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	uint64_t three = samples_with(lines, "split_hot_three"), one = samples_with(lines, "split_hot_one");
+	INFO("stdout:\n" << r.out);
+	REQUIRE(three + one > 300);
+	double share = double(three) / double(three + one);
+	CHECK(share > 0.67);
+	CHECK(share < 0.83);
+	// Every hot sample is named all the way down to main.
+	for (const auto &l : lines)
+		if (l.frames.back() == "split_hot_three")
+			CHECK(l.frames[l.frames.size() - 2] == "main");
+}
+
+TEST_CASE("-U prints no kernel frames and -K no user frames")
+{
+	require_root();
+	Background load({workload("syscalls"), "8"});
+	std::string pid = std::to_string(load.pid());
+
+	auto user = profile({"-p", pid, "-U", "-a", "--folded", "-f", "199", "2"});
+	REQUIRE_MESSAGE(user.status == 0, user.err);
+	auto user_lines = parse_folded(user.out);
+	REQUIRE(total(user_lines) > 50);
+	// glibc's read() keeps no frame pointer, so its caller read_zeros is skipped (perf
+	// skips it too); main is there.
+	CHECK(samples_with(user_lines, "main") * 2 > total(user_lines));
+	for (const auto &l : user_lines)
+		for (size_t i = 1; i < l.frames.size(); i++)
+			CHECK_MESSAGE(!l.frames[i].ends_with("_[k]"), "kernel frame with -U: " << l.frames[i]);
+
+	auto kernel = profile({"-p", pid, "-K", "-a", "--folded", "-f", "199", "2"});
+	REQUIRE_MESSAGE(kernel.status == 0, kernel.err);
+	auto kernel_lines = parse_folded(kernel.out);
+	REQUIRE(total(kernel_lines) > 50);
+	uint64_t with_kernel_frames = 0;
+	for (const auto &l : kernel_lines) {
+		for (size_t i = 1; i < l.frames.size(); i++)
+			CHECK_MESSAGE(l.frames[i].ends_with("_[k]"), "user frame with -K: " << l.frames[i]);
+		if (l.frames.size() > 1)
+			with_kernel_frames += l.count;
+	}
+	// The workload lives in read(2): most samples have kernel stacks.
+	CHECK(with_kernel_frames * 2 > total(kernel_lines));
+}
+
+TEST_CASE("-d puts a delimiter between user and kernel frames")
+{
+	require_root();
+	Background load({workload("syscalls"), "6"});
+	auto r = profile({"-p", std::to_string(load.pid()), "-d", "--folded", "-f", "199", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	bool delimited = false;
+	for (const auto &l : parse_folded(r.out))
+		for (size_t i = 1; i < l.frames.size(); i++)
+			if (l.frames[i] == "-") {
+				delimited = true;
+				CHECK(i > 1);
+				CHECK(i + 1 < l.frames.size());
+			}
+	CHECK(delimited);
+}
+
+TEST_CASE("-p keeps only that process and -E names it in the root frame")
+{
+	require_root();
+	Background a({workload("split"), "6"});
+	Background b({workload("syscalls"), "6"});
+	auto r = profile({"-p", std::to_string(a.pid()), "-E", "-f", "199", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	REQUIRE(!lines.empty());
+	for (const auto &l : lines)
+		CHECK(l.frames[0] == "split-" + std::to_string(a.pid()));
+}
+
+TEST_CASE("-L keeps only that thread")
+{
+	require_root();
+	Background threads({workload("threads"), "6"});
+	std::string tids = threads.read_line();
+	std::string tid_a = tids.substr(0, tids.find(' '));
+	auto r = profile({"-L", tid_a, "--folded", "-U", "-f", "199", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	CHECK(samples_with(lines, "thread_a_spin") > 100);
+	CHECK(samples_with(lines, "thread_b_spin") == 0);
+}
+
+TEST_CASE("-C samples only that CPU")
+{
+	require_root();
+	Background pinned({workload("split"), "7"}, 1);
+	std::string pid = std::to_string(pinned.pid());
+	auto other = profile({"-C", "0", "-p", pid, "--folded", "-f", "199", "2"});
+	REQUIRE_MESSAGE(other.status == 0, other.err);
+	CHECK(total(parse_folded(other.out)) == 0);
+	auto same = profile({"-C", "1", "-p", pid, "--folded", "-f", "199", "2"});
+	REQUIRE_MESSAGE(same.status == 0, same.err);
+	CHECK(total(parse_folded(same.out)) > 200);
+}
+
+TEST_CASE("the duration is honored and the default report is BCC's layout, hottest last")
+{
+	require_root();
+	Background split({workload("split"), "6"});
+	auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	CHECK(r.seconds > 1.9);
+	CHECK(r.seconds < 4.0);
+	auto lines = split_lines(r.out);
+	REQUIRE(lines.size() > 4);
+	CHECK(lines[0] == "Sampling at 99 Hertz of PID " + std::to_string(split.pid()) +
+				  " by user + kernel stack for 2 secs.");
+	// Each stack ends "    -                comm (pid)" then "        count" and a blank line.
+	std::regex comm_line("    -                split \\(" + std::to_string(split.pid()) + "\\)");
+	std::vector<uint64_t> counts;
+	for (size_t i = 1; i + 1 < lines.size(); i++)
+		if (std::regex_match(lines[i], comm_line)) {
+			REQUIRE(std::regex_match(lines[i + 1], std::regex("        [0-9]+")));
+			counts.push_back(std::stoull(lines[i + 1]));
+		}
+	REQUIRE(!counts.empty());
+	CHECK(std::is_sorted(counts.begin(), counts.end()));
+	CHECK(contains(r.out, "    split_hot_three\n"));
+}
+
+TEST_CASE("SIGINT and SIGTERM end sampling and print the report")
+{
+	require_root();
+	Background split({workload("split"), "8"});
+	for (int sig : {SIGINT, SIGTERM}) {
+		auto r = run_command({profile_bin(), "-p", std::to_string(split.pid()), "--folded"}, 30, 2.0, sig);
+		INFO("signal " << sig << ": " << r.err);
+		CHECK(r.status == 0);
+		CHECK(r.seconds < 5);
+		CHECK(samples_with(parse_folded(r.out), "split_hot_three") > 0);
+	}
+}
+
+TEST_CASE("system-wide, kernel and user frames are named")
+{
+	require_root();
+	Background split({workload("split"), "5"});
+	Background sys({workload("syscalls"), "5"});
+	auto r = profile({"-a", "--folded", "-f", "99", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	CHECK(samples_with(lines, "split_hot_three") > 0);
+	bool kernel_named = false;
+	for (const auto &l : lines)
+		if (l.frames[0] == "syscalls" && l.frames.back().ends_with("_[k]"))
+			kernel_named |= l.frames.back()[0] != '[' &&
+					std::find(l.frames.begin(), l.frames.end(), "main") != l.frames.end();
+	CHECK(kernel_named);
+}
+
+TEST_CASE("bad input gets one line on stderr and the documented exit status")
+{
+	require_root();
+	struct Case {
+		std::vector<std::string> args;
+		int status;
+		const char *says;
+	} cases[] = {
+		{{"-f", "0"}, 2, "-f"},
+		{{"-f", "abc"}, 2, "-f"},
+		{{"-U", "-K"}, 2, "-U and -K"},
+		{{"-p", "2147483000"}, 2, "no process with PID 2147483000"},
+		{{"-L", "2147483000"}, 2, "no thread with TID 2147483000"},
+		{{"--no-such-option"}, 2, "unknown option"},
+		{{"-c"}, 2, "needs a value"},
+		{{"1", "2"}, 2, "unexpected argument"},
+		{{"-C", "4000", "1"}, 2, "CPU 4000 is not online"},
+		{{"-o", "out.unknown", "1"}, 2, "--format"},
+		{{"-f", "1000000", "1"}, 2, "perf_event_max_sample_rate"},
+	};
+	for (const Case &c : cases) {
+		auto r = profile(c.args, 20);
+		INFO("args: " << c.args[0] << " stderr: " << r.err);
+		CHECK(r.status == c.status);
+		CHECK(split_lines(r.err).size() == 1);
+		CHECK(contains(r.err, c.says));
+		CHECK(r.out.empty());
+	}
+}
+
+TEST_CASE("without root or CAP_BPF+CAP_PERFMON it says so and exits 1")
+{
+	require_root();
+	auto r = run_command({profile_bin(), "1"}, 20, -1, 0, 65534);
+	CHECK(r.status == 1);
+	CHECK(r.err == "profile: needs root or CAP_BPF+CAP_PERFMON to load the BPF program (try: sudo ./profile)\n");
+}
+
+TEST_CASE("nothing stays attached after a run")
+{
+	require_root();
+	auto r = profile({"--folded", "1"});
+	REQUIRE(r.status == 0);
+	auto progs = run_command({"/usr/sbin/bpftool", "prog", "show"});
+	if (progs.status == 127)
+		progs = run_command({"/usr/bin/bpftool", "prog", "show"});
+	REQUIRE(progs.status == 0);
+	CHECK(!contains(progs.out, "do_sample"));
+}
+
+} // TEST_SUITE
