@@ -1,0 +1,349 @@
+// syms/elf.cpp: function symbols, load segments and build id of an ELF64 file, read in place.
+#include "syms/elf.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <elf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+int binding_rank(unsigned char info)
+{
+	switch (ELF64_ST_BIND(info)) {
+	case STB_GLOBAL:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+size_t leading_underscores(std::string_view name)
+{
+	size_t n = 0;
+	while (n < name.size() && name[n] == '_')
+		n++;
+	return n;
+}
+
+struct Candidate {
+	ElfFile::Symbol symbol;
+	bool sized;
+	int binding;
+};
+
+// Of several names at one address, the one people know: a sized symbol over a label,
+// "getpid" over "__getpid", a global over a local.
+bool preferred(const Candidate &a, const Candidate &b)
+{
+	if (a.sized != b.sized)
+		return a.sized;
+	size_t au = leading_underscores(a.symbol.name), bu = leading_underscores(b.symbol.name);
+	if (au != bu)
+		return au < bu;
+	if (a.binding != b.binding)
+		return a.binding < b.binding;
+	return a.symbol.name < b.symbol.name;
+}
+
+// Reads a T at offset with memcpy: the file's own alignment is not trusted.
+template <typename T>
+bool read_struct(std::span<const uint8_t> data, uint64_t offset, T &out)
+{
+	if (offset > data.size() || sizeof(T) > data.size() - offset)
+		return false;
+	std::memcpy(&out, data.data() + offset, sizeof(T));
+	return true;
+}
+
+} // namespace
+
+std::unique_ptr<ElfFile> ElfFile::open(int fd)
+{
+	// A mapping dies with SIGBUS when the file is truncated under it, and the owner of a
+	// file may do that while we read: a file anyone but root could change is copied.
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return nullptr;
+	if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		if (st.st_size <= 0 || uint64_t(st.st_size) > kMaxCopiedSize)
+			return nullptr;
+		std::vector<uint8_t> bytes(size_t(st.st_size));
+		size_t got = 0;
+		while (got < bytes.size()) {
+			ssize_t n = pread(fd, bytes.data() + got, bytes.size() - got, off_t(got));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break; // shrunk meanwhile: what was read is the file
+			got += size_t(n);
+		}
+		bytes.resize(got);
+		return from_bytes(std::move(bytes));
+	}
+	std::unique_ptr<ElfFile> elf(new ElfFile);
+	elf->mapped_ = MappedFile::map(fd);
+	elf->data_ = elf->mapped_.bytes();
+	if (!elf->read_headers())
+		return nullptr;
+	return elf;
+}
+
+std::unique_ptr<ElfFile> ElfFile::from_bytes(std::vector<uint8_t> bytes)
+{
+	std::unique_ptr<ElfFile> elf(new ElfFile);
+	elf->owned_ = std::move(bytes);
+	elf->data_ = elf->owned_;
+	if (!elf->read_headers())
+		return nullptr;
+	return elf;
+}
+
+std::optional<std::span<const uint8_t>> ElfFile::bytes_at(uint64_t offset, uint64_t size) const
+{
+	if (offset > data_.size() || size > data_.size() - offset)
+		return std::nullopt;
+	return data_.subspan(offset, size);
+}
+
+bool ElfFile::read_headers()
+{
+	Elf64_Ehdr header;
+	if (!read_struct(data_, 0, header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB)
+		return false;
+	type_ = header.e_type;
+
+	// Section headers first: with more than 0xfff0 sections or 0xffff segments, the real
+	// counts live in section 0.
+	uint64_t section_count = header.e_shnum;
+	uint32_t names_index = header.e_shstrndx;
+	uint64_t segment_count = header.e_phnum;
+	std::vector<NoteArea> notes;
+	Elf64_Shdr first;
+	bool have_sections = header.e_shoff != 0 && header.e_shentsize >= sizeof(Elf64_Shdr) &&
+			     read_struct(data_, header.e_shoff, first);
+	if (have_sections) {
+		if (section_count == 0)
+			section_count = first.sh_size;
+		if (names_index == SHN_XINDEX)
+			names_index = first.sh_link;
+		if (segment_count == PN_XNUM)
+			segment_count = first.sh_info;
+		// Every header must fit in the file; this also bounds the loop below.
+		if (section_count > (data_.size() - header.e_shoff) / header.e_shentsize)
+			section_count = 0;
+		sections_.reserve(section_count);
+		for (uint64_t i = 0; i < section_count; i++) {
+			Elf64_Shdr sh;
+			read_struct(data_, header.e_shoff + i * header.e_shentsize, sh);
+			sections_.push_back(Section{sh.sh_name, sh.sh_type, sh.sh_offset, sh.sh_size,
+						    sh.sh_entsize, sh.sh_link});
+		}
+		if (names_index < sections_.size() && sections_[names_index].type == SHT_STRTAB)
+			section_names_ = sections_[names_index];
+	}
+
+	if (header.e_phoff != 0 && header.e_phentsize >= sizeof(Elf64_Phdr) &&
+	    header.e_phoff <= data_.size()) {
+		uint64_t fit = (data_.size() - header.e_phoff) / header.e_phentsize;
+		segment_count = std::min(segment_count, fit);
+		for (uint64_t i = 0; i < segment_count; i++) {
+			Elf64_Phdr ph;
+			read_struct(data_, header.e_phoff + i * header.e_phentsize, ph);
+			if (ph.p_type == PT_LOAD)
+				segments_.push_back(Segment{ph.p_offset, ph.p_filesz, ph.p_vaddr, ph.p_memsz});
+			else if (ph.p_type == PT_NOTE)
+				notes.push_back(NoteArea{ph.p_offset, ph.p_filesz, ph.p_align == 8 ? 8u : 4u});
+		}
+	}
+	// Files without program headers (separate debug files) still carry the sections.
+	for (const Section &section : sections_)
+		if (section.type == SHT_NOTE)
+			notes.push_back(NoteArea{section.offset, section.size, 4});
+	read_build_id(notes);
+	return true;
+}
+
+void ElfFile::read_build_id(const std::vector<NoteArea> &areas)
+{
+	// Notes in ELF64 are 4-byte aligned except in 8-aligned segments (.note.gnu.property):
+	// the alignment decides where the next note starts.
+	auto scan = [&](std::span<const uint8_t> notes, uint64_t align) {
+		uint64_t pos = 0;
+		while (notes.size() - pos >= sizeof(Elf64_Nhdr)) {
+			Elf64_Nhdr note;
+			std::memcpy(&note, notes.data() + pos, sizeof(note));
+			pos += sizeof(note);
+			uint64_t name_size = (uint64_t(note.n_namesz) + align - 1) & ~(align - 1);
+			uint64_t desc_size = (uint64_t(note.n_descsz) + align - 1) & ~(align - 1);
+			if (name_size > notes.size() - pos)
+				return false;
+			const uint8_t *name = notes.data() + pos;
+			pos += name_size;
+			if (note.n_descsz > notes.size() - pos)
+				return false;
+			if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0 &&
+			    note.n_descsz > 0) {
+				static const char hex[] = "0123456789abcdef";
+				for (uint32_t i = 0; i < note.n_descsz; i++) {
+					uint8_t byte = notes[pos + i];
+					build_id_ += hex[byte >> 4];
+					build_id_ += hex[byte & 15];
+				}
+				return true;
+			}
+			if (desc_size > notes.size() - pos)
+				return false;
+			pos += desc_size;
+		}
+		return false;
+	};
+
+	for (const NoteArea &area : areas) {
+		auto notes = bytes_at(area.offset, area.size);
+		if (notes && scan(*notes, area.align))
+			return;
+	}
+}
+
+std::optional<uint64_t> ElfFile::address_of_file_offset(uint64_t offset) const
+{
+	for (const Segment &segment : segments_)
+		if (offset >= segment.offset && offset - segment.offset < segment.file_size)
+			return offset - segment.offset + segment.address;
+	return std::nullopt;
+}
+
+std::string_view ElfFile::section_name(const Section &section) const
+{
+	if (!section_names_)
+		return {};
+	auto table = bytes_at(section_names_->offset, section_names_->size);
+	if (!table || section.name >= table->size())
+		return {};
+	const char *start = reinterpret_cast<const char *>(table->data()) + section.name;
+	const void *nul = std::memchr(start, 0, table->size() - section.name);
+	if (!nul)
+		return {};
+	return std::string_view(start, static_cast<const char *>(nul) - start);
+}
+
+std::optional<std::span<const uint8_t>> ElfFile::section_data(std::string_view name) const
+{
+	for (const Section &section : sections_)
+		if (section.type != SHT_NOBITS && section_name(section) == name)
+			return bytes_at(section.offset, section.size);
+	return std::nullopt;
+}
+
+bool ElfFile::read_symbol_table(const Section &table)
+{
+	if (table.entry_size != 0 && table.entry_size != sizeof(Elf64_Sym))
+		return false;
+	auto entries = bytes_at(table.offset, table.size);
+	if (!entries || table.link >= sections_.size())
+		return false;
+	const Section &strings_section = sections_[table.link];
+	if (strings_section.type != SHT_STRTAB)
+		return false;
+	auto strings = bytes_at(strings_section.offset, strings_section.size);
+	if (!strings)
+		return false;
+	const char *string_base = reinterpret_cast<const char *>(strings->data());
+
+	std::vector<Candidate> candidates;
+	size_t count = entries->size() / sizeof(Elf64_Sym);
+	for (size_t i = 1; i < count; i++) { // entry 0 is the reserved null symbol
+		Elf64_Sym sym;
+		std::memcpy(&sym, entries->data() + i * sizeof(Elf64_Sym), sizeof(sym));
+		unsigned type = ELF64_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0 ||
+		    sym.st_name >= strings->size())
+			continue;
+		const char *name = string_base + sym.st_name;
+		const void *nul = std::memchr(name, 0, strings->size() - sym.st_name);
+		if (!nul || nul == name)
+			continue;
+		uint64_t end = sym.st_value + sym.st_size;
+		if (end < sym.st_value)
+			end = UINT64_MAX;
+		candidates.push_back(Candidate{{sym.st_value, end, std::string_view(name, static_cast<const char *>(nul) - name)},
+					       sym.st_size != 0, binding_rank(sym.st_info)});
+	}
+	if (candidates.empty())
+		return false;
+
+	std::sort(candidates.begin(), candidates.end(), [](const Candidate &a, const Candidate &b) {
+		if (a.symbol.start != b.symbol.start)
+			return a.symbol.start < b.symbol.start;
+		return preferred(a, b);
+	});
+	symbols_.clear();
+	symbols_.reserve(candidates.size());
+	for (const Candidate &c : candidates)
+		if (symbols_.empty() || symbols_.back().start != c.symbol.start)
+			symbols_.push_back(c.symbol);
+
+	// A symbol without a size (assembly, hand-written labels) runs to the next symbol,
+	// or to the end of the segment it is in when it is the last one.
+	for (size_t i = 0; i < symbols_.size(); i++) {
+		Symbol &s = symbols_[i];
+		if (s.end != s.start)
+			continue;
+		if (i + 1 < symbols_.size()) {
+			s.end = symbols_[i + 1].start;
+			continue;
+		}
+		s.end = s.start + 1;
+		for (const Segment &segment : segments_)
+			if (s.start >= segment.address && s.start - segment.address < segment.memory_size)
+				s.end = segment.address + segment.memory_size;
+	}
+	return true;
+}
+
+void ElfFile::load_symbols()
+{
+	symbols_loaded_ = true;
+	for (uint32_t wanted : {SHT_SYMTAB, SHT_DYNSYM})
+		for (const Section &section : sections_)
+			if (section.type == wanted && read_symbol_table(section)) {
+				symbol_table_ = wanted == SHT_SYMTAB ? ".symtab" : ".dynsym";
+				return;
+			}
+}
+
+const ElfFile::Symbol *ElfFile::find_symbol(uint64_t address)
+{
+	if (!symbols_loaded_)
+		load_symbols();
+	auto it = std::upper_bound(symbols_.begin(), symbols_.end(), address,
+				   [](uint64_t a, const Symbol &s) { return a < s.start; });
+	// The nearest start may be a small symbol nested in a bigger one that still holds
+	// the address (a local label with a size inside its function): look a little further back.
+	for (int steps = 0; it != symbols_.begin() && steps < 8; steps++) {
+		--it;
+		if (address < it->end)
+			return &*it;
+	}
+	return nullptr;
+}
+
+size_t ElfFile::symbol_count()
+{
+	if (!symbols_loaded_)
+		load_symbols();
+	return symbols_.size();
+}
+
+std::string_view ElfFile::symbol_table()
+{
+	if (!symbols_loaded_)
+		load_symbols();
+	return symbol_table_;
+}

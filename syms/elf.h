@@ -1,0 +1,89 @@
+// syms/elf.h: function symbols, load segments and build id of an ELF64 file, read in place.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "syms/fd.h"
+
+// Every offset and size the file states is checked against the file's size before it is
+// read, so a truncated or hostile file yields fewer symbols, never a read outside it.
+class ElfFile {
+public:
+	struct Symbol {
+		uint64_t start = 0; // ELF virtual address
+		uint64_t end = 0;   // start + st_size, or the next symbol's start when st_size is 0
+		std::string_view name; // raw (mangled), pointing into the mapped file
+	};
+
+	// nullptr unless the bytes start with a little-endian ELF64 header. A file only root
+	// can write is mapped; any other is read into memory (a mapping of it would fault if
+	// its owner truncated it), unless it is larger than kMaxCopiedSize.
+	static std::unique_ptr<ElfFile> open(int fd);
+	static constexpr uint64_t kMaxCopiedSize = 512ull << 20;
+	static std::unique_ptr<ElfFile> from_bytes(std::vector<uint8_t> bytes);
+
+	// A file offset (what /proc/PID/maps gives) as the ELF virtual address it is loaded at:
+	// through the PT_LOAD segment whose [p_offset, p_offset + p_filesz) holds it.
+	std::optional<uint64_t> address_of_file_offset(uint64_t offset) const;
+
+	// The function whose [start, end) holds address (an ELF virtual address), or nullptr.
+	// The first call reads and sorts the symbols: .symtab, or .dynsym when the file was
+	// stripped of .symtab.
+	const Symbol *find_symbol(uint64_t address);
+	size_t symbol_count();
+	bool symbols_loaded() const { return symbols_loaded_; }
+	// Which table the symbols came from: ".symtab", ".dynsym", or "" when neither has any.
+	std::string_view symbol_table();
+
+	// The NT_GNU_BUILD_ID note as lowercase hex, "" when the file has none.
+	const std::string &build_id() const { return build_id_; }
+
+	// A section's bytes by name (".debug_line", ...), when it lies inside the file.
+	// This is what a DWARF reader for file:line starts from.
+	std::optional<std::span<const uint8_t>> section_data(std::string_view name) const;
+
+	uint16_t type() const { return type_; } // ET_EXEC, ET_DYN, ...
+
+private:
+	struct Segment {
+		uint64_t offset, file_size, address, memory_size;
+	};
+	struct Section {
+		uint32_t name; // offset into the section-name table
+		uint32_t type;
+		uint64_t offset, size, entry_size;
+		uint32_t link;
+	};
+
+	struct NoteArea {
+		uint64_t offset, size, align;
+	};
+
+	ElfFile() = default;
+	bool read_headers();
+	void read_build_id(const std::vector<NoteArea> &areas);
+	void load_symbols();
+	bool read_symbol_table(const Section &table);
+	std::string_view section_name(const Section &section) const;
+	std::optional<std::span<const uint8_t>> bytes_at(uint64_t offset, uint64_t size) const;
+
+	MappedFile mapped_;
+	std::vector<uint8_t> owned_;
+	std::span<const uint8_t> data_;
+
+	uint16_t type_ = 0;
+	std::vector<Segment> segments_; // PT_LOAD only
+	std::vector<Section> sections_;
+	std::optional<Section> section_names_;
+	std::string build_id_;
+
+	bool symbols_loaded_ = false;
+	std::string_view symbol_table_;
+	std::vector<Symbol> symbols_; // sorted by start, one per start
+};

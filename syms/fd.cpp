@@ -1,0 +1,78 @@
+// syms/fd.cpp: owning types for file descriptors and read-only file mappings.
+#include "syms/fd.h"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void UniqueFd::reset(int fd)
+{
+	if (fd_ >= 0)
+		close(fd_);
+	fd_ = fd;
+}
+
+MappedFile::~MappedFile()
+{
+	if (data_)
+		munmap(const_cast<uint8_t *>(data_), size_);
+}
+
+MappedFile &MappedFile::operator=(MappedFile &&other) noexcept
+{
+	if (this != &other) {
+		if (data_)
+			munmap(const_cast<uint8_t *>(data_), size_);
+		data_ = std::exchange(other.data_, nullptr);
+		size_ = std::exchange(other.size_, 0);
+	}
+	return *this;
+}
+
+MappedFile MappedFile::map(int fd)
+{
+	MappedFile file;
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return file;
+	void *data = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+	if (data == MAP_FAILED)
+		return file;
+	file.data_ = static_cast<const uint8_t *>(data);
+	file.size_ = static_cast<size_t>(st.st_size);
+	return file;
+}
+
+UniqueFd open_read_only(const char *path)
+{
+	return UniqueFd(open(path, O_RDONLY | O_CLOEXEC));
+}
+
+bool read_whole_file(const char *path, std::string &out)
+{
+	out.clear();
+	UniqueFd fd = open_read_only(path);
+	if (!fd)
+		return false;
+	// /proc files report size 0, so grow by doubling instead of trusting stat.
+	size_t used = 0;
+	out.resize(64 * 1024);
+	for (;;) {
+		if (used == out.size())
+			out.resize(out.size() * 2);
+		ssize_t n = read(fd.get(), out.data() + used, out.size() - used);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			out.clear();
+			return false;
+		}
+		if (n == 0)
+			break;
+		used += static_cast<size_t>(n);
+	}
+	out.resize(used);
+	return true;
+}

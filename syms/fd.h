@@ -1,0 +1,64 @@
+// syms/fd.h: owning types for file descriptors and read-only file mappings.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+
+class UniqueFd {
+public:
+	UniqueFd() = default;
+	explicit UniqueFd(int fd) : fd_(fd) {}
+	~UniqueFd() { reset(); }
+	UniqueFd(UniqueFd &&other) noexcept : fd_(other.release()) {}
+	UniqueFd &operator=(UniqueFd &&other) noexcept
+	{
+		if (this != &other)
+			reset(other.release());
+		return *this;
+	}
+	UniqueFd(const UniqueFd &) = delete;
+	UniqueFd &operator=(const UniqueFd &) = delete;
+
+	int get() const { return fd_; }
+	bool valid() const { return fd_ >= 0; }
+	explicit operator bool() const { return valid(); }
+	int release() { return std::exchange(fd_, -1); }
+	void reset(int fd = -1);
+
+private:
+	int fd_ = -1;
+};
+
+// A whole regular file mapped read-only; empty when the file could not be mapped.
+class MappedFile {
+public:
+	MappedFile() = default;
+	~MappedFile();
+	MappedFile(MappedFile &&other) noexcept
+		: data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0))
+	{
+	}
+	MappedFile &operator=(MappedFile &&other) noexcept;
+	MappedFile(const MappedFile &) = delete;
+	MappedFile &operator=(const MappedFile &) = delete;
+
+	// Maps the file behind fd (which may be closed afterwards). Fails on anything but a
+	// non-empty regular file.
+	static MappedFile map(int fd);
+
+	std::span<const uint8_t> bytes() const { return {data_, size_}; }
+	bool empty() const { return size_ == 0; }
+
+private:
+	const uint8_t *data_ = nullptr;
+	size_t size_ = 0;
+};
+
+// open(2) with O_RDONLY | O_CLOEXEC.
+UniqueFd open_read_only(const char *path);
+
+// Reads a whole file into out, including /proc files whose size stat reports as 0.
+bool read_whole_file(const char *path, std::string &out);

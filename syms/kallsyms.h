@@ -1,0 +1,48 @@
+// syms/kallsyms.h: kernel function names from /proc/kallsyms, looked up by address.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+class KernelSymbols {
+public:
+	struct Match {
+		std::string_view name;
+		uint64_t offset = 0;        // address - symbol start
+		std::string_view module;    // "" for vmlinux, "ext4", "bpf" for BPF programs
+		uint64_t module_offset = 0; // address - the module's lowest symbol (raw address for vmlinux)
+	};
+
+	// Parses kallsyms text: "ADDR TYPE NAME[\t[MODULE]]" lines. Keeps text symbols
+	// (t, T, w, W), which include the BPF programs ("bpf_prog_<tag>_<name> [bpf]").
+	static KernelSymbols parse(std::string_view text);
+	// Reads and parses a kallsyms file; empty when it cannot be read.
+	static KernelSymbols load(const std::string &path);
+
+	// The symbol covering address: the nearest one at or below it. kallsyms has no sizes,
+	// so nothing says where the last symbol ends: an address beyond it, or below the
+	// first, is unknown.
+	std::optional<Match> find(uint64_t address) const;
+
+	size_t size() const { return symbols_.size(); }
+	bool empty() const { return symbols_.empty(); }
+
+private:
+	struct Symbol {
+		uint64_t address;
+		uint32_t name_offset; // into names_
+		uint16_t name_size;
+		uint16_t module;      // index into modules_; 0 is vmlinux
+	};
+	struct Module {
+		std::string name;
+		uint64_t lowest = UINT64_MAX;
+	};
+
+	std::vector<Symbol> symbols_; // sorted by address, one per address
+	std::string names_;           // every kept name, back to back
+	std::vector<Module> modules_;
+};

@@ -1,0 +1,112 @@
+// syms/maps.cpp: a process's memory mappings from /proc/PID/maps, looked up by address.
+#include "syms/maps.h"
+
+#include <algorithm>
+
+#include "syms/fd.h"
+
+namespace {
+
+// Reads digits of the given base from s, advancing it; false when there are none.
+bool parse_number(std::string_view &s, int base, uint64_t &value)
+{
+	value = 0;
+	size_t i = 0;
+	for (; i < s.size() && i < 20; i++) {
+		char c = s[i];
+		int d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (base == 16 && c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (base == 16 && c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			break;
+		value = value * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
+	}
+	if (i == 0)
+		return false;
+	s.remove_prefix(i);
+	return true;
+}
+
+bool skip(std::string_view &s, char c)
+{
+	if (s.empty() || s[0] != c)
+		return false;
+	s.remove_prefix(1);
+	return true;
+}
+
+// "START-END PERMS OFFSET MAJOR:MINOR INODE   PATH". The path runs to the end of the line
+// and may hold spaces, so it is taken whole after the padding that follows the inode.
+bool parse_line(std::string_view line, MapEntry &entry)
+{
+	uint64_t major, minor;
+	if (!parse_number(line, 16, entry.start) || !skip(line, '-') ||
+	    !parse_number(line, 16, entry.end) || !skip(line, ' ') || line.size() < 5 || line[4] != ' ')
+		return false;
+	std::copy_n(line.begin(), 4, entry.perms.begin());
+	line.remove_prefix(5);
+	if (!parse_number(line, 16, entry.offset) || !skip(line, ' ') || !parse_number(line, 16, major) ||
+	    !skip(line, ':') || !parse_number(line, 16, minor) || !skip(line, ' ') ||
+	    !parse_number(line, 10, entry.inode))
+		return false;
+	if (entry.end <= entry.start || major > UINT32_MAX || minor > UINT32_MAX)
+		return false;
+	entry.dev_major = static_cast<uint32_t>(major);
+	entry.dev_minor = static_cast<uint32_t>(minor);
+	if (!line.empty() && line[0] != ' ')
+		return false;
+	while (!line.empty() && line[0] == ' ')
+		line.remove_prefix(1);
+	constexpr std::string_view deleted_suffix = " (deleted)";
+	if (line.size() > deleted_suffix.size() && line.ends_with(deleted_suffix)) {
+		line.remove_suffix(deleted_suffix.size());
+		entry.deleted = true;
+	}
+	entry.path = line;
+	return true;
+}
+
+} // namespace
+
+ProcessMaps ProcessMaps::parse(std::string_view text)
+{
+	ProcessMaps maps;
+	while (!text.empty()) {
+		size_t eol = text.find('\n');
+		std::string_view line = text.substr(0, eol);
+		text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+		MapEntry entry;
+		if (parse_line(line, entry))
+			maps.entries_.push_back(std::move(entry));
+	}
+	// The kernel prints maps in address order; sorting anyway keeps find() correct for
+	// hand-written text.
+	if (!std::is_sorted(maps.entries_.begin(), maps.entries_.end(),
+			    [](const MapEntry &a, const MapEntry &b) { return a.start < b.start; }))
+		std::sort(maps.entries_.begin(), maps.entries_.end(),
+			  [](const MapEntry &a, const MapEntry &b) { return a.start < b.start; });
+	return maps;
+}
+
+bool ProcessMaps::load(const std::string &path, ProcessMaps &out)
+{
+	std::string text;
+	if (!read_whole_file(path.c_str(), text))
+		return false;
+	out = parse(text);
+	return true;
+}
+
+const MapEntry *ProcessMaps::find(uint64_t address) const
+{
+	auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
+				   [](uint64_t a, const MapEntry &e) { return a < e.start; });
+	if (it == entries_.begin())
+		return nullptr;
+	--it;
+	return address < it->end ? &*it : nullptr;
+}

@@ -1,0 +1,39 @@
+// syms/maps.h: a process's memory mappings from /proc/PID/maps, looked up by address.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct MapEntry {
+	uint64_t start = 0, end = 0; // [start, end) in the process
+	std::array<char, 4> perms{'-', '-', '-', '-'}; // as printed: "r-xp"
+	uint64_t offset = 0;         // file offset mapped at start
+	uint32_t dev_major = 0, dev_minor = 0;
+	uint64_t inode = 0;
+	std::string path;            // as printed, without " (deleted)"; "" when anonymous
+	bool deleted = false;        // the file was unlinked after it was mapped
+
+	bool executable() const { return perms[2] == 'x'; }
+	// Backed by a file on some filesystem (not anonymous, not [heap], [vdso], ...).
+	bool file_backed() const { return inode != 0 && !path.empty() && path[0] == '/'; }
+	// "[heap]", "[stack]", "[vdso]", "[anon:NAME]": kernel-made areas with a name.
+	bool pseudo() const { return !path.empty() && path[0] == '['; }
+};
+
+class ProcessMaps {
+public:
+	// Parses maps text; lines that do not parse are skipped.
+	static ProcessMaps parse(std::string_view text);
+	// Reads the file (e.g. /proc/PID/maps); false when it cannot be read (the process is gone).
+	static bool load(const std::string &path, ProcessMaps &out);
+
+	// The mapping holding address, or nullptr. Binary search over sorted, disjoint entries.
+	const MapEntry *find(uint64_t address) const;
+	const std::vector<MapEntry> &entries() const { return entries_; }
+
+private:
+	std::vector<MapEntry> entries_;
+};

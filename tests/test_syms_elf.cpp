@@ -1,0 +1,238 @@
+// tests/test_syms_elf.cpp: ElfFile against what nm and readelf say about the fixtures.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <elf.h>
+#include <fcntl.h>
+#include <random>
+#include <unistd.h>
+
+#include "syms/demangle.h"
+#include "syms/elf.h"
+#include "syms/fd.h"
+#include "tests/fixtures/fixture_files.h"
+
+namespace {
+
+std::unique_ptr<ElfFile> open_fixture(const std::string &name)
+{
+	UniqueFd fd = open_read_only(fixture_path(name).c_str());
+	REQUIRE_MESSAGE(fd.valid(), "missing fixture " << fixture_path(name) << " (run: make fixtures)");
+	return ElfFile::open(fd.get());
+}
+
+std::vector<uint8_t> fixture_bytes(const std::string &name)
+{
+	std::string text = read_text(fixture_path(name));
+	REQUIRE_MESSAGE(!text.empty(), "missing fixture " << fixture_path(name) << " (run: make fixtures)");
+	return std::vector<uint8_t>(text.begin(), text.end());
+}
+
+bool is_function_type(char type)
+{
+	return type == 'T' || type == 't' || type == 'W' || type == 'w';
+}
+
+// Every fixture function nm lists is found by ElfFile at its address and inside it.
+void check_functions(const std::string &program, const std::string &listing)
+{
+	std::unique_ptr<ElfFile> elf = open_fixture(program);
+	REQUIRE(elf);
+	int checked = 0;
+	for (const NmSymbol &symbol : read_nm(listing)) {
+		if (!is_function_type(symbol.type) ||
+		    (symbol.name != "main" && symbol.name.find("fixture") == std::string::npos &&
+		     symbol.name.find("uses_lib") == std::string::npos))
+			continue;
+		CAPTURE(program);
+		CAPTURE(symbol.name);
+		for (uint64_t inside : {uint64_t(0), uint64_t(1)}) {
+			const ElfFile::Symbol *found = elf->find_symbol(symbol.address + inside);
+			REQUIRE(found);
+			CHECK(found->name == symbol.name);
+			CHECK(found->start == symbol.address);
+		}
+		checked++;
+	}
+	CHECK(checked >= 2);
+}
+
+} // namespace
+
+TEST_SUITE("unit")
+{
+	TEST_CASE("elf: functions of every fixture are found at the addresses nm gives")
+	{
+		for (const char *program : {"hello-nopie", "hello-pie", "libfixture.so", "uses-lib", "cxx"})
+			check_functions(program, std::string(program) + ".nm");
+	}
+
+	TEST_CASE("elf: a non-PIE executable is ET_EXEC at its fixed address, PIE and .so are ET_DYN")
+	{
+		CHECK(open_fixture("hello-nopie")->type() == ET_EXEC);
+		CHECK(nm_address("hello-nopie.nm", "fixture_leaf") >= 0x400000);
+		CHECK(open_fixture("hello-pie")->type() == ET_DYN);
+		CHECK(open_fixture("libfixture.so")->type() == ET_DYN);
+	}
+
+	TEST_CASE("elf: .symtab is preferred and holds local functions")
+	{
+		std::unique_ptr<ElfFile> elf = open_fixture("hello-pie");
+		CHECK(!elf->symbols_loaded()); // read only when first asked
+		CHECK(elf->symbol_table() == ".symtab");
+		CHECK(elf->symbols_loaded());
+		uint64_t local = nm_address("hello-pie.nm", "fixture_local");
+		REQUIRE(local != 0);
+		REQUIRE(elf->find_symbol(local + 1));
+		CHECK(elf->find_symbol(local + 1)->name == "fixture_local");
+	}
+
+	TEST_CASE("elf: a binary stripped of .symtab falls back to .dynsym")
+	{
+		std::unique_ptr<ElfFile> elf = open_fixture("hello-stripped");
+		REQUIRE(elf);
+		CHECK(!elf->section_data(".symtab"));
+		CHECK(elf->symbol_table() == ".dynsym");
+		check_functions("hello-stripped", "hello-stripped.nm");
+		// Only exported functions survive the strip.
+		CHECK(elf->symbol_count() < 10);
+	}
+
+	TEST_CASE("elf: file offsets become addresses through the PT_LOAD segments")
+	{
+		for (const char *program : {"hello-nopie", "hello-pie", "libfixture.so"}) {
+			CAPTURE(program);
+			std::unique_ptr<ElfFile> elf = open_fixture(program);
+			std::vector<LoadSegment> loads = read_loads(program);
+			REQUIRE(loads.size() >= 2);
+			for (const LoadSegment &load : loads) {
+				CHECK(elf->address_of_file_offset(load.offset) == load.address);
+				CHECK(elf->address_of_file_offset(load.offset + load.file_size - 1) ==
+				      load.address + load.file_size - 1);
+			}
+			CHECK(!elf->address_of_file_offset(loads.back().offset + loads.back().file_size + 0x100000));
+		}
+		// The library is linked at 0x200000: an offset is never its own address there.
+		std::unique_ptr<ElfFile> lib = open_fixture("libfixture.so");
+		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
+		REQUIRE(work > 0x200000);
+		CHECK(lib->address_of_file_offset(work - 0x200000) == work);
+	}
+
+	TEST_CASE("elf: the build id is the one readelf -n shows")
+	{
+		for (const char *program : {"hello-nopie", "hello-pie", "hello-stripped", "libfixture.so", "cxx"}) {
+			CAPTURE(program);
+			std::string expected = read_build_id(program);
+			REQUIRE(expected.size() == 40);
+			CHECK(open_fixture(program)->build_id() == expected);
+		}
+	}
+
+	TEST_CASE("elf: C++ names come back mangled and demangle to what nm -C shows")
+	{
+		std::unique_ptr<ElfFile> elf = open_fixture("cxx");
+		std::vector<NmSymbol> readable = read_nm("cxx.demangled");
+		int checked = 0;
+		for (const NmSymbol &symbol : read_nm("cxx.nm")) {
+			if (!is_function_type(symbol.type) || !symbol.name.starts_with("_ZN7fixture"))
+				continue;
+			CAPTURE(symbol.name);
+			const ElfFile::Symbol *found = elf->find_symbol(symbol.address + 1);
+			REQUIRE(found);
+			CHECK(found->name == symbol.name);
+			for (const NmSymbol &other : readable)
+				if (other.address == symbol.address) {
+					CHECK(demangle(found->name) == other.name);
+					checked++;
+				}
+		}
+		CHECK(checked >= 4);
+		CHECK(demangle("_ZN7fixture7Spinner4spinEl") == "fixture::Spinner::spin(long)");
+		CHECK(demangle("main") == "main");
+		CHECK(demangle("_Znot a mangled name") == "_Znot a mangled name");
+	}
+
+	TEST_CASE("elf: section bytes are found by name")
+	{
+		std::unique_ptr<ElfFile> elf = open_fixture("hello-pie");
+		auto text = elf->section_data(".text");
+		REQUIRE(text);
+		CHECK(!text->empty());
+		CHECK(!elf->section_data(".no-such-section"));
+	}
+
+	TEST_CASE("elf: truncated files give no symbols and no crash")
+	{
+		std::vector<uint8_t> whole = fixture_bytes("hello-pie");
+		for (size_t size : {size_t(0), size_t(4), size_t(16), size_t(63), size_t(64), size_t(100), size_t(1000),
+				    whole.size() / 2, whole.size() - 1}) {
+			CAPTURE(size);
+			std::unique_ptr<ElfFile> elf =
+				ElfFile::from_bytes(std::vector<uint8_t>(whole.begin(), whole.begin() + size));
+			if (size < sizeof(Elf64_Ehdr)) {
+				CHECK(!elf);
+				continue;
+			}
+			REQUIRE(elf);
+			// The section headers sit at the end of the file: without them, no symbols.
+			CHECK(elf->symbol_count() == 0);
+			CHECK(!elf->find_symbol(nm_address("hello-pie.nm", "fixture_leaf")));
+		}
+	}
+
+	TEST_CASE("elf: a truncated file on disk is mapped and read without crash")
+	{
+		std::vector<uint8_t> whole = fixture_bytes("libfixture.so");
+		char path[] = "/tmp/syms-elf-XXXXXX";
+		UniqueFd fd(mkostemp(path, O_CLOEXEC));
+		REQUIRE(fd.valid());
+		unlink(path);
+		REQUIRE(write(fd.get(), whole.data(), whole.size() - 10) == ssize_t(whole.size() - 10));
+		std::unique_ptr<ElfFile> elf = ElfFile::open(fd.get());
+		REQUIRE(elf);
+		CHECK(elf->symbol_count() == 0);
+		CHECK(elf->build_id() == read_build_id("libfixture.so")); // the notes are near the start
+	}
+
+	TEST_CASE("elf: garbage is rejected and corrupted headers stay inside the file")
+	{
+		CHECK(!ElfFile::from_bytes(std::vector<uint8_t>(4096, 0xAB)));
+		std::vector<uint8_t> elf32(64, 0);
+		std::copy_n(ELFMAG, SELFMAG, elf32.begin());
+		elf32[EI_CLASS] = ELFCLASS32;
+		elf32[EI_DATA] = ELFDATA2LSB;
+		CHECK(!ElfFile::from_bytes(elf32));
+
+		// Random bytes written over the headers of a real file: whatever they say,
+		// every call returns and reads nothing outside (ASan builds check the latter).
+		std::vector<uint8_t> whole = fixture_bytes("hello-pie");
+		Elf64_Ehdr header;
+		std::memcpy(&header, whole.data(), sizeof(header));
+		std::vector<std::pair<uint64_t, uint64_t>> areas = {
+			{0, sizeof(Elf64_Ehdr)},
+			{header.e_phoff, uint64_t(header.e_phnum) * header.e_phentsize},
+			{header.e_shoff, uint64_t(header.e_shnum) * header.e_shentsize},
+		};
+		std::mt19937_64 random(42);
+		for (int round = 0; round < 600; round++) {
+			std::vector<uint8_t> bytes = whole;
+			for (int flips = 0; flips < 8; flips++) {
+				auto [start, size] = areas[random() % areas.size()];
+				uint64_t at = start + random() % size;
+				// Keep the magic most of the time so the damage reaches the tables.
+				if (at >= SELFMAG && at < bytes.size())
+					bytes[at] = static_cast<uint8_t>(random());
+			}
+			std::unique_ptr<ElfFile> elf = ElfFile::from_bytes(std::move(bytes));
+			if (!elf)
+				continue;
+			(void)elf->build_id();
+			(void)elf->address_of_file_offset(0x1000);
+			(void)elf->section_data(".text");
+			for (uint64_t address : {uint64_t(0x1000), uint64_t(0x1169), UINT64_MAX})
+				(void)elf->find_symbol(address);
+		}
+	}
+}

@@ -1,0 +1,503 @@
+// tests/test_syms_symbolizer.cpp: Symbolizer over a fake /proc built here, over live child
+// processes running the fixtures, and over this test process itself.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <csignal>
+#include <cstdio>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "syms/elf.h"
+#include "syms/fd.h"
+#include "syms/maps.h"
+#include "syms/symbolizer.h"
+#include "tests/fixtures/fixture_files.h"
+
+namespace fs = std::filesystem;
+
+namespace syms_test {
+
+__attribute__((noinline)) int live_target(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x * 5 + 2;
+}
+
+} // namespace syms_test
+
+namespace {
+
+struct TempDir {
+	fs::path path;
+	TempDir()
+	{
+		char name[] = "/tmp/syms-test-XXXXXX";
+		REQUIRE(mkdtemp(name));
+		path = name;
+	}
+	~TempDir()
+	{
+		std::error_code ignored;
+		fs::remove_all(path, ignored);
+	}
+};
+
+void write_file(const fs::path &path, const std::string &text)
+{
+	fs::create_directories(path.parent_path());
+	std::ofstream(path) << text;
+}
+
+std::string absolute_fixture(const std::string &name)
+{
+	std::string path = fs::absolute(fixture_path(name));
+	REQUIRE_MESSAGE(fs::exists(path), "missing fixture " << path << " (run: make fixtures)");
+	return path;
+}
+
+std::string map_line(uint64_t start, uint64_t end, const char *perms, uint64_t offset, const char *dev,
+		     uint64_t inode, const std::string &path)
+{
+	char line[160];
+	std::snprintf(line, sizeof(line), "%" PRIx64 "-%" PRIx64 " %s %08" PRIx64 " %s %" PRIu64, start, end, perms,
+		      offset, dev, inode);
+	return std::string(line) + (path.empty() ? " " : "                    " + path) + "\n";
+}
+
+constexpr uint64_t page = 4096;
+
+// The maps lines the loader would make for a fixture loaded with the given bias, from
+// readelf's view of its PT_LOAD segments. With proc_pid, map_files links are made too.
+std::string loaded_lines(const std::string &program, uint64_t bias, const char *dev, uint64_t inode,
+			 const std::string &path, const fs::path &proc_pid = {})
+{
+	std::string lines;
+	for (const LoadSegment &load : read_loads(program)) {
+		uint64_t start = bias + (load.address & ~(page - 1));
+		uint64_t end = (bias + load.address + load.file_size + page - 1) & ~(page - 1);
+		lines += map_line(start, end, "r-xp", load.offset & ~(page - 1), dev, inode, path);
+		if (!proc_pid.empty()) {
+			char range[48];
+			std::snprintf(range, sizeof(range), "%" PRIx64 "-%" PRIx64, start, end);
+			fs::create_directories(proc_pid / "map_files");
+			fs::create_symlink(absolute_fixture(program), proc_pid / "map_files" / range);
+		}
+	}
+	return lines;
+}
+
+const char *const kallsyms_text = "ffffffff81000000 T _text\n"
+				  "ffffffff81000000 T startup_64\n"
+				  "ffffffff81001080 T do_syscall_64\n"
+				  "ffffffff81001100 T _etext\n"
+				  "ffffffffc0a00f00 t ext4_lowest\t[ext4]\n"
+				  "ffffffffc0a01200 T ext4_file_read_iter\t[ext4]\n"
+				  "ffffffffc0b00000 t bpf_prog_6deef7357e7b4530_sd_fw_egress\t[bpf]\n"
+				  "ffffffffc0b00400 t bpf_prog_b1f2a3c4d5e6f708_do_profile\t[bpf]\n";
+
+// A fixture program run with "wait": alive, its code mapped, until the object goes.
+struct Child {
+	pid_t pid = -1;
+	explicit Child(const std::string &program)
+	{
+		std::string path = absolute_fixture(program);
+		int out[2];
+		REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+		pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			dup2(out[1], STDOUT_FILENO);
+			execl(path.c_str(), path.c_str(), "wait", static_cast<char *>(nullptr));
+			_exit(127);
+		}
+		close(out[1]);
+		char ready[6] = {};
+		ssize_t n = read(out[0], ready, sizeof(ready));
+		close(out[0]);
+		REQUIRE_MESSAGE(n == 6, program << " did not start");
+	}
+	~Child() { stop(); }
+	void stop()
+	{
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, nullptr, 0);
+			pid = -1;
+		}
+	}
+	// Where the file's address 0 is in the child: the start of its mapping at offset 0,
+	// less the address of the file's first segment.
+	uint64_t bias(const std::string &program) const
+	{
+		ProcessMaps maps;
+		REQUIRE(ProcessMaps::load("/proc/" + std::to_string(pid) + "/maps", maps));
+		std::string path = absolute_fixture(program);
+		for (const MapEntry &entry : maps.entries())
+			if (entry.offset == 0 && fs::path(entry.path) == fs::canonical(path))
+				return entry.start - (read_loads(program).front().address & ~(page - 1));
+		FAIL("no mapping of " << path << " in " << pid);
+		return 0;
+	}
+};
+
+} // namespace
+
+TEST_SUITE("unit")
+{
+	TEST_CASE("symbolizer: frame_label shows the name, else the module and offset, else [unknown]")
+	{
+		Frame frame;
+		CHECK(frame_label(frame) == "[unknown]");
+		frame.module = "/usr/lib/x86_64-linux-gnu/libfoo.so.1";
+		frame.module_offset = 0x1234;
+		CHECK(frame_label(frame) == "[libfoo.so.1+0x1234]");
+		frame.module = "[heap]";
+		frame.module_offset = 0x10;
+		CHECK(frame_label(frame) == "[heap+0x10]");
+		frame.kind = FrameKind::Kernel;
+		frame.module = "ext4";
+		frame.module_offset = 0x20;
+		CHECK(frame_label(frame) == "[ext4+0x20]");
+		frame.name = "fixture::Spinner::spin(long)";
+		CHECK(frame_label(frame) == "fixture::Spinner::spin(long)");
+	}
+
+	TEST_CASE("symbolizer: kernel frames, with kallsyms loaded from another thread")
+	{
+		TempDir dir;
+		write_file(dir.path / "kallsyms", kallsyms_text);
+		SymbolizerOptions options;
+		options.kallsyms_path = dir.path / "kallsyms";
+		Symbolizer symbolizer(options);
+		std::thread loader([&] { symbolizer.load_kernel_symbols(); });
+		loader.join();
+		CHECK(symbolizer.stats().kernel_symbols == 7);
+
+		Frame core = symbolizer.kernel_frame(0xffffffff81001090);
+		CHECK(core.kind == FrameKind::Kernel);
+		CHECK(core.address == 0xffffffff81001090);
+		CHECK(core.name == "do_syscall_64");
+		CHECK(core.symbol_offset == 0x10);
+		CHECK(core.module == "");
+		CHECK(frame_label(core) == "do_syscall_64");
+
+		Frame module = symbolizer.kernel_frame(0xffffffffc0a01208);
+		CHECK(module.name == "ext4_file_read_iter");
+		CHECK(module.symbol_offset == 8);
+		CHECK(module.module == "ext4");
+		CHECK(module.module_offset == 0x308);
+
+		Frame bpf = symbolizer.kernel_frame(0xffffffffc0b00010);
+		CHECK(bpf.name == "bpf_prog_6deef7357e7b4530_sd_fw_egress");
+		CHECK(bpf.module == "bpf");
+
+		for (uint64_t unknown : {uint64_t(0x1000), uint64_t(0xffffffffc0b00500)}) {
+			Frame frame = symbolizer.kernel_frame(unknown);
+			CHECK(!frame.named());
+			CHECK(frame.module.empty());
+			CHECK(frame_label(frame) == "[unknown]");
+		}
+	}
+
+	TEST_CASE("symbolizer: a kallsyms that cannot be read names nothing, and kernel_frame loads it itself")
+	{
+		SymbolizerOptions options;
+		options.kallsyms_path = "/nonexistent/kallsyms";
+		Symbolizer symbolizer(options);
+		CHECK(!symbolizer.kernel_frame(0xffffffff81001090).named());
+		CHECK(symbolizer.stats().kernel_symbols == 0);
+	}
+
+	TEST_CASE("symbolizer: a shared library in a fake /proc, through map_files")
+	{
+		TempDir proc;
+		const uint64_t bias = 0x7f1234000000;
+		std::string lib = "/usr/lib/fake/libfixture.so";
+		std::string maps = map_line(0x5555000, 0x5556000, "rw-p", 0, "00:00", 0, "[heap]") +
+				   loaded_lines("libfixture.so", bias, "fd:01", 4242, lib, proc.path / "1001") +
+				   map_line(0x7f2000000000, 0x7f2000001000, "rw-p", 0, "00:00", 0, "");
+		write_file(proc.path / "1001" / "maps", maps);
+		SymbolizerOptions options;
+		options.proc_root = proc.path;
+		Symbolizer symbolizer(options);
+
+		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
+		REQUIRE(work != 0);
+		Frame frame = symbolizer.user_frame(1001, bias + work + 3);
+		CHECK(frame.kind == FrameKind::User);
+		CHECK(frame.address == bias + work + 3);
+		CHECK(frame.name == "fixture_lib_work");
+		CHECK(frame.symbol_offset == 3);
+		CHECK(frame.module == lib);
+		CHECK(frame.module_offset == work + 3);
+		CHECK(frame.build_id == read_build_id("libfixture.so"));
+		CHECK(frame.map_start == bias + (work & ~(page - 1)));
+		CHECK(frame.map_end == frame.map_start + page);
+		CHECK(frame.map_offset == ((work - 0x200000) & ~(page - 1)));
+
+		Frame other = symbolizer.user_frame(1001, bias + nm_address("libfixture.so.nm", "fixture_lib_other"));
+		CHECK(other.name == "fixture_lib_other");
+		CHECK(other.symbol_offset == 0);
+
+		Frame heap = symbolizer.user_frame(1001, 0x5555010);
+		CHECK(!heap.named());
+		CHECK(heap.module == "[heap]");
+		CHECK(frame_label(heap) == "[heap+0x10]");
+
+		Frame anonymous = symbolizer.user_frame(1001, 0x7f2000000010);
+		CHECK(frame_label(anonymous) == "[unknown]");
+		CHECK(anonymous.map_start == 0x7f2000000000);
+
+		Frame nothing = symbolizer.user_frame(1001, 0x10);
+		CHECK(frame_label(nothing) == "[unknown]");
+		CHECK(nothing.module.empty());
+
+		Frame gone = symbolizer.user_frame(999999, bias + work);
+		CHECK(frame_label(gone) == "[unknown]");
+		CHECK(symbolizer.stats().processes_read == 1);
+	}
+
+	TEST_CASE("symbolizer: two processes mapping one file (same device and inode) parse it once")
+	{
+		TempDir proc;
+		std::string lib = "/usr/lib/fake/libfixture.so";
+		write_file(proc.path / "2001" / "maps",
+			   loaded_lines("libfixture.so", 0x7f0000000000, "fd:01", 777, lib, proc.path / "2001"));
+		write_file(proc.path / "2002" / "maps",
+			   loaded_lines("libfixture.so", 0x7f5500000000, "fd:01", 777, lib, proc.path / "2002"));
+		// Another device, same inode number: another file.
+		write_file(proc.path / "2003" / "maps",
+			   loaded_lines("libfixture.so", 0x7f6600000000, "fd:02", 777, lib, proc.path / "2003"));
+		SymbolizerOptions options;
+		options.proc_root = proc.path;
+		Symbolizer symbolizer(options);
+		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
+
+		CHECK(symbolizer.user_frame(2001, 0x7f0000000000 + work).name == "fixture_lib_work");
+		CHECK(symbolizer.stats().elf_files_parsed == 1);
+		CHECK(symbolizer.user_frame(2002, 0x7f5500000000 + work).name == "fixture_lib_work");
+		CHECK(symbolizer.user_frame(2001, 0x7f0000000000 + work + 1).name == "fixture_lib_work");
+		CHECK(symbolizer.stats().elf_files_parsed == 1);
+		CHECK(symbolizer.user_frame(2003, 0x7f6600000000 + work).name == "fixture_lib_work");
+		CHECK(symbolizer.stats().elf_files_parsed == 2);
+		CHECK(symbolizer.stats().processes_read == 3);
+	}
+
+	TEST_CASE("symbolizer: PIE and C++ files found through the process's root, names demangled")
+	{
+		TempDir proc;
+		const uint64_t pie_bias = 0x555555554000, cxx_bias = 0x565656560000;
+		std::string pie = absolute_fixture("hello-pie"), cxx = absolute_fixture("cxx");
+		write_file(proc.path / "3001" / "maps", loaded_lines("hello-pie", pie_bias, "fd:01", 31, pie) +
+								loaded_lines("cxx", cxx_bias, "fd:01", 32, cxx));
+		fs::create_directory_symlink("/", proc.path / "3001" / "root");
+		SymbolizerOptions options;
+		options.proc_root = proc.path;
+		Symbolizer symbolizer(options);
+
+		uint64_t local = nm_address("hello-pie.nm", "fixture_local");
+		Frame frame = symbolizer.user_frame(3001, pie_bias + local + 2);
+		CHECK(frame.name == "fixture_local");
+		CHECK(frame.module == pie);
+		CHECK(frame.module_offset == local + 2);
+
+		for (const NmSymbol &symbol : read_nm("cxx.demangled")) {
+			if (symbol.name.find("fixture::") == std::string::npos || (symbol.type != 'T' && symbol.type != 'W'))
+				continue;
+			CAPTURE(symbol.name);
+			CHECK(symbolizer.user_frame(3001, cxx_bias + symbol.address + 1).name == symbol.name);
+		}
+		CHECK(symbolizer.user_frame(3001, cxx_bias + nm_address("cxx.nm", "_ZN7fixture7Spinner4spinEl")).name ==
+		      "fixture::Spinner::spin(long)");
+	}
+
+	TEST_CASE("symbolizer: deleted files are read through map_files only")
+	{
+		TempDir proc;
+		const uint64_t bias = 0x7f0000000000, other_bias = 0x7f1000000000;
+		std::string maps = loaded_lines("libfixture.so", bias, "fd:01", 51, "/tmp/libgone.so (deleted)",
+						proc.path / "4001") +
+				   // Its path still names a file, but a deleted mapping's path is never trusted.
+				   loaded_lines("libfixture.so", other_bias, "fd:01", 52,
+						absolute_fixture("libfixture.so") + " (deleted)");
+		write_file(proc.path / "4001" / "maps", maps);
+		fs::create_directory_symlink("/", proc.path / "4001" / "root");
+		SymbolizerOptions options;
+		options.proc_root = proc.path;
+		Symbolizer symbolizer(options);
+		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
+
+		Frame frame = symbolizer.user_frame(4001, bias + work);
+		CHECK(frame.name == "fixture_lib_work");
+		CHECK(frame.module == "/tmp/libgone.so");
+
+		Frame unreadable = symbolizer.user_frame(4001, other_bias + work);
+		CHECK(!unreadable.named());
+		CHECK(unreadable.module_offset == work - 0x200000); // the file offset: no ELF to translate it
+		char label[64];
+		std::snprintf(label, sizeof(label), "[libfixture.so+0x%" PRIx64 "]", work - 0x200000);
+		CHECK(frame_label(unreadable) == label);
+	}
+
+	TEST_CASE("symbolizer: a path is opened inside the process's root, never outside it")
+	{
+		TempDir proc;
+		fs::path jail = proc.path / "jail";
+		std::string lib = absolute_fixture("libfixture.so");
+		// An absolute symlink and a ".." walk: both would reach the real file outside the jail.
+		fs::create_directories(jail / "lib");
+		fs::create_symlink(lib, jail / "lib" / "escape.so");
+		fs::create_directories(jail / "copy");
+		fs::copy_file(lib, jail / "copy" / "libfixture.so");
+		const uint64_t a = 0x7f0000000000, b = 0x7f1000000000, c = 0x7f2000000000;
+		write_file(proc.path / "5001" / "maps",
+			   loaded_lines("libfixture.so", a, "fd:01", 61, "/lib/escape.so") +
+				   loaded_lines("libfixture.so", b, "fd:01", 62, "/../../../../.." + lib) +
+				   loaded_lines("libfixture.so", c, "fd:01", 63, "/copy/libfixture.so"));
+		fs::create_directory_symlink(jail, proc.path / "5001" / "root");
+		SymbolizerOptions options;
+		options.proc_root = proc.path;
+		Symbolizer symbolizer(options);
+		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
+
+		CHECK(!symbolizer.user_frame(5001, a + work).named());
+		CHECK(!symbolizer.user_frame(5001, b + work).named());
+		CHECK(symbolizer.user_frame(5001, c + work).name == "fixture_lib_work");
+		CHECK(symbolizer.stats().elf_files_parsed == 1);
+	}
+
+	TEST_CASE("symbolizer: this process's own function, libc's getpid and a dlopen'd library")
+	{
+		void *library = dlopen(absolute_fixture("libfixture.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+		REQUIRE(library);
+		struct Closer {
+			void *handle;
+			~Closer() { dlclose(handle); }
+		} closer{library};
+
+		Symbolizer symbolizer;
+		uint32_t self = static_cast<uint32_t>(getpid());
+
+		Frame own = symbolizer.user_frame(self, reinterpret_cast<uintptr_t>(&syms_test::live_target) + 1);
+		CHECK(own.name == "syms_test::live_target(int)");
+		CHECK(own.symbol_offset == 1);
+		CHECK(fs::path(own.module) == fs::canonical("/proc/self/exe"));
+		CHECK(syms_test::live_target(1) == 7);
+
+		void *getpid_address = dlsym(RTLD_DEFAULT, "getpid");
+		REQUIRE(getpid_address);
+		Frame libc = symbolizer.user_frame(self, reinterpret_cast<uintptr_t>(getpid_address) + 1);
+		CHECK(libc.name == "getpid"); // over its alias __getpid
+		CHECK(libc.module.find("libc.so") != std::string::npos);
+		CHECK(libc.build_id.size() == 40);
+
+		void *work = dlsym(library, "fixture_lib_work");
+		REQUIRE(work);
+		Frame frame = symbolizer.user_frame(self, reinterpret_cast<uintptr_t>(work) + 2);
+		CHECK(frame.name == "fixture_lib_work");
+		CHECK(frame.module_offset == nm_address("libfixture.so.nm", "fixture_lib_work") + 2);
+		CHECK(frame.build_id == read_build_id("libfixture.so"));
+	}
+
+	TEST_CASE("symbolizer: the vDSO is named from this process's copy of it")
+	{
+		ProcessMaps maps;
+		REQUIRE(ProcessMaps::load("/proc/self/maps", maps));
+		const MapEntry *vdso = nullptr;
+		for (const MapEntry &entry : maps.entries())
+			if (entry.path == "[vdso]")
+				vdso = &entry;
+		REQUIRE(vdso);
+		Symbolizer symbolizer;
+		int named = 0;
+		for (uint64_t address = vdso->start; address < vdso->end; address += 16) {
+			Frame frame = symbolizer.user_frame(static_cast<uint32_t>(getpid()), address);
+			CHECK(frame.module == "[vdso]");
+			if (frame.name.find("gettimeofday") != std::string::npos ||
+			    frame.name.find("clock_gettime") != std::string::npos)
+				named++;
+		}
+		CHECK(named > 0);
+	}
+
+	TEST_CASE("symbolizer: live PIE, non-PIE and shared-library processes, each file parsed once")
+	{
+		Child pie1("hello-pie"), pie2("hello-pie"), nopie("hello-nopie"), user("uses-lib");
+		Symbolizer symbolizer;
+		uint64_t middle = nm_address("hello-pie.nm", "fixture_middle");
+
+		Frame first = symbolizer.user_frame(pie1.pid, pie1.bias("hello-pie") + middle + 1);
+		CHECK(first.name == "fixture_middle");
+		CHECK(first.module_offset == middle + 1);
+		CHECK(first.build_id == read_build_id("hello-pie"));
+		size_t parsed = symbolizer.stats().elf_files_parsed;
+		CHECK(parsed == 1);
+		Frame second = symbolizer.user_frame(pie2.pid, pie2.bias("hello-pie") + middle + 1);
+		CHECK(second.name == "fixture_middle");
+		CHECK(symbolizer.stats().elf_files_parsed == parsed);
+
+		uint64_t fixed = nm_address("hello-nopie.nm", "fixture_leaf");
+		Frame leaf = symbolizer.user_frame(nopie.pid, fixed + 1);
+		CHECK(leaf.name == "fixture_leaf");
+		CHECK(leaf.module_offset == fixed + 1);
+
+		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
+		Frame lib = symbolizer.user_frame(user.pid, user.bias("libfixture.so") + work + 4);
+		CHECK(lib.name == "fixture_lib_work");
+		CHECK(lib.module_offset == work + 4);
+		CHECK(fs::path(lib.module).filename() == "libfixture.so");
+		uint64_t caller = nm_address("uses-lib.nm", "uses_lib_caller");
+		CHECK(symbolizer.user_frame(user.pid, user.bias("uses-lib") + caller).name == "uses_lib_caller");
+	}
+
+	TEST_CASE("symbolizer: a preloaded process is still named after it exits")
+	{
+		Child child("hello-pie");
+		uint64_t address = child.bias("hello-pie") + nm_address("hello-pie.nm", "fixture_leaf");
+		uint32_t pid = static_cast<uint32_t>(child.pid);
+		Symbolizer symbolizer;
+		symbolizer.preload_process(pid);
+		child.stop();
+		CHECK(symbolizer.user_frame(pid, address).name == "fixture_leaf");
+	}
+
+	TEST_CASE("symbolizer: 40 live processes are symbolized well under half a second")
+	{
+		std::vector<std::unique_ptr<Child>> children;
+		for (int i = 0; i < 40; i++)
+			children.push_back(std::make_unique<Child>(i % 2 ? "hello-pie" : "uses-lib"));
+		auto start = std::chrono::steady_clock::now();
+		Symbolizer symbolizer;
+		size_t frames = 0, named = 0;
+		for (const auto &child : children) {
+			uint32_t pid = static_cast<uint32_t>(child->pid);
+			ProcessMaps maps;
+			REQUIRE(ProcessMaps::load("/proc/" + std::to_string(pid) + "/maps", maps));
+			// 64 addresses in every executable mapping: libc, ld.so, the program, the vDSO.
+			for (const MapEntry &entry : maps.entries()) {
+				if (!entry.executable())
+					continue;
+				for (uint64_t i = 0; i < 64; i++) {
+					Frame frame = symbolizer.user_frame(pid, entry.start + (entry.end - entry.start) * i / 64);
+					frames++;
+					named += frame.named();
+				}
+			}
+		}
+		double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+		SymbolizerStats stats = symbolizer.stats();
+		MESSAGE(frames << " frames (" << named << " named) of 40 processes in " << ms << " ms; "
+			       << stats.elf_files_parsed << " ELF files parsed");
+		CHECK(stats.processes_read == 40);
+		CHECK(stats.elf_files_parsed <= 5); // hello-pie, uses-lib, libfixture.so, libc, ld.so
+		CHECK(named >= 40); // stripped libc names only its exported functions
+		CHECK(ms < 500);
+	}
+}
