@@ -44,6 +44,15 @@ struct {
 	__uint(max_entries, 1024);
 } tids SEC(".maps");
 
+/* The processes that have at least one counts entry: user space keeps what it learned of
+ * an exited process only if it is here. Never fuller than counts (one pid per key at most). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 40960);
+} sampled_pids SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -112,6 +121,12 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	first.count = 1;
 	first.first_ns = bpf_ktime_get_ns();
 	err = bpf_map_update_elem(&counts, &key, &first, BPF_NOEXIST);
+	if (!err) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&sampled_pids, &tgid, &one, BPF_ANY);
+		return 0;
+	}
 	if (err == -EEXIST) { /* another CPU inserted the same key just now */
 		count = bpf_map_lookup_elem(&counts, &key);
 		if (count) {

@@ -12,11 +12,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "profile.skel.h"
+#include "syms/fd.h"
 
 namespace {
 
@@ -51,12 +50,12 @@ int libbpf_print(enum libbpf_print_level level, const char *format, va_list args
 	return vfprintf(stderr, format, args);
 }
 
+// Small /proc and /sys files, opened close-on-exec like every fd the profiler holds.
 std::string read_file(const char *path)
 {
-	std::ifstream in(path);
-	std::stringstream text;
-	text << in.rdbuf();
-	return text.str();
+	std::string text;
+	read_whole_file(path, text);
+	return text;
 }
 
 long read_sysctl(const char *path, long fallback)
@@ -165,6 +164,7 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 	bpf_map__set_value_size(skel->maps.stacks, impl_->depth * sizeof(uint64_t));
 	bpf_map__set_max_entries(skel->maps.stacks, options.stack_storage_size);
 	bpf_map__set_max_entries(skel->maps.counts, options.hash_storage_size);
+	bpf_map__set_max_entries(skel->maps.sampled_pids, options.hash_storage_size);
 	if (!options.pids.empty())
 		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
 	if (!options.tids.empty())
@@ -250,6 +250,12 @@ void Sampler::attach()
 void Sampler::detach()
 {
 	impl_->links.clear();
+}
+
+bool Sampler::has_samples(uint32_t pid) const
+{
+	uint8_t value;
+	return bpf_map__lookup_elem(impl_->skel->maps.sampled_pids, &pid, sizeof(pid), &value, sizeof(value), 0) == 0;
 }
 
 namespace {

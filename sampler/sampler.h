@@ -50,6 +50,9 @@ public:
 	// Reads the counts, the stacks they name and the per-CPU tallies.
 	RawProfile read() const;
 
+	// True when the counts map holds samples of this process.
+	bool has_samples(uint32_t pid) const;
+
 	// CPUs sampled, as attach() found them online.
 	const std::vector<int> &cpus() const { return cpus_; }
 

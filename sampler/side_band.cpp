@@ -1,0 +1,91 @@
+// sampler/side_band.cpp: one dummy perf event per CPU with mmap2/comm/task records,
+// drained from its ring buffer into a ProcessHistory in time order.
+#include "sampler/side_band.h"
+
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "sampler/sampler.h"
+
+SideBand::SideBand(const std::vector<int> &cpus, size_t data_pages)
+{
+	const size_t page = size_t(sysconf(_SC_PAGESIZE));
+	perf_event_attr attr{};
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_DUMMY;
+	attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	attr.sample_id_all = 1;
+	attr.mmap = 1;
+	attr.mmap2 = 1;
+	attr.comm = 1;
+	attr.comm_exec = 1;
+	attr.task = 1;
+	attr.use_clockid = 1;
+	attr.clockid = CLOCK_MONOTONIC;
+	attr.watermark = 1;
+	attr.wakeup_watermark = uint32_t(data_pages * page / 2);
+
+	for (int cpu : cpus) {
+		Ring ring;
+		ring.fd.reset(int(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
+		if (!ring.fd)
+			throw RunError("cannot open the side-band perf event on CPU " + std::to_string(cpu) + ": " +
+				       std::strerror(errno));
+		ring.length = (data_pages + 1) * page;
+		void *base = mmap(nullptr, ring.length, PROT_READ | PROT_WRITE, MAP_SHARED, ring.fd.get(), 0);
+		if (base == MAP_FAILED)
+			throw RunError("cannot map the side-band ring buffer on CPU " + std::to_string(cpu) + ": " +
+				       std::strerror(errno) + " (raise ulimit -l or kernel.perf_event_mlock_kb)");
+		ring.base = static_cast<uint8_t *>(base);
+		rings_.push_back(std::move(ring));
+	}
+}
+
+SideBand::~SideBand()
+{
+	for (Ring &ring : rings_)
+		munmap(ring.base, ring.length);
+}
+
+void SideBand::poll(ProcessHistory &history)
+{
+	pending_.clear();
+	for (Ring &ring : rings_) {
+		auto *meta = reinterpret_cast<perf_event_mmap_page *>(ring.base);
+		const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+		uint64_t tail = meta->data_tail;
+		const uint8_t *data = ring.base + meta->data_offset;
+		const uint64_t size = meta->data_size;
+		auto copy_out = [&](uint64_t from, void *to, size_t n) {
+			size_t at = size_t(from % size), first = std::min<size_t>(n, size - at);
+			std::memcpy(to, data + at, first);
+			std::memcpy(static_cast<uint8_t *>(to) + first, data, n - first);
+		};
+		while (head - tail >= sizeof(perf_event_header)) {
+			perf_event_header header;
+			copy_out(tail, &header, sizeof(header));
+			if (header.size < sizeof(header) || header.size > head - tail)
+				break;
+			std::vector<uint8_t> record(header.size);
+			copy_out(tail, record.data(), header.size);
+			pending_.push_back(std::move(record));
+			tail += header.size;
+		}
+		__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+	}
+	// Each CPU's records are in order, but a fork on one CPU may precede the exec on
+	// another: apply them all in time order.
+	std::stable_sort(pending_.begin(), pending_.end(), [](const auto &a, const auto &b) {
+		return ProcessHistory::record_time(a) < ProcessHistory::record_time(b);
+	});
+	for (const auto &record : pending_)
+		history.apply(record);
+}

@@ -1,0 +1,31 @@
+// sampler/side_band.h: perf's side-band records (mmap2, comm/exec, fork, exit) from one
+// dummy event per CPU, read while sampling runs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "syms/fd.h"
+#include "syms/process_history.h"
+
+// One dummy perf event per CPU whose ring buffer carries the side-band records.
+class SideBand {
+public:
+	// Throws RunError when an event cannot be opened or mapped.
+	explicit SideBand(const std::vector<int> &cpus, size_t data_pages = 256);
+	~SideBand();
+	SideBand(const SideBand &) = delete;
+	SideBand &operator=(const SideBand &) = delete;
+
+	// Drains every ring buffer into history, records in time order.
+	void poll(ProcessHistory &history);
+
+private:
+	struct Ring {
+		UniqueFd fd;
+		uint8_t *base = nullptr;
+		size_t length = 0;
+	};
+	std::vector<Ring> rings_;
+	std::vector<std::vector<uint8_t>> pending_;
+};

@@ -1,0 +1,295 @@
+// syms/process_history.cpp: parses perf side-band records into per-process image
+// histories, and snapshots the processes alive at start from /proc.
+#include "syms/process_history.h"
+
+#include <dirent.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "syms/fd.h"
+
+namespace {
+
+// The sample_id trailer of every non-sample record with sample_type TID|TIME.
+struct SampleId {
+	uint32_t pid, tid;
+	uint64_t time;
+};
+
+template <typename T>
+bool read_at(std::span<const uint8_t> bytes, size_t offset, T &out)
+{
+	if (offset > bytes.size() || bytes.size() - offset < sizeof(T))
+		return false;
+	std::memcpy(&out, bytes.data() + offset, sizeof(T));
+	return true;
+}
+
+// A NUL-terminated string in [offset, end); false if it runs off the end.
+bool read_string(std::span<const uint8_t> bytes, size_t offset, size_t end, std::string &out)
+{
+	if (offset > end || end > bytes.size())
+		return false;
+	const uint8_t *start = bytes.data() + offset;
+	const void *nul = std::memchr(start, 0, end - offset);
+	if (!nul)
+		return false;
+	out.assign(reinterpret_cast<const char *>(start), static_cast<const uint8_t *>(nul) - start);
+	return true;
+}
+
+std::shared_ptr<const std::vector<MapEntry>> empty_maps()
+{
+	static const auto empty = std::make_shared<const std::vector<MapEntry>>();
+	return empty;
+}
+
+} // namespace
+
+const MapEntry *ProcessImage::find(uint64_t address) const
+{
+	if (!maps)
+		return nullptr;
+	auto it = std::upper_bound(maps->begin(), maps->end(), address,
+				   [](uint64_t a, const MapEntry &e) { return a < e.start; });
+	if (it == maps->begin())
+		return nullptr;
+	--it;
+	return address < it->end ? &*it : nullptr;
+}
+
+void ProcessHistory::add_snapshot(uint32_t pid, std::string comm, std::vector<MapEntry> maps, uint64_t now_ns)
+{
+	std::sort(maps.begin(), maps.end(), [](const MapEntry &a, const MapEntry &b) { return a.start < b.start; });
+	ProcessImage image;
+	image.since_ns = now_ns;
+	image.comm = std::move(comm);
+	image.maps = std::make_shared<const std::vector<MapEntry>>(std::move(maps));
+	insert_image(pid, std::move(image));
+}
+
+ProcessImage &ProcessHistory::insert_image(uint32_t pid, ProcessImage image)
+{
+	auto &images = processes_[pid].images;
+	auto at = std::upper_bound(images.begin(), images.end(), image.since_ns,
+				   [](uint64_t t, const ProcessImage &i) { return t < i.since_ns; });
+	return *images.insert(at, std::move(image));
+}
+
+const ProcessImage *ProcessHistory::image_at(uint32_t pid, uint64_t time_ns) const
+{
+	auto it = processes_.find(pid);
+	if (it == processes_.end() || it->second.images.empty())
+		return nullptr;
+	const auto &images = it->second.images;
+	auto after = std::upper_bound(images.begin(), images.end(), time_ns,
+				      [](uint64_t t, const ProcessImage &i) { return t < i.since_ns; });
+	return after == images.begin() ? &images.front() : &*(after - 1);
+}
+
+ProcessImage *ProcessHistory::image_for_update(uint32_t pid, uint64_t time_ns)
+{
+	const ProcessImage *image = image_at(pid, time_ns);
+	if (!image || image->since_ns > time_ns) {
+		// Nothing known of the process at that time: it began before the snapshot, or
+		// this record was read before the exec or fork that starts the next image.
+		ProcessImage earlier;
+		earlier.comm = image ? image->comm : "";
+		earlier.maps = empty_maps();
+		insert_image(pid, std::move(earlier));
+	}
+	return const_cast<ProcessImage *>(image_at(pid, time_ns));
+}
+
+bool ProcessHistory::exited(uint32_t pid) const
+{
+	auto it = processes_.find(pid);
+	return it != processes_.end() && it->second.exited;
+}
+
+void ProcessHistory::add_mapping(uint32_t pid, uint64_t time_ns, MapEntry entry)
+{
+	ProcessImage *image = image_for_update(pid, time_ns);
+	auto maps = std::make_shared<std::vector<MapEntry>>();
+	maps->reserve(image->maps->size() + 1);
+	// A new mapping replaces whatever it overlaps (MAP_FIXED, or a range reused after
+	// munmap, which has no record of its own); the parts outside it survive.
+	for (const MapEntry &old : *image->maps) {
+		if (old.end <= entry.start || old.start >= entry.end) {
+			maps->push_back(old);
+			continue;
+		}
+		if (old.start < entry.start) {
+			MapEntry head = old;
+			head.end = entry.start;
+			maps->push_back(head);
+		}
+		if (old.end > entry.end) {
+			MapEntry tail = old;
+			tail.offset += entry.end - old.start;
+			tail.start = entry.end;
+			maps->push_back(tail);
+		}
+	}
+	maps->push_back(std::move(entry));
+	std::sort(maps->begin(), maps->end(), [](const MapEntry &a, const MapEntry &b) { return a.start < b.start; });
+	image->maps = std::move(maps);
+}
+
+uint64_t ProcessHistory::record_time(std::span<const uint8_t> record)
+{
+	SampleId id{};
+	perf_event_header header{};
+	if (!read_at(record, 0, header) || header.type == PERF_RECORD_SAMPLE ||
+	    !read_at(record, record.size() - std::min(record.size(), sizeof(id)), id) ||
+	    record.size() < sizeof(header) + sizeof(id))
+		return 0;
+	return id.time;
+}
+
+bool ProcessHistory::apply(std::span<const uint8_t> record)
+{
+	perf_event_header header{};
+	if (!read_at(record, 0, header) || header.size != record.size() ||
+	    record.size() < sizeof(header) + sizeof(SampleId))
+		return false;
+	const size_t trailer = record.size() - sizeof(SampleId);
+	const uint64_t time = record_time(record);
+
+	switch (header.type) {
+	case PERF_RECORD_MMAP2: {
+		struct {
+			uint32_t pid, tid;
+			uint64_t addr, len, pgoff;
+			uint32_t maj, min;
+			uint64_t ino, ino_generation;
+			uint32_t prot, flags;
+		} body;
+		MapEntry entry;
+		if (!read_at(record, sizeof(header), body) ||
+		    !read_string(record, sizeof(header) + sizeof(body), trailer, entry.path))
+			return false;
+		if (!(body.prot & PROT_EXEC) || body.len == 0 || body.addr + body.len < body.addr)
+			return true;
+		entry.start = body.addr;
+		entry.end = body.addr + body.len;
+		entry.offset = body.pgoff;
+		entry.perms = {body.prot & PROT_READ ? 'r' : '-', body.prot & PROT_WRITE ? 'w' : '-', 'x',
+			       body.flags & MAP_SHARED ? 's' : 'p'};
+		if (!(header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
+			entry.dev_major = body.maj;
+			entry.dev_minor = body.min;
+			entry.inode = body.ino;
+		}
+		if (entry.path == "//anon")
+			entry.path.clear();
+		add_mapping(body.pid, time, std::move(entry));
+		return true;
+	}
+	case PERF_RECORD_COMM: {
+		uint32_t pid = 0;
+		std::string comm;
+		if (!read_at(record, sizeof(header), pid) || !read_string(record, sizeof(header) + 8, trailer, comm))
+			return false;
+		if (header.misc & PERF_RECORD_MISC_COMM_EXEC) {
+			ProcessImage image;
+			image.since_ns = time;
+			image.comm = std::move(comm);
+			image.maps = empty_maps();
+			insert_image(pid, std::move(image));
+			processes_[pid].exited = false;
+		} else {
+			image_for_update(pid, time)->comm = std::move(comm);
+		}
+		return true;
+	}
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT: {
+		struct {
+			uint32_t pid, ppid, tid, ptid;
+			uint64_t time;
+		} body;
+		if (!read_at(record, sizeof(header), body))
+			return false;
+		if (body.pid != body.tid)
+			return true; // a thread: the process's image is unchanged
+		if (header.type == PERF_RECORD_EXIT) {
+			auto it = processes_.find(body.pid);
+			if (it != processes_.end() && !it->second.exited) {
+				it->second.exited = true;
+				exited_since_check_.push_back(body.pid);
+			}
+			return true;
+		}
+		if (body.pid == body.ppid)
+			return true;
+		// A new process starts as a copy of its parent; the maps are shared until one
+		// of them maps something.
+		ProcessImage image;
+		image.since_ns = body.time;
+		if (const ProcessImage *parent = image_at(body.ppid, body.time)) {
+			image.comm = parent->comm;
+			image.maps = parent->maps;
+		} else {
+			image.maps = empty_maps();
+		}
+		auto it = processes_.find(body.pid);
+		if (it != processes_.end() && it->second.exited) {
+			processes_.erase(it); // the pid was reused: the old process is gone
+		}
+		insert_image(body.pid, std::move(image));
+		return true;
+	}
+	case PERF_RECORD_LOST: {
+		struct {
+			uint64_t id, lost;
+		} body;
+		if (!read_at(record, sizeof(header), body))
+			return false;
+		lost_ += body.lost;
+		return true;
+	}
+	default:
+		return true;
+	}
+}
+
+void ProcessHistory::forget_exited(const std::function<bool(uint32_t pid)> &keep)
+{
+	for (uint32_t pid : exited_since_check_) {
+		auto it = processes_.find(pid);
+		if (it != processes_.end() && it->second.exited && !keep(pid))
+			processes_.erase(it);
+	}
+	exited_since_check_.clear();
+}
+
+void snapshot_processes(ProcessHistory &history, uint64_t now_ns, const std::string &proc_root)
+{
+	std::unique_ptr<DIR, int (*)(DIR *)> dir(opendir(proc_root.c_str()), closedir);
+	if (!dir)
+		return;
+	std::string text;
+	while (dirent *entry = readdir(dir.get())) {
+		char *end = nullptr;
+		unsigned long pid = std::strtoul(entry->d_name, &end, 10);
+		if (!pid || *end || pid > UINT32_MAX)
+			continue;
+		const std::string base = proc_root + "/" + entry->d_name;
+		if (!read_whole_file((base + "/maps").c_str(), text))
+			continue; // gone already, or a kernel thread with nothing to read
+		const ProcessMaps maps = ProcessMaps::parse(text);
+		std::vector<MapEntry> executable;
+		for (const MapEntry &m : maps.entries())
+			if (m.executable())
+				executable.push_back(m);
+		std::string comm;
+		if (read_whole_file((base + "/comm").c_str(), comm) && !comm.empty() && comm.back() == '\n')
+			comm.pop_back();
+		history.add_snapshot(uint32_t(pid), std::move(comm), std::move(executable), now_ns);
+	}
+}
+

@@ -1,0 +1,70 @@
+// syms/process_history.h: what each process had mapped, image by image (exec, fork,
+// snapshot), kept from perf side-band records so that addresses are normalized to files
+// even after the process exits.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "syms/maps.h"
+
+// One program image of a process: what it had mapped executable from `since_ns` (an exec,
+// a fork, or the snapshot taken at start) until the next image or its exit.
+struct ProcessImage {
+	uint64_t since_ns = 0; // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns
+	std::string comm;
+	// Executable mappings sorted by start, never overlapping. Shared with the parent's
+	// image after a fork until either side maps something (copy on write).
+	std::shared_ptr<const std::vector<MapEntry>> maps;
+
+	const MapEntry *find(uint64_t address) const;
+};
+
+class ProcessHistory {
+public:
+	// The state of a process read from /proc at start, before any record about it.
+	void add_snapshot(uint32_t pid, std::string comm, std::vector<MapEntry> maps, uint64_t now_ns);
+
+	// Applies one perf record (header included) of a dummy event opened with
+	// sample_type TID|TIME and sample_id_all. Returns false, changing nothing, for a
+	// malformed record.
+	bool apply(std::span<const uint8_t> record);
+
+	// The image pid ran at time_ns: the last one begun at or before it, else the first.
+	// Null for a process never seen.
+	const ProcessImage *image_at(uint32_t pid, uint64_t time_ns) const;
+
+	bool exited(uint32_t pid) const;
+	size_t process_count() const { return processes_.size(); }
+	uint64_t lost_records() const { return lost_; }
+
+	// Drops the processes that exited since the last call and that `keep` does not
+	// want (those never sampled): what bounds memory on a long run.
+	void forget_exited(const std::function<bool(uint32_t pid)> &keep);
+
+	// The time a record carries in its sample_id trailer; 0 if it has none.
+	static uint64_t record_time(std::span<const uint8_t> record);
+
+private:
+	struct Process {
+		std::vector<ProcessImage> images; // sorted by since_ns
+		bool exited = false;
+	};
+
+	ProcessImage *image_for_update(uint32_t pid, uint64_t time_ns);
+	ProcessImage &insert_image(uint32_t pid, ProcessImage image);
+	void add_mapping(uint32_t pid, uint64_t time_ns, MapEntry entry);
+
+	std::unordered_map<uint32_t, Process> processes_;
+	std::vector<uint32_t> exited_since_check_;
+	uint64_t lost_ = 0;
+};
+
+// Reads the executable mappings and comm of every process now in proc_root.
+void snapshot_processes(ProcessHistory &history, uint64_t now_ns, const std::string &proc_root = "/proc");
+

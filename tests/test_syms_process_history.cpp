@@ -1,0 +1,224 @@
+// tests/test_syms_process_history.cpp: process histories from made-up side-band records, and
+// from the real kernel.
+#include <doctest/doctest.h>
+
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "sampler/sampler.h"
+#include "sampler/side_band.h"
+#include "syms/process_history.h"
+
+namespace {
+
+// Builds one record: header, body bytes, then the {pid, tid, time} trailer, padded to 8.
+class Record {
+public:
+	Record(uint32_t type, uint16_t misc = 0) : type_(type), misc_(misc) {}
+	template <typename T>
+	Record &add(T value)
+	{
+		const auto *p = reinterpret_cast<const uint8_t *>(&value);
+		body_.insert(body_.end(), p, p + sizeof(T));
+		return *this;
+	}
+	Record &text(const std::string &s)
+	{
+		body_.insert(body_.end(), s.begin(), s.end());
+		do
+			body_.push_back(0);
+		while (body_.size() % 8);
+		return *this;
+	}
+	std::vector<uint8_t> at(uint64_t time, uint32_t pid = 0) const
+	{
+		std::vector<uint8_t> out(sizeof(perf_event_header));
+		out.insert(out.end(), body_.begin(), body_.end());
+		struct {
+			uint32_t pid, tid;
+			uint64_t time;
+		} id{pid, pid, time};
+		const auto *p = reinterpret_cast<const uint8_t *>(&id);
+		out.insert(out.end(), p, p + sizeof(id));
+		perf_event_header header{type_, misc_, uint16_t(out.size())};
+		std::memcpy(out.data(), &header, sizeof(header));
+		return out;
+	}
+
+private:
+	uint32_t type_;
+	uint16_t misc_;
+	std::vector<uint8_t> body_;
+};
+
+std::vector<uint8_t> mmap2(uint32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff, const std::string &path,
+			   uint64_t time, uint32_t prot = PROT_READ | PROT_EXEC)
+{
+	return Record(PERF_RECORD_MMAP2)
+		.add(pid).add(pid).add(addr).add(len).add(pgoff)
+		.add(uint32_t(8)).add(uint32_t(1)).add(uint64_t(1234)).add(uint64_t(0))
+		.add(prot).add(uint32_t(MAP_PRIVATE))
+		.text(path)
+		.at(time, pid);
+}
+
+std::vector<uint8_t> comm(uint32_t pid, const std::string &name, uint64_t time, bool exec)
+{
+	return Record(PERF_RECORD_COMM, exec ? PERF_RECORD_MISC_COMM_EXEC : 0).add(pid).add(pid).text(name).at(time, pid);
+}
+
+std::vector<uint8_t> task(uint32_t type, uint32_t pid, uint32_t ppid, uint32_t tid, uint64_t time)
+{
+	return Record(type).add(pid).add(ppid).add(tid).add(ppid).add(time).at(time, pid);
+}
+
+std::string path_at(const ProcessHistory &h, uint32_t pid, uint64_t time, uint64_t address)
+{
+	const ProcessImage *image = h.image_at(pid, time);
+	if (!image)
+		return "<no process>";
+	const MapEntry *m = image->find(address);
+	return m ? m->path : "<no mapping>";
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+
+TEST_CASE("a fork copies the parent's mappings; an exec starts an empty image")
+{
+	ProcessHistory h;
+	MapEntry bash;
+	bash.start = 0x1000;
+	bash.end = 0x2000;
+	bash.perms = {'r', '-', 'x', 'p'};
+	bash.path = "/bin/bash";
+	h.add_snapshot(10, "bash", {bash}, 100);
+
+	REQUIRE(h.apply(task(PERF_RECORD_FORK, 11, 10, 11, 200)));
+	CHECK(path_at(h, 11, 250, 0x1800) == "/bin/bash");
+	CHECK(h.image_at(11, 250)->comm == "bash");
+
+	REQUIRE(h.apply(comm(11, "make", 300, true)));
+	REQUIRE(h.apply(mmap2(11, 0x5000, 0x1000, 0, "/usr/bin/make", 310)));
+	// Before the exec the child was bash; after it, make, with none of bash's mappings.
+	CHECK(path_at(h, 11, 250, 0x1800) == "/bin/bash");
+	CHECK(path_at(h, 11, 400, 0x1800) == "<no mapping>");
+	CHECK(path_at(h, 11, 400, 0x5800) == "/usr/bin/make");
+	CHECK(h.image_at(11, 400)->comm == "make");
+	// The parent is untouched by its child's mappings.
+	CHECK(path_at(h, 10, 400, 0x5800) == "<no mapping>");
+}
+
+TEST_CASE("records that arrive out of order still land in the right image")
+{
+	ProcessHistory h;
+	REQUIRE(h.apply(comm(20, "new", 500, true)));
+	REQUIRE(h.apply(mmap2(20, 0x7000, 0x1000, 0, "/new", 510)));
+	REQUIRE(h.apply(mmap2(20, 0x7000, 0x1000, 0, "/old", 100))); // before the exec
+	CHECK(path_at(h, 20, 600, 0x7000) == "/new");
+}
+
+TEST_CASE("a new mapping replaces the part of an old one it overlaps")
+{
+	ProcessHistory h;
+	h.apply(mmap2(30, 0x1000, 0x3000, 0, "/a", 10));
+	h.apply(mmap2(30, 0x2000, 0x1000, 0, "/b", 20));
+	CHECK(path_at(h, 30, 30, 0x1800) == "/a");
+	CHECK(path_at(h, 30, 30, 0x2800) == "/b");
+	CHECK(path_at(h, 30, 30, 0x3800) == "/a");
+	CHECK(h.image_at(30, 30)->find(0x3800)->offset == 0x2000);
+	CHECK(h.image_at(30, 30)->maps->size() == 3);
+}
+
+TEST_CASE("non-executable mappings and threads change nothing; anonymous JIT code is kept")
+{
+	ProcessHistory h;
+	h.apply(mmap2(40, 0x1000, 0x1000, 0, "/data", 10, PROT_READ));
+	CHECK(path_at(h, 40, 20, 0x1000) == "<no process>");
+	h.apply(mmap2(40, 0x9000, 0x1000, 0, "//anon", 10));
+	REQUIRE(h.image_at(40, 20)->find(0x9000));
+	CHECK(h.image_at(40, 20)->find(0x9000)->path.empty());
+	h.apply(task(PERF_RECORD_EXIT, 40, 40, 41, 30)); // a thread of 40 exits
+	CHECK(!h.exited(40));
+}
+
+TEST_CASE("exited processes are forgotten unless they were sampled")
+{
+	ProcessHistory h;
+	h.apply(comm(50, "short", 10, true));
+	h.apply(comm(51, "sampled", 10, true));
+	h.apply(task(PERF_RECORD_EXIT, 50, 1, 50, 20));
+	h.apply(task(PERF_RECORD_EXIT, 51, 1, 51, 20));
+	CHECK(h.exited(50));
+	h.forget_exited([](uint32_t pid) { return pid == 51; });
+	CHECK(!h.image_at(50, 30));
+	CHECK(h.image_at(51, 30));
+	CHECK(h.process_count() == 1);
+}
+
+TEST_CASE("malformed records are refused without effect")
+{
+	ProcessHistory h;
+	auto good = mmap2(60, 0x1000, 0x1000, 0, "/x", 10);
+	auto short_record = good;
+	short_record.resize(20);
+	CHECK(!h.apply(short_record));
+	auto no_nul = good;
+	std::fill(no_nul.begin() + 8 + 64, no_nul.end() - 16, 'A');
+	CHECK(!h.apply(no_nul));
+	CHECK(!h.apply({}));
+	CHECK(h.process_count() == 0);
+	CHECK(h.apply(good));
+	CHECK(h.process_count() == 1);
+}
+
+TEST_CASE("lost records are counted")
+{
+	ProcessHistory h;
+	CHECK(h.apply(Record(PERF_RECORD_LOST).add(uint64_t(1)).add(uint64_t(7)).at(5)));
+	CHECK(h.lost_records() == 7);
+}
+
+} // TEST_SUITE
+
+TEST_SUITE("integration") {
+
+TEST_CASE("the kernel's side-band records follow a process that has exited")
+{
+	REQUIRE_MESSAGE(geteuid() == 0, "needs root: use `make test`");
+	std::vector<int> cpus = online_cpus();
+	SideBand side_band(cpus);
+	ProcessHistory history;
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snapshot_processes(history, uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec);
+	CHECK(history.image_at(getpid(), 0));
+
+	pid_t child = fork();
+	if (child == 0) {
+		execl("/bin/true", "true", nullptr);
+		_exit(127);
+	}
+	waitpid(child, nullptr, 0);
+	side_band.poll(history);
+	CHECK(history.exited(child));
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	const ProcessImage *image = history.image_at(child, uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec);
+	REQUIRE(image);
+	CHECK(image->comm == "true");
+	bool has_true = false, has_libc = false;
+	for (const MapEntry &m : *image->maps) {
+		has_true |= m.path.ends_with("/true");
+		has_libc |= m.path.find("libc.so") != std::string::npos;
+	}
+	CHECK(has_true);
+	CHECK(has_libc);
+}
+
+} // TEST_SUITE
