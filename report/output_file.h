@@ -1,0 +1,18 @@
+// report/output_file.h: writes a report file whole or not at all, never through a symlink.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+
+// Calls write with a stream onto a new file beside path (created with O_EXCL, mode 0644
+// less the umask), fsyncs it and renames it over path. Readers see the old file or the
+// whole new one; a symlink at path is replaced, never followed. Returns "" on success;
+// otherwise path is untouched, the temporary file is gone, and the result is one line
+// saying what failed (no "profile: " prefix). An exception from write is rethrown after
+// the same cleanup.
+// What is not a file is written in place: a named pipe, a character device (/dev/null),
+// and in /dev and /proc/PID/fd the names of open files (/dev/stdout, /dev/fd/N).
+// Directories and block devices are refused.
+std::string write_output_file(const std::string &path,
+			      const std::function<void(std::ostream &)> &write);

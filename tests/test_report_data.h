@@ -1,0 +1,38 @@
+// tests/test_report_data.h: made-up profiles and tool lookups for the SVG and pprof tests.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "report/model.h"
+
+// Two processes, kernel and user frames, C++ names full of < > & and quotes, unnamed
+// frames (module+offset and unknown), bytes that are not UTF-8, an inlined frame.
+// 1,000 samples; see the .cpp for each stack and its count.
+Profile tricky_profile();
+
+// `stacks` unique stacks, 20 to 40 frames deep, names 30 to 60 characters, counts
+// falling off like a real profile's (a few hot stacks, a long tail of single samples).
+// The same seed gives the same profile.
+Profile many_stacks_profile(size_t stacks, uint64_t seed = 1);
+
+// The tool's absolute path from PATH, or "" when it is not installed.
+std::string find_tool(const std::string &name);
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at the end.
+class TempDir {
+public:
+	TempDir();
+	~TempDir();
+	TempDir(const TempDir &) = delete;
+	TempDir &operator=(const TempDir &) = delete;
+	const std::string &path() const { return path_; }
+	std::string operator/(const std::string &name) const { return path_ + "/" + name; }
+
+private:
+	std::string path_;
+};
+
+std::string read_file(const std::string &path);
+void write_file(const std::string &path, const std::string &data);

@@ -1,0 +1,528 @@
+// tests/test_report_pprof.cpp: the pprof file, decoded here field by field and read by go tool pprof.
+#include <doctest/doctest.h>
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <string_view>
+
+#include "report/report.h"
+#include "tests/support.h"
+#include "tests/test_report_data.h"
+
+namespace {
+
+std::string gunzip(const std::string &data)
+{
+	z_stream z{};
+	REQUIRE(inflateInit2(&z, 15 + 16) == Z_OK); // gzip only: a zlib or raw stream fails
+	z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(data.data()));
+	z.avail_in = uInt(data.size());
+	std::string out;
+	char buffer[65536];
+	int status;
+	do {
+		z.next_out = reinterpret_cast<Bytef *>(buffer);
+		z.avail_out = sizeof(buffer);
+		status = inflate(&z, Z_NO_FLUSH);
+		out.append(buffer, sizeof(buffer) - z.avail_out);
+	} while (status == Z_OK);
+	inflateEnd(&z);
+	REQUIRE_MESSAGE(status == Z_STREAM_END, "not a whole gzip stream");
+	CHECK(z.avail_in == 0);
+	return out;
+}
+
+// A protobuf message as (field, value) pairs: varints in value, the rest in bytes.
+struct Field {
+	uint32_t number = 0;
+	uint64_t value = 0;
+	std::string bytes;
+};
+
+uint64_t varint(std::string_view data, size_t &at)
+{
+	uint64_t value = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		REQUIRE_MESSAGE(at < data.size(), "varint runs past the end");
+		const auto byte = static_cast<unsigned char>(data[at++]);
+		value |= uint64_t(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return value;
+	}
+	FAIL("varint longer than 10 bytes");
+	return 0;
+}
+
+std::vector<Field> fields(std::string_view data)
+{
+	std::vector<Field> out;
+	for (size_t at = 0; at < data.size();) {
+		const uint64_t key = varint(data, at);
+		Field field;
+		field.number = uint32_t(key >> 3);
+		switch (key & 7) {
+		case 0:
+			field.value = varint(data, at);
+			break;
+		case 2: {
+			const uint64_t length = varint(data, at);
+			REQUIRE(at + length <= data.size());
+			field.bytes = data.substr(at, length);
+			at += length;
+			break;
+		}
+		default:
+			FAIL("wire type " << (key & 7) << " is not used by profile.proto");
+		}
+		out.push_back(field);
+	}
+	return out;
+}
+
+// A repeated varint field, packed or not.
+void add_repeated(std::vector<uint64_t> &to, const Field &field)
+{
+	if (field.bytes.empty()) {
+		to.push_back(field.value);
+		return;
+	}
+	for (size_t at = 0; at < field.bytes.size();)
+		to.push_back(varint(field.bytes, at));
+}
+
+struct Decoded {
+	struct Label {
+		uint64_t key = 0, str = 0, num = 0;
+	};
+	struct Sample {
+		std::vector<uint64_t> locations, values;
+		std::vector<Label> labels;
+	};
+	struct Mapping {
+		uint64_t id = 0, start = 0, limit = 0, offset = 0, file = 0, build_id = 0;
+		bool has_functions = false, has_filenames = false, has_lines = false, has_inline = false;
+	};
+	struct Line {
+		uint64_t function = 0, line = 0;
+	};
+	struct Location {
+		uint64_t id = 0, mapping = 0, address = 0;
+		std::vector<Line> lines;
+	};
+	struct Function {
+		uint64_t id = 0, name = 0, system_name = 0, file = 0;
+	};
+	std::vector<std::pair<uint64_t, uint64_t>> sample_types;
+	std::pair<uint64_t, uint64_t> period_type;
+	std::vector<Sample> samples;
+	std::vector<Mapping> mappings;
+	std::vector<Location> locations;
+	std::vector<Function> functions;
+	std::vector<std::string> strings;
+	std::vector<uint64_t> comments;
+	uint64_t time = 0, duration = 0, period = 0, default_sample_type = 0;
+
+	const std::string &str(uint64_t id) const
+	{
+		REQUIRE(id < strings.size());
+		return strings[id];
+	}
+	const Location &location(uint64_t id) const
+	{
+		REQUIRE(id >= 1);
+		REQUIRE(id <= locations.size());
+		return locations[id - 1];
+	}
+	const Function &function(uint64_t id) const
+	{
+		REQUIRE(id >= 1);
+		REQUIRE(id <= functions.size());
+		return functions[id - 1];
+	}
+	const Mapping &mapping_named(const std::string &file) const
+	{
+		for (const Mapping &m : mappings)
+			if (str(m.file) == file)
+				return m;
+		FAIL("no mapping for " << file);
+		return mappings.front();
+	}
+	// Function names of a sample, leaf first, inlined functions included.
+	std::vector<std::string> stack(const Sample &sample) const
+	{
+		std::vector<std::string> names;
+		for (uint64_t id : sample.locations)
+			for (const Line &line : location(id).lines)
+				names.push_back(str(function(line.function).name));
+		return names;
+	}
+};
+
+std::pair<uint64_t, uint64_t> value_type(const std::string &bytes)
+{
+	std::pair<uint64_t, uint64_t> type;
+	for (const Field &f : fields(bytes))
+		(f.number == 1 ? type.first : type.second) = f.value;
+	return type;
+}
+
+Decoded decode(const std::string &gzipped)
+{
+	Decoded p;
+	for (const Field &f : fields(gunzip(gzipped))) {
+		switch (f.number) {
+		case 1: p.sample_types.push_back(value_type(f.bytes)); break;
+		case 2: {
+			Decoded::Sample s;
+			for (const Field &g : fields(f.bytes)) {
+				if (g.number == 1)
+					add_repeated(s.locations, g);
+				else if (g.number == 2)
+					add_repeated(s.values, g);
+				else if (g.number == 3) {
+					Decoded::Label label;
+					for (const Field &h : fields(g.bytes))
+						(h.number == 1 ? label.key : h.number == 2 ? label.str : label.num) = h.value;
+					s.labels.push_back(label);
+				}
+			}
+			p.samples.push_back(s);
+			break;
+		}
+		case 3: {
+			Decoded::Mapping m;
+			for (const Field &g : fields(f.bytes)) {
+				uint64_t *targets[] = {nullptr, &m.id, &m.start, &m.limit, &m.offset, &m.file, &m.build_id};
+				if (g.number <= 6)
+					*targets[g.number] = g.value;
+				else if (g.number == 7)
+					m.has_functions = g.value;
+				else if (g.number == 8)
+					m.has_filenames = g.value;
+				else if (g.number == 9)
+					m.has_lines = g.value;
+				else if (g.number == 10)
+					m.has_inline = g.value;
+			}
+			p.mappings.push_back(m);
+			break;
+		}
+		case 4: {
+			Decoded::Location l;
+			for (const Field &g : fields(f.bytes)) {
+				if (g.number == 1)
+					l.id = g.value;
+				else if (g.number == 2)
+					l.mapping = g.value;
+				else if (g.number == 3)
+					l.address = g.value;
+				else if (g.number == 4) {
+					Decoded::Line line;
+					for (const Field &h : fields(g.bytes))
+						(h.number == 1 ? line.function : line.line) = h.value;
+					l.lines.push_back(line);
+				}
+			}
+			p.locations.push_back(l);
+			break;
+		}
+		case 5: {
+			Decoded::Function fn;
+			for (const Field &g : fields(f.bytes)) {
+				uint64_t *targets[] = {nullptr, &fn.id, &fn.name, &fn.system_name, &fn.file};
+				if (g.number <= 4)
+					*targets[g.number] = g.value;
+			}
+			p.functions.push_back(fn);
+			break;
+		}
+		case 6: p.strings.push_back(f.bytes); break;
+		case 9: p.time = f.value; break;
+		case 10: p.duration = f.value; break;
+		case 11: p.period_type = value_type(f.bytes); break;
+		case 12: p.period = f.value; break;
+		case 13: add_repeated(p.comments, f); break;
+		case 14: p.default_sample_type = f.value; break;
+		default: FAIL("unexpected Profile field " << f.number);
+		}
+	}
+	return p;
+}
+
+std::string render(const Profile &profile)
+{
+	std::ostringstream out;
+	write_pprof(out, profile);
+	return out.str();
+}
+
+std::string go_or_fail()
+{
+	const std::string go = find_tool("go");
+	REQUIRE_MESSAGE(!go.empty(), "go is not installed (apt-get install golang-go: `go tool pprof` "
+				     "reads the file); CI installs it, so this test fails rather than skips");
+	return go;
+}
+
+CommandResult go_pprof(const std::vector<std::string> &args, const std::string &file)
+{
+	std::vector<std::string> argv = {go_or_fail(), "tool", "pprof"};
+	argv.insert(argv.end(), args.begin(), args.end());
+	argv.push_back(file);
+	return run_command(argv, 120);
+}
+
+// go tool pprof -traces: each sample as "comm-pid;root;...;leaf" -> count, to set
+// beside write_folded -E.
+std::map<std::string, uint64_t> traces_as_folded(const std::string &text)
+{
+	std::map<std::string, uint64_t> stacks;
+	std::string comm, pid;
+	std::vector<std::string> frames;
+	uint64_t count = 0;
+	auto finish = [&] {
+		if (frames.empty())
+			return;
+		std::string line = comm + "-" + pid;
+		for (auto it = frames.rbegin(); it != frames.rend(); ++it)
+			line += ";" + *it;
+		stacks[line] += count;
+		frames.clear();
+	};
+	for (const std::string &line : split_lines(text)) {
+		if (line.starts_with("-----------+")) {
+			finish();
+			continue;
+		}
+		// Labels are "%10s:  %s", frames "%10s   %s" with the value on the leaf only.
+		if (line.size() > 13 && line.compare(10, 3, ":  ") == 0) {
+			const std::string key = line.substr(0, 10), value = line.substr(13);
+			if (key.ends_with("comm"))
+				comm = value;
+			else if (key.ends_with("pid"))
+				pid = value;
+		} else if (line.size() > 13 && line.compare(10, 3, "   ") == 0) {
+			const std::string value = line.substr(0, 10);
+			std::string name = line.substr(13);
+			if (name.ends_with(" (inline)"))
+				name.resize(name.size() - 9);
+			if (value.find_first_not_of(' ') != std::string::npos)
+				count = std::stoull(value);
+			frames.push_back(name);
+		}
+	}
+	finish();
+	return stacks;
+}
+
+std::map<std::string, uint64_t> folded_lines(const Profile &profile)
+{
+	std::ostringstream out;
+	ReportOptions options;
+	options.fold_pid = true;
+	write_folded(out, profile, options);
+	std::map<std::string, uint64_t> stacks;
+	for (const std::string &line : split_lines(out.str())) {
+		const size_t space = line.rfind(' ');
+		stacks[line.substr(0, space)] += std::stoull(line.substr(space + 1));
+	}
+	return stacks;
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+
+TEST_CASE("pprof: a gzipped profile.proto with its header, ids from 1 and string 0 empty")
+{
+	const Profile profile = tricky_profile();
+	const Decoded p = decode(render(profile));
+	REQUIRE(!p.strings.empty());
+	CHECK(p.strings[0] == "");
+	REQUIRE(p.sample_types.size() == 2);
+	CHECK(p.str(p.sample_types[0].first) == "samples");
+	CHECK(p.str(p.sample_types[0].second) == "count");
+	CHECK(p.str(p.sample_types[1].first) == "cpu");
+	CHECK(p.str(p.sample_types[1].second) == "nanoseconds");
+	CHECK(p.str(p.period_type.first) == "cpu");
+	CHECK(p.str(p.period_type.second) == "nanoseconds");
+	CHECK(p.period == 20408163);
+	CHECK(p.time == 1700000000123456789u);
+	CHECK(p.duration == 2500000000u);
+	CHECK(p.str(p.default_sample_type) == "cpu");
+	REQUIRE(p.comments.size() == 1);
+	CHECK(p.str(p.comments[0]) == profile.command);
+	for (size_t i = 0; i < p.mappings.size(); i++)
+		CHECK(p.mappings[i].id == i + 1);
+	for (size_t i = 0; i < p.locations.size(); i++)
+		CHECK(p.locations[i].id == i + 1);
+	for (size_t i = 0; i < p.functions.size(); i++)
+		CHECK(p.functions[i].id == i + 1);
+	// Each string once.
+	std::map<std::string, int> seen;
+	for (const std::string &s : p.strings)
+		CHECK(++seen[s] == 1);
+}
+
+TEST_CASE("pprof: samples hold leaf-first locations, count and cpu time, pid and comm labels")
+{
+	const Profile profile = tricky_profile();
+	const Decoded p = decode(render(profile));
+	REQUIRE(p.samples.size() == profile.samples.size());
+	const std::vector<std::string> expected[] = {
+		{"clear_page_erms", "do_syscall_64", "entry_SYSCALL_64_after_hwframe",
+		 "std::vector<int, std::allocator<int> >::push_back(int const&)", "main"},
+		{"fmt::format<'x', \"y\">(std::string&&) & <&>", "main"},
+		{"inline_helper(Foo<Bar>&)", "caller_of_inline()", "main"},
+		{"[libc.so.6+0x29d90]", "[unknown]"},
+		{"[unknown]", "bad\xff\xfe utf8\x01name\xe2\x82"},
+		{"operator new(unsigned long)", "std::vector<int, std::allocator<int> >::push_back(int const&)",
+		 "main"},
+	};
+	uint64_t total = 0;
+	for (size_t i = 0; i < p.samples.size(); i++) {
+		CAPTURE(i);
+		const Decoded::Sample &s = p.samples[i];
+		CHECK(p.stack(s) == expected[i]);
+		REQUIRE(s.values.size() == 2);
+		CHECK(s.values[0] == profile.samples[i].count);
+		CHECK(s.values[1] == profile.samples[i].count * profile.period_ns);
+		total += s.values[0];
+		REQUIRE(s.labels.size() == 2);
+		CHECK(p.str(s.labels[0].key) == "pid");
+		CHECK(s.labels[0].num == profile.samples[i].pid);
+		CHECK(p.str(s.labels[1].key) == "comm");
+		CHECK(p.str(s.labels[1].str) == profile.samples[i].comm);
+	}
+	CHECK(total == 1000);
+	// One location per address: push_back's frame is shared by two samples.
+	CHECK(p.samples[0].locations[3] == p.samples[5].locations[1]);
+	CHECK(p.locations.size() == 12);
+}
+
+TEST_CASE("pprof: an inlined frame is a line of its caller's location, with file and line")
+{
+	const Decoded p = decode(render(tricky_profile()));
+	const Decoded::Location &location = p.location(p.samples[2].locations[0]);
+	REQUIRE(location.lines.size() == 2);
+	const Decoded::Function &inner = p.function(location.lines[0].function);
+	const Decoded::Function &outer = p.function(location.lines[1].function);
+	CHECK(p.str(inner.name) == "inline_helper(Foo<Bar>&)");
+	CHECK(p.str(inner.system_name) == "inline_helper(Foo<Bar>&)");
+	CHECK(p.str(inner.file) == "/src/app/helper.h");
+	CHECK(location.lines[0].line == 12);
+	CHECK(p.str(outer.name) == "caller_of_inline()");
+	CHECK(p.str(outer.file) == "/src/app/main.cpp");
+	CHECK(location.lines[1].line == 40);
+	CHECK(location.address == 0x555555559500);
+}
+
+TEST_CASE("pprof: mappings: the executable first, libraries with build ids, one [kernel.kallsyms] last")
+{
+	const Decoded p = decode(render(tricky_profile()));
+	REQUIRE(p.mappings.size() == 3);
+	CHECK(p.str(p.mappings[0].file) == "/usr/bin/app");
+	CHECK(p.str(p.mappings[2].file) == "[kernel.kallsyms]");
+
+	const Decoded::Mapping &app = p.mapping_named("/usr/bin/app");
+	CHECK(app.start == 0x555555554000);
+	CHECK(app.limit == 0x555555600000);
+	CHECK(app.offset == 0);
+	CHECK(app.has_functions);
+	CHECK(app.has_filenames);
+	CHECK(app.has_lines);
+	CHECK(app.has_inline);
+
+	const Decoded::Mapping &libc = p.mapping_named("/usr/lib/x86_64-linux-gnu/libc.so.6");
+	CHECK(libc.start == 0x7ffff7c28000);
+	CHECK(libc.limit == 0x7ffff7dbd000);
+	CHECK(libc.offset == 0x28000);
+	CHECK(p.str(libc.build_id) == "0123456789abcdef0123456789abcdef01234567");
+	CHECK(libc.has_functions);
+	CHECK(!libc.has_lines);
+
+	const Decoded::Mapping &kernel = p.mapping_named("[kernel.kallsyms]");
+	CHECK(kernel.start == 0xffffffff81000010);
+	CHECK(kernel.limit == 0xffffffff81044441);
+	for (const Decoded::Location &l : p.locations) {
+		CAPTURE(l.address);
+		if (l.address >= 0xffffffff80000000)
+			CHECK(l.mapping == kernel.id);
+		else if (l.address == 0x1234) // no module: no mapping
+			CHECK(l.mapping == 0);
+		else
+			CHECK((l.mapping == app.id || l.mapping == libc.id));
+		for (const Decoded::Mapping &m : p.mappings)
+			if (l.mapping == m.id)
+				CHECK((l.address >= m.start && l.address < m.limit));
+	}
+}
+
+TEST_CASE("pprof: an empty profile is a valid message with no samples")
+{
+	Profile profile;
+	profile.frequency = 49;
+	profile.period_ns = 1000000000 / 49;
+	const Decoded p = decode(render(profile));
+	CHECK(p.samples.empty());
+	CHECK(p.sample_types.size() == 2);
+	CHECK(p.period == profile.period_ns);
+}
+
+TEST_CASE("pprof: go tool pprof reads it; totals and the top function agree")
+{
+	TempDir dir;
+	const std::string file = dir / "tricky.pb.gz";
+	write_file(file, render(tricky_profile()));
+
+	const CommandResult raw = go_pprof({"-raw"}, file);
+	REQUIRE_MESSAGE(raw.status == 0, raw.err);
+	CHECK(contains(raw.out, "PeriodType: cpu nanoseconds"));
+	CHECK(contains(raw.out, "Period: 20408163"));
+	CHECK(contains(raw.out, "Duration: 2.5s"));
+	CHECK(contains(raw.out, "samples/count cpu/nanoseconds"));
+	CHECK(contains(raw.out, "[kernel.kallsyms]"));
+
+	const CommandResult top = go_pprof({"-top", "-sample_index=samples"}, file);
+	REQUIRE_MESSAGE(top.status == 0, top.err);
+	CHECK(contains(top.out, "File: app"));
+	CHECK(contains(top.out, "Total samples = 1000"));
+	const std::vector<std::string> lines = split_lines(top.out);
+	auto header = std::find_if(lines.begin(), lines.end(),
+				   [](const std::string &l) { return contains(l, "flat  flat%"); });
+	REQUIRE(header != lines.end());
+	REQUIRE(header + 1 != lines.end());
+	// The hottest leaf: 400 of 1000 samples.
+	CHECK(contains(header[1], "400 40.00% 40.00%"));
+	CHECK(header[1].ends_with(" clear_page_erms"));
+
+	const CommandResult cpu = go_pprof({"-top", "-sample_index=cpu"}, file);
+	REQUIRE_MESSAGE(cpu.status == 0, cpu.err);
+	CHECK(contains(cpu.out, "Total samples = 20408.16ms")); // 1000 x 20408163 ns
+}
+
+TEST_CASE("pprof: every stack go tool pprof shows is the same stack write_folded prints")
+{
+	for (const Profile &profile : {tricky_profile(), many_stacks_profile(2000, 7)}) {
+		TempDir dir;
+		const std::string file = dir / "profile.pb.gz";
+		write_file(file, render(profile));
+		// demangle=full: pprof would otherwise shorten C++ names for display.
+		const CommandResult traces =
+			go_pprof({"-traces", "-sample_index=samples", "-symbolize=demangle=full"}, file);
+		REQUIRE_MESSAGE(traces.status == 0, traces.err);
+		const auto from_pprof = traces_as_folded(traces.out);
+		const auto from_folded = folded_lines(profile);
+		uint64_t total = 0;
+		for (const auto &[stack, count] : from_pprof)
+			total += count;
+		CHECK(total == profile.total());
+		CHECK(from_pprof.size() > profile.samples.size() / 2);
+		CHECK(from_pprof == from_folded);
+	}
+}
+
+} // TEST_SUITE
