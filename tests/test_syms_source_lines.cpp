@@ -1,0 +1,356 @@
+// tests/test_syms_source_lines.cpp: SourceLines against the lines the inlined fixture
+// marks in its source, in every form of debug info the fixture build makes.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <dwarf.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <random>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "syms/fd.h"
+#include "syms/source_lines.h"
+#include "tests/fixtures/fixture_files.h"
+
+namespace {
+
+const char *const kOuter = "_ZN7fixture10outer_loopEl";
+const char *const kOuterName = "fixture::outer_loop(long)"; // its linkage name, demangled
+
+// The line of the fixture source that carries /* LINE:tag */.
+uint32_t marked_line(const std::string &source_name, const std::string &tag)
+{
+	std::string source = read_text(fixture_path(source_name));
+	REQUIRE_MESSAGE(!source.empty(), "missing fixture " << fixture_path(source_name) << " (run: make fixtures)");
+	size_t at = source.find("/* LINE:" + tag + " */");
+	REQUIRE(at != std::string::npos);
+	return uint32_t(std::count(source.begin(), source.begin() + at, '\n') + 1);
+}
+
+std::unique_ptr<SourceLines> open_fixture(const std::string &name)
+{
+	UniqueFd fd = open_read_only(fixture_path(name).c_str());
+	REQUIRE_MESSAGE(fd.valid(), "missing fixture " << fixture_path(name) << " (run: make fixtures)");
+	return SourceLines::open(fd.get()); // the fd closes here: SourceLines must not need it
+}
+
+// bytes in an anonymous file, as an fd: what a hostile or damaged file on disk would be.
+UniqueFd memory_file(const std::string &bytes)
+{
+	UniqueFd fd(memfd_create("source-lines-test", MFD_CLOEXEC));
+	REQUIRE(fd.valid());
+	REQUIRE(write(fd.get(), bytes.data(), bytes.size()) == ssize_t(bytes.size()));
+	return fd;
+}
+
+bool ends_with(const std::string &text, const std::string &tail)
+{
+	return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Each debug-info form of the fixture, with the nm listing that gives its addresses.
+// GCC gives the static inline function no linkage name: its name is qualified from the
+// namespace around it, without the parameters a demangled name would have.
+struct Variant {
+	const char *debug_file, *listing, *inner_name;
+};
+const char *const kGccInnerName = "fixture::inner_step";
+const Variant kGccVariants[] = {
+	{"inlined", "inlined.nm", kGccInnerName}, // DWARF 5
+	{"inlined-dwarf4", "inlined-dwarf4.nm", kGccInnerName},
+	{"inlined-gz", "inlined-gz.nm", kGccInnerName}, // SHF_COMPRESSED debug sections
+	{"inlined-split.debug", "inlined-split.nm", kGccInnerName}, // objcopy --only-keep-debug
+};
+const Variant kVariants[] = {
+	kGccVariants[0], kGccVariants[1], kGccVariants[2], kGccVariants[3],
+	{"inlined-clang", "inlined-clang.nm", "fixture::inner_step(long)"}, // no .debug_aranges
+};
+
+// The [offset, size) of each section whose name starts with prefix, read from the
+// ELF64 section headers.
+std::vector<std::pair<size_t, size_t>> sections_named(const std::string &elf, const std::string &prefix)
+{
+	std::vector<std::pair<size_t, size_t>> found;
+	Elf64_Ehdr header;
+	REQUIRE(elf.size() >= sizeof(header));
+	std::memcpy(&header, elf.data(), sizeof(header));
+	REQUIRE(header.e_shoff + uint64_t(header.e_shnum) * sizeof(Elf64_Shdr) <= elf.size());
+	auto section = [&](size_t i) {
+		Elf64_Shdr shdr;
+		std::memcpy(&shdr, elf.data() + header.e_shoff + i * sizeof(Elf64_Shdr), sizeof(shdr));
+		return shdr;
+	};
+	Elf64_Shdr names = section(header.e_shstrndx);
+	for (size_t i = 0; i < header.e_shnum; i++) {
+		Elf64_Shdr shdr = section(i);
+		if (shdr.sh_type == SHT_NOBITS || names.sh_offset + shdr.sh_name >= elf.size())
+			continue;
+		if (std::string(elf.c_str() + names.sh_offset + shdr.sh_name).starts_with(prefix) &&
+		    shdr.sh_offset + shdr.sh_size <= elf.size() && shdr.sh_size > 0)
+			found.push_back({size_t(shdr.sh_offset), size_t(shdr.sh_size)});
+	}
+	return found;
+}
+
+uint64_t read_uleb(const std::string &bytes, size_t &at)
+{
+	uint64_t value = 0;
+	for (int shift = 0; at < bytes.size(); shift += 7) {
+		uint8_t byte = uint8_t(bytes[at++]);
+		value |= uint64_t(byte & 0x7f) << (shift < 64 ? shift : 0);
+		if (byte < 0x80)
+			break;
+	}
+	return value;
+}
+
+// Every DW_AT_name the abbreviations give as DW_FORM_strp turned into DW_FORM_strp_sup
+// (same size): the names are then read from the alt file, which libdw goes looking for.
+int names_to_alt_file(std::string &elf)
+{
+	auto abbrev = sections_named(elf, ".debug_abbrev");
+	REQUIRE(abbrev.size() == 1);
+	size_t at = abbrev[0].first, end = abbrev[0].first + abbrev[0].second;
+	int changed = 0;
+	while (at < end) {
+		if (read_uleb(elf, at) == 0) // the end of a unit's abbreviations
+			continue;
+		read_uleb(elf, at); // tag
+		at++;               // children
+		while (at < end) {
+			uint64_t attribute = read_uleb(elf, at);
+			size_t form_at = at;
+			uint64_t form = read_uleb(elf, at);
+			if (form == DW_FORM_implicit_const)
+				read_uleb(elf, at); // its value, an SLEB128 skipped the same way
+			if (attribute == 0 && form == 0)
+				break;
+			if (attribute == DW_AT_name && form == DW_FORM_strp) {
+				elf[form_at] = char(DW_FORM_strp_sup);
+				changed++;
+			}
+		}
+	}
+	return changed;
+}
+
+} // namespace
+
+TEST_SUITE("unit")
+{
+	TEST_CASE("source lines: the noinline function's address gives its file and line")
+	{
+		uint32_t outer_line = marked_line("inlined.cpp", "outer");
+		for (const Variant &variant : kVariants) {
+			CAPTURE(std::string(variant.debug_file));
+			std::unique_ptr<SourceLines> lines = open_fixture(variant.debug_file);
+			REQUIRE(lines);
+			uint64_t outer = nm_address(variant.listing, kOuter);
+			REQUIRE(outer != 0);
+			// The marked line starts with four bytes of its own at the function's start.
+			for (uint64_t inside : {0, 2}) {
+				std::vector<SourceLocation> found = lines->find(outer + inside);
+				REQUIRE(found.size() == 1);
+				CHECK(found[0].function == kOuterName);
+				CHECK(ends_with(found[0].file, "/tests/fixtures/inlined.cpp"));
+				CHECK(found[0].file.front() == '/'); // joined with the compile folder
+				CHECK(found[0].line == outer_line);
+				CHECK(!found[0].inlined);
+			}
+		}
+	}
+
+	// The inlined body is in inlined.h, its call in inlined.cpp: a DW_AT_call_file read
+	// against the wrong file table, or off by one entry, names the wrong one.
+	TEST_CASE("source lines: code inlined into a function gives the inlined frame, then the caller at the call")
+	{
+		uint32_t inner_line = marked_line("inlined.h", "inner");
+		uint32_t call_line = marked_line("inlined.cpp", "call");
+		for (const Variant &variant : kVariants) {
+			CAPTURE(std::string(variant.debug_file));
+			std::unique_ptr<SourceLines> lines = open_fixture(variant.debug_file);
+			REQUIRE(lines);
+			uint64_t marker = nm_address(variant.listing, "inner_marker");
+			REQUIRE(marker != 0);
+			std::vector<SourceLocation> found = lines->find(marker);
+			REQUIRE(found.size() == 2);
+			CHECK(found[0].function == variant.inner_name);
+			CHECK(found[0].inlined);
+			CHECK(found[0].line == inner_line);
+			CHECK(ends_with(found[0].file, "/tests/fixtures/inlined.h"));
+			CHECK(found[1].function == kOuterName);
+			CHECK(!found[1].inlined);
+			CHECK(found[1].line == call_line);
+			CHECK(ends_with(found[1].file, "/tests/fixtures/inlined.cpp"));
+		}
+	}
+
+	TEST_CASE("source lines: DWARF 4, compressed and separate debug info answer as DWARF 5 does")
+	{
+		std::unique_ptr<SourceLines> reference = open_fixture("inlined");
+		REQUIRE(reference);
+		uint64_t main_start = nm_address("inlined.nm", "main");
+		uint64_t outer = nm_address("inlined.nm", kOuter);
+		REQUIRE(main_start != 0);
+		REQUIRE(outer != 0);
+		for (const Variant &variant : kGccVariants) {
+			CAPTURE(std::string(variant.debug_file));
+			// The same code: only the debug info differs.
+			REQUIRE(nm_address(variant.listing, kOuter) == outer);
+			REQUIRE(nm_address(variant.listing, "main") == main_start);
+			std::unique_ptr<SourceLines> lines = open_fixture(variant.debug_file);
+			REQUIRE(lines);
+			int with_lines = 0;
+			for (uint64_t start : {main_start, outer}) {
+				for (uint64_t address = start; address < start + 32; address++) {
+					CAPTURE(address);
+					std::vector<SourceLocation> expected = reference->find(address);
+					std::vector<SourceLocation> found = lines->find(address);
+					REQUIRE(found.size() == expected.size());
+					for (size_t i = 0; i < found.size(); i++) {
+						CHECK(found[i].function == expected[i].function);
+						CHECK(found[i].file == expected[i].file);
+						CHECK(found[i].line == expected[i].line);
+						CHECK(found[i].inlined == expected[i].inlined);
+					}
+					with_lines += !found.empty();
+				}
+			}
+			CHECK(with_lines > 32);
+		}
+	}
+
+	TEST_CASE("source lines: an address no unit covers gives nothing")
+	{
+		std::unique_ptr<SourceLines> lines = open_fixture("inlined");
+		REQUIRE(lines);
+		CHECK(lines->find(0).empty());
+		CHECK(lines->find(~0ull).empty());
+		CHECK(lines->find(nm_address("inlined.nm", kOuter) + 0x100000).empty());
+	}
+
+	TEST_CASE("source lines: a file without debug info gives none")
+	{
+		// inlined-split is the program stripped of its DWARF; hello-stripped of everything.
+		CHECK(!open_fixture("inlined-split"));
+		CHECK(!open_fixture("hello-stripped"));
+		CHECK(!SourceLines::open(-1));
+		CHECK(!SourceLines::open(memory_file("").get()));
+		CHECK(!SourceLines::open(memory_file("\x7f" "ELF").get()));
+		int pipe_ends[2];
+		REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
+		UniqueFd read_end(pipe_ends[0]), write_end(pipe_ends[1]);
+		CHECK(!SourceLines::open(read_end.get())); // never blocks on a pipe or FIFO
+	}
+
+	// libdw opens the alt file a .gnu_debugaltlink names on first use of an alt form, by
+	// that name: as root, anything, blocking for ever on a FIFO. The fixture's link names
+	// alt.fifo; the test makes it one, beside the file, and runs the lookups in a child
+	// it kills if they hang.
+	TEST_CASE("source lines: the alt file a .gnu_debugaltlink names is not opened from where the file says")
+	{
+		std::string program = read_text(fixture_path("inlined-altlink"));
+		REQUIRE_MESSAGE(!program.empty(),
+				"missing fixture " << fixture_path("inlined-altlink") << " (run: make fixtures)");
+		REQUIRE(names_to_alt_file(program) > 0);
+		uint64_t marker = nm_address("inlined.nm", "inner_marker");
+		uint32_t inner_line = marked_line("inlined.h", "inner"), call_line = marked_line("inlined.cpp", "call");
+		REQUIRE(marker != 0);
+
+		char dir_template[] = "/tmp/source-lines-altlink-XXXXXX";
+		REQUIRE(mkdtemp(dir_template));
+		std::string dir = dir_template, path = dir + "/program", fifo = dir + "/alt.fifo";
+		{
+			UniqueFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+			REQUIRE(out.valid());
+			REQUIRE(write(out.get(), program.data(), program.size()) == ssize_t(program.size()));
+		}
+		REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+
+		pid_t child = fork();
+		REQUIRE(child >= 0);
+		if (child == 0) {
+			UniqueFd fd = open_read_only(path.c_str());
+			std::unique_ptr<SourceLines> lines = SourceLines::open(fd.get());
+			if (!lines)
+				_exit(2);
+			std::vector<SourceLocation> found = lines->find(marker);
+			// The lines stand; names that were to come from the alt file are gone, the
+			// one from a linkage name (in .debug_str still) is not.
+			bool right = found.size() == 2 && found[0].line == inner_line && found[0].inlined &&
+				     found[1].line == call_line && found[1].function == kOuterName;
+			_exit(right ? 0 : 3);
+		}
+		int status = 0;
+		pid_t done = 0;
+		for (int waited = 0; waited < 200 && (done = waitpid(child, &status, WNOHANG)) == 0; waited++)
+			usleep(50 * 1000);
+		if (done == 0) {
+			kill(child, SIGKILL);
+			waitpid(child, &status, 0);
+		}
+		unlink(fifo.c_str());
+		unlink(path.c_str());
+		rmdir(dir.c_str());
+		REQUIRE_MESSAGE(done == child, "the lookups hung: the FIFO the link names was opened");
+		CHECK(WIFEXITED(status));
+		CHECK(WEXITSTATUS(status) == 0);
+	}
+
+	TEST_CASE("source lines: random, truncated and damaged files give null or empty, never a crash")
+	{
+		std::string program = read_text(fixture_path("inlined"));
+		REQUIRE(!program.empty());
+		uint64_t outer = nm_address("inlined.nm", kOuter);
+		uint64_t marker = nm_address("inlined.nm", "inner_marker");
+		auto try_all = [&](const std::string &bytes) {
+			UniqueFd fd = memory_file(bytes);
+			std::unique_ptr<SourceLines> lines = SourceLines::open(fd.get());
+			fd.reset();
+			if (!lines)
+				return false;
+			for (uint64_t address : {outer, outer + 2, marker, marker + 1, uint64_t(0)})
+				for (const SourceLocation &location : lines->find(address))
+					CHECK(location.function.size() < 4096);
+			return true;
+		};
+
+		std::mt19937_64 random(20240611);
+		std::string noise(program.size(), '\0');
+		for (char &byte : noise)
+			byte = char(random());
+		CHECK(!try_all(noise));
+
+		for (size_t size : {size_t(64), size_t(4096), program.size() / 2, program.size() - 100})
+			try_all(program.substr(0, size));
+
+		// libdw hands out a string by its offset and strlen()s it: without the NUL at the
+		// end of the section, that reads past it (ASan saw it in libdw 0.188).
+		std::vector<std::pair<size_t, size_t>> line_strings = sections_named(program, ".debug_line_str");
+		REQUIRE(line_strings.size() == 1);
+		std::string unterminated = program;
+		unterminated[line_strings[0].first + line_strings[0].second - 1] = 'x';
+		CHECK(!try_all(unterminated));
+
+		// Bytes flipped inside the DWARF sections themselves, where the parsing is.
+		std::vector<std::pair<size_t, size_t>> dwarf = sections_named(program, ".debug_");
+		REQUIRE(dwarf.size() >= 4);
+		int opened = 0;
+		for (int round = 0; round < 400; round++) {
+			std::string damaged = program;
+			int flips = 1 + int(random() % 8);
+			for (int i = 0; i < flips; i++) {
+				const auto &[offset, size] = dwarf[random() % dwarf.size()];
+				damaged[offset + random() % size] = char(random());
+			}
+			opened += try_all(damaged);
+		}
+		CHECK(opened > 0); // most damage leaves the file readable: find ran on it
+	}
+}
