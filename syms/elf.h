@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -34,8 +35,11 @@ public:
 
 	// The function whose [start, end) holds address (an ELF virtual address), or nullptr.
 	// The first call reads and sorts the symbols: .symtab, or .dynsym when the file was
-	// stripped of .symtab.
+	// stripped of .symtab; plus, on x86-64, one "NAME@plt" per PLT entry, as perf names them.
 	const Symbol *find_symbol(uint64_t address);
+	// The "NAME@plt" entry holding address, or nullptr: for a file whose other names come
+	// from its separate debug file, which keeps no PLT.
+	const Symbol *find_plt_symbol(uint64_t address);
 	size_t symbol_count();
 	bool symbols_loaded() const { return symbols_loaded_; }
 	// Which table the symbols came from: ".symtab", ".dynsym", or "" when neither has any.
@@ -48,7 +52,14 @@ public:
 	// This is what a DWARF reader for file:line starts from.
 	std::optional<std::span<const uint8_t>> section_data(std::string_view name) const;
 
+	// True when the section is there with contents (not SHT_NOBITS, as in a stripped file's
+	// debug file): ".symtab" tells a file that has its own full symbol table.
+	bool has_section(std::string_view name) const { return section_data(name).has_value(); }
+
 	uint16_t type() const { return type_; } // ET_EXEC, ET_DYN, ...
+
+	// The whole file, as read.
+	std::span<const uint8_t> bytes() const { return data_; }
 
 private:
 	struct Segment {
@@ -59,6 +70,7 @@ private:
 		uint32_t type;
 		uint64_t offset, size, entry_size;
 		uint32_t link;
+		uint64_t address;
 	};
 
 	struct NoteArea {
@@ -70,6 +82,9 @@ private:
 	void read_build_id(const std::vector<NoteArea> &areas);
 	void load_symbols();
 	bool read_symbol_table(const Section &table);
+	void add_plt_symbols();
+	void end_unsized_symbols();
+	const Section *section_named(std::string_view name) const;
 	std::string_view section_name(const Section &section) const;
 	std::optional<std::span<const uint8_t>> bytes_at(uint64_t offset, uint64_t size) const;
 
@@ -78,6 +93,7 @@ private:
 	std::span<const uint8_t> data_;
 
 	uint16_t type_ = 0;
+	uint16_t machine_ = 0;
 	std::vector<Segment> segments_; // PT_LOAD only
 	std::vector<Section> sections_;
 	std::optional<Section> section_names_;
@@ -86,4 +102,6 @@ private:
 	bool symbols_loaded_ = false;
 	std::string_view symbol_table_;
 	std::vector<Symbol> symbols_; // sorted by start, one per start
+	uint64_t plt_start_ = 0, plt_end_ = 0;
+	std::deque<std::string> made_names_; // names no table holds ("puts@plt"); a deque keeps them in place
 };

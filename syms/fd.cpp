@@ -3,8 +3,10 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 void UniqueFd::reset(int fd)
@@ -75,4 +77,16 @@ bool read_whole_file(const char *path, std::string &out)
 	}
 	out.resize(used);
 	return true;
+}
+
+UniqueFd open_in_root(int root_dir, const std::string &path, bool no_symlinks)
+{
+	open_how how{};
+	how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (no_symlinks ? O_NOFOLLOW : 0);
+	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | (no_symlinks ? RESOLVE_NO_SYMLINKS : 0);
+	size_t first = path.find_first_not_of('/');
+	if (first == std::string::npos)
+		return UniqueFd();
+	long fd = syscall(SYS_openat2, root_dir, path.c_str() + first, &how, sizeof(how));
+	return UniqueFd(fd < 0 ? -1 : static_cast<int>(fd));
 }

@@ -62,3 +62,9 @@ UniqueFd open_read_only(const char *path);
 
 // Reads a whole file into out, including /proc files whose size stat reports as 0.
 bool read_whole_file(const char *path, std::string &out);
+
+// Opens path (absolute or not) as if root_dir were "/": absolute symlinks and ".." stay
+// inside it, magic links (/proc/self/...) are refused, and with no_symlinks so is any
+// symlink. Read-only and non-blocking (a FIFO put where a file was expected must not
+// stall the caller). The way to open a file a process named inside its own mount namespace.
+UniqueFd open_in_root(int root_dir, const std::string &path, bool no_symlinks = false);

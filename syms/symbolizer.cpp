@@ -1,52 +1,86 @@
 // syms/symbolizer.cpp: names kernel and user addresses with the project's own resolvers.
 #include "syms/symbolizer.h"
 
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdio>
-#include <fcntl.h>
-#include <linux/openat2.h>
 #include <map>
 #include <mutex>
-#include <sys/auxv.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <optional>
 #include <unordered_map>
 
+#include "syms/debug_file.h"
 #include "syms/demangle.h"
 #include "syms/elf.h"
 #include "syms/fd.h"
 #include "syms/kallsyms.h"
 #include "syms/maps.h"
+#include "syms/perf_map.h"
+#include "syms/process_history.h"
+#include "syms/source_lines.h"
 
 namespace {
 
-// /proc/PID/maps names a file by device and inode; that pair is the file's identity
-// across processes and mount namespaces, where its path is not.
+// A mapping names its file by device and inode; that pair is the file's identity across
+// processes and mount namespaces, where its path is not.
 struct FileKey {
 	uint32_t major, minor;
 	uint64_t inode;
 	auto operator<=>(const FileKey &) const = default;
 };
 
-struct Process {
-	ProcessMaps maps;
-	std::vector<ElfFile *> files; // per maps entry, once looked up
-	std::vector<bool> looked_up;
+// A file some process mapped executable, and what names the addresses in it.
+struct Binary {
+	std::unique_ptr<ElfFile> elf;
+	std::unique_ptr<ElfFile> debug;     // its separate debug file, when one was found
+	ElfFile *symbols = nullptr;         // the fullest table: elf's .symtab, else debug's, else elf's .dynsym
+	std::unique_ptr<SourceLines> lines; // with want_lines, where DWARF was found
 };
 
-// The file the path names inside root_dir, resolved as the process sees it: absolute
-// symlinks and ".." stay inside that root.
-UniqueFd open_in_root(int root_dir, const std::string &path)
+// What is true of a process now, at the end of the run, as opposed to its history.
+struct LiveProcess {
+	bool alive = false;
+	uid_t uid = 0;
+	UniqueFd root; // /proc/PID/root: its files as it sees them
+	bool maps_read = false;
+	ProcessMaps maps; // its mappings now
+	bool perf_map_read = false;
+	std::optional<PerfMap> perf_map;
+	std::string perf_map_path;
+};
+
+// True when fd is the file the mapping recorded. A path can name a newer file than the
+// one that was mapped (a binary replaced by an upgrade): its symbols would be wrong.
+bool same_file(int fd, const MapEntry &mapping)
 {
-	open_how how{};
-	how.flags = O_RDONLY | O_CLOEXEC;
-	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-	size_t first = path.find_first_not_of('/');
-	if (first == std::string::npos)
-		return UniqueFd();
-	std::string relative = path.substr(first);
-	long fd = syscall(SYS_openat2, root_dir, relative.c_str(), &how, sizeof(how));
-	return UniqueFd(fd < 0 ? -1 : static_cast<int>(fd));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != mapping.inode)
+		return false;
+	if (major(st.st_dev) == mapping.dev_major && minor(st.st_dev) == mapping.dev_minor)
+		return true;
+	// btrfs subvolumes and overlayfs show stat() another device than the one mappings
+	// record; the inode number still tells.
+	struct statfs fs;
+	return fstatfs(fd, &fs) == 0 && (fs.f_type == BTRFS_SUPER_MAGIC || fs.f_type == OVERLAYFS_SUPER_MAGIC);
+}
+
+// True when both descriptors are the same directory: a process whose root is the host's.
+bool same_directory(int a, int b)
+{
+	struct stat sa, sb;
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+bool has_dwarf(const ElfFile &elf)
+{
+	return elf.has_section(".debug_info") || elf.has_section(".zdebug_info");
 }
 
 // This process's own vDSO, as an ELF image. Every 64-bit process on the machine maps
@@ -73,6 +107,23 @@ std::string hex(uint64_t value)
 	return text;
 }
 
+// The PID the process has in its own PID namespace (the last of /proc/PID/status's NSpid),
+// the number a JIT inside a container names its perf map with.
+uint32_t namespaced_pid(const std::string &pid_dir, uint32_t pid)
+{
+	std::string status;
+	if (!read_whole_file((pid_dir + "/status").c_str(), status))
+		return pid;
+	size_t at = status.find("\nNSpid:");
+	if (at == std::string::npos)
+		return pid;
+	size_t end = status.find('\n', at + 1);
+	std::string line = status.substr(at + 7, end == std::string::npos ? std::string::npos : end - at - 7);
+	size_t last = line.find_last_of(" \t");
+	unsigned long inner = std::strtoul(line.c_str() + (last == std::string::npos ? 0 : last + 1), nullptr, 10);
+	return inner && inner <= UINT32_MAX ? uint32_t(inner) : pid;
+}
+
 } // namespace
 
 struct Symbolizer::Impl {
@@ -82,85 +133,179 @@ struct Symbolizer::Impl {
 	std::once_flag kernel_loaded;
 	KernelSymbols kernel;
 
-	std::unordered_map<uint32_t, Process> processes;
-	std::map<FileKey, std::unique_ptr<ElfFile>> files;
+	const ProcessHistory *history = nullptr;
+	ProcessHistory read_now; // processes the history does not know, from their maps now
+	std::unordered_map<uint32_t, LiveProcess> live;
+	UniqueFd host_root;
+
+	std::map<FileKey, std::unique_ptr<Binary>> binaries;
+	// Per process and mapping of its history, the file once looked up (null: none).
+	std::map<std::pair<uint32_t, const MapEntry *>, Binary *> mapped;
 	bool vdso_read = false;
 	uint64_t vdso_size = 0;
-	std::unique_ptr<ElfFile> vdso;
+	Binary vdso;
 	// Demangled names, keyed by where the raw name lies in its mapped file: each name is
 	// demangled once, and only if some frame needs it.
 	std::unordered_map<const char *, std::string> names;
 
-	Process &process(uint32_t pid);
-	ElfFile *file_of(uint32_t pid, Process &process, size_t index);
-	ElfFile *open_file(uint32_t pid, const MapEntry &entry);
-	ElfFile *own_vdso(uint64_t size);
+	std::string pid_dir(uint32_t pid) const { return options.proc_root + "/" + std::to_string(pid); }
+	LiveProcess &live_process(uint32_t pid);
+	const ProcessMaps &maps_now(uint32_t pid, LiveProcess &process);
+	Binary *binary_of(uint32_t pid, const MapEntry &mapping);
+	Binary *open_binary(uint32_t pid, const MapEntry &mapping);
+	Binary *own_vdso(uint64_t size);
+	const PerfMap::Symbol *jit_symbol(uint32_t pid, uint64_t address, std::string &path);
 	const std::string &name_of(const ElfFile::Symbol &symbol);
 };
 
-Process &Symbolizer::Impl::process(uint32_t pid)
+LiveProcess &Symbolizer::Impl::live_process(uint32_t pid)
 {
-	auto [it, inserted] = processes.try_emplace(pid);
-	if (inserted) {
-		// A process that is gone keeps an empty entry: its maps are not read again.
-		if (ProcessMaps::load(options.proc_root + "/" + std::to_string(pid) + "/maps", it->second.maps))
+	auto [it, inserted] = live.try_emplace(pid);
+	LiveProcess &process = it->second;
+	if (inserted && !(history && history->exited(pid))) {
+		struct stat st;
+		if (stat(pid_dir(pid).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+			process.alive = true;
+			process.uid = st.st_uid;
+			process.root.reset(open((pid_dir(pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+		}
+	}
+	return process;
+}
+
+const ProcessMaps &Symbolizer::Impl::maps_now(uint32_t pid, LiveProcess &process)
+{
+	if (!process.maps_read && process.alive) {
+		process.maps_read = true;
+		if (ProcessMaps::load(pid_dir(pid) + "/maps", process.maps))
 			stats.processes_read++;
-		it->second.files.assign(it->second.maps.entries().size(), nullptr);
-		it->second.looked_up.assign(it->second.maps.entries().size(), false);
+		else
+			process.alive = false;
 	}
-	return it->second;
+	return process.maps;
 }
 
-ElfFile *Symbolizer::Impl::file_of(uint32_t pid, Process &process, size_t index)
+Binary *Symbolizer::Impl::binary_of(uint32_t pid, const MapEntry &mapping)
 {
-	if (process.looked_up[index])
-		return process.files[index];
-	process.looked_up[index] = true;
-	const MapEntry &entry = process.maps.entries()[index];
-	ElfFile *elf = nullptr;
-	if (entry.file_backed()) {
-		FileKey key{entry.dev_major, entry.dev_minor, entry.inode};
-		auto it = files.find(key);
-		elf = it != files.end() ? it->second.get() : open_file(pid, entry);
-	} else if (entry.path == "[vdso]") {
-		elf = own_vdso(entry.end - entry.start);
+	auto [it, inserted] = mapped.try_emplace({pid, &mapping}, nullptr);
+	if (!inserted)
+		return it->second;
+	Binary *binary = nullptr;
+	if (mapping.path == "[vdso]") {
+		binary = own_vdso(mapping.end - mapping.start);
+	} else if (mapping.file_backed()) {
+		auto known = binaries.find(FileKey{mapping.dev_major, mapping.dev_minor, mapping.inode});
+		binary = known != binaries.end() ? known->second.get() : open_binary(pid, mapping);
 	}
-	process.files[index] = elf;
-	return elf;
+	it->second = binary;
+	return binary;
 }
 
-ElfFile *Symbolizer::Impl::open_file(uint32_t pid, const MapEntry &entry)
+Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 {
-	std::string pid_dir = options.proc_root + "/" + std::to_string(pid);
-	// map_files reaches the very file mapped, even deleted or in another mount namespace.
-	char range[48];
-	std::snprintf(range, sizeof(range), "/map_files/%" PRIx64 "-%" PRIx64, entry.start, entry.end);
-	UniqueFd fd = open_read_only((pid_dir + range).c_str());
-	// The path of a deleted file may name a newer file by now: only map_files is trusted then.
-	if (!fd && !entry.deleted) {
-		UniqueFd root(open((pid_dir + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-		if (root)
-			fd = open_in_root(root.get(), entry.path);
+	// The very file mapped, while the process lives and still maps it there (even deleted,
+	// even in another mount namespace); else the path inside its root; once it is gone,
+	// the plain path. Either path only if it still leads to the file that was mapped.
+	LiveProcess &process = live_process(pid);
+	UniqueFd fd;
+	int root = -1;
+	if (process.alive) {
+		const MapEntry *now = maps_now(pid, process).find(mapping.start);
+		if (now && now->start == mapping.start && now->end == mapping.end && now->inode == mapping.inode &&
+		    now->dev_major == mapping.dev_major && now->dev_minor == mapping.dev_minor) {
+			char range[64];
+			std::snprintf(range, sizeof(range), "/map_files/%" PRIx64 "-%" PRIx64, mapping.start, mapping.end);
+			fd.reset(open((pid_dir(pid) + range).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+		}
+		root = process.root.get();
+		if (!fd && process.root) {
+			fd = open_in_root(process.root.get(), mapping.path);
+			if (fd && !same_file(fd.get(), mapping))
+				fd.reset();
+		}
+	}
+	if (!host_root)
+		host_root.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+	if (root < 0)
+		root = host_root.get();
+	if (!process.alive) {
+		fd.reset(open(mapping.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+		if (fd && !same_file(fd.get(), mapping))
+			fd.reset();
 	}
 	if (!fd)
 		return nullptr;
-	std::unique_ptr<ElfFile> elf = ElfFile::open(fd.get());
-	if (!elf)
+	auto binary = std::make_unique<Binary>();
+	binary->elf = ElfFile::open(fd.get());
+	if (!binary->elf)
 		return nullptr;
 	stats.elf_files_parsed++;
-	ElfFile *result = elf.get();
-	files[FileKey{entry.dev_major, entry.dev_minor, entry.inode}] = std::move(elf);
+
+	// A stripped file's full symbol table, and its DWARF, are in its separate debug file.
+	const bool own_symtab = binary->elf->has_section(".symtab"), own_dwarf = has_dwarf(*binary->elf);
+	std::optional<DebugFile> debug;
+	if (!own_symtab || (options.want_lines && !own_dwarf)) {
+		debug = find_debug_file(*binary->elf, mapping.path, options.debug_root, root, false);
+		// The host's debug files serve a container's binaries too when the build id,
+		// which names the very build, says they are the same.
+		if (!debug && root != host_root.get() && !same_directory(root, host_root.get()))
+			debug = find_debug_file(*binary->elf, mapping.path, options.debug_root, host_root.get(), true);
+		if (debug)
+			stats.debug_files_read++;
+	}
+	binary->symbols = binary->elf.get();
+	if (debug && !own_symtab && debug->elf->has_section(".symtab"))
+		binary->symbols = debug->elf.get();
+	if (options.want_lines) {
+		if (own_dwarf)
+			binary->lines = SourceLines::open(fd.get());
+		else if (debug && has_dwarf(*debug->elf))
+			binary->lines = SourceLines::open(debug->fd.get());
+	}
+	if (debug)
+		binary->debug = std::move(debug->elf);
+
+	Binary *result = binary.get();
+	binaries[FileKey{mapping.dev_major, mapping.dev_minor, mapping.inode}] = std::move(binary);
 	return result;
 }
 
-ElfFile *Symbolizer::Impl::own_vdso(uint64_t size)
+Binary *Symbolizer::Impl::own_vdso(uint64_t size)
 {
 	if (!vdso_read) {
 		vdso_read = true;
-		vdso = read_own_vdso(vdso_size);
+		vdso.elf = read_own_vdso(vdso_size);
+		vdso.symbols = vdso.elf.get();
 	}
 	// A different size is a different image (a 32-bit process's): better unnamed than misnamed.
-	return size == vdso_size ? vdso.get() : nullptr;
+	return vdso.elf && size == vdso_size ? &vdso : nullptr;
+}
+
+const PerfMap::Symbol *Symbolizer::Impl::jit_symbol(uint32_t pid, uint64_t address, std::string &path)
+{
+	LiveProcess &process = live_process(pid);
+	if (!process.perf_map_read) {
+		process.perf_map_read = true;
+		// Only root's file or the process's own: of a process that is gone the owner is
+		// not known any more, so only root's.
+		uid_t owner = process.alive ? process.uid : 0;
+		process.perf_map_path = options.perf_map_dir + "/perf-" + std::to_string(pid) + ".map";
+		process.perf_map = PerfMap::load(process.perf_map_path, owner);
+		// A JIT in a container writes the map in its own /tmp, under its own PID.
+		if (!process.perf_map && process.alive && process.root) {
+			uint32_t inner = namespaced_pid(pid_dir(pid), pid);
+			std::string inside = "/tmp/perf-" + std::to_string(inner) + ".map";
+			process.perf_map = PerfMap::load(inside, owner, process.root.get());
+			if (process.perf_map)
+				process.perf_map_path = inside;
+		}
+		if (process.perf_map)
+			stats.perf_maps_read++;
+	}
+	if (!process.perf_map)
+		return nullptr;
+	path = process.perf_map_path;
+	return process.perf_map->find(address);
 }
 
 const std::string &Symbolizer::Impl::name_of(const ElfFile::Symbol &symbol)
@@ -178,6 +323,13 @@ Symbolizer::Symbolizer(SymbolizerOptions options) : impl_(std::make_unique<Impl>
 
 Symbolizer::~Symbolizer() = default;
 
+void Symbolizer::set_process_history(const ProcessHistory *history)
+{
+	impl_->history = history;
+	impl_->mapped.clear();
+	impl_->live.clear();
+}
+
 void Symbolizer::load_kernel_symbols()
 {
 	std::call_once(impl_->kernel_loaded, [this] {
@@ -186,64 +338,136 @@ void Symbolizer::load_kernel_symbols()
 	});
 }
 
-Frame Symbolizer::kernel_frame(uint64_t address)
+Frame Symbolizer::kernel_frame(uint64_t address, bool return_address)
 {
 	load_kernel_symbols();
 	Frame frame;
 	frame.kind = FrameKind::Kernel;
 	frame.address = address;
-	if (auto match = impl_->kernel.find(address)) {
+	const uint64_t back = return_address && address ? 1 : 0;
+	// A BPF program loaded (or unloaded) while sampling is not in kallsyms as read at the
+	// start, and kallsyms has no sizes: an exact record of the side band wins.
+	if (impl_->history)
+		if (const KernelSymbolRecord *record = impl_->history->kernel_symbol(address - back)) {
+			frame.name = record->name;
+			frame.symbol_offset = address - record->start;
+			frame.module = record->bpf || record->name.starts_with("bpf_") ? "bpf" : "";
+			frame.module_offset = frame.module.empty() ? address : address - record->start;
+			return frame;
+		}
+	if (auto match = impl_->kernel.find(address - back)) {
 		frame.name = match->name;
-		frame.symbol_offset = match->offset;
+		frame.symbol_offset = match->offset + back;
 		frame.module = match->module;
-		frame.module_offset = match->module_offset;
+		frame.module_offset = match->module_offset + back;
 	}
 	return frame;
 }
 
-Frame Symbolizer::user_frame(uint32_t pid, uint64_t address)
+const ProcessImage *Symbolizer::image_at(uint32_t pid, uint64_t time_ns)
+{
+	if (impl_->history)
+		if (const ProcessImage *image = impl_->history->image_at(pid, time_ns))
+			return image;
+	if (const ProcessImage *image = impl_->read_now.image_at(pid, time_ns))
+		return image;
+	// Not in the history: what it maps now is all there is.
+	LiveProcess &process = impl_->live_process(pid);
+	const ProcessMaps &now = impl_->maps_now(pid, process);
+	if (!process.alive)
+		return nullptr;
+	std::vector<MapEntry> executable;
+	for (const MapEntry &entry : now.entries())
+		if (entry.executable())
+			executable.push_back(entry);
+	impl_->read_now.add_snapshot(pid, "", std::move(executable), 0);
+	return impl_->read_now.image_at(pid, time_ns);
+}
+
+void Symbolizer::user_frames(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address,
+			     std::vector<Frame> &out)
 {
 	Frame frame;
 	frame.kind = FrameKind::User;
 	frame.address = address;
+	const uint64_t back = return_address && address ? 1 : 0;
+	const uint64_t lookup = address - back;
 
-	Process &process = impl_->process(pid);
-	const MapEntry *entry = process.maps.find(address);
-	if (!entry)
-		return frame;
-	frame.map_start = entry->start;
-	frame.map_end = entry->end;
-	frame.map_offset = entry->offset;
+	const MapEntry *entry = image ? image->find(lookup) : nullptr;
+	if (entry) {
+		frame.map_start = entry->start;
+		frame.map_end = entry->end;
+		frame.map_offset = entry->offset;
+	}
+	Binary *binary = entry ? impl_->binary_of(pid, *entry) : nullptr;
+	if (!binary) {
+		if (entry && (entry->file_backed() || entry->pseudo())) {
+			// No file to read: its offset in the file is the best address the frame has.
+			frame.module = entry->path;
+			frame.module_offset = address - entry->start + entry->offset;
+		} else {
+			// Anonymous code, or code no mapping covers: what a JIT compiler wrote.
+			std::string path;
+			if (const PerfMap::Symbol *jit = impl_->jit_symbol(pid, lookup, path)) {
+				frame.name = jit->name;
+				frame.symbol_offset = address - jit->start;
+				frame.module = path;
+				frame.module_offset = address;
+			}
+		}
+		out.push_back(std::move(frame));
+		return;
+	}
+
 	frame.module = entry->path;
-	uint64_t file_offset = address - entry->start + entry->offset;
+	const uint64_t file_offset = lookup - entry->start + entry->offset;
 	// Until the ELF file says where that offset is loaded, the offset is the best address
 	// the frame has in the file's own terms.
-	frame.module_offset = file_offset;
-
-	size_t index = static_cast<size_t>(entry - process.maps.entries().data());
-	ElfFile *elf = impl_->file_of(pid, process, index);
-	if (!elf)
-		return frame;
-	frame.build_id = elf->build_id();
-	std::optional<uint64_t> elf_address = elf->address_of_file_offset(file_offset);
-	if (!elf_address)
-		return frame;
-	frame.module_offset = *elf_address;
-	if (const ElfFile::Symbol *symbol = elf->find_symbol(*elf_address)) {
-		frame.name = impl_->name_of(*symbol);
-		frame.symbol_offset = *elf_address - symbol->start;
+	frame.module_offset = file_offset + back;
+	frame.build_id = binary->elf->build_id();
+	std::optional<uint64_t> elf_address = binary->elf->address_of_file_offset(file_offset);
+	if (!elf_address) {
+		out.push_back(std::move(frame));
+		return;
 	}
-	// file:line for options.want_lines joins here: module_offset is the address DWARF
-	// line tables are written in, and the ElfFile holds the bytes their sections live in.
-	return frame;
+	frame.module_offset = *elf_address + back;
+	// A separate debug file has the fullest table, but not the binary's PLT.
+	const bool from_debug_file = binary->symbols != binary->elf.get();
+	const ElfFile::Symbol *symbol = from_debug_file ? binary->elf->find_plt_symbol(*elf_address) : nullptr;
+	if (!symbol)
+		symbol = binary->symbols->find_symbol(*elf_address);
+	if (!symbol && from_debug_file)
+		symbol = binary->elf->find_symbol(*elf_address);
+	if (symbol) {
+		frame.name = impl_->name_of(*symbol);
+		frame.symbol_offset = frame.module_offset - symbol->start;
+	}
+	if (impl_->options.want_lines && binary->lines) {
+		std::vector<SourceLocation> where = binary->lines->find(*elf_address);
+		for (size_t i = 0; i + 1 < where.size(); i++) {
+			if (where[i].function.empty())
+				continue;
+			Frame inlined = frame;
+			inlined.name = where[i].function;
+			inlined.symbol_offset = 0;
+			inlined.source_file = where[i].file;
+			inlined.line = where[i].line;
+			inlined.inlined = true;
+			out.push_back(std::move(inlined));
+		}
+		if (!where.empty()) {
+			frame.source_file = where.back().file;
+			frame.line = where.back().line;
+		}
+	}
+	out.push_back(std::move(frame));
 }
 
-void Symbolizer::preload_process(uint32_t pid)
+Frame Symbolizer::user_frame(uint32_t pid, uint64_t address, uint64_t time_ns)
 {
-	Process &process = impl_->process(pid);
-	for (size_t i = 0; i < process.maps.entries().size(); i++)
-		if (process.maps.entries()[i].executable())
-			impl_->file_of(pid, process, i);
+	std::vector<Frame> frames;
+	user_frames(pid, image_at(pid, time_ns), address, false, frames);
+	return std::move(frames.back());
 }
 
 SymbolizerStats Symbolizer::stats() const

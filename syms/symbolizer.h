@@ -5,13 +5,21 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "report/model.h"
+
+class ProcessHistory;
+struct ProcessImage;
 
 struct SymbolizerOptions {
 	std::string kallsyms_path = "/proc/kallsyms";
 	std::string proc_root = "/proc"; // where PID directories live (tests point it at fixtures)
-	bool want_lines = false;         // -v: file:line from DWARF where debug info exists
+	// Separate debug files: DEBUG_ROOT/.build-id/xx/rest.debug, and DEBUG_ROOT + a binary's
+	// folder for its .gnu_debuglink name. Looked up inside each process's root.
+	std::string debug_root = "/usr/lib/debug";
+	std::string perf_map_dir = "/tmp"; // where JIT compilers write perf-PID.map
+	bool want_lines = false;           // -v: file:line and inlined frames from DWARF
 };
 
 // What a run cost, for tests and for the summary under -v.
@@ -19,6 +27,8 @@ struct SymbolizerStats {
 	size_t kernel_symbols = 0;    // text symbols indexed from kallsyms
 	size_t processes_read = 0;    // /proc/PID/maps files read (once per pid)
 	size_t elf_files_parsed = 0;  // ELF files opened and parsed (once per device and inode)
+	size_t debug_files_read = 0;  // separate debug files found and parsed
+	size_t perf_maps_read = 0;    // /tmp/perf-PID.map files read (once per pid)
 };
 
 class Symbolizer {
@@ -28,17 +38,35 @@ public:
 	Symbolizer(const Symbolizer &) = delete;
 	Symbolizer &operator=(const Symbolizer &) = delete;
 
+	// Where user addresses are normalized: what each process had mapped, image by image,
+	// also after it exited; and the kernel symbols (BPF programs) that came and went while
+	// sampling. It must not change while the symbolizer uses it. Without one, or for a
+	// process it does not know, the process's maps are read from proc_root now.
+	void set_process_history(const ProcessHistory *history);
+
 	// Reads and indexes the kernel symbols now, so a caller can do it while sampling runs.
 	void load_kernel_symbols();
 
+	// A return address (any frame of a stack but its leaf) is where a call returns to,
+	// which may already be the next function: it is looked up as address - 1, the call.
+	// The frame keeps the address as sampled, and offsets count from it.
+
 	// Frame.kind, address and every field the sources know are filled in.
 	// Never fails: an address nothing covers comes back with an empty name and module.
-	Frame kernel_frame(uint64_t address);
-	Frame user_frame(uint32_t pid, uint64_t address);
+	Frame kernel_frame(uint64_t address, bool return_address = false);
 
-	// Reads a process's maps and opens every file it maps executable, now: a process
-	// that exits before the end of the run can still be named. Same thread as user_frame.
-	void preload_process(uint32_t pid);
+	// The image pid ran at time_ns (CLOCK_MONOTONIC): frames of one image may be shared,
+	// those of two images may not. Null when nothing is known of the process.
+	const ProcessImage *image_at(uint32_t pid, uint64_t time_ns);
+
+	// Appends the frames of one user address of that image: with want_lines, each
+	// function inlined there first (inlined = true, innermost first), then the function
+	// the address is in. Always at least one frame.
+	void user_frames(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address,
+			 std::vector<Frame> &out);
+
+	// The function frame alone, in the image pid ran at time_ns (by default its last).
+	Frame user_frame(uint32_t pid, uint64_t address, uint64_t time_ns = UINT64_MAX);
 
 	SymbolizerStats stats() const;
 

@@ -55,3 +55,93 @@ $(FIXTURE_DIR)/%.loads: $(FIXTURE_DIR)/%
 	$(Q)readelf -lW $< | awk '$$1 == "LOAD" { print $$2, $$3, $$5 }' > $@
 
 fixtures: $(FIXTURES)
+
+# Source lines (syms/source_lines): inlined.cpp at -O2 with GCC's default DWARF 5, with
+# DWARF 4, with compressed debug sections, with its DWARF moved to a separate
+# inlined-split.debug the way distributions ship it, and from clang (DWARF 5 through
+# .debug_str_offsets and .debug_addr, and no .debug_aranges). The tests read the
+# expected lines from the copies of the sources beside them.
+SOURCE_LINE_PROGRAMS := $(addprefix $(FIXTURE_DIR)/,inlined inlined-dwarf4 inlined-gz inlined-split inlined-clang)
+SOURCE_LINE_CXXFLAGS := -O2 -g -Wl,--build-id -fPIE -pie
+SOURCE_LINE_CLANGXX ?= clang++
+
+$(FIXTURE_DIR)/inlined: tests/fixtures/inlined.cpp tests/fixtures/inlined.h | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CXX) $(SOURCE_LINE_CXXFLAGS) $< -o $@
+
+$(FIXTURE_DIR)/inlined-dwarf4: tests/fixtures/inlined.cpp tests/fixtures/inlined.h | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CXX) $(SOURCE_LINE_CXXFLAGS) -gdwarf-4 $< -o $@
+
+# Fails unless .debug_info came out compressed (the C flag), which is what it tests.
+$(FIXTURE_DIR)/inlined-gz: tests/fixtures/inlined.cpp tests/fixtures/inlined.h | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CXX) $(SOURCE_LINE_CXXFLAGS) -gz $< -o $@
+	$(Q)readelf -SW $@ | grep -q '\.debug_info .* C '
+
+$(FIXTURE_DIR)/inlined-split $(FIXTURE_DIR)/inlined-split.debug &: tests/fixtures/inlined.cpp tests/fixtures/inlined.h \
+		| $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$(FIXTURE_DIR)/inlined-split)
+	$(Q)$(CXX) $(SOURCE_LINE_CXXFLAGS) $< -o $(FIXTURE_DIR)/inlined-split
+	$(Q)objcopy --only-keep-debug $(FIXTURE_DIR)/inlined-split $(FIXTURE_DIR)/inlined-split.debug
+	$(Q)strip --strip-debug $(FIXTURE_DIR)/inlined-split
+	$(Q)objcopy --add-gnu-debuglink=$(FIXTURE_DIR)/inlined-split.debug $(FIXTURE_DIR)/inlined-split
+
+$(FIXTURE_DIR)/inlined-clang: tests/fixtures/inlined.cpp tests/fixtures/inlined.h | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(SOURCE_LINE_CLANGXX) $(SOURCE_LINE_CXXFLAGS) $< -o $@
+
+$(FIXTURE_DIR)/inlined.cpp $(FIXTURE_DIR)/inlined.h: $(FIXTURE_DIR)/%: tests/fixtures/% | $(FIXTURE_DIR)
+	$(Q)cp $< $@
+
+fixtures: $(SOURCE_LINE_PROGRAMS) $(SOURCE_LINE_PROGRAMS:%=%.nm) $(FIXTURE_DIR)/inlined-split.debug \
+	$(FIXTURE_DIR)/inlined.cpp $(FIXTURE_DIR)/inlined.h
+
+# inlined with a .gnu_debugaltlink naming "alt.fifo" beside it: the test makes that name
+# a FIFO and its names alt-file references, and checks the FIFO is never opened.
+$(FIXTURE_DIR)/inlined-altlink: $(FIXTURE_DIR)/inlined
+	$(call msg,FIXTURE,$@)
+	$(Q)printf 'alt.fifo\000' > $@.link
+	$(Q)head -c 20 /dev/zero | tr '\000' '\001' >> $@.link
+	$(Q)objcopy --add-section .gnu_debugaltlink=$@.link $< $@
+	$(Q)rm -f $@.link
+
+fixtures: $(FIXTURE_DIR)/inlined-altlink
+
+# Separate debug files. hello-nosyms keeps no function symbol at all (no -rdynamic, strip
+# --strip-all); hello-nosyms.debug is what objcopy --only-keep-debug kept of it, which the
+# tests find by build id in a .build-id tree they make. hello-debuglink is the same program
+# naming that file in .gnu_debuglink (its name and CRC): found beside it. X.nm of both is
+# the unstripped program's.
+DEBUG_FIXTURES := $(addprefix $(FIXTURE_DIR)/,hello-nosyms hello-nosyms.debug hello-debuglink calls) \
+	$(addprefix $(FIXTURE_DIR)/,$(addsuffix .nm,hello-nosyms hello-debuglink calls)) \
+	$(addprefix $(FIXTURE_DIR)/,$(addsuffix .loads,hello-nosyms hello-debuglink calls)) \
+	$(addprefix $(FIXTURE_DIR)/,$(addsuffix .buildid,hello-nosyms hello-debuglink))
+
+$(FIXTURE_DIR)/hello-nosyms.full: tests/fixtures/hello.c | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) -fPIE -pie $< -o $@
+
+$(FIXTURE_DIR)/hello-nosyms.debug: $(FIXTURE_DIR)/hello-nosyms.full
+	$(Q)objcopy --only-keep-debug $< $@
+
+$(FIXTURE_DIR)/hello-nosyms: $(FIXTURE_DIR)/hello-nosyms.full
+	$(call msg,FIXTURE,$@)
+	$(Q)strip --strip-all $< -o $@
+
+$(FIXTURE_DIR)/hello-debuglink: $(FIXTURE_DIR)/hello-nosyms $(FIXTURE_DIR)/hello-nosyms.debug
+	$(call msg,FIXTURE,$@)
+	$(Q)objcopy --add-gnu-debuglink=$(FIXTURE_DIR)/hello-nosyms.debug $< $@
+
+$(FIXTURE_DIR)/hello-nosyms.nm $(FIXTURE_DIR)/hello-debuglink.nm: $(FIXTURE_DIR)/hello-nosyms.full
+	$(Q)nm --defined-only $< > $@
+
+$(FIXTURE_DIR)/calls: tests/fixtures/calls.c | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) -falign-functions=1 -fPIE -pie $< -o $@
+
+# X.plt: the NAME@plt entries objdump makes of the PLT, "ADDRESS NAME" lines.
+$(FIXTURE_DIR)/%.plt: $(FIXTURE_DIR)/%
+	$(Q)objdump -d -j .plt -j .plt.sec $< | awk '/^[0-9a-f]+ <[^>]*@plt>:$$/ { gsub(/[<>:]/, "", $$2); print $$1, $$2 }' > $@
+
+fixtures: $(DEBUG_FIXTURES) $(FIXTURE_DIR)/hello-pie.plt $(FIXTURE_DIR)/cxx.plt

@@ -1,22 +1,28 @@
-// tests/test_syms_symbolizer.cpp: Symbolizer over a fake /proc built here, over live child
-// processes running the fixtures, and over this test process itself.
+// tests/test_syms_symbolizer.cpp: Symbolizer over a fake /proc built here, over process
+// histories made here (exited processes, exec, replaced binaries, debug files, JIT maps),
+// over live child processes running the fixtures, and over this test process itself.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 #include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include "syms/elf.h"
 #include "syms/fd.h"
 #include "syms/maps.h"
+#include "syms/process_history.h"
 #include "syms/symbolizer.h"
 #include "tests/fixtures/fixture_files.h"
 
@@ -92,6 +98,47 @@ std::string loaded_lines(const std::string &program, uint64_t bias, const char *
 	}
 	return lines;
 }
+
+// "MAJOR:MINOR" and inode of a real file, as /proc/PID/maps would print them.
+struct Identity {
+	std::string dev;
+	uint64_t inode;
+	uint32_t major, minor;
+};
+
+Identity identity_of(const fs::path &file)
+{
+	struct stat st;
+	REQUIRE(stat(file.c_str(), &st) == 0);
+	char dev[32];
+	std::snprintf(dev, sizeof(dev), "%02x:%02x", major(st.st_dev), minor(st.st_dev));
+	return {dev, st.st_ino, major(st.st_dev), minor(st.st_dev)};
+}
+
+// The executable mappings a history would hold for a fixture loaded with the given bias:
+// `file` gives the device and inode, `path` is the path recorded.
+std::vector<MapEntry> mappings_of(const std::string &program, uint64_t bias, const fs::path &file,
+				  const std::string &path)
+{
+	Identity id = identity_of(file);
+	std::vector<MapEntry> entries;
+	for (const LoadSegment &load : read_loads(program)) {
+		MapEntry entry;
+		entry.start = bias + (load.address & ~(page - 1));
+		entry.end = (bias + load.address + load.file_size + page - 1) & ~(page - 1);
+		entry.perms = {'r', '-', 'x', 'p'};
+		entry.offset = load.offset & ~(page - 1);
+		entry.dev_major = id.major;
+		entry.dev_minor = id.minor;
+		entry.inode = id.inode;
+		entry.path = path;
+		entries.push_back(entry);
+	}
+	return entries;
+}
+
+// A PID no process has: a process of the history that is gone.
+constexpr uint32_t gone_pid = 4000000 + 17;
 
 const char *const kallsyms_text = "ffffffff81000000 T _text\n"
 				  "ffffffff81000000 T startup_64\n"
@@ -198,12 +245,67 @@ TEST_SUITE("unit")
 		CHECK(bpf.name == "bpf_prog_6deef7357e7b4530_sd_fw_egress");
 		CHECK(bpf.module == "bpf");
 
+		// A return address at a function's start is where a call at the very end of the
+		// function before it returns to: that function is the caller.
+		CHECK(symbolizer.kernel_frame(0xffffffff81001080).name == "do_syscall_64");
+		Frame caller = symbolizer.kernel_frame(0xffffffff81001080, true);
+		CHECK(caller.address == 0xffffffff81001080);
+		CHECK(caller.name == "startup_64");
+		CHECK(caller.symbol_offset == 0x1080);
+		CHECK(symbolizer.kernel_frame(0xffffffff81001090, true).name == "do_syscall_64");
+		CHECK(symbolizer.kernel_frame(0xffffffff81001090, true).symbol_offset == 0x10);
+
 		for (uint64_t unknown : {uint64_t(0x1000), uint64_t(0xffffffffc0b00500)}) {
 			Frame frame = symbolizer.kernel_frame(unknown);
 			CHECK(!frame.named());
 			CHECK(frame.module.empty());
 			CHECK(frame_label(frame) == "[unknown]");
 		}
+	}
+
+	TEST_CASE("symbolizer: a BPF program loaded while sampling is named from the side band's record")
+	{
+		TempDir dir;
+		write_file(dir.path / "kallsyms", kallsyms_text);
+		SymbolizerOptions options;
+		options.kallsyms_path = dir.path / "kallsyms";
+		Symbolizer symbolizer(options);
+		// kallsyms, read at the start, has no sizes: it would take a program loaded later at
+		// ...0200 for a part of the one before it.
+		CHECK(symbolizer.kernel_frame(0xffffffffc0b00210).name == "bpf_prog_6deef7357e7b4530_sd_fw_egress");
+
+		ProcessHistory history;
+		perf_event_header header{PERF_RECORD_KSYMBOL, 0, 0};
+		std::vector<uint8_t> record(sizeof(header));
+		auto add = [&](const void *p, size_t n) {
+			record.insert(record.end(), static_cast<const uint8_t *>(p), static_cast<const uint8_t *>(p) + n);
+		};
+		uint64_t addr = 0xffffffffc0b00200;
+		uint32_t len = 0x100;
+		uint16_t type = PERF_RECORD_KSYMBOL_TYPE_BPF, flags = 0;
+		add(&addr, 8);
+		add(&len, 4);
+		add(&type, 2);
+		add(&flags, 2);
+		const char name[32] = "bpf_prog_0011223344556677_new";
+		add(name, sizeof(name));
+		struct {
+			uint32_t pid, tid;
+			uint64_t time;
+		} id{0, 0, 50};
+		add(&id, sizeof(id));
+		header.size = uint16_t(record.size());
+		std::memcpy(record.data(), &header, sizeof(header));
+		REQUIRE(history.apply(record));
+		symbolizer.set_process_history(&history);
+
+		Frame frame = symbolizer.kernel_frame(0xffffffffc0b00210);
+		CHECK(frame.name == "bpf_prog_0011223344556677_new");
+		CHECK(frame.symbol_offset == 0x10);
+		CHECK(frame.module == "bpf");
+		CHECK(symbolizer.kernel_frame(0xffffffffc0b00200, true).name == "bpf_prog_6deef7357e7b4530_sd_fw_egress");
+		CHECK(symbolizer.kernel_frame(0xffffffffc0b00300).name == "bpf_prog_6deef7357e7b4530_sd_fw_egress");
+		CHECK(symbolizer.kernel_frame(0xffffffff81001090).name == "do_syscall_64");
 	}
 
 	TEST_CASE("symbolizer: a kallsyms that cannot be read names nothing, and kernel_frame loads it itself")
@@ -222,10 +324,11 @@ TEST_SUITE("unit")
 		std::string lib = "/usr/lib/fake/libfixture.so";
 		std::string maps = map_line(0x5555000, 0x5556000, "rw-p", 0, "00:00", 0, "[heap]") +
 				   loaded_lines("libfixture.so", bias, "fd:01", 4242, lib, proc.path / "1001") +
-				   map_line(0x7f2000000000, 0x7f2000001000, "rw-p", 0, "00:00", 0, "");
+				   map_line(0x7f2000000000, 0x7f2000001000, "r-xp", 0, "00:00", 0, "");
 		write_file(proc.path / "1001" / "maps", maps);
 		SymbolizerOptions options;
 		options.proc_root = proc.path;
+		options.perf_map_dir = proc.path; // holds no perf map
 		Symbolizer symbolizer(options);
 
 		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
@@ -246,10 +349,9 @@ TEST_SUITE("unit")
 		CHECK(other.name == "fixture_lib_other");
 		CHECK(other.symbol_offset == 0);
 
+		// Code never runs from the heap: only executable mappings are kept.
 		Frame heap = symbolizer.user_frame(1001, 0x5555010);
-		CHECK(!heap.named());
-		CHECK(heap.module == "[heap]");
-		CHECK(frame_label(heap) == "[heap+0x10]");
+		CHECK(frame_label(heap) == "[unknown]");
 
 		Frame anonymous = symbolizer.user_frame(1001, 0x7f2000000010);
 		CHECK(frame_label(anonymous) == "[unknown]");
@@ -295,8 +397,10 @@ TEST_SUITE("unit")
 		TempDir proc;
 		const uint64_t pie_bias = 0x555555554000, cxx_bias = 0x565656560000;
 		std::string pie = absolute_fixture("hello-pie"), cxx = absolute_fixture("cxx");
-		write_file(proc.path / "3001" / "maps", loaded_lines("hello-pie", pie_bias, "fd:01", 31, pie) +
-								loaded_lines("cxx", cxx_bias, "fd:01", 32, cxx));
+		Identity pie_id = identity_of(pie), cxx_id = identity_of(cxx);
+		write_file(proc.path / "3001" / "maps",
+			   loaded_lines("hello-pie", pie_bias, pie_id.dev.c_str(), pie_id.inode, pie) +
+				   loaded_lines("cxx", cxx_bias, cxx_id.dev.c_str(), cxx_id.inode, cxx));
 		fs::create_directory_symlink("/", proc.path / "3001" / "root");
 		SymbolizerOptions options;
 		options.proc_root = proc.path;
@@ -318,7 +422,7 @@ TEST_SUITE("unit")
 		      "fixture::Spinner::spin(long)");
 	}
 
-	TEST_CASE("symbolizer: deleted files are read through map_files only")
+	TEST_CASE("symbolizer: deleted files are read through map_files only, never through a path to another file")
 	{
 		TempDir proc;
 		const uint64_t bias = 0x7f0000000000, other_bias = 0x7f1000000000;
@@ -357,10 +461,13 @@ TEST_SUITE("unit")
 		fs::create_directories(jail / "copy");
 		fs::copy_file(lib, jail / "copy" / "libfixture.so");
 		const uint64_t a = 0x7f0000000000, b = 0x7f1000000000, c = 0x7f2000000000;
+		// The escapes name the real file's own device and inode: only the escape itself
+		// could lead to them.
+		Identity real = identity_of(lib), copy = identity_of(jail / "copy" / "libfixture.so");
 		write_file(proc.path / "5001" / "maps",
-			   loaded_lines("libfixture.so", a, "fd:01", 61, "/lib/escape.so") +
-				   loaded_lines("libfixture.so", b, "fd:01", 62, "/../../../../.." + lib) +
-				   loaded_lines("libfixture.so", c, "fd:01", 63, "/copy/libfixture.so"));
+			   loaded_lines("libfixture.so", a, real.dev.c_str(), real.inode, "/lib/escape.so") +
+				   loaded_lines("libfixture.so", b, real.dev.c_str(), real.inode, "/../../../../.." + lib) +
+				   loaded_lines("libfixture.so", c, copy.dev.c_str(), copy.inode, "/copy/libfixture.so"));
 		fs::create_directory_symlink(jail, proc.path / "5001" / "root");
 		SymbolizerOptions options;
 		options.proc_root = proc.path;
@@ -457,15 +564,21 @@ TEST_SUITE("unit")
 		CHECK(symbolizer.user_frame(user.pid, user.bias("uses-lib") + caller).name == "uses_lib_caller");
 	}
 
-	TEST_CASE("symbolizer: a preloaded process is still named after it exits")
+	TEST_CASE("symbolizer: a process of the history is still named after it exits")
 	{
 		Child child("hello-pie");
 		uint64_t address = child.bias("hello-pie") + nm_address("hello-pie.nm", "fixture_leaf");
 		uint32_t pid = static_cast<uint32_t>(child.pid);
-		Symbolizer symbolizer;
-		symbolizer.preload_process(pid);
+		ProcessHistory history;
+		snapshot_processes(history, 100);
+		REQUIRE(history.image_at(pid, 100));
 		child.stop();
-		CHECK(symbolizer.user_frame(pid, address).name == "fixture_leaf");
+		Symbolizer symbolizer;
+		symbolizer.set_process_history(&history);
+		const ProcessImage *image = symbolizer.image_at(pid, 150);
+		CHECK(image == history.image_at(pid, 150));
+		CHECK(symbolizer.user_frame(pid, address, 150).name == "fixture_leaf");
+		CHECK(symbolizer.stats().processes_read == 0); // its maps are gone: the history had them
 	}
 
 	TEST_CASE("symbolizer: 40 live processes are symbolized well under half a second")
@@ -499,5 +612,258 @@ TEST_SUITE("unit")
 		CHECK(stats.elf_files_parsed <= 5); // hello-pie, uses-lib, libfixture.so, libc, ld.so
 		CHECK(named >= 40); // stripped libc names only its exported functions
 		CHECK(ms < 500);
+	}
+
+	TEST_CASE("symbolizer: an exec inside one PID: each image named from its own files")
+	{
+		// Two programs mapped at the same addresses, one after the other, in one process
+		// that is gone: the time of a sample picks the image.
+		ProcessHistory history;
+		std::string nopie = absolute_fixture("hello-nopie"), lib = absolute_fixture("libfixture.so");
+		history.add_snapshot(gone_pid, "before", mappings_of("hello-nopie", 0, nopie, nopie), 100);
+		// libfixture.so is linked at 0x200000: a bias of 0x200000 lays it over hello-nopie.
+		history.add_snapshot(gone_pid, "after", mappings_of("libfixture.so", 0x200000, lib, lib), 200);
+		Symbolizer symbolizer;
+		symbolizer.set_process_history(&history);
+		const ProcessImage *before = symbolizer.image_at(gone_pid, 150), *after = symbolizer.image_at(gone_pid, 250);
+		REQUIRE(before);
+		REQUIRE(after);
+		CHECK(before != after);
+		CHECK(before->comm == "before");
+
+		uint64_t leaf = nm_address("hello-nopie.nm", "fixture_leaf");
+		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work") + 0x200000;
+		std::vector<Frame> frames;
+		symbolizer.user_frames(gone_pid, before, leaf, false, frames);
+		symbolizer.user_frames(gone_pid, after, work, false, frames);
+		REQUIRE(frames.size() == 2);
+		CHECK(frames[0].name == "fixture_leaf");
+		CHECK(frames[0].module == nopie);
+		CHECK(frames[1].name == "fixture_lib_work");
+		CHECK(frames[1].module == lib);
+		// The same address in the other image is another file's.
+		CHECK(symbolizer.user_frame(gone_pid, leaf, 250).module == lib);
+		CHECK(symbolizer.user_frame(gone_pid, leaf, 50).name == "fixture_leaf"); // before the first: the first
+	}
+
+	TEST_CASE("symbolizer: a replaced binary lends no names to the image that ran the old one")
+	{
+		TempDir dir;
+		fs::path program = dir.path / "prog";
+		fs::copy_file(absolute_fixture("hello-pie"), program);
+		fs::permissions(program, fs::perms::owner_all);
+		pid_t pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			int null = open("/dev/null", O_WRONLY);
+			dup2(null, STDOUT_FILENO);
+			execl(program.c_str(), program.c_str(), "wait", static_cast<char *>(nullptr));
+			_exit(127);
+		}
+		struct Reaper {
+			pid_t pid;
+			~Reaper()
+			{
+				if (pid > 0) {
+					kill(pid, SIGKILL);
+					waitpid(pid, nullptr, 0);
+				}
+			}
+		} reaper{pid};
+		// Wait until the program is mapped (exec done).
+		ProcessMaps maps;
+		for (int i = 0; i < 200; i++) {
+			REQUIRE(ProcessMaps::load("/proc/" + std::to_string(pid) + "/maps", maps));
+			bool mapped = false;
+			for (const MapEntry &entry : maps.entries())
+				mapped |= entry.path == program.string();
+			if (mapped)
+				break;
+			usleep(10000);
+		}
+		ProcessHistory history;
+		snapshot_processes(history, 100);
+		const ProcessImage *image = history.image_at(uint32_t(pid), 100);
+		REQUIRE(image);
+		uint64_t base = 0;
+		for (const MapEntry &entry : *image->maps)
+			if (entry.path == program.string() && entry.offset == 0x1000)
+				base = entry.start - 0x1000;
+		REQUIRE(base);
+		uint64_t leaf = base + nm_address("hello-pie.nm", "fixture_leaf");
+
+		// An upgrade puts a new file (another inode) at the path.
+		fs::copy_file(absolute_fixture("cxx"), dir.path / "prog.new");
+		fs::rename(dir.path / "prog.new", program);
+		{
+			// Alive: the old file is still there through map_files.
+			Symbolizer symbolizer;
+			symbolizer.set_process_history(&history);
+			Frame frame = symbolizer.user_frame(uint32_t(pid), leaf, 150);
+			CHECK(frame.name == "fixture_leaf");
+			CHECK(frame.module == program.string());
+		}
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, 0);
+		reaper.pid = -1;
+		{
+			// Gone: only the path is left, and it leads to another file.
+			Symbolizer symbolizer;
+			symbolizer.set_process_history(&history);
+			Frame frame = symbolizer.user_frame(uint32_t(pid), leaf, 150);
+			CHECK(!frame.named());
+			char label[64];
+			std::snprintf(label, sizeof(label), "[prog+0x%" PRIx64 "]", leaf - base);
+			CHECK(frame_label(frame) == label);
+			CHECK(symbolizer.stats().elf_files_parsed == 0);
+		}
+	}
+
+	TEST_CASE("symbolizer: stripped binaries named from their debug files, by debuglink and by build id")
+	{
+		TempDir dir;
+		std::string linked = absolute_fixture("hello-debuglink"), nosyms = absolute_fixture("hello-nosyms");
+		const uint64_t bias = 0x555555554000, other = 0x565656560000;
+		ProcessHistory history;
+		std::vector<MapEntry> maps = mappings_of("hello-debuglink", bias, linked, linked);
+		for (const MapEntry &entry : mappings_of("hello-nosyms", other, nosyms, nosyms))
+			maps.push_back(entry);
+		history.add_snapshot(gone_pid, "stripped", maps, 100);
+		uint64_t leaf = nm_address("hello-nosyms.nm", "fixture_leaf");
+		uint64_t local = nm_address("hello-nosyms.nm", "fixture_local");
+		REQUIRE(leaf);
+
+		SymbolizerOptions options;
+		options.debug_root = dir.path / "debug";
+		{
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			// hello-debuglink's debug file sits beside it, under the name its debuglink gives.
+			Frame frame = symbolizer.user_frame(gone_pid, bias + leaf + 1);
+			CHECK(frame.name == "fixture_leaf");
+			CHECK(frame.symbol_offset == 1);
+			CHECK(frame.module == linked);
+			CHECK(frame.build_id == read_build_id("hello-nosyms"));
+			CHECK(symbolizer.user_frame(gone_pid, bias + local).name == "fixture_local");
+			// The debug file keeps no PLT: its entries are named from the binary.
+			std::string plt = read_text(fixture_path("hello-pie.plt"));
+			REQUIRE(plt.find(' ') != std::string::npos);
+			uint64_t entry = std::stoull(plt.substr(0, plt.find(' ')), nullptr, 16);
+			CHECK(symbolizer.user_frame(gone_pid, bias + entry + 4).name ==
+			      plt.substr(plt.find(' ') + 1, plt.find('\n') - plt.find(' ') - 1));
+			// hello-nosyms has no debuglink, and no .build-id tree holds its file yet.
+			Frame bare = symbolizer.user_frame(gone_pid, other + leaf);
+			CHECK(!bare.named());
+			CHECK(frame_label(bare).starts_with("[hello-nosyms+0x"));
+			CHECK(symbolizer.stats().debug_files_read == 1);
+		}
+		std::string id = read_build_id("hello-nosyms");
+		fs::create_directories(dir.path / "debug" / ".build-id" / id.substr(0, 2));
+		fs::copy_file(absolute_fixture("hello-nosyms.debug"),
+			      dir.path / "debug" / ".build-id" / id.substr(0, 2) / (id.substr(2) + ".debug"));
+		{
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(symbolizer.user_frame(gone_pid, other + leaf).name == "fixture_leaf");
+			CHECK(symbolizer.user_frame(gone_pid, bias + leaf).name == "fixture_leaf");
+			// Two binaries (two inodes), one debug file each time it is found.
+			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(symbolizer.stats().debug_files_read == 2);
+		}
+	}
+
+	TEST_CASE("symbolizer: JIT code named from /tmp/perf-PID.map, read once, only for code no file holds")
+	{
+		TempDir dir;
+		ProcessHistory history;
+		std::string lib = absolute_fixture("libfixture.so");
+		std::vector<MapEntry> maps = mappings_of("libfixture.so", 0x7f0000000000, lib, lib);
+		MapEntry anonymous;
+		anonymous.start = 0x7e0000000000;
+		anonymous.end = 0x7e0000010000;
+		anonymous.perms = {'r', 'w', 'x', 'p'};
+		maps.push_back(anonymous);
+		history.add_snapshot(gone_pid, "node", maps, 100);
+		write_file(dir.path / ("perf-" + std::to_string(gone_pid) + ".map"),
+			   "7e0000000100 80 LazyCompile:~fib /srv/fib.js:3\n"
+			   "7d0000000000 40 outside_every_mapping\n"
+			   "7f0000201000 1000 would_shadow_the_library\n");
+		SymbolizerOptions options;
+		options.perf_map_dir = dir.path;
+		Symbolizer symbolizer(options);
+		symbolizer.set_process_history(&history);
+
+		Frame jit = symbolizer.user_frame(gone_pid, 0x7e0000000110);
+		CHECK(jit.name == "LazyCompile:~fib /srv/fib.js:3");
+		CHECK(jit.symbol_offset == 0x10);
+		CHECK(jit.module == (dir.path / ("perf-" + std::to_string(gone_pid) + ".map")).string());
+		CHECK(jit.map_start == 0x7e0000000000);
+		CHECK(symbolizer.user_frame(gone_pid, 0x7d0000000008).name == "outside_every_mapping");
+		CHECK(frame_label(symbolizer.user_frame(gone_pid, 0x7e0000000200)) == "[unknown]");
+		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
+		CHECK(symbolizer.user_frame(gone_pid, 0x7f0000000000 + work).name == "fixture_lib_work");
+		// A return address at the end of a JIT function is its caller's call.
+		std::vector<Frame> frames;
+		symbolizer.user_frames(gone_pid, symbolizer.image_at(gone_pid, 150), 0x7e0000000180, true, frames);
+		CHECK(frames.at(0).name == "LazyCompile:~fib /srv/fib.js:3");
+		CHECK(frames.at(0).symbol_offset == 0x80);
+		CHECK(symbolizer.stats().perf_maps_read == 1);
+	}
+
+	TEST_CASE("symbolizer: a perf map owned by another user is not read for a process that is gone")
+	{
+		if (geteuid() != 0)
+			return; // chown needs root; make test runs this suite as root
+		TempDir dir;
+		ProcessHistory history;
+		MapEntry anonymous;
+		anonymous.start = 0x7e0000000000;
+		anonymous.end = 0x7e0000010000;
+		anonymous.perms = {'r', '-', 'x', 'p'};
+		history.add_snapshot(gone_pid, "node", {anonymous}, 100);
+		fs::path file = dir.path / ("perf-" + std::to_string(gone_pid) + ".map");
+		write_file(file, "7e0000000100 80 planted\n");
+		REQUIRE(chown(file.c_str(), 65534, 65534) == 0);
+		SymbolizerOptions options;
+		options.perf_map_dir = dir.path;
+		Symbolizer symbolizer(options);
+		symbolizer.set_process_history(&history);
+		CHECK(!symbolizer.user_frame(gone_pid, 0x7e0000000110).named());
+		CHECK(symbolizer.stats().perf_maps_read == 0);
+	}
+
+	TEST_CASE("symbolizer: a return address is named as the call before it")
+	{
+		// fixture_last_call ends with a call, and fixture_after starts right after it.
+		std::string calls = absolute_fixture("calls");
+		ProcessHistory history;
+		const uint64_t bias = 0x555555554000;
+		history.add_snapshot(gone_pid, "calls", mappings_of("calls", bias, calls, calls), 100);
+		Symbolizer symbolizer;
+		symbolizer.set_process_history(&history);
+		const uint64_t caller = nm_address("calls.nm", "fixture_last_call"),
+			       next = nm_address("calls.nm", "fixture_after");
+		REQUIRE(caller);
+		REQUIRE(next > caller);
+		{
+			// The fixture is as this test needs it: a 5-byte call right before `next`.
+			std::string bytes = read_text(calls);
+			std::unique_ptr<ElfFile> elf = ElfFile::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()));
+			REQUIRE(elf);
+			const ElfFile::Symbol *symbol = elf->find_symbol(caller);
+			REQUIRE(symbol);
+			REQUIRE(symbol->end == next);
+		}
+		const ProcessImage *image = symbolizer.image_at(gone_pid, 150);
+		std::vector<Frame> frames;
+		symbolizer.user_frames(gone_pid, image, bias + next, false, frames);
+		symbolizer.user_frames(gone_pid, image, bias + next, true, frames);
+		REQUIRE(frames.size() == 2);
+		CHECK(frames[0].name == "fixture_after");
+		CHECK(frames[0].symbol_offset == 0);
+		CHECK(frames[1].name == "fixture_last_call");
+		CHECK(frames[1].address == bias + next); // as sampled
+		CHECK(frames[1].symbol_offset == next - caller);
+		CHECK(frames[1].module_offset == next);
 	}
 }

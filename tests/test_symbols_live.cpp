@@ -1,0 +1,396 @@
+// tests/test_symbols_live.cpp: the real ./profile, as root, naming what BCC's profile leaves
+// [unknown]: a process that exits before the end, a library loaded with dlopen, a stripped
+// binary with its debug file, JIT code listed in a perf map, the two images of an exec, and
+// a BPF program in kernel stacks.
+// Every run is three at once, over the same workloads: the default, folded and verbose reports.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+
+#include "syms/elf.h"
+#include "syms/fd.h"
+#include "tests/support.h"
+
+namespace {
+
+double now()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// ./profile running in the background with both outputs captured, so that a test can
+// start its workloads once sampling has begun.
+class ProfileRun {
+public:
+	explicit ProfileRun(std::vector<std::string> args)
+	{
+		args.insert(args.begin(), profile_bin());
+		int out[2], err[2];
+		REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+		REQUIRE(pipe2(err, O_CLOEXEC) == 0);
+		pid_ = fork();
+		REQUIRE(pid_ >= 0);
+		if (pid_ == 0) {
+			dup2(out[1], STDOUT_FILENO);
+			dup2(err[1], STDERR_FILENO);
+			std::vector<char *> argv;
+			for (std::string &a : args)
+				argv.push_back(a.data());
+			argv.push_back(nullptr);
+			execv(argv[0], argv.data());
+			_exit(127);
+		}
+		close(out[1]);
+		close(err[1]);
+		fds_[0] = out[0];
+		fds_[1] = err[0];
+	}
+	~ProfileRun()
+	{
+		if (pid_ > 0) {
+			kill(pid_, SIGKILL);
+			waitpid(pid_, nullptr, 0);
+		}
+		for (int fd : fds_)
+			if (fd >= 0)
+				close(fd);
+	}
+
+	// Reads until the header line ("Sampling at ...", on stdout or stderr) is there.
+	bool started(double timeout_s = 20)
+	{
+		const double end = now() + timeout_s;
+		while (now() < end) {
+			for (const std::string *text : {&out, &err}) {
+				size_t header = text->find("Sampling at");
+				if (header != std::string::npos && text->find('\n', header) != std::string::npos)
+					return true;
+			}
+			if (!pump(100))
+				return false;
+		}
+		return false;
+	}
+
+	// Reads both outputs to their end; the exit status.
+	int finish(double timeout_s = 60)
+	{
+		const double end = now() + timeout_s;
+		while (pump(100))
+			if (now() > end) {
+				kill(pid_, SIGKILL);
+				break;
+			}
+		int status = 0;
+		waitpid(pid_, &status, 0);
+		pid_ = -1;
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	}
+
+	std::string out, err;
+
+private:
+	// One poll of both pipes; false once both are closed.
+	bool pump(int timeout_ms)
+	{
+		pollfd fds[2] = {{fds_[0], POLLIN, 0}, {fds_[1], POLLIN, 0}};
+		if (fds_[0] < 0 && fds_[1] < 0)
+			return false;
+		if (poll(fds, 2, timeout_ms) <= 0)
+			return true;
+		for (int i = 0; i < 2; i++) {
+			if (fds_[i] < 0 || !(fds[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			char buffer[65536];
+			ssize_t n = read(fds_[i], buffer, sizeof(buffer));
+			if (n <= 0) {
+				close(fds_[i]);
+				fds_[i] = -1;
+				continue;
+			}
+			(i == 0 ? out : err).append(buffer, size_t(n));
+		}
+		return true;
+	}
+
+	pid_t pid_ = -1;
+	int fds_[2] = {-1, -1};
+};
+
+// One stack of any of the three reports: the process and its frames, leaf first.
+struct Stack {
+	std::string comm;
+	std::vector<std::string> frames; // as printed: "name", or "0x... name+0x.. (module) ..." under -v
+	uint64_t count = 0;
+};
+
+// BCC's layout (default and -v): frame lines, "    -                comm (pid)", the count, a blank line.
+std::vector<Stack> parse_stacks(const std::string &out)
+{
+	std::vector<Stack> stacks;
+	Stack current;
+	std::vector<std::string> lines = split_lines(out);
+	for (size_t i = 1; i < lines.size(); i++) { // line 0 is the header
+		const std::string &line = lines[i];
+		if (line.empty()) {
+			current = Stack();
+			continue;
+		}
+		if (line.starts_with("    -                ")) {
+			std::string rest = line.substr(21);
+			current.comm = rest.substr(0, rest.rfind(" ("));
+			if (i + 1 < lines.size())
+				current.count = std::strtoull(lines[i + 1].c_str(), nullptr, 10);
+			stacks.push_back(current);
+			i++;
+			continue;
+		}
+		if (line.starts_with("    "))
+			current.frames.push_back(line.substr(4));
+	}
+	return stacks;
+}
+
+// --folded: "comm;root;...;leaf COUNT", turned leaf first.
+std::vector<Stack> parse_folded(const std::string &out)
+{
+	std::vector<Stack> stacks;
+	for (const std::string &line : split_lines(out)) {
+		size_t space = line.rfind(' ');
+		if (space == std::string::npos)
+			continue;
+		Stack stack;
+		stack.count = std::strtoull(line.c_str() + space + 1, nullptr, 10);
+		std::vector<std::string> parts;
+		size_t start = 0;
+		std::string text = line.substr(0, space);
+		while (true) {
+			size_t semi = text.find(';', start);
+			parts.push_back(text.substr(start, semi - start));
+			if (semi == std::string::npos)
+				break;
+			start = semi + 1;
+		}
+		stack.comm = parts[0];
+		stack.frames.assign(parts.rbegin(), parts.rend() - 1);
+		stacks.push_back(stack);
+	}
+	return stacks;
+}
+
+// A verbose frame line, "0x7f.. name+0x.. (module) file:line", as its name and the rest.
+bool verbose_names(const std::string &frame, const std::string &name)
+{
+	size_t space = frame.find(' ');
+	return frame.starts_with("0x") && space != std::string::npos && frame.compare(space + 1, name.size() + 3, name + "+0x") == 0;
+}
+
+// The three reports of one window of time, system-wide.
+struct Reports {
+	std::vector<Stack> stacks, folded, verbose;
+	std::string verbose_text;
+};
+
+// Starts the three runs, waits until all sample, runs `workloads`, and collects them.
+Reports profile_system(int seconds, const std::function<void()> &workloads)
+{
+	std::vector<std::string> common = {"-f", "99"};
+	auto with = [&](std::vector<std::string> extra) {
+		extra.insert(extra.begin(), common.begin(), common.end());
+		extra.push_back(std::to_string(seconds));
+		return extra;
+	};
+	ProfileRun stacks(with({})), folded(with({"--folded"})), verbose(with({"-v"}));
+	REQUIRE_MESSAGE(stacks.started(), stacks.err);
+	REQUIRE_MESSAGE(folded.started(), folded.err);
+	REQUIRE_MESSAGE(verbose.started(), verbose.err);
+	workloads();
+	Reports reports;
+	for (ProfileRun *run : {&stacks, &folded, &verbose}) {
+		int status = run->finish();
+		INFO("stderr: " << run->err);
+		REQUIRE(status == 0);
+	}
+	reports.stacks = parse_stacks(stacks.out);
+	reports.folded = parse_folded(folded.out);
+	reports.verbose = parse_stacks(verbose.out);
+	reports.verbose_text = verbose.out;
+	return reports;
+}
+
+// Samples of comm whose frames include one that `names` accepts.
+uint64_t samples_of(const std::vector<Stack> &stacks, const std::string &comm,
+		    const std::function<bool(const std::string &)> &names)
+{
+	uint64_t n = 0;
+	for (const Stack &stack : stacks)
+		if (stack.comm == comm)
+			for (const std::string &frame : stack.frames)
+				if (names(frame)) {
+					n += stack.count;
+					break;
+				}
+	return n;
+}
+
+// The frame is named `name` in all three reports, in stacks of comm, under main.
+void check_named(const Reports &reports, const std::string &comm, const std::string &name,
+		 const std::string &module_part)
+{
+	INFO(comm << " / " << name);
+	auto plain = [&](const std::string &frame) { return frame == name; };
+	CHECK(samples_of(reports.stacks, comm, plain) > 10);
+	CHECK(samples_of(reports.folded, comm, plain) > 10);
+	CHECK(samples_of(reports.verbose, comm, [&](const std::string &frame) {
+		      return verbose_names(frame, name) && contains(frame, module_part);
+	      }) > 10);
+	// The leaf's callers are named too: the stack goes on to main.
+	auto under_main = [&](const std::vector<Stack> &stacks, bool verbose) {
+		for (const Stack &stack : stacks)
+			for (size_t i = 0; stack.comm == comm && i + 1 < stack.frames.size(); i++)
+				if ((verbose ? verbose_names(stack.frames[i], name) : stack.frames[i] == name) &&
+				    (verbose ? verbose_names(stack.frames[i + 1], "main") : stack.frames[i + 1] == "main"))
+					return true;
+		return false;
+	};
+	CHECK(under_main(reports.stacks, false));
+	CHECK(under_main(reports.folded, false));
+	CHECK(under_main(reports.verbose, true));
+}
+
+// The line of the workload's source that holds `part` (1-based), 0 when none does.
+uint32_t line_of(const std::string &source, const std::string &part)
+{
+	std::string path = output_dir() + "/../tests/workloads/" + source, text;
+	if (!read_whole_file(path.c_str(), text))
+		return 0;
+	std::vector<std::string> lines = split_lines(text);
+	for (size_t i = 0; i < lines.size(); i++)
+		if (contains(lines[i], part))
+			return uint32_t(i + 1);
+	return 0;
+}
+
+// Under -v, the leaf `name` shows the workload's source file, and main above it the line
+// of the call (a return address is looked up as the call before it).
+void check_lines(const Reports &reports, const std::string &comm, const std::string &name, const std::string &source)
+{
+	INFO(comm << " / " << name << " in " << source);
+	uint32_t call = line_of(source, name + "();"); // the call, not the definition
+	REQUIRE(call > 0);
+	bool leaf = false, caller = false;
+	for (const Stack &stack : reports.verbose)
+		for (size_t i = 0; stack.comm == comm && i + 1 < stack.frames.size(); i++)
+			if (verbose_names(stack.frames[i], name) && contains(stack.frames[i], "/tests/workloads/" + source + ":")) {
+				leaf = true;
+				caller |= verbose_names(stack.frames[i + 1], "main") &&
+					  stack.frames[i + 1].ends_with("/tests/workloads/" + source + ":" + std::to_string(call));
+			}
+	CHECK(leaf);
+	CHECK(caller);
+}
+
+void require_root()
+{
+	REQUIRE_MESSAGE(geteuid() == 0, "the integration tests run ./profile for real and need root: use `make test`");
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("one system-wide run names an exited process, a dlopen'd library, a stripped binary and JIT code")
+{
+	require_root();
+	{
+		// The premise: the binary itself holds no name of its functions.
+		UniqueFd fd = open_read_only(workload("debuglink").c_str());
+		REQUIRE(fd);
+		auto elf = ElfFile::open(fd.get());
+		REQUIRE(elf);
+		REQUIRE(!elf->has_section(".symtab"));
+		REQUIRE(elf->has_section(".gnu_debuglink"));
+	}
+	std::unique_ptr<Background> split, dlopened, stripped, jit;
+	Reports reports = profile_system(4, [&] {
+		// split runs 2 of the 4 seconds: it is gone well before the report.
+		split = std::make_unique<Background>(std::vector<std::string>{workload("split"), "2"});
+		dlopened = std::make_unique<Background>(
+			std::vector<std::string>{workload("dlopen"), workload("libplugin.so"), "3.5", "0.5"});
+		stripped = std::make_unique<Background>(std::vector<std::string>{workload("debuglink"), "3.5"});
+		jit = std::make_unique<Background>(std::vector<std::string>{workload("jit"), "3.5"});
+	});
+	const std::string perf_map = "/tmp/perf-" + std::to_string(jit->pid()) + ".map";
+	struct Remove {
+		std::string path;
+		~Remove() { unlink(path.c_str()); }
+	} remove{perf_map};
+	CHECK(split->wait() == 0);
+
+	check_named(reports, "split", "split_hot_three", "/split)");
+	check_named(reports, "dlopen", "plugin_hot", "/libplugin.so)");
+	check_named(reports, "debuglink", "debuglink_hot", "/debuglink)");
+	check_named(reports, "jit", "jit_spin_loop", "(" + perf_map + ")");
+	// -v: file:line from DWARF, in the binary or in its separate debug file.
+	check_lines(reports, "split", "split_hot_three", "split.c");
+	check_lines(reports, "debuglink", "debuglink_hot", "debuglink.c");
+	// libc's own frames are named from Debian's libc6-dbg debug file, as perf names them.
+	CHECK(samples_of(reports.folded, "split", [](const std::string &f) { return f == "__libc_start_call_main"; }) > 0);
+}
+
+TEST_CASE("an exec inside one PID keeps the two images' names apart")
+{
+	require_root();
+	// exec_before and exec_after are non-PIE: their code lies at the same addresses, and
+	// only the time of a sample tells which program ran it.
+	std::unique_ptr<Background> program;
+	Reports reports = profile_system(4, [&] {
+		program = std::make_unique<Background>(
+			std::vector<std::string>{workload("exec_before"), workload("exec_after"), "1.5", "1.5"});
+	});
+	CHECK(program->wait() == 0);
+	check_named(reports, "exec_before", "before_exec_hot", "/exec_before)");
+	check_named(reports, "exec_after", "after_exec_hot", "/exec_after)");
+	for (const auto *stacks : {&reports.stacks, &reports.folded}) {
+		CHECK(samples_of(*stacks, "exec_before", [](const std::string &f) { return f == "after_exec_hot"; }) == 0);
+		CHECK(samples_of(*stacks, "exec_after", [](const std::string &f) { return f == "before_exec_hot"; }) == 0);
+	}
+	CHECK(samples_of(reports.verbose, "exec_after",
+			 [](const std::string &f) { return contains(f, "/exec_before)"); }) == 0);
+}
+
+TEST_CASE("kernel stacks name a running BPF program as kallsyms does, with [bpf] under -v")
+{
+	require_root();
+	std::unique_ptr<Background> loop;
+	Reports reports = profile_system(3, [&] {
+		loop = std::make_unique<Background>(std::vector<std::string>{workload("bpf_loop"), "2.5"});
+	});
+	CHECK(loop->wait() == 0);
+	auto program = [](const std::string &frame) {
+		return frame.starts_with("bpf_prog_") && frame.ends_with("_profile_hot");
+	};
+	CHECK(samples_of(reports.stacks, "bpf_loop", program) > 10);
+	CHECK(samples_of(reports.folded, "bpf_loop", program) > 10);
+	CHECK(samples_of(reports.verbose, "bpf_loop", [](const std::string &frame) {
+		      return contains(frame, " bpf_prog_") && contains(frame, "_profile_hot+0x") && frame.ends_with(" [bpf]");
+	      }) > 10);
+	// The kernel function that ran it is named too, plain in the default report.
+	CHECK(samples_of(reports.stacks, "bpf_loop", [](const std::string &f) { return f == "bpf_test_run"; }) > 10);
+	CHECK(samples_of(reports.verbose, "bpf_loop",
+			 [](const std::string &f) { return contains(f, " bpf_test_run+0x") && f.ends_with(" [kernel]"); }) > 10);
+}
+
+} // TEST_SUITE
