@@ -1,0 +1,49 @@
+#!/bin/sh
+# scripts/run-tests.sh: what `make test` runs, in order: the test suite; the same suite
+# built with ASan+UBSan (build-asan/); every fuzz target for FUZZ_SECONDS (build-fuzz/).
+# Each part runs even when one before it failed. The last line is one total,
+# "N passed, N failed": every doctest case of both suites plus one per fuzz target; a part
+# that could not run to its own total (a build failure, a crash at exit) counts as failed.
+# Exit status 1 when anything failed.
+cd "$(dirname "$0")/.."
+MAKE=${MAKE:-make}
+JOBS=${JOBS:-$(nproc)}
+passed=0
+failed=0
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+
+part() {
+	name=$1
+	shift
+	echo "==== $name: $*"
+	start=$(date +%s)
+	{
+		"$@" 2>&1
+		echo $? >"$logs/status"
+	} | tee "$logs/out"
+	status=$(cat "$logs/status")
+	total=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logs/out" | tail -1)
+	if [ -z "$total" ]; then
+		failed=$((failed + 1))
+		echo "==== $name: no total printed (exit $status): counted as 1 failed"
+		return
+	fi
+	p=${total%% passed*}
+	f=${total#*passed, }
+	f=${f%% failed}
+	passed=$((passed + p))
+	failed=$((failed + f))
+	if [ "$status" != 0 ] && [ "$f" = 0 ]; then
+		failed=$((failed + 1))
+		echo "==== $name: exit $status after a clean total: counted as 1 failed"
+	fi
+	echo "==== $name: $total in $(($(date +%s) - start)) s"
+}
+
+part "test suite" $MAKE -j"$JOBS" check
+part "test suite under ASan+UBSan" $MAKE -j"$JOBS" SANITIZE=1 check
+part "fuzz targets" $MAKE -j"$JOBS" fuzz
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

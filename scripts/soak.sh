@@ -1,0 +1,96 @@
+#!/bin/sh
+# scripts/soak.sh: ./profile system-wide at 999 Hz for DURATION seconds (default 600) while
+# short-lived processes come and go; every INTERVAL seconds (default 10) it samples the
+# profiler's memory (VmRSS, VmHWM) and open fds, then says whether both stayed flat.
+# Not part of `make test`: run it by hand (as root, or it uses sudo) after `make`.
+set -u
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-600}
+INTERVAL=${INTERVAL:-10}
+PROFILE=${PROFILE:-./profile}
+OUT=${SOAK_OUTPUT:-build/soak}
+SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+
+[ -x "$PROFILE" ] || { echo "soak: $PROFILE is not built (run make)" >&2; exit 1; }
+make -s workloads >/dev/null || exit 1
+mkdir -p "$OUT"
+
+# Churn: every round starts a shell, a few tiny programs and two short workloads, so the
+# profiler keeps meeting new processes (new PIDs, new maps, exits) all the time.
+churn() {
+	end=$(($(date +%s) + DURATION))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		sh -c 'true'
+		/bin/true
+		ls / >/dev/null
+		build/workloads/split 0.05 &
+		build/workloads/syscalls 0 &
+		wait
+	done
+}
+
+$SUDO "$PROFILE" -a -f 999 --folded "$DURATION" >"$OUT/report.folded" 2>"$OUT/stderr" &
+launcher=$!
+sleep 1
+# With sudo in front, the profiler is sudo's child.
+pid=$(pgrep -n -x profile -P "$launcher" 2>/dev/null || echo "$launcher")
+[ -r "/proc/$pid/status" ] || { echo "soak: the profiler did not start:" >&2; cat "$OUT/stderr" >&2; exit 1; }
+churn &
+churner=$!
+
+status_kb() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$pid/status" 2>/dev/null; }
+fds() { $SUDO ls "/proc/$pid/fd" 2>/dev/null | wc -l; }
+
+echo "soak: pid $pid, ${DURATION} s at 999 Hz system-wide, sampled every ${INTERVAL} s"
+printf '%8s %10s %10s %6s\n' "seconds" "rss_kb" "hwm_kb" "fds" | tee "$OUT/samples"
+# VmHWM is read every second until the profiler exits: the report phase after sampling
+# (read the maps, symbolize, write) has its own peak.
+start=$(date +%s)
+next=0
+peak_hwm=0
+sampling_ended=""
+while kill -0 "$pid" 2>/dev/null; do
+	now=$(($(date +%s) - start))
+	hwm=$(status_kb VmHWM)
+	[ -n "$hwm" ] && [ "$hwm" -gt "$peak_hwm" ] && peak_hwm=$hwm
+	if [ "$now" -ge "$DURATION" ]; then
+		[ -n "$sampling_ended" ] || sampling_ended=$(date +%s)
+	elif [ "$now" -ge "$next" ]; then
+		printf '%8s %10s %10s %6s\n' "$now" "$(status_kb VmRSS)" "$hwm" "$(fds)" | tee -a "$OUT/samples"
+		next=$((next + INTERVAL))
+	fi
+	sleep 1
+done
+[ -n "$sampling_ended" ] || sampling_ended=$(date +%s)
+wait "$launcher"
+rc=$?
+kill "$churner" 2>/dev/null
+wait "$churner" 2>/dev/null
+
+echo "soak: exit status $rc; report phase $(($(date +%s) - sampling_ended)) s; $(wc -l <"$OUT/report.folded") folded lines," \
+	"$(awk '{ n += $NF } END { print n + 0 }' "$OUT/report.folded") samples"
+tail -1 "$OUT/stderr"
+echo "soak: peak RSS (VmHWM) including the report: ${peak_hwm} kB"
+
+# Flat: after the first quarter (warm-up: kernel symbols, first processes), RSS grows by at
+# most 10% or 4 MB, whichever is larger, and the fd count varies by at most 2.
+awk -v skip="$((DURATION / 4))" '
+	NR > 1 && $1 >= skip && $2 != "" {
+		if (n == 0) { rss0 = $2; fmin = fmax = $4 }
+		n++; rss = $2
+		if ($2 > rmax) rmax = $2
+		if ($4 < fmin) fmin = $4
+		if ($4 > fmax) fmax = $4
+	}
+	END {
+		if (n < 2) { print "soak: too few samples to judge (raise DURATION)"; exit 1 }
+		limit = rss0 * 0.10; if (limit < 4096) limit = 4096
+		rss_flat = rmax - rss0 <= limit
+		fd_flat = fmax - fmin <= 2
+		printf "soak: RSS %s (%d kB after warm-up, %d kB at most, %d kB at the end)\n",
+			rss_flat ? "flat" : "GROWING", rss0, rmax, rss
+		printf "soak: fds %s (%d to %d)\n", fd_flat ? "flat" : "GROWING", fmin, fmax
+		exit !(rss_flat && fd_flat)
+	}' "$OUT/samples"
+flat=$?
+[ "$rc" = 0 ] && [ "$flat" = 0 ]

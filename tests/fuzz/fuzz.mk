@@ -1,0 +1,38 @@
+# tests/fuzz/fuzz.mk: libFuzzer targets for every parser of outside input. A target is
+# tests/fuzz/fuzz_NAME.cpp (with LLVMFuzzerTestOneInput) plus seeds in tests/fuzz/corpus/NAME/
+# and, if it helps, tokens in tests/fuzz/NAME.dict. `make fuzz` builds each under build-fuzz/
+# with clang's -fsanitize=fuzzer,address,undefined and runs it FUZZ_SECONDS seconds.
+
+FUZZ_OUTPUT := build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_CXX ?= clang++
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CXXFLAGS := -std=c++20 -O1 -g -fno-omit-frame-pointer -I. $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP
+FUZZ_LDLIBS := -lelf -lz -ldw -lpthread
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_OUTPUT)/fuzz_%)
+# The parsers under test: every module that reads outside input.
+FUZZ_LIB_SRCS := $(wildcard syms/*.cpp)
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_OUTPUT)/%.o)
+
+.PHONY: fuzz fuzz-build
+# Objects stay after a link, so the next build recompiles only what changed.
+.SECONDARY: $(FUZZ_LIB_OBJS) $(FUZZ_NAMES:%=$(FUZZ_OUTPUT)/tests/fuzz/fuzz_%.o)
+
+$(FUZZ_OUTPUT)/%.o: %.cpp
+	$(call msg,FUZZ-CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -c $< -o $@
+
+$(FUZZ_OUTPUT)/fuzz_%: $(FUZZ_OUTPUT)/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
+	$(call msg,FUZZER,$@)
+	$(Q)$(FUZZ_CXX) $(FUZZ_SAN) -fsanitize=fuzzer $^ $(FUZZ_LDLIBS) -o $@
+
+fuzz-build: $(FUZZ_BINS)
+
+# Each target runs from its seeds (new finds go to build-fuzz/corpus/NAME); any crash,
+# leak, timeout or memory blow-up fails the run. The last line is "N passed, N failed".
+fuzz: fuzz-build
+	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_OUTPUT=$(FUZZ_OUTPUT) scripts/fuzz.sh $(FUZZ_NAMES)
+
+-include $(wildcard $(FUZZ_OUTPUT)/*/*.d $(FUZZ_OUTPUT)/*/*/*.d)
