@@ -1,5 +1,6 @@
 // profile.cpp: the run: parse options, load and attach, wait, read the maps, symbolize,
 // write the report.
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -10,7 +11,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <thread>
 #include <unordered_map>
@@ -19,6 +19,9 @@
 #include "report/output_file.h"
 #include "report/report.h"
 #include "sampler/sampler.h"
+#include "sampler/side_band.h"
+#include "syms/fd.h"
+#include "syms/process_history.h"
 #include "syms/symbolizer.h"
 
 namespace {
@@ -30,9 +33,47 @@ int64_t clock_ns(clockid_t clock)
 	return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// Blocks until the duration has passed or SIGINT/SIGTERM arrives (both were blocked
-// before attaching, so a signal sent at any moment is seen here).
-void wait_for_end(const Options &options, const sigset_t &stop_signals)
+// True once nobody can read what goes to stdout: `profile | head` after head is gone.
+bool stdout_closed()
+{
+	pollfd out{STDOUT_FILENO, 0, 0};
+	return poll(&out, 1, 0) == 1 && (out.revents & (POLLERR | POLLHUP));
+}
+
+// Where the time after sampling goes, wall clock and this thread's CPU, for PROFILE_DEBUG.
+class PhaseClock {
+public:
+	PhaseClock() { mark(""); }
+	void mark(const char *name)
+	{
+		marks_.push_back({name, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_THREAD_CPUTIME_ID)});
+	}
+	// "read 8.8 ms (CPU 3.0), symbolize ..." : each phase since the mark before it.
+	std::string summary() const
+	{
+		std::string text;
+		for (size_t i = 1; i < marks_.size(); i++) {
+			char phase[128];
+			std::snprintf(phase, sizeof(phase), "%s%s %.1f ms (CPU %.1f)", i > 1 ? ", " : "", marks_[i].name,
+				      (marks_[i].wall - marks_[i - 1].wall) / 1e6, (marks_[i].cpu - marks_[i - 1].cpu) / 1e6);
+			text += phase;
+		}
+		return text;
+	}
+
+private:
+	struct Mark {
+		const char *name;
+		int64_t wall, cpu;
+	};
+	std::vector<Mark> marks_;
+};
+
+// Blocks until the duration has passed, SIGINT/SIGTERM arrives (both were blocked
+// before attaching, so a signal sent at any moment is seen here) or, with watch_stdout,
+// the reader of stdout goes away; calling `tick` about every 100 ms meanwhile.
+template <typename Tick>
+void wait_for_end(const Options &options, const sigset_t &stop_signals, bool watch_stdout, Tick tick)
 {
 	const int64_t start = clock_ns(CLOCK_MONOTONIC);
 	while (true) {
@@ -42,20 +83,44 @@ void wait_for_end(const Options &options, const sigset_t &stop_signals)
 			if (left <= 0)
 				return;
 		}
-		int64_t slice = std::min<int64_t>(left, 1000000000);
+		int64_t slice = std::min<int64_t>(left, 100000000);
 		timespec timeout{time_t(slice / 1000000000), long(slice % 1000000000)};
 		if (sigtimedwait(&stop_signals, nullptr, &timeout) > 0)
+			return;
+		tick();
+		if (watch_stdout && stdout_closed())
 			return;
 	}
 }
 
-// Names every frame once: kernel frames by address, user frames by (pid, address).
+// Names every frame once: kernel frames by address, user frames by (image, address), the
+// image being what the process ran when the stack was first sampled: after an exec the same
+// address is another file's. Every frame but a stack's leaf is a return address, named as
+// the call before it. With -v one user address may give several frames (inlined calls).
 Profile symbolize(const RawProfile &raw, Symbolizer &symbolizer)
 {
+	struct UserKey {
+		uint32_t pid;
+		bool leaf;
+		const ProcessImage *image;
+		uint64_t address;
+		bool operator==(const UserKey &) const = default;
+	};
+	struct UserKeyHash {
+		size_t operator()(const UserKey &k) const
+		{
+			uint64_t h = k.address * 0x9e3779b97f4a7c15ull ^ uint64_t(uintptr_t(k.image)) ^
+				     (uint64_t(k.pid) << 1 | k.leaf);
+			return size_t(h ^ h >> 29);
+		}
+	};
+	struct Span {
+		uint32_t first, count;
+	};
 	Profile profile;
-	std::unordered_map<uint64_t, uint32_t> kernel_index;
-	std::unordered_map<uint64_t, uint32_t> user_index; // keyed by pid << 48 ^ address
-	std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> user_by_pid;
+	std::unordered_map<uint64_t, uint32_t> kernel_index[2]; // [leaf]
+	std::unordered_map<UserKey, Span, UserKeyHash> user_index;
+	std::vector<Frame> named;
 
 	auto frames_of = [&](int32_t id) -> const std::vector<uint64_t> * {
 		if (id < 0)
@@ -71,19 +136,27 @@ Profile symbolize(const RawProfile &raw, Symbolizer &symbolizer)
 		sample.comm.assign(entry.key.comm, strnlen(entry.key.comm, sizeof(entry.key.comm)));
 		sample.count = entry.value.count;
 		if (const auto *addresses = frames_of(entry.key.kernel_stack_id))
-			for (uint64_t address : *addresses) {
-				auto [it, inserted] = kernel_index.try_emplace(address, profile.frames.size());
+			for (size_t i = 0; i < addresses->size(); i++) {
+				const uint64_t address = (*addresses)[i];
+				auto [it, inserted] = kernel_index[i == 0].try_emplace(address, profile.frames.size());
 				if (inserted)
-					profile.frames.push_back(symbolizer.kernel_frame(address));
+					profile.frames.push_back(symbolizer.kernel_frame(address, i > 0));
 				sample.kernel.push_back(it->second);
 			}
 		if (const auto *addresses = frames_of(entry.key.user_stack_id)) {
-			auto &index = user_by_pid[sample.pid];
-			for (uint64_t address : *addresses) {
-				auto [it, inserted] = index.try_emplace(address, profile.frames.size());
-				if (inserted)
-					profile.frames.push_back(symbolizer.user_frame(sample.pid, address));
-				sample.user.push_back(it->second);
+			const ProcessImage *image = symbolizer.image_at(sample.pid, entry.value.first_ns);
+			for (size_t i = 0; i < addresses->size(); i++) {
+				const uint64_t address = (*addresses)[i];
+				auto [it, inserted] = user_index.try_emplace(UserKey{sample.pid, i == 0, image, address});
+				if (inserted) {
+					named.clear();
+					symbolizer.user_frames(sample.pid, image, address, i > 0, named);
+					it->second = Span{uint32_t(profile.frames.size()), uint32_t(named.size())};
+					for (Frame &frame : named)
+						profile.frames.push_back(std::move(frame));
+				}
+				for (uint32_t n = 0; n < it->second.count; n++)
+					sample.user.push_back(it->second.first + n);
 			}
 		}
 		profile.samples.push_back(std::move(sample));
@@ -99,7 +172,9 @@ void report_losses(const RawProfile &raw, const Options &options)
 				"(raise --perf-max-stack-depth)\n", raw.truncated, raw.depth_limit);
 	const sample_stats &t = raw.totals;
 	uint64_t lost = t.lost_counts_full + t.lost_stack_collision + t.lost_stack_full + t.lost_stack_other;
-	if (!lost)
+	// taken is the kernel's own count: should it ever differ from stored + lost, the line
+	// shows it rather than hide it.
+	if (!lost && raw.taken == raw.stored)
 		return;
 	std::string causes;
 	auto cause = [&](uint64_t n, const std::string &what) {
@@ -116,7 +191,7 @@ void report_losses(const RawProfile &raw, const Options &options)
 					 std::to_string(options.stack_storage_size) + ")");
 	cause(t.lost_stack_other, "on other stack errors");
 	fprintf(stderr, "profile: %" PRIu64 " samples taken, %" PRIu64 " stored, %" PRIu64 " lost: %s\n",
-		uint64_t(t.seen), raw.stored, lost, causes.c_str());
+		raw.taken, raw.stored, lost, causes.c_str());
 }
 
 // Values the parser cannot judge alone: they depend on this machine. "" when all is well.
@@ -134,9 +209,11 @@ std::string check_against_machine(const Options &options)
 			return "CPU " + std::to_string(options.cpu) + " is not online (see /sys/devices/system/cpu/online)";
 	}
 	if (options.frequency) {
-		std::ifstream in("/proc/sys/kernel/perf_event_max_sample_rate");
+		std::string text;
 		uint64_t max_rate = 0;
-		if (in >> max_rate && options.frequency > max_rate)
+		if (read_whole_file("/proc/sys/kernel/perf_event_max_sample_rate", text))
+			max_rate = std::strtoull(text.c_str(), nullptr, 10);
+		if (max_rate && options.frequency > max_rate)
 			return "-f " + std::to_string(options.frequency) + " is above the kernel's limit of " +
 			       std::to_string(max_rate) + " Hz (kernel.perf_event_max_sample_rate)";
 	}
@@ -161,7 +238,11 @@ int run(const Options &options)
 	Symbolizer symbolizer(symbolizer_options);
 
 	// Kernel symbols do not depend on what is sampled: index them while sampling runs.
-	std::thread kernel_symbols([&] { symbolizer.load_kernel_symbols(); });
+	// Reading /proc/kallsyms is most of a run's own CPU, so -U, which never needs it,
+	// skips it.
+	std::thread kernel_symbols;
+	if (options.kernel_stacks)
+		kernel_symbols = std::thread([&] { symbolizer.load_kernel_symbols(); });
 	struct Joiner {
 		std::thread &t;
 		~Joiner()
@@ -171,6 +252,19 @@ int run(const Options &options)
 		}
 	} joiner{kernel_symbols};
 
+	// Follow every process from before the first sample, so that those which exit
+	// before the end can still be named: the side band first, then the snapshot, so
+	// nothing falls between them.
+	ProcessHistory history;
+	SideBand side_band(online_cpus());
+	snapshot_processes(history, uint64_t(clock_ns(CLOCK_MONOTONIC)));
+	auto follow_processes = [&] {
+		side_band.poll(history);
+		history.forget_exited([&](uint32_t pid) { return sampler.has_samples(pid); });
+	};
+	// User frames are named from the history, which names processes that are gone too.
+	symbolizer.set_process_history(&history);
+
 	const int64_t start_real = clock_ns(CLOCK_REALTIME), start = clock_ns(CLOCK_MONOTONIC);
 	sampler.attach();
 	const bool to_stdout = options.output_path.empty();
@@ -178,13 +272,19 @@ int run(const Options &options)
 		std::cout << header_line(options) << std::endl;
 	else
 		fprintf(stderr, "%s\n", header_line(options).c_str());
-	wait_for_end(options, stop_signals);
+	wait_for_end(options, stop_signals, to_stdout, follow_processes);
 	sampler.detach();
+	follow_processes();
 	const int64_t end = clock_ns(CLOCK_MONOTONIC);
+	PhaseClock phases;
 
 	RawProfile raw = sampler.read();
-	kernel_symbols.join();
+	phases.mark("read");
+	if (kernel_symbols.joinable())
+		kernel_symbols.join();
+	phases.mark("kernel symbols wait");
 	Profile profile = symbolize(raw, symbolizer);
+	phases.mark("symbolize");
 	profile.command = options.command_line;
 	profile.frequency = options.frequency;
 	profile.period = options.period;
@@ -211,6 +311,12 @@ int run(const Options &options)
 		}
 		fprintf(stderr, "profile: wrote %s (%" PRIu64 " samples, %zu stacks)\n",
 			options.output_path.c_str(), profile.total(), profile.samples.size());
+	}
+	if (getenv("PROFILE_DEBUG")) {
+		phases.mark("report");
+		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks; whole run's CPU %.1f ms\n",
+			phases.summary().c_str(), raw.entries.size(), raw.stacks.size(),
+			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
 	}
 	report_losses(raw, options);
 	return 0;

@@ -24,10 +24,10 @@ struct stack_count {
 	__u64 first_ns;
 };
 
-/* Per-CPU tally of what the program saw. Every sample that passed the filters is
- * counted in `seen`; one that could not be stored is counted once, in the field of
- * its cause. So seen = stored + lost_counts_full + lost_stack_collision
- * + lost_stack_full + lost_stack_other holds exactly. */
+/* Per-CPU tally of what the program saw. Every sample that passed the filters is counted
+ * in `seen`; one that could not be stored is counted once more, in the field of its cause.
+ * So seen = stored (the sum of the counts map) + lost_counts_full + lost_stack_collision
+ * + lost_stack_full + lost_stack_other holds exactly, and user space checks it. */
 struct sample_stats {
 	__u64 seen;
 	__u64 lost_counts_full;     /* counts map full: raise --hash-storage-size */

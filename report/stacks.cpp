@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "report/report.h"
@@ -10,31 +10,48 @@
 
 namespace {
 
-// Renders each sample with `render`, adds up the counts of samples that render the same
-// (different addresses in one function look alike once named), and writes them coldest
-// first, so the hottest stack ends the report as in BCC.
-template <typename Render, typename Write>
-void write_merged(const Profile &profile, Render render, Write write)
+// One sample's text, as the report will print it (without its count).
+using Render = void (*)(std::string &text, const Sample &sample, const std::vector<std::string> &pieces,
+			const ReportOptions &options);
+
+// Renders each sample into one reused buffer, adds up the counts of samples that render
+// the same (different addresses in one function look alike once named), and writes them
+// coldest first, so the hottest stack ends the report as in BCC. Each frame's piece of text
+// is made once, however many stacks hold it: the work is linear in the report's size,
+// plus the sort of the distinct stacks by count.
+template <typename Write>
+void write_merged(const Profile &profile, const std::vector<std::string> &pieces, const ReportOptions &options,
+		  Render render, Write write)
 {
 	struct Entry {
 		std::string text;
 		uint64_t count;
 	};
 	std::vector<Entry> entries;
-	std::unordered_map<std::string, size_t> index;
+	// Reserved in full: the index holds views into the entries' strings, which must not move.
 	entries.reserve(profile.samples.size());
+	std::unordered_map<std::string_view, size_t> index;
+	index.reserve(profile.samples.size());
+	std::string text;
 	for (const Sample &sample : profile.samples) {
-		std::string text = render(sample);
-		auto [it, inserted] = index.try_emplace(text, entries.size());
-		if (inserted)
-			entries.push_back({std::move(text), sample.count});
-		else
+		text.clear();
+		render(text, sample, pieces, options);
+		auto it = index.find(text);
+		if (it != index.end()) {
 			entries[it->second].count += sample.count;
+			continue;
+		}
+		entries.push_back({text, sample.count});
+		index.emplace(entries.back().text, entries.size() - 1);
 	}
-	std::stable_sort(entries.begin(), entries.end(),
-			 [](const Entry &a, const Entry &b) { return a.count < b.count; });
+	index.clear();
+	std::vector<const Entry *> order;
+	order.reserve(entries.size());
 	for (const Entry &entry : entries)
-		write(entry.text, entry.count);
+		order.push_back(&entry);
+	std::stable_sort(order.begin(), order.end(), [](const Entry *a, const Entry *b) { return a->count < b->count; });
+	for (const Entry *entry : order)
+		write(entry->text, entry->count);
 }
 
 std::string label(const Frame &frame, const ReportOptions &options)
@@ -45,28 +62,29 @@ std::string label(const Frame &frame, const ReportOptions &options)
 	return text;
 }
 
-void write_verbose_frame(std::ostream &out, const Frame &frame, const ReportOptions &options)
+std::string verbose_line(const Frame &frame, const ReportOptions &options)
 {
-	char address[32];
-	std::snprintf(address, sizeof(address), "0x%" PRIx64, frame.address);
-	out << "    " << address << ' ' << label(frame, options);
-	if (frame.named()) {
-		char offset[32];
-		std::snprintf(offset, sizeof(offset), "+0x%" PRIx64, frame.symbol_offset);
-		out << offset;
+	char number[32];
+	std::snprintf(number, sizeof(number), "    0x%" PRIx64 " ", frame.address);
+	std::string line = number + label(frame, options);
+	// An inlined function has no symbol of its own to count an offset from.
+	if (frame.named() && !frame.inlined) {
+		std::snprintf(number, sizeof(number), "+0x%" PRIx64, frame.symbol_offset);
+		line += number;
 	}
 	if (frame.kind == FrameKind::Kernel)
-		out << " [" << (frame.module.empty() ? "kernel" : frame.module) << ']';
+		line += " [" + (frame.module.empty() ? std::string("kernel") : frame.module) + ']';
 	else if (!frame.module.empty())
-		out << " (" << frame.module << ')';
+		line += " (" + frame.module + ')';
 	if (!frame.source_file.empty()) {
-		out << ' ' << frame.source_file;
+		line += ' ' + frame.source_file;
 		if (frame.line)
-			out << ':' << frame.line;
+			line += ':' + std::to_string(frame.line);
 	}
 	if (frame.inlined)
-		out << " [inlined]";
-	out << '\n';
+		line += " [inlined]";
+	line += '\n';
+	return line;
 }
 
 // Folded lines are split on ';' and on the last space: keep names from breaking that.
@@ -80,50 +98,65 @@ std::string folded_safe(std::string text)
 	return text;
 }
 
+void append_number(std::string &text, uint64_t n)
+{
+	char digits[24];
+	int size = std::snprintf(digits, sizeof(digits), "%" PRIu64, n);
+	text.append(digits, size_t(size));
+}
+
+void render_stacks(std::string &text, const Sample &sample, const std::vector<std::string> &lines,
+		   const ReportOptions &options)
+{
+	for (uint32_t index : sample.kernel)
+		text += lines[index];
+	if (options.delimited && !sample.kernel.empty() && !sample.user.empty())
+		text += "    --\n";
+	for (uint32_t index : sample.user)
+		text += lines[index];
+	text += "    -                "; // BCC's "%-16s " of "-"
+	text += sample.comm;
+	text += " (";
+	append_number(text, sample.pid);
+	text += ")\n";
+}
+
+void render_folded(std::string &text, const Sample &sample, const std::vector<std::string> &frames,
+		   const ReportOptions &options)
+{
+	text += folded_safe(sample.comm);
+	if (options.fold_pid) {
+		text += '-';
+		append_number(text, sample.pid);
+	}
+	for (auto it = sample.user.rbegin(); it != sample.user.rend(); ++it)
+		text += frames[*it];
+	if (options.delimited && !sample.kernel.empty() && !sample.user.empty())
+		text += ";-";
+	for (auto it = sample.kernel.rbegin(); it != sample.kernel.rend(); ++it)
+		text += frames[*it];
+}
+
 } // namespace
 
 void write_stacks(std::ostream &out, const Profile &profile, const ReportOptions &options)
 {
-	auto render = [&](const Sample &sample) {
-		std::ostringstream text;
-		auto write_frame = [&](uint32_t index) {
-			const Frame &frame = profile.frames[index];
-			if (options.verbose)
-				write_verbose_frame(text, frame, options);
-			else
-				text << "    " << label(frame, options) << '\n';
-		};
-		for (uint32_t index : sample.kernel)
-			write_frame(index);
-		if (options.delimited && !sample.kernel.empty() && !sample.user.empty())
-			text << "    --\n";
-		for (uint32_t index : sample.user)
-			write_frame(index);
-		char line[64];
-		std::snprintf(line, sizeof(line), "    %-16s ", "-");
-		text << line << sample.comm << " (" << sample.pid << ")\n";
-		return text.str();
-	};
-	write_merged(profile, render, [&](const std::string &text, uint64_t count) {
+	std::vector<std::string> lines;
+	lines.reserve(profile.frames.size());
+	for (const Frame &frame : profile.frames)
+		lines.push_back(options.verbose ? verbose_line(frame, options) : "    " + label(frame, options) + '\n');
+	write_merged(profile, lines, options, render_stacks, [&](const std::string &text, uint64_t count) {
 		out << text << "        " << count << "\n\n";
 	});
 }
 
 void write_folded(std::ostream &out, const Profile &profile, const ReportOptions &options)
 {
-	auto render = [&](const Sample &sample) {
-		std::string line = folded_safe(sample.comm);
-		if (options.fold_pid)
-			line += '-' + std::to_string(sample.pid);
-		for (auto it = sample.user.rbegin(); it != sample.user.rend(); ++it)
-			line += ';' + folded_safe(label(profile.frames[*it], options));
-		if (options.delimited && !sample.kernel.empty() && !sample.user.empty())
-			line += ";-";
-		for (auto it = sample.kernel.rbegin(); it != sample.kernel.rend(); ++it)
-			line += ';' + folded_safe(label(profile.frames[*it], options));
-		return line;
-	};
-	write_merged(profile, render, [&](const std::string &line, uint64_t count) {
+	std::vector<std::string> frames;
+	frames.reserve(profile.frames.size());
+	for (const Frame &frame : profile.frames)
+		frames.push_back(';' + folded_safe(label(frame, options)));
+	write_merged(profile, frames, options, render_folded, [&](const std::string &line, uint64_t count) {
 		out << line << ' ' << count << '\n';
 	});
 }

@@ -69,6 +69,39 @@ std::string errno_text(int err)
 	return std::strerror(err < 0 ? -err : err);
 }
 
+// Opens the skeleton and sets what the options decide, ready to load. Hash maps marked
+// BPF_F_NO_PREALLOC in profile.bpf.c allocate an entry when a key first appears instead of
+// all of them at load (a few ms of the run's CPU and megabytes of kernel memory);
+// `lazy_maps` false makes them preallocated again, for kernels that want that.
+Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps)
+{
+	Skeleton skel(profile_bpf__open());
+	if (!skel)
+		throw RunError("cannot open the BPF program: " + errno_text(errno));
+
+	bpf_map__set_value_size(skel->maps.stacks, depth * sizeof(uint64_t));
+	bpf_map__set_max_entries(skel->maps.stacks, options.stack_storage_size);
+	bpf_map__set_max_entries(skel->maps.counts, options.hash_storage_size);
+	bpf_map__set_max_entries(skel->maps.sampled_pids, options.hash_storage_size);
+	if (!options.pids.empty())
+		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
+	if (!options.tids.empty())
+		bpf_map__set_max_entries(skel->maps.tids, options.tids.size());
+	if (!lazy_maps) {
+		bpf_map *map;
+		bpf_object__for_each_map(map, skel->obj)
+			if (bpf_map__type(map) == BPF_MAP_TYPE_HASH)
+				bpf_map__set_map_flags(map, bpf_map__map_flags(map) & ~BPF_F_NO_PREALLOC);
+	}
+
+	skel->rodata->kernel_stacks = options.kernel_stacks;
+	skel->rodata->user_stacks = options.user_stacks;
+	skel->rodata->include_idle = options.include_idle;
+	skel->rodata->filter_pids = !options.pids.empty();
+	skel->rodata->filter_tids = !options.tids.empty();
+	return skel;
+}
+
 } // namespace
 
 struct Sampler::Impl {
@@ -149,10 +182,6 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 	impl_->options = options;
 	libbpf_set_print(libbpf_print);
 
-	Skeleton skel(profile_bpf__open());
-	if (!skel)
-		throw RunError("cannot open the BPF program: " + errno_text(errno));
-
 	// The kernel cuts stacks at kernel.perf_event_max_stack whatever the map holds.
 	long kernel_max = read_sysctl("/proc/sys/kernel/perf_event_max_stack", 127);
 	impl_->depth = std::min<uint32_t>(options.max_stack_depth, uint32_t(std::max(1L, kernel_max)));
@@ -161,22 +190,15 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 				"kernel.perf_event_max_stack (raise it with sysctl for deeper stacks)\n",
 			impl_->depth);
 
-	bpf_map__set_value_size(skel->maps.stacks, impl_->depth * sizeof(uint64_t));
-	bpf_map__set_max_entries(skel->maps.stacks, options.stack_storage_size);
-	bpf_map__set_max_entries(skel->maps.counts, options.hash_storage_size);
-	bpf_map__set_max_entries(skel->maps.sampled_pids, options.hash_storage_size);
-	if (!options.pids.empty())
-		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
-	if (!options.tids.empty())
-		bpf_map__set_max_entries(skel->maps.tids, options.tids.size());
-
-	skel->rodata->kernel_stacks = options.kernel_stacks;
-	skel->rodata->user_stacks = options.user_stacks;
-	skel->rodata->include_idle = options.include_idle;
-	skel->rodata->filter_pids = !options.pids.empty();
-	skel->rodata->filter_tids = !options.tids.empty();
-
-	if (int err = profile_bpf__load(skel.get())) {
+	Skeleton skel = open_configured(options, impl_->depth, true);
+	int err = profile_bpf__load(skel.get());
+	if (err == -EINVAL) {
+		// Before 6.1 perf_event programs may only use preallocated hash maps: pay
+		// for the preallocation there.
+		skel = open_configured(options, impl_->depth, false);
+		err = profile_bpf__load(skel.get());
+	}
+	if (err) {
 		if (err == -EPERM || err == -EACCES)
 			check_privileges();
 		throw RunError("cannot load the BPF program: " + errno_text(err) +
@@ -337,5 +359,6 @@ RawProfile Sampler::read() const
 		if (full)
 			raw.truncated += entry.value.count;
 	}
+	raw.taken = raw.totals.seen;
 	return raw;
 }

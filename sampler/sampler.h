@@ -29,8 +29,9 @@ struct RawProfile {
 	// Stack id -> frame addresses, leaf first.
 	std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
 
-	sample_stats totals{};    // summed over CPUs
+	sample_stats totals{};    // losses by cause, summed over CPUs
 	uint64_t stored = 0;      // sum of the counts read back
+	uint64_t taken = 0;       // every sample that passed the filters, as the kernel counted them
 	uint64_t truncated = 0;   // samples whose stack filled every frame slot (likely cut)
 	uint32_t depth_limit = 0; // frames a stack could hold
 };

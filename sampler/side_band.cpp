@@ -1,4 +1,4 @@
-// sampler/side_band.cpp: one dummy perf event per CPU with mmap2/comm/task records,
+// sampler/side_band.cpp: one dummy perf event per CPU with mmap2/comm/task/ksymbol records,
 // drained from its ring buffer into a ProcessHistory in time order.
 #include "sampler/side_band.h"
 
@@ -28,6 +28,7 @@ SideBand::SideBand(const std::vector<int> &cpus, size_t data_pages)
 	attr.comm = 1;
 	attr.comm_exec = 1;
 	attr.task = 1;
+	attr.ksymbol = 1; // BPF programs loaded and unloaded while sampling
 	attr.use_clockid = 1;
 	attr.clockid = CLOCK_MONOTONIC;
 	attr.watermark = 1;

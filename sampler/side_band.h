@@ -1,5 +1,5 @@
-// sampler/side_band.h: perf's side-band records (mmap2, comm/exec, fork, exit) from one
-// dummy event per CPU, read while sampling runs.
+// sampler/side_band.h: perf's side-band records (mmap2, comm/exec, fork, exit, ksymbol)
+// from one dummy event per CPU, read while sampling runs.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,10 @@ set -e
 BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev doctest-dev"
 # Tests and benchmarks: xmllint and chromium check the flame graph, go reads pprof back,
 # perf and bpftrace are the peers the benchmarks compare against, binutils for objcopy/strip.
-TEST="binutils libxml2-utils chromium golang-go linux-perf bpftrace procps"
+# libclang-rt-14-dev holds libFuzzer and the sanitizer runtimes clang links the fuzz targets with.
+# libc6-dbg puts libc's debug file under /usr/lib/debug/.build-id/, which names libc's
+# internal functions (__libc_start_call_main) as perf names them.
+TEST="binutils libxml2-utils chromium golang-go linux-perf bpftrace procps libclang-rt-14-dev libc6-dbg"
 
 if [ "$(id -u)" = 0 ]; then
 	AS_ROOT=""

@@ -117,6 +117,7 @@ bool ElfFile::read_headers()
 	    header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB)
 		return false;
 	type_ = header.e_type;
+	machine_ = header.e_machine;
 
 	// Section headers first: with more than 0xfff0 sections or 0xffff segments, the real
 	// counts live in section 0.
@@ -142,7 +143,7 @@ bool ElfFile::read_headers()
 			Elf64_Shdr sh;
 			read_struct(data_, header.e_shoff + i * header.e_shentsize, sh);
 			sections_.push_back(Section{sh.sh_name, sh.sh_type, sh.sh_offset, sh.sh_size,
-						    sh.sh_entsize, sh.sh_link});
+						    sh.sh_entsize, sh.sh_link, sh.sh_addr});
 		}
 		if (names_index < sections_.size() && sections_[names_index].type == SHT_STRTAB)
 			section_names_ = sections_[names_index];
@@ -289,8 +290,13 @@ bool ElfFile::read_symbol_table(const Section &table)
 		if (symbols_.empty() || symbols_.back().start != c.symbol.start)
 			symbols_.push_back(c.symbol);
 
-	// A symbol without a size (assembly, hand-written labels) runs to the next symbol,
-	// or to the end of the segment it is in when it is the last one.
+	return true;
+}
+
+// A symbol without a size (assembly, hand-written labels) runs to the next symbol,
+// or to the end of the segment it is in when it is the last one.
+void ElfFile::end_unsized_symbols()
+{
 	for (size_t i = 0; i < symbols_.size(); i++) {
 		Symbol &s = symbols_[i];
 		if (s.end != s.start)
@@ -304,7 +310,65 @@ bool ElfFile::read_symbol_table(const Section &table)
 			if (s.start >= segment.address && s.start - segment.address < segment.memory_size)
 				s.end = segment.address + segment.memory_size;
 	}
-	return true;
+}
+
+const ElfFile::Section *ElfFile::section_named(std::string_view name) const
+{
+	for (const Section &section : sections_)
+		if (section.type != SHT_NOBITS && section_name(section) == name)
+			return &section;
+	return nullptr;
+}
+
+// x86-64's PLT: after the 16-byte PLT0, one 16-byte entry per .rela.plt relocation, in
+// order (in .plt.sec instead when the file was built for IBT). A sample in one, and code
+// that jumps through one, are named "NAME@plt" as perf names them.
+void ElfFile::add_plt_symbols()
+{
+	if (machine_ != EM_X86_64)
+		return;
+	const Section *relocations = section_named(".rela.plt");
+	const Section *plt = section_named(".plt.sec");
+	uint64_t first = 0;
+	if (!plt) {
+		plt = section_named(".plt");
+		first = 16;
+	}
+	if (!relocations || !plt || relocations->type != SHT_RELA || relocations->link >= sections_.size())
+		return;
+	const Section &dynsym = sections_[relocations->link];
+	if (dynsym.link >= sections_.size())
+		return;
+	auto entries = bytes_at(relocations->offset, relocations->size);
+	auto symbols = bytes_at(dynsym.offset, dynsym.size);
+	auto strings = bytes_at(sections_[dynsym.link].offset, sections_[dynsym.link].size);
+	if (!entries || !symbols || !strings)
+		return;
+	std::vector<Symbol> added;
+	const size_t count = entries->size() / sizeof(Elf64_Rela);
+	for (size_t i = 0; i < count && first + 16 * (i + 1) <= plt->size; i++) {
+		Elf64_Rela rela;
+		Elf64_Sym sym;
+		std::memcpy(&rela, entries->data() + i * sizeof(rela), sizeof(rela));
+		if (!read_struct(*symbols, ELF64_R_SYM(rela.r_info) * sizeof(Elf64_Sym), sym) || sym.st_name >= strings->size())
+			continue;
+		const char *name = reinterpret_cast<const char *>(strings->data()) + sym.st_name;
+		const void *nul = std::memchr(name, 0, strings->size() - sym.st_name);
+		if (!nul || nul == name)
+			continue;
+		// Sized symbols only, as yet: unsized ones still end where they start.
+		const uint64_t start = plt->address + first + 16 * i;
+		if (find_symbol(start))
+			continue;
+		made_names_.push_back(std::string(name, static_cast<const char *>(nul)) + "@plt");
+		added.push_back(Symbol{start, start + 16, made_names_.back()});
+	}
+	if (added.empty())
+		return;
+	plt_start_ = added.front().start;
+	plt_end_ = added.back().end;
+	symbols_.insert(symbols_.end(), added.begin(), added.end());
+	std::sort(symbols_.begin(), symbols_.end(), [](const Symbol &a, const Symbol &b) { return a.start < b.start; });
 }
 
 void ElfFile::load_symbols()
@@ -314,8 +378,11 @@ void ElfFile::load_symbols()
 		for (const Section &section : sections_)
 			if (section.type == wanted && read_symbol_table(section)) {
 				symbol_table_ = wanted == SHT_SYMTAB ? ".symtab" : ".dynsym";
+				add_plt_symbols();
+				end_unsized_symbols();
 				return;
 			}
+	add_plt_symbols();
 }
 
 const ElfFile::Symbol *ElfFile::find_symbol(uint64_t address)
@@ -332,6 +399,13 @@ const ElfFile::Symbol *ElfFile::find_symbol(uint64_t address)
 			return &*it;
 	}
 	return nullptr;
+}
+
+const ElfFile::Symbol *ElfFile::find_plt_symbol(uint64_t address)
+{
+	if (!symbols_loaded_)
+		load_symbols();
+	return address >= plt_start_ && address < plt_end_ ? find_symbol(address) : nullptr;
 }
 
 size_t ElfFile::symbol_count()

@@ -243,6 +243,36 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 		insert_image(body.pid, std::move(image));
 		return true;
 	}
+	case PERF_RECORD_KSYMBOL: {
+		struct {
+			uint64_t addr;
+			uint32_t len;
+			uint16_t type, flags;
+		} body;
+		KernelSymbolRecord symbol;
+		if (!read_at(record, sizeof(header), body) ||
+		    !read_string(record, sizeof(header) + sizeof(body), trailer, symbol.name))
+			return false;
+		if (body.flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER) {
+			for (auto it = kernel_symbols_.rbegin(); it != kernel_symbols_.rend(); ++it)
+				if (it->start == body.addr && it->name == symbol.name && it->until_ns == UINT64_MAX) {
+					it->until_ns = time;
+					break;
+				}
+			return true;
+		}
+		if (body.len == 0 || body.addr + body.len < body.addr)
+			return true;
+		// A long run that loads programs without end keeps the newest.
+		if (kernel_symbols_.size() >= kMaxKernelSymbols)
+			kernel_symbols_.erase(kernel_symbols_.begin(), kernel_symbols_.begin() + kMaxKernelSymbols / 2);
+		symbol.start = body.addr;
+		symbol.end = body.addr + body.len;
+		symbol.bpf = body.type == PERF_RECORD_KSYMBOL_TYPE_BPF;
+		symbol.since_ns = time;
+		kernel_symbols_.push_back(std::move(symbol));
+		return true;
+	}
 	case PERF_RECORD_LOST: {
 		struct {
 			uint64_t id, lost;
@@ -255,6 +285,14 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 	default:
 		return true;
 	}
+}
+
+const KernelSymbolRecord *ProcessHistory::kernel_symbol(uint64_t address) const
+{
+	for (auto it = kernel_symbols_.rbegin(); it != kernel_symbols_.rend(); ++it)
+		if (address >= it->start && address < it->end)
+			return &*it;
+	return nullptr;
 }
 
 void ProcessHistory::forget_exited(const std::function<bool(uint32_t pid)> &keep)

@@ -25,6 +25,15 @@ struct ProcessImage {
 	const MapEntry *find(uint64_t address) const;
 };
 
+// A kernel symbol that came or went while sampling (a BPF program, a BPF or ftrace
+// trampoline), from PERF_RECORD_KSYMBOL: /proc/kallsyms, read once, cannot hold them all.
+struct KernelSymbolRecord {
+	uint64_t start = 0, end = 0; // [start, end), exact where kallsyms has no sizes
+	std::string name;            // as kallsyms names it: bpf_prog_TAG_NAME, bpf_trampoline_...
+	bool bpf = false;            // a BPF program (kallsyms tags those [bpf])
+	uint64_t since_ns = 0, until_ns = UINT64_MAX;
+};
+
 class ProcessHistory {
 public:
 	// The state of a process read from /proc at start, before any record about it.
@@ -40,6 +49,10 @@ public:
 	const ProcessImage *image_at(uint32_t pid, uint64_t time_ns) const;
 
 	bool exited(uint32_t pid) const;
+
+	// The kernel symbol registered last, of those that covered address during the run.
+	const KernelSymbolRecord *kernel_symbol(uint64_t address) const;
+	static constexpr size_t kMaxKernelSymbols = 65536;
 	size_t process_count() const { return processes_.size(); }
 	uint64_t lost_records() const { return lost_; }
 
@@ -61,6 +74,7 @@ private:
 	void add_mapping(uint32_t pid, uint64_t time_ns, MapEntry entry);
 
 	std::unordered_map<uint32_t, Process> processes_;
+	std::vector<KernelSymbolRecord> kernel_symbols_; // in the order registered
 	std::vector<uint32_t> exited_since_check_;
 	uint64_t lost_ = 0;
 };

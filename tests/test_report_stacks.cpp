@@ -1,6 +1,7 @@
 // tests/test_report_stacks.cpp: BCC's multi-line layout and folded lines, from a made-up profile.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <sstream>
 
 #include "report/report.h"
@@ -103,6 +104,59 @@ TEST_CASE("folded: a ';' in a name cannot split a frame")
 	std::ostringstream out;
 	write_folded(out, p, {});
 	CHECK(out.str() == "a:b;operator:weird 3\n");
+}
+
+TEST_CASE("stacks and folded: samples that name the same frames merge, their counts added")
+{
+	// Two addresses in one function, as the kernel keeps them apart: one stack once named.
+	Profile p;
+	for (uint64_t address : {0x1000, 0x1008}) {
+		Frame f;
+		f.name = "hot_loop";
+		f.address = address;
+		p.frames.push_back(f);
+	}
+	p.samples.push_back({7, "app", {}, {0}, 3});
+	p.samples.push_back({7, "app", {}, {1}, 4});
+	p.samples.push_back({8, "app", {}, {1}, 5}); // another process: a stack of its own, but not folded
+	std::ostringstream stacks, folded;
+	write_stacks(stacks, p, {});
+	write_folded(folded, p, {});
+	CHECK(stacks.str() == "    hot_loop\n    -                app (8)\n        5\n\n"
+			      "    hot_loop\n    -                app (7)\n        7\n\n");
+	CHECK(folded.str() == "app;hot_loop 12\n");
+}
+
+TEST_CASE("stacks and folded: 50,000 distinct stacks are written in time linear in stacks")
+{
+	// 2,000 frames shared by every stack, as a real profile's are.
+	Profile p;
+	for (uint32_t i = 0; i < 2000; i++) {
+		Frame f;
+		f.kind = i < 500 ? FrameKind::Kernel : FrameKind::User;
+		f.address = 0x400000 + 16 * i;
+		f.name = "function_" + std::to_string(i);
+		p.frames.push_back(f);
+	}
+	for (uint32_t s = 0; s < 50000; s++) {
+		Sample sample{1000 + s % 300, "comm" + std::to_string(s % 40), {}, {}, s % 50 + 1};
+		for (uint32_t k = 0; k < 8; k++)
+			sample.kernel.push_back((s / 7 + k * 61) % 500);
+		for (uint32_t u = 0; u < 24; u++)
+			sample.user.push_back(500 + (s + u * 389) % 1500);
+		p.samples.push_back(std::move(sample));
+	}
+	for (ReportFormat format : {ReportFormat::Stacks, ReportFormat::Folded}) {
+		std::ostringstream out;
+		const auto start = std::chrono::steady_clock::now();
+		write_report(out, format, p, {});
+		const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+		MESSAGE((format == ReportFormat::Stacks ? "stacks" : "folded") << ": 50,000 stacks, " << out.str().size()
+									       << " bytes in " << seconds << " s");
+		// Generous, for sanitizer builds: an optimized build takes about 0.1 s.
+		CHECK(seconds < 5);
+		CHECK(out.str().find("function_1999") != std::string::npos);
+	}
 }
 
 TEST_CASE("formats by name and by extension")

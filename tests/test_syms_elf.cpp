@@ -235,4 +235,53 @@ TEST_SUITE("unit")
 				(void)elf->find_symbol(address);
 		}
 	}
+
+	TEST_CASE("elf: each PLT entry is NAME@plt, as objdump names it, not a part of _init")
+	{
+		for (const char *program : {"hello-pie", "cxx"}) {
+			CAPTURE(program);
+			std::unique_ptr<ElfFile> elf = open_fixture(program);
+			REQUIRE(elf);
+			std::string listing = read_text(fixture_path(std::string(program) + ".plt"));
+			size_t checked = 0, at = 0;
+			while (at < listing.size()) {
+				size_t eol = listing.find('\n', at);
+				std::string line = listing.substr(at, eol - at);
+				at = eol == std::string::npos ? listing.size() : eol + 1;
+				size_t space = line.find(' ');
+				if (space == std::string::npos)
+					continue;
+				uint64_t address = std::stoull(line.substr(0, space), nullptr, 16);
+				std::string name = line.substr(space + 1);
+				CAPTURE(name);
+				for (uint64_t inside : {uint64_t(0), uint64_t(6), uint64_t(15)}) {
+					const ElfFile::Symbol *found = elf->find_symbol(address + inside);
+					REQUIRE(found);
+					CHECK(found->name == name);
+					CHECK(found->start == address);
+					CHECK(found->end == address + 16);
+					CHECK(elf->find_plt_symbol(address + inside) == found);
+				}
+				checked++;
+			}
+			CHECK(checked >= 1);
+			// Outside the PLT there is no PLT symbol, and _init still ends where the PLT starts.
+			uint64_t main_address = nm_address(std::string(program) + ".nm", "main");
+			CHECK(!elf->find_plt_symbol(main_address));
+			uint64_t init = nm_address(std::string(program) + ".nm", "_init");
+			if (init) {
+				const ElfFile::Symbol *found = elf->find_symbol(init);
+				REQUIRE(found);
+				CHECK(found->name == "_init");
+			}
+		}
+		// A stripped file's PLT is named from .dynsym and .rela.plt alone.
+		std::unique_ptr<ElfFile> stripped = open_fixture("hello-nosyms");
+		REQUIRE(stripped);
+		std::string first = read_text(fixture_path("hello-pie.plt"));
+		uint64_t address = std::stoull(first.substr(0, first.find(' ')), nullptr, 16);
+		const ElfFile::Symbol *found = stripped->find_symbol(address + 2);
+		REQUIRE(found);
+		CHECK(std::string(found->name) == first.substr(first.find(' ') + 1, first.find('\n') - first.find(' ') - 1));
+	}
 }

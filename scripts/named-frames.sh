@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# scripts/named-frames.sh: how many user frames profile names, against perf, over a real
+# C++ build: a fresh copy of this repository built with `make -j2` while profile and
+# `perf record -g -a` both sample the whole machine at the same rate. Prints both
+# fractions (frames named / user frames, each frame weighted by its samples), then the
+# end-of-run symbolization time of profile with 40 live processes (PROFILE_DEBUG=1 phases).
+# Needs root, ./profile and build/workloads/ (make; make workloads). Takes a few minutes.
+set -eu
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PROFILE=${PROFILE:-$ROOT/profile}
+WORKLOADS=${WORKLOADS:-$ROOT/build/workloads}
+HZ=${HZ:-99}
+LIVE=${LIVE:-40}
+SOURCE=${SOURCE:-$ROOT} # the git repository whose HEAD is built
+
+if [ "$(id -u)" != 0 ]; then
+	echo "named-frames: needs root to load BPF programs and to run perf -a (try: sudo $0)" >&2
+	exit 1
+fi
+for tool in perf git make; do
+	command -v "$tool" >/dev/null || { echo "named-frames: $tool is missing" >&2; exit 1; }
+done
+for program in "$PROFILE" "$WORKLOADS/stacks"; do
+	[ -x "$program" ] || { echo "named-frames: $program is not built (run: make && make workloads)" >&2; exit 1; }
+done
+
+TMP=$(mktemp -d /tmp/named-frames.XXXXXX)
+BACKGROUND=()
+cleanup() {
+	local pid
+	for pid in "${BACKGROUND[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+log() { echo "named-frames: $*" >&2; }
+
+# The build: the committed tree of this repository, in a folder of its own.
+mkdir "$TMP/src"
+git -C "$SOURCE" archive HEAD | tar -x -C "$TMP/src"
+
+log "building a fresh copy with make -j2 under profile and perf record -g -a at $HZ Hz"
+"$PROFILE" -f "$HZ" --folded -a -d >"$TMP/profile.folded" 2>"$TMP/profile.err" &
+PROFILE_PID=$!
+BACKGROUND+=("$PROFILE_PID")
+perf record -q -g -a -F "$HZ" -o "$TMP/perf.data" >/dev/null 2>"$TMP/perf.err" &
+PERF_PID=$!
+BACKGROUND+=("$PERF_PID")
+sleep 2 # both are sampling well before the first compiler starts
+start=$(date +%s)
+make -C "$TMP/src" -j2 >"$TMP/build.log" 2>&1 || { log "the build failed:"; tail "$TMP/build.log" >&2; exit 1; }
+log "built in $(($(date +%s) - start)) s"
+kill -INT "$PROFILE_PID" "$PERF_PID"
+wait "$PROFILE_PID" "$PERF_PID" || true
+BACKGROUND=()
+
+# profile, folded with -a -d: "comm;user frames;-;kernel frames_[k] COUNT". A user frame is
+# unnamed when it reads [unknown] or [file+0xoffset]. The profilers' own stacks do not count.
+ours=$(awk '
+	{
+		count = $NF
+		line = substr($0, 1, length($0) - length(count) - 1)
+		n = split(line, frames, ";")
+		if (frames[1] == "profile" || frames[1] == "perf")
+			next
+		for (i = 2; i <= n; i++) {
+			if (frames[i] == "-" || frames[i] ~ /_\[k\]$/)
+				break
+			total += count
+			if (frames[i] !~ /^\[/)
+				named += count
+		}
+	}
+	END { printf "%d %d\n", named, total }' "$TMP/profile.folded")
+
+# perf script: a "comm tid" line per sample, then a "\tIP SYM (DSO)" line per frame; it prints
+# user addresses relative to their file, kernel ones whole (ffff...).
+perf script -i "$TMP/perf.data" -F comm,tid,ip,sym,dso 2>/dev/null >"$TMP/perf.txt"
+theirs=$(awk '
+	/^[^\t]/ { comm = $1; next }
+	/^\t/ {
+		if (comm == "profile" || comm == "perf" || (length($1) == 16 && $1 ~ /^ffff/))
+			next
+		total++
+		if ($2 != "[unknown]")
+			named++
+	}
+	END { printf "%d %d\n", named, total }' "$TMP/perf.txt")
+
+fraction() { awk -v n="$1" -v t="$2" 'BEGIN { printf "%.1f%%", t ? 100 * n / t : 0 }'; }
+set -- $ours
+echo "profile: $(fraction "$1" "$2") of user frames named ($1 of $2 frame samples)"
+set -- $theirs
+echo "perf:    $(fraction "$1" "$2") of user frames named ($1 of $2 frame samples)"
+
+# End-of-run symbolization with LIVE processes alive and sampled: each runs its own stack
+# (stacks.c INDEX), busy 2.5% of the time.
+log "symbolization time with $LIVE live processes"
+for i in $(seq 1 "$LIVE"); do
+	"$WORKLOADS/stacks" "$i" 30 25 &
+	BACKGROUND+=("$!")
+done
+sleep 0.5
+for flags in "" "-v"; do
+	PROFILE_DEBUG=1 "$PROFILE" -f "$HZ" $flags 3 >/dev/null 2>"$TMP/debug.err"
+	line=$(grep 'after sampling' "$TMP/debug.err" || true)
+	symbolize=$(echo "$line" | sed -n 's/.*symbolize \([0-9.]*\) ms.*/\1/p')
+	keys=$(echo "$line" | sed -n 's/.*; \([0-9]*\) keys.*/\1/p')
+	echo "profile ${flags:-   } with $LIVE live processes: symbolize ${symbolize:-?} ms (${keys:-?} keys)"
+done
