@@ -18,7 +18,8 @@ SAN_FLAGS :=
 endif
 
 CLANG ?= clang
-BPFTOOL ?= bpftool
+# Debian installs bpftool in /usr/sbin, which an ordinary user's PATH does not hold.
+BPFTOOL ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
 CXX ?= g++
 CC ?= gcc
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
