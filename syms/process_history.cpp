@@ -113,6 +113,14 @@ bool ProcessHistory::exited(uint32_t pid) const
 void ProcessHistory::add_mapping(uint32_t pid, uint64_t time_ns, MapEntry entry)
 {
 	ProcessImage *image = image_for_update(pid, time_ns);
+	// munmap leaves no record, so a process that maps and unmaps code in a loop would grow
+	// this list (and the cost of every later record) without end: past the cap, a mapping
+	// that overlaps nothing known is dropped, and those addresses stay unnamed.
+	if (image->maps->size() >= kMaxMappingsPerImage && !image->find(entry.start) &&
+	    !image->find(entry.end - 1)) {
+		dropped_mappings_++;
+		return;
+	}
 	auto maps = std::make_shared<std::vector<MapEntry>>();
 	maps->reserve(image->maps->size() + 1);
 	// A new mapping replaces whatever it overlaps (MAP_FIXED, or a range reused after

@@ -55,6 +55,9 @@ public:
 	static constexpr size_t kMaxKernelSymbols = 65536;
 	size_t process_count() const { return processes_.size(); }
 	uint64_t lost_records() const { return lost_; }
+	// Executable mappings ignored because an image already held kMaxMappingsPerImage.
+	uint64_t dropped_mappings() const { return dropped_mappings_; }
+	static constexpr size_t kMaxMappingsPerImage = 4096;
 
 	// Drops the processes that exited since the last call and that `keep` does not
 	// want (those never sampled): what bounds memory on a long run.
@@ -77,6 +80,7 @@ private:
 	std::vector<KernelSymbolRecord> kernel_symbols_; // in the order registered
 	std::vector<uint32_t> exited_since_check_;
 	uint64_t lost_ = 0;
+	uint64_t dropped_mappings_ = 0;
 };
 
 // Reads the executable mappings and comm of every process now in proc_root.

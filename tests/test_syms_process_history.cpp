@@ -213,6 +213,19 @@ TEST_CASE("BPF programs that come and go while sampling are kept, the newest fir
 	CHECK(!h.kernel_symbol(0xffffffffc0009000));
 }
 
+TEST_CASE("a process that maps code in a loop cannot grow its image without bound")
+{
+	ProcessHistory h;
+	const size_t n = ProcessHistory::kMaxMappingsPerImage + 1000;
+	for (size_t i = 0; i < n; i++)
+		REQUIRE(h.apply(mmap2(70, 0x100000 + i * 0x2000, 0x1000, 0, "/jit", 10 + i)));
+	CHECK(h.image_at(70, n + 10)->maps->size() == ProcessHistory::kMaxMappingsPerImage);
+	CHECK(h.dropped_mappings() == 1000);
+	// A mapping over a known one still replaces it.
+	REQUIRE(h.apply(mmap2(70, 0x100000, 0x1000, 0, "/new", n + 20)));
+	CHECK(path_at(h, 70, n + 30, 0x100000) == "/new");
+}
+
 TEST_CASE("lost records are counted")
 {
 	ProcessHistory h;
