@@ -1,5 +1,5 @@
-// tests/fuzz/fuzz_side_band.cpp: perf side-band records (mmap2, comm, fork, exit, lost)
-// through ProcessHistory::apply, then every image they left looked up.
+// tests/fuzz/fuzz_side_band.cpp: perf side-band records (mmap2, comm, fork, exit, ksymbol,
+// lost) through ProcessHistory::apply, then every image and kernel symbol they left looked up.
 #include <linux/perf_event.h>
 
 #include <cstddef>
@@ -18,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	history.add_snapshot(1, "init", {}, 1);
 	std::set<uint32_t> pids = {1};
 	std::set<uint64_t> times = {0, 1, UINT64_MAX};
+	std::set<uint64_t> addresses = {0, UINT64_MAX}; // what each record's first 8 bytes say
 	size_t offset = 0;
 	while (size - offset >= sizeof(perf_event_header) && pids.size() < 64) {
 		perf_event_header header;
@@ -29,6 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (length >= sizeof(header) + sizeof(pid)) {
 			std::memcpy(&pid, data + offset + sizeof(header), sizeof(pid));
 			pids.insert(pid);
+		}
+		uint64_t address = 0;
+		if (length >= sizeof(header) + sizeof(address)) {
+			std::memcpy(&address, data + offset + sizeof(header), sizeof(address));
+			addresses.insert({address, address + 1});
 		}
 		times.insert(ProcessHistory::record_time(record));
 		(void)history.apply(record);
@@ -57,6 +63,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 	}
+	// Kernel symbols (BPF programs, trampolines) from ksymbol records.
+	for (uint64_t address : addresses)
+		if (const KernelSymbolRecord *symbol = history.kernel_symbol(address)) {
+			FUZZ_CHECK(symbol->start <= address && address < symbol->end);
+			fuzz_touch(symbol->name.data(), symbol->name.size());
+		}
 	history.forget_exited([](uint32_t pid) { return pid % 2 == 0; });
 	return 0;
 }
