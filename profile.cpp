@@ -117,8 +117,20 @@ Profile symbolize(const RawProfile &raw, Symbolizer &symbolizer)
 	struct Span {
 		uint32_t first, count;
 	};
+	struct KernelKey {
+		uint64_t address;
+		const KernelSymbolRecord *program; // which of the programs that held address in turn
+		bool operator==(const KernelKey &) const = default;
+	};
+	struct KernelKeyHash {
+		size_t operator()(const KernelKey &k) const
+		{
+			uint64_t h = k.address * 0x9e3779b97f4a7c15ull ^ uint64_t(uintptr_t(k.program));
+			return size_t(h ^ h >> 29);
+		}
+	};
 	Profile profile;
-	std::unordered_map<uint64_t, uint32_t> kernel_index[2]; // [leaf]
+	std::unordered_map<KernelKey, uint32_t, KernelKeyHash> kernel_index[2]; // [leaf]
 	std::unordered_map<UserKey, Span, UserKeyHash> user_index;
 	std::vector<Frame> named;
 
@@ -137,10 +149,11 @@ Profile symbolize(const RawProfile &raw, Symbolizer &symbolizer)
 		sample.count = entry.value.count;
 		if (const auto *addresses = frames_of(entry.key.kernel_stack_id))
 			for (size_t i = 0; i < addresses->size(); i++) {
-				const uint64_t address = (*addresses)[i];
-				auto [it, inserted] = kernel_index[i == 0].try_emplace(address, profile.frames.size());
+				const uint64_t address = (*addresses)[i], time = entry.value.first_ns;
+				const KernelKey key{address, symbolizer.loaded_kernel_symbol(address, i > 0, time)};
+				auto [it, inserted] = kernel_index[i == 0].try_emplace(key, profile.frames.size());
 				if (inserted)
-					profile.frames.push_back(symbolizer.kernel_frame(address, i > 0));
+					profile.frames.push_back(symbolizer.kernel_frame(address, i > 0, time));
 				sample.kernel.push_back(it->second);
 			}
 		if (const auto *addresses = frames_of(entry.key.user_stack_id)) {

@@ -14,6 +14,50 @@
 
 #include "sampler/sampler.h"
 
+namespace {
+
+uint64_t monotonic_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+}
+
+} // namespace
+
+// Seen on 6.18: about half the KSYMBOL records come with a zeroed sample_id once several
+// profilers run at once.
+uint64_t date_undated(std::span<std::vector<uint8_t>> records, uint64_t after_ns, uint64_t now_ns)
+{
+	uint64_t before = after_ns;
+	for (size_t i = 0; i < records.size(); i++) {
+		std::vector<uint8_t> &record = records[i];
+		uint64_t time = ProcessHistory::record_time(record);
+		if (time) {
+			before = std::max(before, time);
+			continue;
+		}
+		perf_event_header header;
+		if (record.size() < sizeof(header))
+			continue;
+		std::memcpy(&header, record.data(), sizeof(header));
+		bool latest = false;
+		if (header.type == PERF_RECORD_KSYMBOL && record.size() >= sizeof(header) + 16) {
+			uint16_t flags;
+			std::memcpy(&flags, record.data() + sizeof(header) + 14, sizeof(flags));
+			latest = flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER;
+		}
+		time = latest ? now_ns : before;
+		for (size_t j = i + 1; latest && j < records.size(); j++)
+			if (uint64_t next = ProcessHistory::record_time(records[j])) {
+				time = next;
+				break;
+			}
+		ProcessHistory::set_record_time(record, time);
+	}
+	return std::max(before, now_ns);
+}
+
 SideBand::SideBand(const std::vector<int> &cpus, size_t data_pages)
 {
 	const size_t page = size_t(sysconf(_SC_PAGESIZE));
@@ -46,6 +90,7 @@ SideBand::SideBand(const std::vector<int> &cpus, size_t data_pages)
 			throw RunError("cannot map the side-band ring buffer on CPU " + std::to_string(cpu) + ": " +
 				       std::strerror(errno) + " (raise ulimit -l or kernel.perf_event_mlock_kb)");
 		ring.base = static_cast<uint8_t *>(base);
+		ring.last_time = monotonic_ns();
 		rings_.push_back(std::move(ring));
 	}
 }
@@ -62,6 +107,7 @@ void SideBand::poll(ProcessHistory &history)
 	for (Ring &ring : rings_) {
 		auto *meta = reinterpret_cast<perf_event_mmap_page *>(ring.base);
 		const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+		const uint64_t now = monotonic_ns(); // every record up to head was written before
 		uint64_t tail = meta->data_tail;
 		const uint8_t *data = ring.base + meta->data_offset;
 		const uint64_t size = meta->data_size;
@@ -70,6 +116,7 @@ void SideBand::poll(ProcessHistory &history)
 			std::memcpy(to, data + at, first);
 			std::memcpy(static_cast<uint8_t *>(to) + first, data, n - first);
 		};
+		const size_t first = pending_.size();
 		while (head - tail >= sizeof(perf_event_header)) {
 			perf_event_header header;
 			copy_out(tail, &header, sizeof(header));
@@ -81,6 +128,7 @@ void SideBand::poll(ProcessHistory &history)
 			tail += header.size;
 		}
 		__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+		ring.last_time = date_undated(std::span(pending_).subspan(first), ring.last_time, now);
 	}
 	// Each CPU's records are in order, but a fork on one CPU may precede the exec on
 	// another: apply them all in time order.

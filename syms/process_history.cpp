@@ -158,6 +158,16 @@ uint64_t ProcessHistory::record_time(std::span<const uint8_t> record)
 	return id.time;
 }
 
+void ProcessHistory::set_record_time(std::span<uint8_t> record, uint64_t time_ns)
+{
+	perf_event_header header{};
+	if (!read_at(record, 0, header) || header.type == PERF_RECORD_SAMPLE ||
+	    record.size() < sizeof(header) + sizeof(SampleId))
+		return;
+	std::memcpy(record.data() + record.size() - sizeof(SampleId) + offsetof(SampleId, time), &time_ns,
+		    sizeof(time_ns));
+}
+
 bool ProcessHistory::apply(std::span<const uint8_t> record)
 {
 	perf_event_header header{};
@@ -261,24 +271,34 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 		if (!read_at(record, sizeof(header), body) ||
 		    !read_string(record, sizeof(header) + sizeof(body), trailer, symbol.name))
 			return false;
+		auto by_start = [](const KernelSymbolRecord &a, uint64_t start) { return a.start < start; };
 		if (body.flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER) {
-			for (auto it = kernel_symbols_.rbegin(); it != kernel_symbols_.rend(); ++it)
-				if (it->start == body.addr && it->name == symbol.name && it->until_ns == UINT64_MAX) {
-					it->until_ns = time;
-					break;
-				}
+			// The newest record of that name at that address still registered.
+			auto first = std::lower_bound(kernel_symbols_.begin(), kernel_symbols_.end(), body.addr, by_start);
+			KernelSymbolRecord *match = nullptr;
+			for (auto it = first; it != kernel_symbols_.end() && it->start == body.addr; ++it)
+				if (it->name == symbol.name && it->until_ns == UINT64_MAX && (!match || it->order > match->order))
+					match = &*it;
+			if (match)
+				match->until_ns = std::max(time, match->since_ns);
 			return true;
 		}
 		if (body.len == 0 || body.addr + body.len < body.addr)
 			return true;
 		// A long run that loads programs without end keeps the newest.
-		if (kernel_symbols_.size() >= kMaxKernelSymbols)
-			kernel_symbols_.erase(kernel_symbols_.begin(), kernel_symbols_.begin() + kMaxKernelSymbols / 2);
+		if (kernel_symbols_.size() >= kMaxKernelSymbols) {
+			const uint64_t oldest_kept = kernel_symbol_order_ - kMaxKernelSymbols / 2;
+			std::erase_if(kernel_symbols_, [&](const KernelSymbolRecord &k) { return k.order < oldest_kept; });
+		}
 		symbol.start = body.addr;
 		symbol.end = body.addr + body.len;
 		symbol.bpf = body.type == PERF_RECORD_KSYMBOL_TYPE_BPF;
 		symbol.since_ns = time;
-		kernel_symbols_.push_back(std::move(symbol));
+		symbol.order = kernel_symbol_order_++;
+		longest_kernel_symbol_ = std::max<uint64_t>(longest_kernel_symbol_, body.len);
+		// After every record of the same start: the order stays sorted by start, then age.
+		auto at = std::lower_bound(kernel_symbols_.begin(), kernel_symbols_.end(), body.addr + 1, by_start);
+		kernel_symbols_.insert(at, std::move(symbol));
 		return true;
 	}
 	case PERF_RECORD_LOST: {
@@ -295,12 +315,35 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 	}
 }
 
-const KernelSymbolRecord *ProcessHistory::kernel_symbol(uint64_t address) const
+const KernelSymbolRecord *ProcessHistory::kernel_symbol(uint64_t address, uint64_t time_ns) const
 {
-	for (auto it = kernel_symbols_.rbegin(); it != kernel_symbols_.rend(); ++it)
-		if (address >= it->start && address < it->end)
-			return &*it;
-	return nullptr;
+	// How far time_ns lies outside the record's life; 0 inside it.
+	auto distance = [time_ns](const KernelSymbolRecord &k) -> uint64_t {
+		if (time_ns < k.since_ns)
+			return k.since_ns - time_ns;
+		if (time_ns >= k.until_ns)
+			return time_ns - k.until_ns + 1;
+		return 0;
+	};
+	const KernelSymbolRecord *best = nullptr;
+	uint64_t best_distance = 0;
+	// The records that start after address cannot cover it, nor those that start more
+	// than the longest record's length before it.
+	auto end = std::upper_bound(kernel_symbols_.begin(), kernel_symbols_.end(), address,
+				    [](uint64_t a, const KernelSymbolRecord &k) { return a < k.start; });
+	for (auto it = end; it != kernel_symbols_.begin();) {
+		--it;
+		if (address - it->start >= longest_kernel_symbol_)
+			break;
+		if (address >= it->end)
+			continue;
+		const uint64_t d = distance(*it);
+		if (!best || d < best_distance || (d == best_distance && it->order > best->order)) {
+			best = &*it;
+			best_distance = d;
+		}
+	}
+	return best;
 }
 
 void ProcessHistory::forget_exited(const std::function<bool(uint32_t pid)> &keep)

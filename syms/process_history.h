@@ -32,6 +32,7 @@ struct KernelSymbolRecord {
 	std::string name;            // as kallsyms names it: bpf_prog_TAG_NAME, bpf_trampoline_...
 	bool bpf = false;            // a BPF program (kallsyms tags those [bpf])
 	uint64_t since_ns = 0, until_ns = UINT64_MAX;
+	uint64_t order = 0; // registration order: the higher, the newer
 };
 
 class ProcessHistory {
@@ -50,8 +51,10 @@ public:
 
 	bool exited(uint32_t pid) const;
 
-	// The kernel symbol registered last, of those that covered address during the run.
-	const KernelSymbolRecord *kernel_symbol(uint64_t address) const;
+	// The kernel symbol that covered address at time_ns: JIT memory is reused, so one
+	// address can name several programs in a run. Of those loaded at time_ns the newest;
+	// when none was, the one loaded nearest in time. Null when none ever covered it.
+	const KernelSymbolRecord *kernel_symbol(uint64_t address, uint64_t time_ns = UINT64_MAX) const;
 	static constexpr size_t kMaxKernelSymbols = 65536;
 	size_t process_count() const { return processes_.size(); }
 	uint64_t lost_records() const { return lost_; }
@@ -65,6 +68,8 @@ public:
 
 	// The time a record carries in its sample_id trailer; 0 if it has none.
 	static uint64_t record_time(std::span<const uint8_t> record);
+	// Sets that time, for a record whose trailer the kernel left zeroed.
+	static void set_record_time(std::span<uint8_t> record, uint64_t time_ns);
 
 private:
 	struct Process {
@@ -77,7 +82,9 @@ private:
 	void add_mapping(uint32_t pid, uint64_t time_ns, MapEntry entry);
 
 	std::unordered_map<uint32_t, Process> processes_;
-	std::vector<KernelSymbolRecord> kernel_symbols_; // in the order registered
+	std::vector<KernelSymbolRecord> kernel_symbols_; // sorted by start, then order
+	uint64_t kernel_symbol_order_ = 0;
+	uint64_t longest_kernel_symbol_ = 0;
 	std::vector<uint32_t> exited_since_check_;
 	uint64_t lost_ = 0;
 	uint64_t dropped_mappings_ = 0;

@@ -338,7 +338,14 @@ void Symbolizer::load_kernel_symbols()
 	});
 }
 
-Frame Symbolizer::kernel_frame(uint64_t address, bool return_address)
+const KernelSymbolRecord *Symbolizer::loaded_kernel_symbol(uint64_t address, bool return_address,
+							     uint64_t time_ns) const
+{
+	const uint64_t back = return_address && address ? 1 : 0;
+	return impl_->history ? impl_->history->kernel_symbol(address - back, time_ns) : nullptr;
+}
+
+Frame Symbolizer::kernel_frame(uint64_t address, bool return_address, uint64_t time_ns)
 {
 	load_kernel_symbols();
 	Frame frame;
@@ -347,14 +354,13 @@ Frame Symbolizer::kernel_frame(uint64_t address, bool return_address)
 	const uint64_t back = return_address && address ? 1 : 0;
 	// A BPF program loaded (or unloaded) while sampling is not in kallsyms as read at the
 	// start, and kallsyms has no sizes: an exact record of the side band wins.
-	if (impl_->history)
-		if (const KernelSymbolRecord *record = impl_->history->kernel_symbol(address - back)) {
-			frame.name = record->name;
-			frame.symbol_offset = address - record->start;
-			frame.module = record->bpf || record->name.starts_with("bpf_") ? "bpf" : "";
-			frame.module_offset = frame.module.empty() ? address : address - record->start;
-			return frame;
-		}
+	if (const KernelSymbolRecord *record = loaded_kernel_symbol(address, return_address, time_ns)) {
+		frame.name = record->name;
+		frame.symbol_offset = address - record->start;
+		frame.module = record->bpf || record->name.starts_with("bpf_") ? "bpf" : "";
+		frame.module_offset = frame.module.empty() ? address : address - record->start;
+		return frame;
+	}
 	if (auto match = impl_->kernel.find(address - back)) {
 		frame.name = match->name;
 		frame.symbol_offset = match->offset + back;

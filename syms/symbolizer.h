@@ -11,6 +11,7 @@
 
 class ProcessHistory;
 struct ProcessImage;
+struct KernelSymbolRecord;
 
 struct SymbolizerOptions {
 	std::string kallsyms_path = "/proc/kallsyms";
@@ -53,7 +54,12 @@ public:
 
 	// Frame.kind, address and every field the sources know are filled in.
 	// Never fails: an address nothing covers comes back with an empty name and module.
-	Frame kernel_frame(uint64_t address, bool return_address = false);
+	// time_ns (CLOCK_MONOTONIC) picks among the BPF programs that were at address in turn.
+	Frame kernel_frame(uint64_t address, bool return_address = false, uint64_t time_ns = UINT64_MAX);
+
+	// The program of the history kernel_frame names address by at time_ns; null when the
+	// name comes from kallsyms. Frames of one address and one such record may be shared.
+	const KernelSymbolRecord *loaded_kernel_symbol(uint64_t address, bool return_address, uint64_t time_ns) const;
 
 	// The image pid ran at time_ns (CLOCK_MONOTONIC): frames of one image may be shared,
 	// those of two images may not. Null when nothing is known of the process.

@@ -529,17 +529,33 @@ TEST_CASE("svg: an empty profile still makes a valid picture that says so")
 	CHECK_MESSAGE(lint.status == 0, lint.err);
 }
 
-TEST_CASE("svg: 50,000 unique stacks make a file under 5 MB, written in time linear in stacks")
+// With BENCH_SVG=1, scripts/bench-svg.sh's measurement (on an optimized build): the best
+// of three renders, and the "bench-svg:" line the script reads; BENCH_SVG_OUT=FILE keeps
+// the picture. Time is judged there, never here.
+TEST_CASE("svg: 50,000 unique stacks make a file under 5 MB")
 {
 	const Profile profile = many_stacks_profile(50000);
-	const auto start = std::chrono::steady_clock::now();
-	const std::string svg = render(profile);
-	const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-	INFO("50,000 stacks: " << svg.size() << " bytes in " << seconds << " s");
+	const bool bench = std::getenv("BENCH_SVG");
+	std::string svg;
+	double best = 1e9;
+	for (int run = 0; run < (bench ? 3 : 1); run++) {
+		const auto start = std::chrono::steady_clock::now();
+		svg = render(profile);
+		best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+	}
 	CHECK(svg.size() < 5u * 1000 * 1000);
-	// Generous: the 1 s target is measured by scripts/bench-svg.sh on an optimized build.
-	CHECK(seconds < 5);
 	CHECK(find_box(parse_boxes(svg), "all").samples == profile.total());
+	if (!bench)
+		return;
+	std::ostringstream pprof, folded;
+	write_pprof(pprof, profile);
+	write_folded(folded, profile, {});
+	if (const char *keep = std::getenv("BENCH_SVG_OUT"))
+		write_file(keep, svg);
+	std::printf("bench-svg: stacks=%zu frames=%zu boxes=%zu seconds=%.3f bytes=%zu pprof_bytes=%zu "
+		    "folded_bytes=%zu\n",
+		    profile.samples.size(), profile.frames.size(), parse_boxes(svg).size(), best, svg.size(),
+		    pprof.str().size(), folded.str().size());
 }
 
 TEST_CASE("svg: headless Chromium renders the flame graph")
@@ -622,28 +638,3 @@ TEST_CASE("svg: hover, zoom, reset and search run in Chromium without script err
 }
 
 } // TEST_SUITE
-
-// Not run by default: scripts/bench-svg.sh runs it on an optimized build and reads the
-// "bench-svg:" line. BENCH_SVG_OUT=FILE keeps the picture.
-TEST_CASE("bench: svg for 50,000 unique stacks" * doctest::test_suite("bench") * doctest::skip())
-{
-	const Profile profile = many_stacks_profile(50000);
-	std::string svg;
-	double best = 1e9;
-	for (int run = 0; run < 3; run++) {
-		const auto start = std::chrono::steady_clock::now();
-		svg = render(profile);
-		best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-	}
-	std::ostringstream pprof, folded;
-	write_pprof(pprof, profile);
-	write_folded(folded, profile, {});
-	if (const char *keep = std::getenv("BENCH_SVG_OUT"))
-		write_file(keep, svg);
-	std::printf("bench-svg: stacks=%zu frames=%zu boxes=%zu seconds=%.3f bytes=%zu pprof_bytes=%zu "
-		    "folded_bytes=%zu\n",
-		    profile.samples.size(), profile.frames.size(), parse_boxes(svg).size(), best,
-		    svg.size(), pprof.str().size(), folded.str().size());
-	CHECK(best < 1.0);
-	CHECK(svg.size() < 5u * 1000 * 1000);
-}

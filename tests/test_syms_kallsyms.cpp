@@ -1,7 +1,6 @@
 // tests/test_syms_kallsyms.cpp: KernelSymbols on kallsyms text written here, and on the real one.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fcntl.h>
 #include <fstream>
@@ -142,16 +141,8 @@ TEST_SUITE("unit")
 					      i > 190000 ? "\t[some_module]" : "");
 			text.append(line, n);
 		}
-		auto start = std::chrono::steady_clock::now();
 		KernelSymbols symbols = KernelSymbols::parse(text);
-		double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-		MESSAGE("parsed 200000 lines in " << ms << " ms");
 		CHECK(symbols.size() == 100000);
-#if defined(__SANITIZE_ADDRESS__)
-		CHECK(ms < 1000);
-#else
-		CHECK(ms < 100);
-#endif
 		// 199994 was a data symbol: its address belongs to the function before.
 		auto match = symbols.find(0xffffffff81000000 + 199994 * 0x40 + 8);
 		REQUIRE(match);
@@ -165,10 +156,7 @@ TEST_SUITE("unit")
 			MESSAGE("not root: /proc/kallsyms hides addresses, skipped");
 			return;
 		}
-		auto start = std::chrono::steady_clock::now();
 		KernelSymbols symbols = KernelSymbols::load("/proc/kallsyms");
-		double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-		MESSAGE("/proc/kallsyms: " << symbols.size() << " text symbols in " << ms << " ms");
 		CHECK(symbols.size() > 10000);
 
 		// The address of a function the kernel always has, read the slow way.

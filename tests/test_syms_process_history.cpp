@@ -213,6 +213,88 @@ TEST_CASE("BPF programs that come and go while sampling are kept, the newest fir
 	CHECK(!h.kernel_symbol(0xffffffffc0009000));
 }
 
+namespace {
+
+std::vector<uint8_t> ksymbol(uint64_t addr, uint32_t len, uint16_t flags, const std::string &name, uint64_t time)
+{
+	return Record(PERF_RECORD_KSYMBOL)
+		.add(addr)
+		.add(len)
+		.add(uint16_t(PERF_RECORD_KSYMBOL_TYPE_BPF))
+		.add(flags)
+		.text(name)
+		.at(time);
+}
+
+} // namespace
+
+TEST_CASE("JIT memory reused: a sample is named by the program that was there at its time")
+{
+	const uint64_t x = 0xffffffffc0000bd0;
+	ProcessHistory h;
+	REQUIRE(h.apply(ksymbol(x, 0x22, 0, "bpf_prog_1111111111111111_old", 10)));
+	REQUIRE(h.apply(ksymbol(x, 0x22, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_1111111111111111_old", 20)));
+	REQUIRE(h.apply(ksymbol(x - 8, 0x40, 0, "bpf_prog_2222222222222222_new", 30)));
+	auto at = [&](uint64_t address, uint64_t time) {
+		const KernelSymbolRecord *k = h.kernel_symbol(address, time);
+		return k ? k->name : std::string("(none)");
+	};
+	CHECK(at(x + 0x10, 10) == "bpf_prog_1111111111111111_old");
+	CHECK(at(x + 0x10, 19) == "bpf_prog_1111111111111111_old");
+	CHECK(at(x + 0x10, 30) == "bpf_prog_2222222222222222_new");
+	CHECK(at(x + 0x10, UINT64_MAX) == "bpf_prog_2222222222222222_new");
+	// Between the two, or before both: the one loaded nearest in time.
+	CHECK(at(x + 0x10, 22) == "bpf_prog_1111111111111111_old");
+	CHECK(at(x + 0x10, 28) == "bpf_prog_2222222222222222_new");
+	CHECK(at(x + 0x10, 1) == "bpf_prog_1111111111111111_old");
+	// Only the new program reaches that far.
+	CHECK(at(x + 0x30, 10) == "bpf_prog_2222222222222222_new");
+	CHECK(at(x + 0x38, 10) == "(none)");
+	CHECK(at(x - 9, 30) == "(none)");
+
+	// Loaded, unloaded and loaded again at one address under one name: the unregistration
+	// ends the life that is still open.
+	REQUIRE(h.apply(ksymbol(x + 0x100, 0x10, 0, "bpf_prog_3333333333333333_again", 40)));
+	REQUIRE(h.apply(ksymbol(x + 0x100, 0x10, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_3333333333333333_again", 50)));
+	REQUIRE(h.apply(ksymbol(x + 0x100, 0x10, 0, "bpf_prog_3333333333333333_again", 60)));
+	REQUIRE(h.apply(ksymbol(x + 0x100, 0x10, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_3333333333333333_again", 70)));
+	CHECK(h.kernel_symbol(x + 0x100, 45)->until_ns == 50);
+	CHECK(h.kernel_symbol(x + 0x100, 65)->since_ns == 60);
+	CHECK(h.kernel_symbol(x + 0x100, 65)->until_ns == 70);
+}
+
+TEST_CASE("side band: records the kernel left undated get the times around them")
+{
+	auto time_of = [](const std::vector<uint8_t> &r) { return ProcessHistory::record_time(r); };
+	std::vector<std::vector<uint8_t>> ring = {
+		ksymbol(0xffffffffc0001000, 16, 0, "bpf_prog_a", 0), // before any dated record
+		ksymbol(0xffffffffc0002000, 16, 0, "bpf_prog_b", 120),
+		ksymbol(0xffffffffc0003000, 16, 0, "bpf_prog_c", 0),
+		ksymbol(0xffffffffc0003000, 16, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_c", 0),
+		ksymbol(0xffffffffc0002000, 16, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_b", 150),
+		ksymbol(0xffffffffc0001000, 16, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_a", 0), // the last
+	};
+	CHECK(date_undated(ring, 100, 200) == 200);
+	CHECK(time_of(ring[0]) == 100); // registered: the earliest it can be
+	CHECK(time_of(ring[1]) == 120);
+	CHECK(time_of(ring[2]) == 120);
+	CHECK(time_of(ring[3]) == 150); // unregistered: the latest it can be
+	CHECK(time_of(ring[4]) == 150);
+	CHECK(time_of(ring[5]) == 200);
+	// The history built from them names each program inside its life.
+	ProcessHistory h;
+	for (const auto &record : ring)
+		REQUIRE(h.apply(record));
+	CHECK(h.kernel_symbol(0xffffffffc0003008, 130)->name == "bpf_prog_c");
+	CHECK(h.kernel_symbol(0xffffffffc0003008, 130)->until_ns == 150);
+	CHECK(h.kernel_symbol(0xffffffffc0001008, 199)->until_ns == 200);
+	// A batch of nothing but dated records is left as it was.
+	std::vector<std::vector<uint8_t>> dated = {ksymbol(0xffffffffc0001000, 16, 0, "bpf_prog_a", 300)};
+	const auto copy = dated;
+	CHECK(date_undated(dated, 250, 260) == 300);
+	CHECK(dated == copy);
+}
+
 TEST_CASE("a process that maps code in a loop cannot grow its image without bound")
 {
 	ProcessHistory h;

@@ -3,7 +3,6 @@
 // over live child processes running the fixtures, and over this test process itself.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
@@ -581,12 +580,12 @@ TEST_SUITE("unit")
 		CHECK(symbolizer.stats().processes_read == 0); // its maps are gone: the history had them
 	}
 
-	TEST_CASE("symbolizer: 40 live processes are symbolized well under half a second")
+	// How long this takes is measured by scripts/bench.sh (end of sampling to report).
+	TEST_CASE("symbolizer: 40 live processes: each ELF file is parsed once for all of them")
 	{
 		std::vector<std::unique_ptr<Child>> children;
 		for (int i = 0; i < 40; i++)
 			children.push_back(std::make_unique<Child>(i % 2 ? "hello-pie" : "uses-lib"));
-		auto start = std::chrono::steady_clock::now();
 		Symbolizer symbolizer;
 		size_t frames = 0, named = 0;
 		for (const auto &child : children) {
@@ -604,14 +603,12 @@ TEST_SUITE("unit")
 				}
 			}
 		}
-		double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 		SymbolizerStats stats = symbolizer.stats();
-		MESSAGE(frames << " frames (" << named << " named) of 40 processes in " << ms << " ms; "
-			       << stats.elf_files_parsed << " ELF files parsed");
+		INFO(frames << " frames (" << named << " named) of 40 processes; " << stats.elf_files_parsed
+			    << " ELF files parsed");
 		CHECK(stats.processes_read == 40);
 		CHECK(stats.elf_files_parsed <= 5); // hello-pie, uses-lib, libfixture.so, libc, ld.so
 		CHECK(named >= 40); // stripped libc names only its exported functions
-		CHECK(ms < 500);
 	}
 
 	TEST_CASE("symbolizer: an exec inside one PID: each image named from its own files")
