@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
+
+#include <unistd.h>
 
 #include "syms/fd.h"
 
@@ -25,8 +28,6 @@ bool is_text_type(char type)
 	return type == 't' || type == 'T' || type == 'w' || type == 'W';
 }
 
-// Of several names at one address, the one people know: "srso_alias_untrain_ret" over
-// "_text", "getname" over "__x64_sys_...". Fewer leading underscores wins.
 size_t leading_underscores(std::string_view name)
 {
 	size_t n = 0;
@@ -37,37 +38,90 @@ size_t leading_underscores(std::string_view name)
 
 } // namespace
 
-KernelSymbols KernelSymbols::parse(std::string_view text)
-{
-	KernelSymbols result;
-	result.modules_.push_back(Module{});
-	// About a third of each line is the name; reserving avoids regrowing the arena.
-	result.names_.reserve(text.size() / 2);
-	result.symbols_.reserve(text.size() / 40);
+// Lines are added as they are read, so /proc/kallsyms (5 MB of text) never has to be
+// held whole.
+class KernelSymbols::Builder {
+public:
+	explicit Builder(size_t expected_bytes)
+	{
+		result_.modules_.push_back(Module{});
+		// About a third of each line is a name, half the lines are text symbols.
+		result_.names_.reserve(expected_bytes / 3);
+		result_.symbols_.reserve(expected_bytes / 40);
+	}
 
-	const char *p = text.data();
-	const char *end = p + text.size();
-	std::string_view last_module; // lines of one module come together: look it up once
-	uint16_t last_module_index = 0;
+	// Whole lines only: text ends at a line's end (or at the end of the input).
+	void add(std::string_view text)
+	{
+		const char *p = text.data();
+		const char *end = p + text.size();
+		while (p < end) {
+			const char *line_end = static_cast<const char *>(memchr(p, '\n', end - p));
+			if (!line_end)
+				line_end = end;
+			add_line(p, line_end);
+			p = line_end + 1;
+		}
+	}
 
-	while (p < end) {
-		const char *line_end = static_cast<const char *>(memchr(p, '\n', end - p));
-		if (!line_end)
-			line_end = end;
-		const char *q = p;
-		p = line_end + 1;
+	KernelSymbols finish()
+	{
+		auto &symbols = result_.symbols_;
+		// kallsyms lists vmlinux in address order, then modules and BPF programs, which
+		// need not be: most often there is nothing to sort.
+		if (!std::is_sorted(symbols.begin(), symbols.end(), by_address))
+			std::stable_sort(symbols.begin(), symbols.end(), by_address);
+		// One symbol per address: the name people know.
+		size_t kept = 0;
+		for (size_t i = 0; i < symbols.size();) {
+			size_t best = i, j = i + 1;
+			for (; j < symbols.size() && symbols[j].address == symbols[i].address; j++)
+				if (preferred(symbols[j], symbols[best]))
+					best = j;
+			symbols[kept++] = symbols[best];
+			i = j;
+		}
+		// No shrink_to_fit: copying megabytes costs more than the reserve left untouched,
+		// which never becomes resident.
+		symbols.resize(kept);
+		for (const Symbol &s : symbols) {
+			Module &mod = result_.modules_[s.module];
+			mod.lowest = std::min(mod.lowest, s.address);
+		}
+		return std::move(result_);
+	}
 
+private:
+	static bool by_address(const Symbol &a, const Symbol &b) { return a.address < b.address; }
+
+	std::string_view name_of(const Symbol &s) const
+	{
+		return std::string_view(result_.names_).substr(s.name_offset, s.name_size);
+	}
+
+	// Of several names at one address, the one people know: "srso_alias_untrain_ret"
+	// over "_text", "getname" over "__x64_sys_...". Fewer leading underscores wins, then
+	// the name first in byte order.
+	bool preferred(const Symbol &a, const Symbol &b) const
+	{
+		std::string_view an = name_of(a), bn = name_of(b);
+		size_t au = leading_underscores(an), bu = leading_underscores(bn);
+		return au != bu ? au < bu : an < bn;
+	}
+
+	void add_line(const char *q, const char *line_end)
+	{
 		uint64_t address = 0;
 		int digits = 0;
 		for (int d; q < line_end && (d = hex_values[static_cast<uint8_t>(*q)]) >= 0; q++, digits++)
 			address = address << 4 | static_cast<uint64_t>(d);
 		// "ADDR T N": a space, the type, a space, then at least one character of name.
 		if (digits == 0 || digits > 16 || line_end - q < 4 || q[0] != ' ' || q[2] != ' ')
-			continue;
+			return;
 		char type = q[1];
 		// Address 0 is what unprivileged readers see (kptr_restrict): nothing to look up.
 		if (!is_text_type(type) || address == 0)
-			continue;
+			return;
 		const char *name = q + 3;
 		// A module, when there is one, follows the name after a tab.
 		const char *name_end = static_cast<const char *>(memchr(name, '\t', line_end - name));
@@ -75,7 +129,7 @@ KernelSymbols KernelSymbols::parse(std::string_view text)
 			name_end = line_end;
 		size_t name_size = static_cast<size_t>(name_end - name);
 		if (name_size == 0 || name_size > UINT16_MAX)
-			continue;
+			return;
 
 		uint16_t module = 0;
 		const char *m = name_end;
@@ -85,60 +139,69 @@ KernelSymbols KernelSymbols::parse(std::string_view text)
 			const char *m_end = static_cast<const char *>(memchr(m, ']', line_end - m));
 			if (m_end && m_end > m + 1) {
 				std::string_view module_name(m + 1, static_cast<size_t>(m_end - m - 1));
-				if (module_name != last_module) {
-					auto it = std::find_if(result.modules_.begin() + 1, result.modules_.end(),
+				// Lines of one module come together: look it up once.
+				if (module_name != result_.modules_[last_module_].name) {
+					auto &modules = result_.modules_;
+					auto it = std::find_if(modules.begin() + 1, modules.end(),
 							       [&](const Module &mod) { return mod.name == module_name; });
-					if (it == result.modules_.end()) {
-						if (result.modules_.size() > UINT16_MAX)
-							continue;
-						result.modules_.push_back(Module{std::string(module_name)});
-						it = result.modules_.end() - 1;
+					if (it == modules.end()) {
+						if (modules.size() > UINT16_MAX)
+							return;
+						modules.push_back(Module{std::string(module_name)});
+						it = modules.end() - 1;
 					}
-					last_module = module_name;
-					last_module_index = static_cast<uint16_t>(it - result.modules_.begin());
+					last_module_ = static_cast<uint16_t>(it - modules.begin());
 				}
-				module = last_module_index;
+				module = last_module_;
 			}
 		}
 
-		if (result.names_.size() + name_size > UINT32_MAX)
-			break;
-		result.symbols_.push_back(Symbol{address, static_cast<uint32_t>(result.names_.size()),
-						 static_cast<uint16_t>(name_size), module});
-		result.names_.append(name, name_size);
+		if (result_.names_.size() + name_size > UINT32_MAX)
+			return;
+		result_.symbols_.push_back(Symbol{address, static_cast<uint32_t>(result_.names_.size()),
+						  static_cast<uint16_t>(name_size), module});
+		result_.names_.append(name, name_size);
 	}
 
-	auto name_of = [&](const Symbol &s) {
-		return std::string_view(result.names_).substr(s.name_offset, s.name_size);
-	};
-	std::sort(result.symbols_.begin(), result.symbols_.end(), [&](const Symbol &a, const Symbol &b) {
-		if (a.address != b.address)
-			return a.address < b.address;
-		std::string_view an = name_of(a), bn = name_of(b);
-		size_t au = leading_underscores(an), bu = leading_underscores(bn);
-		if (au != bu)
-			return au < bu;
-		return an < bn;
-	});
-	// After the sort, the preferred name of each address comes first: keep only it.
-	auto last = std::unique(result.symbols_.begin(), result.symbols_.end(),
-				[](const Symbol &a, const Symbol &b) { return a.address == b.address; });
-	result.symbols_.erase(last, result.symbols_.end());
-	result.symbols_.shrink_to_fit();
+	KernelSymbols result_;
+	uint16_t last_module_ = 0;
+};
 
-	for (const Symbol &s : result.symbols_) {
-		Module &mod = result.modules_[s.module];
-		mod.lowest = std::min(mod.lowest, s.address);
-	}
-	return result;
+KernelSymbols KernelSymbols::parse(std::string_view text)
+{
+	Builder builder(text.size());
+	builder.add(text);
+	return builder.finish();
 }
 
 KernelSymbols KernelSymbols::load(const std::string &path)
 {
-	std::string text;
-	if (!read_whole_file(path.c_str(), text))
+	UniqueFd fd = open_read_only(path.c_str());
+	if (!fd)
 		return KernelSymbols{};
-	return parse(text);
+	// Reserved, not touched: only what the names use becomes resident.
+	Builder builder(8 << 20);
+	std::vector<char> buffer(256 * 1024);
+	size_t kept = 0; // the start of a line not yet ended, moved to the front
+	for (;;) {
+		if (kept == buffer.size())
+			buffer.resize(buffer.size() * 2); // a line longer than the buffer
+		ssize_t n = read(fd.get(), buffer.data() + kept, buffer.size() - kept);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return KernelSymbols{};
+		if (n == 0)
+			break;
+		const size_t filled = kept + size_t(n);
+		const char *last_newline = static_cast<const char *>(memrchr(buffer.data(), '\n', filled));
+		const size_t whole = last_newline ? size_t(last_newline - buffer.data()) + 1 : 0;
+		builder.add(std::string_view(buffer.data(), whole));
+		kept = filled - whole;
+		std::memmove(buffer.data(), buffer.data() + whole, kept);
+	}
+	builder.add(std::string_view(buffer.data(), kept));
+	return builder.finish();
 }
 
 std::optional<KernelSymbols::Match> KernelSymbols::find(uint64_t address) const

@@ -31,6 +31,7 @@ public:
 	bool empty() const { return symbols_.empty(); }
 
 private:
+	class Builder;
 	struct Symbol {
 		uint64_t address;
 		uint32_t name_offset; // into names_
