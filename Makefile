@@ -87,13 +87,15 @@ include tests/fixtures.mk
 include tests/fuzz/fuzz.mk
 
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+# The helpers the workloads share (the clock, the length of a run).
+WORKLOAD_HEADERS := tests/workloads/workload.h
 WORKLOADS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(OUTPUT)/workloads/%)
 # clang, because GCC 12 drops the frame of leaf functions at -O1 even with
 # -mno-omit-leaf-frame-pointer, and the caller of a hot leaf then vanishes from its stacks.
 WORKLOAD_CC := $(CLANG)
 WORKLOAD_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline
 
-$(OUTPUT)/workloads/%: tests/workloads/%.c
+$(OUTPUT)/workloads/%: tests/workloads/%.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) $< -o $@ -ldl -lpthread
@@ -107,7 +109,7 @@ $(OUTPUT)/workloads/libplugin.so: tests/workloads/lib/plugin.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) -shared -fPIC $< -o $@
 
-$(OUTPUT)/workloads/debuglink: tests/workloads/debuglink.c
+$(OUTPUT)/workloads/debuglink: tests/workloads/debuglink.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) $< -o $@.full
@@ -117,12 +119,12 @@ $(OUTPUT)/workloads/debuglink: tests/workloads/debuglink.c
 	$(Q)rm -f $@.full $@.stripped
 
 # A BPF program kept running in the kernel (BPF_PROG_TEST_RUN), through libbpf.
-$(OUTPUT)/workloads/bpf_loop: tests/workloads/bpf_loop.c
+$(OUTPUT)/workloads/bpf_loop: tests/workloads/bpf_loop.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) $< -o $@ -lbpf
 
-$(OUTPUT)/workloads/exec_before $(OUTPUT)/workloads/exec_after: $(OUTPUT)/workloads/%: tests/workloads/%.c
+$(OUTPUT)/workloads/exec_before $(OUTPUT)/workloads/exec_after: $(OUTPUT)/workloads/%: tests/workloads/%.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) -fno-pie -no-pie $< -o $@

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "syms/fd.h"
+#include "syms/lines.h"
 
 namespace {
 
@@ -75,14 +76,11 @@ bool parse_line(std::string_view line, MapEntry &entry)
 ProcessMaps ProcessMaps::parse(std::string_view text)
 {
 	ProcessMaps maps;
-	while (!text.empty()) {
-		size_t eol = text.find('\n');
-		std::string_view line = text.substr(0, eol);
-		text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+	for_each_line(text, [&](std::string_view line) {
 		MapEntry entry;
 		if (parse_line(line, entry))
 			maps.entries_.push_back(std::move(entry));
-	}
+	});
 	// The kernel prints maps in address order; sorting anyway keeps find() correct for
 	// hand-written text.
 	if (!std::is_sorted(maps.entries_.begin(), maps.entries_.end(),

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "syms/fd.h"
+#include "syms/lines.h"
 
 namespace {
 
@@ -56,19 +57,16 @@ bool skip_blanks(std::string_view &s)
 PerfMap PerfMap::parse(std::string_view text)
 {
 	PerfMap map;
-	while (!text.empty()) {
-		size_t eol = text.find('\n');
-		std::string_view line = text.substr(0, eol);
-		text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+	for_each_line(text, [&](std::string_view line) {
 		uint64_t start, size;
 		if (!parse_hex(line, start) || !skip_blanks(line) || !parse_hex(line, size) || !skip_blanks(line))
-			continue;
+			return;
 		while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
 			line.remove_suffix(1);
 		if (line.empty() || size == 0 || start + size < start || map.symbols_.size() >= UINT32_MAX)
-			continue;
+			return;
 		map.symbols_.push_back(Symbol{start, start + size, std::string(line)});
-	}
+	});
 
 	// Latest line first, each keeps what no later line already took.
 	std::map<uint64_t, uint64_t> taken; // start -> end, disjoint

@@ -1,5 +1,8 @@
-// tests/support.cpp: fork/exec with pipes, timeouts and signals, for the integration tests.
+// tests/support.cpp: fork/exec with pipes, timeouts and signals, and the profiler's folded
+// output, for the integration tests.
 #include "tests/support.h"
+
+#include <doctest/doctest.h>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,10 +12,64 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 namespace {
+
+// In the child after fork: runs argv, or exits 127.
+[[noreturn]] void exec_argv(const std::vector<std::string> &argv)
+{
+	std::vector<char *> args;
+	for (const std::string &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
+	execv(args[0], args.data());
+	_exit(127);
+}
+
+// Waits for pid to exit and forgets it: the exit status, or 128+signal (-1 with no pid).
+int reap(pid_t &pid)
+{
+	if (pid <= 0)
+		return -1;
+	int status = 0;
+	waitpid(pid, &status, 0);
+	pid = -1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -1;
+}
+
+void kill_and_reap(pid_t &pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		reap(pid);
+	}
+}
+
+void close_fd(int &fd)
+{
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+}
+
+// A line read a byte at a time, so that nothing after it is taken from the pipe.
+std::string read_fd_line(int fd)
+{
+	std::string line;
+	char c;
+	while (read(fd, &c, 1) == 1 && c != '\n')
+		line += c;
+	return line;
+}
+
+} // namespace
 
 double now()
 {
@@ -21,83 +78,103 @@ double now()
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-std::vector<char *> c_args(const std::vector<std::string> &argv)
-{
-	std::vector<char *> args;
-	for (const std::string &a : argv)
-		args.push_back(const_cast<char *>(a.c_str()));
-	args.push_back(nullptr);
-	return args;
-}
-
-int decode_status(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return -1;
-}
-
-} // namespace
-
 CommandResult run_command(const std::vector<std::string> &argv, double timeout_s, double signal_after_s,
 			  int signal_number, uid_t as_uid)
 {
 	CommandResult result;
-	int out[2], err[2];
-	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
-		return result;
 	const double start = now();
-	pid_t pid = fork();
-	if (pid == 0) {
+	PipedProcess child(argv, as_uid);
+	if (child.pid() < 0)
+		return result;
+	bool signalled = false;
+	while (child.open()) {
+		double elapsed = now() - start;
+		if (!signalled && signal_after_s >= 0 && elapsed >= signal_after_s) {
+			kill(child.pid(), signal_number);
+			signalled = true;
+		}
+		if (elapsed > timeout_s) {
+			kill(child.pid(), SIGKILL);
+			break;
+		}
+		child.pump(50, &result.out, &result.err);
+	}
+	result.status = child.wait();
+	result.seconds = now() - start;
+	return result;
+}
+
+PipedProcess::PipedProcess(const std::vector<std::string> &argv, uid_t as_uid)
+{
+	int out[2], err[2];
+	if (pipe2(out, O_CLOEXEC))
+		return;
+	if (pipe2(err, O_CLOEXEC)) {
+		close(out[0]);
+		close(out[1]);
+		return;
+	}
+	pid_ = fork();
+	if (pid_ == 0) {
 		dup2(out[1], 1);
 		dup2(err[1], 2);
 		if (as_uid && (setgid(as_uid) || setuid(as_uid)))
 			_exit(126);
-		auto args = c_args(argv);
-		execv(args[0], args.data());
-		_exit(127);
+		exec_argv(argv);
 	}
 	close(out[1]);
 	close(err[1]);
-	bool signalled = false;
-	pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-	int open_fds = 2;
-	while (open_fds > 0) {
-		double elapsed = now() - start;
-		if (!signalled && signal_after_s >= 0 && elapsed >= signal_after_s) {
-			kill(pid, signal_number);
-			signalled = true;
-		}
-		if (elapsed > timeout_s) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (poll(fds, 2, 50) <= 0)
-			continue;
-		for (pollfd &p : fds) {
-			if (p.fd < 0 || !(p.revents & (POLLIN | POLLHUP)))
-				continue;
-			char buffer[65536];
-			ssize_t n = read(p.fd, buffer, sizeof(buffer));
-			if (n <= 0) {
-				close(p.fd);
-				p.fd = -1;
-				open_fds--;
-				continue;
-			}
-			(p.fd == out[0] ? result.out : result.err).append(buffer, n);
-		}
+	out_ = out[0];
+	err_ = err[0];
+	if (pid_ < 0) {
+		close_fd(out_);
+		close_fd(err_);
 	}
-	for (pollfd &p : fds)
-		if (p.fd >= 0)
-			close(p.fd);
-	int status = 0;
-	waitpid(pid, &status, 0);
-	result.status = decode_status(status);
-	result.seconds = now() - start;
-	return result;
+}
+
+PipedProcess::~PipedProcess()
+{
+	kill_and_reap(pid_);
+	close_fd(out_);
+	close_fd(err_);
+}
+
+std::string PipedProcess::read_out_line()
+{
+	return read_fd_line(out_);
+}
+
+std::string PipedProcess::read_err_line()
+{
+	return read_fd_line(err_);
+}
+
+void PipedProcess::close_out()
+{
+	close_fd(out_);
+}
+
+void PipedProcess::pump(int timeout_ms, std::string *out, std::string *err)
+{
+	pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+	if (poll(fds, 2, timeout_ms) <= 0)
+		return;
+	for (pollfd &p : fds) {
+		if (p.fd < 0 || !(p.revents & (POLLIN | POLLHUP)))
+			continue;
+		const bool is_out = p.fd == out_;
+		char buffer[65536];
+		ssize_t n = read(p.fd, buffer, sizeof(buffer));
+		if (n <= 0)
+			close_fd(is_out ? out_ : err_);
+		else if (std::string *text = is_out ? out : err)
+			text->append(buffer, size_t(n));
+	}
+}
+
+int PipedProcess::wait()
+{
+	return reap(pid_);
 }
 
 Background::Background(const std::vector<std::string> &argv, int cpu)
@@ -114,9 +191,7 @@ Background::Background(const std::vector<std::string> &argv, int cpu)
 			CPU_SET(cpu, &set);
 			sched_setaffinity(0, sizeof(set), &set);
 		}
-		auto args = c_args(argv);
-		execv(args[0], args.data());
-		_exit(127);
+		exec_argv(argv);
 	}
 	close(out[1]);
 	out_ = out[0];
@@ -124,29 +199,18 @@ Background::Background(const std::vector<std::string> &argv, int cpu)
 
 Background::~Background()
 {
-	if (pid_ > 0) {
-		kill(pid_, SIGKILL);
-		waitpid(pid_, nullptr, 0);
-	}
-	if (out_ >= 0)
-		close(out_);
+	kill_and_reap(pid_);
+	close_fd(out_);
 }
 
 std::string Background::read_line()
 {
-	std::string line;
-	char c;
-	while (read(out_, &c, 1) == 1 && c != '\n')
-		line += c;
-	return line;
+	return read_fd_line(out_);
 }
 
 int Background::wait()
 {
-	int status = 0;
-	waitpid(pid_, &status, 0);
-	pid_ = -1;
-	return decode_status(status);
+	return reap(pid_);
 }
 
 std::string profile_bin()
@@ -183,4 +247,78 @@ std::vector<std::string> split_lines(const std::string &text)
 bool contains(const std::string &text, const std::string &part)
 {
 	return text.find(part) != std::string::npos;
+}
+
+void require_root()
+{
+	REQUIRE_MESSAGE(geteuid() == 0, "the integration tests run ./profile for real and need root: use `make test`");
+}
+
+std::vector<std::string> profile_command(std::vector<std::string> args)
+{
+	args.insert(args.begin(), profile_bin());
+	return args;
+}
+
+CommandResult profile(const std::vector<std::string> &args, double timeout_s)
+{
+	return run_command(profile_command(args), timeout_s);
+}
+
+std::vector<FoldedLine> parse_folded(const std::string &out)
+{
+	std::vector<FoldedLine> lines;
+	for (const std::string &line : split_lines(out)) {
+		size_t space = line.rfind(' ');
+		REQUIRE_MESSAGE(space != std::string::npos, "folded line without a count: " << line);
+		std::string count = line.substr(space + 1);
+		REQUIRE_MESSAGE((!count.empty() && count.find_first_not_of("0123456789") == std::string::npos),
+				"bad count in: " << line);
+		FoldedLine folded;
+		folded.count = std::stoull(count);
+		std::string stack = line.substr(0, space);
+		size_t start = 0;
+		while (true) {
+			size_t semi = stack.find(';', start);
+			folded.frames.push_back(stack.substr(start, semi - start));
+			if (semi == std::string::npos)
+				break;
+			start = semi + 1;
+		}
+		REQUIRE_MESSAGE(!folded.frames[0].empty(), "empty comm in: " << line);
+		lines.push_back(folded);
+	}
+	return lines;
+}
+
+uint64_t total(const std::vector<FoldedLine> &lines)
+{
+	uint64_t n = 0;
+	for (const auto &l : lines)
+		n += l.count;
+	return n;
+}
+
+uint64_t samples_of(const std::vector<FoldedLine> &lines, const std::string &comm)
+{
+	uint64_t n = 0;
+	for (const auto &l : lines)
+		if (l.frames[0] == comm)
+			n += l.count;
+	return n;
+}
+
+uint64_t samples_of_with(const std::vector<FoldedLine> &lines, const std::string &comm, const std::string &frame)
+{
+	uint64_t n = 0;
+	for (const auto &l : lines)
+		if ((comm.empty() || l.frames[0] == comm) &&
+		    std::find(l.frames.begin() + 1, l.frames.end(), frame) != l.frames.end())
+			n += l.count;
+	return n;
+}
+
+uint64_t samples_with(const std::vector<FoldedLine> &lines, const std::string &frame)
+{
+	return samples_of_with(lines, "", frame);
 }

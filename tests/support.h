@@ -3,8 +3,12 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+// CLOCK_MONOTONIC, in seconds.
+double now();
 
 struct CommandResult {
 	int status = -1; // exit status, or 128+signal
@@ -16,6 +20,34 @@ struct CommandResult {
 // With signal_after_s >= 0, sends `signal` to it after that many seconds.
 CommandResult run_command(const std::vector<std::string> &argv, double timeout_s = 60,
 			  double signal_after_s = -1, int signal = 0, uid_t as_uid = 0);
+
+// argv running with its stdout and stderr on pipes the test reads (as_uid: under that user
+// and group); killed when it goes, unless wait() has already reaped it. pid() is -1 when
+// it could not start.
+class PipedProcess {
+public:
+	explicit PipedProcess(const std::vector<std::string> &argv, uid_t as_uid = 0);
+	~PipedProcess();
+	PipedProcess(const PipedProcess &) = delete;
+	PipedProcess &operator=(const PipedProcess &) = delete;
+	pid_t pid() const { return pid_; }
+	// A line of stdout or stderr, read directly (blocks until it is there).
+	std::string read_out_line();
+	std::string read_err_line();
+	// Closes the reading end of stdout, as `| head -1` does once it has its line.
+	void close_out();
+	// Whether stdout or stderr is still open: not at its end, nor closed.
+	bool open() const { return out_ >= 0 || err_ >= 0; }
+	// Waits up to timeout_ms for output, then appends what each pipe has to out and err
+	// (nullptr: read and dropped). A pipe at its end is closed.
+	void pump(int timeout_ms, std::string *out, std::string *err);
+	// Waits for the exit: the exit status, or 128+signal.
+	int wait();
+
+private:
+	pid_t pid_ = -1;
+	int out_ = -1, err_ = -1;
+};
 
 // A program running in the background for the length of a test; killed when it goes.
 class Background {
@@ -41,3 +73,28 @@ std::string workload(const std::string &name);
 
 std::vector<std::string> split_lines(const std::string &text);
 bool contains(const std::string &text, const std::string &part);
+
+// --- running the profiler ------------------------------------------------------------------
+
+// The integration tests run ./profile for real: they stop here unless run as root.
+void require_root();
+
+// The profiler's command line: profile_bin() and then args.
+std::vector<std::string> profile_command(std::vector<std::string> args);
+// Runs the profiler with args to completion (see run_command).
+CommandResult profile(const std::vector<std::string> &args, double timeout_s = 60);
+
+// One line of --folded output: "comm;root;...;leaf COUNT". Malformed lines fail the test.
+struct FoldedLine {
+	std::vector<std::string> frames; // root first; frames[0] is the comm
+	uint64_t count = 0;
+};
+std::vector<FoldedLine> parse_folded(const std::string &out);
+
+// All samples of the lines.
+uint64_t total(const std::vector<FoldedLine> &lines);
+// Samples of one comm.
+uint64_t samples_of(const std::vector<FoldedLine> &lines, const std::string &comm);
+// Samples whose stack holds frame, of one comm or (comm "") of any.
+uint64_t samples_of_with(const std::vector<FoldedLine> &lines, const std::string &comm, const std::string &frame);
+uint64_t samples_with(const std::vector<FoldedLine> &lines, const std::string &frame);

@@ -5,12 +5,10 @@
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -27,11 +25,6 @@
 #include "tests/support.h"
 
 namespace {
-
-void require_root()
-{
-	REQUIRE_MESSAGE(geteuid() == 0, "the integration tests run ./profile for real and need root: use `make test`");
-}
 
 std::vector<uint8_t> file_bytes(const std::string &path)
 {
@@ -234,59 +227,6 @@ std::string poisoned_program(const std::string &dir, const Poison &poison)
 
 // --- running the profiler ------------------------------------------------------------------
 
-struct FoldedLine {
-	std::vector<std::string> frames; // root first; frames[0] is the comm
-	uint64_t count = 0;
-};
-
-std::vector<FoldedLine> parse_folded(const std::string &out)
-{
-	std::vector<FoldedLine> lines;
-	for (const std::string &line : split_lines(out)) {
-		size_t space = line.rfind(' ');
-		REQUIRE_MESSAGE(space != std::string::npos, "folded line without a count: " << line);
-		FoldedLine folded;
-		folded.count = std::stoull(line.substr(space + 1));
-		std::stringstream stack(line.substr(0, space));
-		for (std::string frame; std::getline(stack, frame, ';');)
-			folded.frames.push_back(frame);
-		REQUIRE(!folded.frames.empty());
-		lines.push_back(folded);
-	}
-	return lines;
-}
-
-uint64_t samples_of(const std::vector<FoldedLine> &lines, const std::string &comm)
-{
-	uint64_t n = 0;
-	for (const auto &l : lines)
-		if (l.frames[0] == comm)
-			n += l.count;
-	return n;
-}
-
-// Samples whose stack holds frame, of one comm or (comm "") of any.
-uint64_t samples_of_with(const std::vector<FoldedLine> &lines, const std::string &comm, const std::string &frame)
-{
-	uint64_t n = 0;
-	for (const auto &l : lines)
-		if ((comm.empty() || l.frames[0] == comm) &&
-		    std::find(l.frames.begin() + 1, l.frames.end(), frame) != l.frames.end())
-			n += l.count;
-	return n;
-}
-
-uint64_t samples_with(const std::vector<FoldedLine> &lines, const std::string &frame)
-{
-	return samples_of_with(lines, "", frame);
-}
-
-CommandResult profile(std::vector<std::string> args, double timeout_s = 60)
-{
-	args.insert(args.begin(), profile_bin());
-	return run_command(args, timeout_s);
-}
-
 // Nothing a sanitizer or the C++ runtime says belongs on the profiler's stderr.
 void check_clean_stderr(const std::string &err)
 {
@@ -313,94 +253,22 @@ double cpu_seconds(pid_t pid)
 	return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
 }
 
-double now()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 // The profiler with its stdout on a pipe the test controls: `profile ... | head -1`.
-struct PipedRun {
-	pid_t pid = -1;
-	int out = -1, err = -1;
-
-	explicit PipedRun(std::vector<std::string> args)
+struct PipedRun : PipedProcess {
+	explicit PipedRun(const std::vector<std::string> &args) : PipedProcess(profile_command(args))
 	{
-		args.insert(args.begin(), profile_bin());
-		int out_pipe[2], err_pipe[2];
-		REQUIRE(pipe2(out_pipe, O_CLOEXEC) == 0);
-		REQUIRE(pipe2(err_pipe, O_CLOEXEC) == 0);
-		pid = fork();
-		if (pid == 0) {
-			dup2(out_pipe[1], 1);
-			dup2(err_pipe[1], 2);
-			std::vector<char *> argv;
-			for (std::string &a : args)
-				argv.push_back(a.data());
-			argv.push_back(nullptr);
-			execv(argv[0], argv.data());
-			_exit(127);
-		}
-		close(out_pipe[1]);
-		close(err_pipe[1]);
-		out = out_pipe[0];
-		err = err_pipe[0];
-	}
-	~PipedRun()
-	{
-		if (pid > 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, nullptr, 0);
-		}
-		close_out();
-		if (err >= 0)
-			close(err);
-	}
-	static std::string read_line(int fd)
-	{
-		std::string line;
-		char c;
-		while (read(fd, &c, 1) == 1 && c != '\n')
-			line += c;
-		return line;
-	}
-	std::string read_out_line() { return read_line(out); }
-	std::string read_err_line() { return read_line(err); }
-	void close_out()
-	{
-		if (out >= 0)
-			close(out);
-		out = -1;
+		REQUIRE(pid() > 0);
 	}
 	// Reads stderr (and stdout, while the test has not closed it) to the end, then waits:
 	// exit status (128+signal), or -1 after the timeout.
 	int finish(std::string &stderr_text, double timeout_s, std::string *stdout_text = nullptr)
 	{
 		const double deadline = now() + timeout_s;
-		pollfd fds[2] = {{err, POLLIN, 0}, {out, POLLIN, 0}};
-		while (now() < deadline && (fds[0].fd >= 0 || fds[1].fd >= 0)) {
-			if (poll(fds, 2, 100) <= 0)
-				continue;
-			for (pollfd &p : fds) {
-				if (p.fd < 0 || !(p.revents & (POLLIN | POLLHUP)))
-					continue;
-				char buffer[65536];
-				ssize_t n = read(p.fd, buffer, sizeof(buffer));
-				if (n <= 0)
-					p.fd = -1;
-				else if (p.fd == err)
-					stderr_text.append(buffer, size_t(n));
-				else if (stdout_text)
-					stdout_text->append(buffer, size_t(n));
-			}
-		}
-		if (fds[0].fd >= 0 || fds[1].fd >= 0)
+		while (now() < deadline && open())
+			pump(100, stdout_text, &stderr_text);
+		if (open())
 			return -1;
-		int status = 0;
-		waitpid(pid, &status, 0);
-		pid = -1;
-		return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		return wait();
 	}
 };
 
@@ -625,7 +493,7 @@ TEST_CASE("SIGINT and SIGTERM with -o write the whole file and exit 0")
 		REQUIRE(header.starts_with("Sampling at 99 Hertz"));
 		usleep(1500000);
 		const double start = now();
-		REQUIRE(kill(run.pid, sig) == 0);
+		REQUIRE(kill(run.pid(), sig) == 0);
 		std::string err;
 		int status = run.finish(err, 30);
 		INFO("signal " << sig << ": " << err);
@@ -816,7 +684,7 @@ TEST_CASE("every fd the profiler holds is close-on-exec")
 	PipedRun run({"-f", "49", "3"});
 	REQUIRE(run.read_out_line().starts_with("Sampling at 49 Hertz"));
 	usleep(500000); // the kernel symbols are being read now, on a second thread
-	std::string dir = "/proc/" + std::to_string(run.pid) + "/fdinfo";
+	std::string dir = "/proc/" + std::to_string(run.pid()) + "/fdinfo";
 	DIR *d = opendir(dir.c_str());
 	REQUIRE(d);
 	int checked = 0;
@@ -830,7 +698,7 @@ TEST_CASE("every fd the profiler holds is close-on-exec")
 			if (line.starts_with("flags:")) {
 				unsigned long flags = std::stoul(line.substr(6), nullptr, 8);
 				char target[256] = {};
-				(void)readlink(("/proc/" + std::to_string(run.pid) + "/fd/" + e->d_name).c_str(), target,
+				(void)readlink(("/proc/" + std::to_string(run.pid()) + "/fd/" + e->d_name).c_str(), target,
 					       sizeof(target) - 1);
 				CHECK_MESSAGE((flags & O_CLOEXEC), "fd " << fd << " (" << target << ") lacks O_CLOEXEC");
 				checked++;

@@ -2,7 +2,6 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,71 +10,6 @@
 #include <regex>
 
 #include "tests/support.h"
-
-namespace {
-
-struct FoldedLine {
-	std::vector<std::string> frames; // root first; frames[0] is the comm
-	uint64_t count = 0;
-};
-
-std::vector<FoldedLine> parse_folded(const std::string &out)
-{
-	std::vector<FoldedLine> lines;
-	for (const std::string &line : split_lines(out)) {
-		size_t space = line.rfind(' ');
-		REQUIRE_MESSAGE(space != std::string::npos, "folded line without a count: " << line);
-		std::string count = line.substr(space + 1);
-		REQUIRE_MESSAGE(std::regex_match(count, std::regex("[0-9]+")), "bad count in: " << line);
-		FoldedLine folded;
-		folded.count = std::stoull(count);
-		std::string stack = line.substr(0, space);
-		size_t start = 0;
-		while (true) {
-			size_t semi = stack.find(';', start);
-			folded.frames.push_back(stack.substr(start, semi - start));
-			if (semi == std::string::npos)
-				break;
-			start = semi + 1;
-		}
-		REQUIRE_MESSAGE(!folded.frames[0].empty(), "empty comm in: " << line);
-		lines.push_back(folded);
-	}
-	return lines;
-}
-
-uint64_t total(const std::vector<FoldedLine> &lines)
-{
-	uint64_t n = 0;
-	for (const auto &l : lines)
-		n += l.count;
-	return n;
-}
-
-uint64_t samples_with(const std::vector<FoldedLine> &lines, const std::string &frame)
-{
-	uint64_t n = 0;
-	for (const auto &l : lines)
-		for (size_t i = 1; i < l.frames.size(); i++)
-			if (l.frames[i] == frame) {
-				n += l.count;
-				break;
-			}
-	return n;
-}
-
-void require_root()
-{
-	REQUIRE_MESSAGE(geteuid() == 0, "the integration tests run ./profile for real and need root: use `make test`");
-}
-
-CommandResult profile(std::vector<std::string> args, double timeout_s = 60)
-{
-	args.insert(args.begin(), profile_bin());
-	return run_command(args, timeout_s);
-}
-
-} // namespace
 
 TEST_SUITE("integration") {
 

@@ -5,11 +5,7 @@
 // Every run is three at once, over the same workloads: the default, folded and verbose reports.
 #include <doctest/doctest.h>
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -23,49 +19,13 @@
 
 namespace {
 
-double now()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 // ./profile running in the background with both outputs captured, so that a test can
 // start its workloads once sampling has begun.
 class ProfileRun {
 public:
-	explicit ProfileRun(std::vector<std::string> args)
+	explicit ProfileRun(const std::vector<std::string> &args) : process_(profile_command(args))
 	{
-		args.insert(args.begin(), profile_bin());
-		int out[2], err[2];
-		REQUIRE(pipe2(out, O_CLOEXEC) == 0);
-		REQUIRE(pipe2(err, O_CLOEXEC) == 0);
-		pid_ = fork();
-		REQUIRE(pid_ >= 0);
-		if (pid_ == 0) {
-			dup2(out[1], STDOUT_FILENO);
-			dup2(err[1], STDERR_FILENO);
-			std::vector<char *> argv;
-			for (std::string &a : args)
-				argv.push_back(a.data());
-			argv.push_back(nullptr);
-			execv(argv[0], argv.data());
-			_exit(127);
-		}
-		close(out[1]);
-		close(err[1]);
-		fds_[0] = out[0];
-		fds_[1] = err[0];
-	}
-	~ProfileRun()
-	{
-		if (pid_ > 0) {
-			kill(pid_, SIGKILL);
-			waitpid(pid_, nullptr, 0);
-		}
-		for (int fd : fds_)
-			if (fd >= 0)
-				close(fd);
+		REQUIRE(process_.pid() >= 0);
 	}
 
 	// Reads until the header line ("Sampling at ...", on stdout or stderr) is there.
@@ -78,8 +38,9 @@ public:
 				if (header != std::string::npos && text->find('\n', header) != std::string::npos)
 					return true;
 			}
-			if (!pump(100))
+			if (!process_.open())
 				return false;
+			process_.pump(100, &out, &err);
 		}
 		return false;
 	}
@@ -88,45 +49,20 @@ public:
 	int finish(double timeout_s = 60)
 	{
 		const double end = now() + timeout_s;
-		while (pump(100))
+		while (process_.open()) {
+			process_.pump(100, &out, &err);
 			if (now() > end) {
-				kill(pid_, SIGKILL);
+				kill(process_.pid(), SIGKILL);
 				break;
 			}
-		int status = 0;
-		waitpid(pid_, &status, 0);
-		pid_ = -1;
-		return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		}
+		return process_.wait();
 	}
 
 	std::string out, err;
 
 private:
-	// One poll of both pipes; false once both are closed.
-	bool pump(int timeout_ms)
-	{
-		pollfd fds[2] = {{fds_[0], POLLIN, 0}, {fds_[1], POLLIN, 0}};
-		if (fds_[0] < 0 && fds_[1] < 0)
-			return false;
-		if (poll(fds, 2, timeout_ms) <= 0)
-			return true;
-		for (int i = 0; i < 2; i++) {
-			if (fds_[i] < 0 || !(fds[i].revents & (POLLIN | POLLHUP)))
-				continue;
-			char buffer[65536];
-			ssize_t n = read(fds_[i], buffer, sizeof(buffer));
-			if (n <= 0) {
-				close(fds_[i]);
-				fds_[i] = -1;
-				continue;
-			}
-			(i == 0 ? out : err).append(buffer, size_t(n));
-		}
-		return true;
-	}
-
-	pid_t pid_ = -1;
-	int fds_[2] = {-1, -1};
+	PipedProcess process_;
 };
 
 // One stack of any of the three reports: the process and its frames, leaf first.
@@ -163,30 +99,12 @@ std::vector<Stack> parse_stacks(const std::string &out)
 	return stacks;
 }
 
-// --folded: "comm;root;...;leaf COUNT", turned leaf first.
-std::vector<Stack> parse_folded(const std::string &out)
+// --folded, turned leaf first.
+std::vector<Stack> folded_stacks(const std::string &out)
 {
 	std::vector<Stack> stacks;
-	for (const std::string &line : split_lines(out)) {
-		size_t space = line.rfind(' ');
-		if (space == std::string::npos)
-			continue;
-		Stack stack;
-		stack.count = std::strtoull(line.c_str() + space + 1, nullptr, 10);
-		std::vector<std::string> parts;
-		size_t start = 0;
-		std::string text = line.substr(0, space);
-		while (true) {
-			size_t semi = text.find(';', start);
-			parts.push_back(text.substr(start, semi - start));
-			if (semi == std::string::npos)
-				break;
-			start = semi + 1;
-		}
-		stack.comm = parts[0];
-		stack.frames.assign(parts.rbegin(), parts.rend() - 1);
-		stacks.push_back(stack);
-	}
+	for (const FoldedLine &line : parse_folded(out))
+		stacks.push_back(Stack{line.frames[0], {line.frames.rbegin(), line.frames.rend() - 1}, line.count});
 	return stacks;
 }
 
@@ -224,7 +142,7 @@ Reports profile_system(int seconds, const std::function<void()> &workloads)
 		REQUIRE(status == 0);
 	}
 	reports.stacks = parse_stacks(stacks.out);
-	reports.folded = parse_folded(folded.out);
+	reports.folded = folded_stacks(folded.out);
 	reports.verbose = parse_stacks(verbose.out);
 	reports.verbose_text = verbose.out;
 	return reports;
@@ -300,11 +218,6 @@ void check_lines(const Reports &reports, const std::string &comm, const std::str
 			}
 	CHECK(leaf);
 	CHECK(caller);
-}
-
-void require_root()
-{
-	REQUIRE_MESSAGE(geteuid() == 0, "the integration tests run ./profile for real and need root: use `make test`");
 }
 
 } // namespace

@@ -5,20 +5,13 @@
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "workload.h"
 
 int main(int argc, char **argv)
 {
-	double end = now() + (argc > 1 ? atof(argv[1]) : 5);
+	double end = end_of_run(argc, argv);
 	/* r0 = 0; r1 = 20000; loop: r0 += 1; r1 -= 1; if r1 != 0 goto loop; exit */
 	struct bpf_insn program[] = {
 		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},

@@ -1,6 +1,5 @@
 /* exec_after.c: what exec_before becomes: burns CPU in after_exec_hot for DURATION seconds. */
-#include <stdlib.h>
-#include <time.h>
+#include "workload.h"
 
 static volatile unsigned long sink;
 
@@ -10,16 +9,9 @@ __attribute__((noinline)) void after_exec_hot(void)
 		sink ^= i;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv)
 {
-	double end = now() + (argc > 1 ? atof(argv[1]) : 5);
+	double end = end_of_run(argc, argv);
 	while (now() < end)
 		after_exec_hot();
 	return 0;

@@ -4,8 +4,9 @@
  * Usage: exec_before AFTER SECONDS DURATION */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "workload.h"
 
 static volatile unsigned long sink;
 
@@ -13,13 +14,6 @@ __attribute__((noinline)) void before_exec_hot(void)
 {
 	for (unsigned long i = 0; i < 200000; i++)
 		sink += i;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv)

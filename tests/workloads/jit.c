@@ -3,27 +3,20 @@
  * ("START SIZE NAME", hex), and runs it for DURATION seconds. The map is left behind,
  * as JITs leave it: the caller removes it. x86-64 only. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "workload.h"
 
 /* push %rbp; mov %rsp,%rbp; 1: dec %rdi; jnz 1b; pop %rbp; ret -- a frame like compiled
  * code's, so frame-pointer unwinding goes on to main. */
 static const unsigned char spin_loop[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0xff, 0xcf, 0x75, 0xfb, 0x5d, 0xc3};
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv)
 {
 #if defined(__x86_64__)
-	double end = now() + (argc > 1 ? atof(argv[1]) : 5);
+	double end = end_of_run(argc, argv);
 	unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (page == MAP_FAILED)
 		return 1;

@@ -1,6 +1,5 @@
 /* split.c: burns CPU in two leaf functions with a known 3:1 split, for DURATION seconds. */
-#include <stdlib.h>
-#include <time.h>
+#include "workload.h"
 
 #define UNIT 200000UL
 
@@ -18,16 +17,9 @@ __attribute__((noinline)) void split_hot_one(void)
 		sink += i;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv)
 {
-	double end = now() + (argc > 1 ? atof(argv[1]) : 5);
+	double end = end_of_run(argc, argv);
 	while (now() < end) {
 		split_hot_three();
 		split_hot_one();
