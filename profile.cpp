@@ -221,6 +221,9 @@ std::string check_against_machine(const Options &options)
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
 			return "CPU " + std::to_string(options.cpu) + " is not online (see /sys/devices/system/cpu/online)";
 	}
+	if (!options.output_path.empty())
+		if (std::string error = check_output_file(options.output_path); !error.empty())
+			return error;
 	if (options.frequency) {
 		std::string text;
 		uint64_t max_rate = 0;
@@ -307,23 +310,38 @@ int run(const Options &options)
 	profile.kernel_stacks = options.kernel_stacks;
 	profile.user_stacks = options.user_stacks;
 
-	if (to_stdout) {
-		write_report(std::cout, options.format, profile, options.report);
-		std::cout.flush();
-		if (!std::cout && errno != EPIPE) {
-			fprintf(stderr, "profile: cannot write the report: %s\n", strerror(errno));
-			return 1;
-		}
-	} else {
+	// A report that cannot be written is said in one line, and the account of losses
+	// still ends stderr.
+	int status = 0;
+	bool write_stdout = to_stdout;
+	if (!to_stdout) {
 		std::string error = write_output_file(options.output_path, [&](std::ostream &out) {
 			write_report(out, options.format, profile, options.report);
 		});
-		if (!error.empty()) {
-			fprintf(stderr, "profile: %s\n", error.c_str());
-			return 1;
+		if (error.empty()) {
+			fprintf(stderr, "profile: wrote %s (%" PRIu64 " samples, %zu stacks)\n",
+				options.output_path.c_str(), profile.total(), profile.samples.size());
+		} else if (options.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)) {
+			fprintf(stderr, "profile: %s\n", error.c_str()); // gzip is no text for a terminal
+			status = 1;
+		} else {
+			// It was writable at the start and failed at the end (a full disk): what was
+			// collected goes to stdout rather than nowhere.
+			fprintf(stderr, "profile: %s; the report goes to stdout instead\n", error.c_str());
+			status = 1;
+			write_stdout = true;
 		}
-		fprintf(stderr, "profile: wrote %s (%" PRIu64 " samples, %zu stacks)\n",
-			options.output_path.c_str(), profile.total(), profile.samples.size());
+	}
+	if (write_stdout) {
+		std::cout.flush(); // the header line, when it went there
+		int error = write_to_fd(STDOUT_FILENO, [&](std::ostream &out) {
+			write_report(out, options.format, profile, options.report);
+		});
+		// A reader that went away (| head) ends the run quietly.
+		if (error && error != EPIPE) {
+			fprintf(stderr, "profile: cannot write the report: %s\n", strerror(error));
+			status = 1;
+		}
 	}
 	if (getenv("PROFILE_DEBUG")) {
 		phases.mark("report");
@@ -332,7 +350,7 @@ int run(const Options &options)
 			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
 	}
 	report_losses(raw, options);
-	return 0;
+	return status;
 }
 
 } // namespace

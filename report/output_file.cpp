@@ -137,13 +137,8 @@ bool in_device_directory(const std::string &dir)
 std::string write_stream(int fd, const std::string &path,
 			 const std::function<void(std::ostream &)> &write)
 {
-	FdStreamBuf buffer(fd);
-	std::ostream out(&buffer);
-	write(out);
-	out.flush();
-	if (!out)
-		return "cannot write " + path + ": " + errno_text(buffer.error() ? buffer.error() : EIO);
-	return "";
+	const int error = write_to_fd(fd, write);
+	return error ? "cannot write " + path + ": " + errno_text(error) : "";
 }
 
 // For what is not a regular file: nothing to replace, nothing to make atomic.
@@ -161,62 +156,112 @@ std::string write_in_place(int dir_fd, const std::string &path, const std::strin
 
 } // namespace
 
-std::string write_output_file(const std::string &path,
-			      const std::function<void(std::ostream &)> &write)
+namespace {
+
+// Where a report for path goes, found before anything is written.
+struct Target {
+	UniqueFd dir;
+	std::string dir_name, base;
+	bool in_place = false; // a device, pipe or socket: written as it is
+	int in_place_flags = 0;
+};
+
+std::string find_target(const std::string &path, Target &target)
 {
 	if (path.empty())
 		return "no output file name given";
 	const size_t slash = path.rfind('/');
-	const std::string dir = slash == std::string::npos ? "."
-				: slash == 0		    ? "/"
-							    : path.substr(0, slash);
-	const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-	if (base.empty() || base == "." || base == "..")
+	target.dir_name = slash == std::string::npos ? "."
+			  : slash == 0		      ? "/"
+						      : path.substr(0, slash);
+	target.base = slash == std::string::npos ? path : path.substr(slash + 1);
+	if (target.base.empty() || target.base == "." || target.base == "..")
 		return "cannot write " + path + ": it names a directory, not a file";
 
-	UniqueFd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-	if (!dir_fd)
-		return "cannot write " + path + ": directory " + dir + ": " + errno_text(errno);
+	target.dir.reset(open(target.dir_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!target.dir)
+		return "cannot write " + path + ": directory " + target.dir_name + ": " + errno_text(errno);
 
 	// /dev holds devices and aliases of open files (/dev/stdout, /dev/fd/N), where a
 	// rename would replace the device node or the alias itself: write into what the
 	// name already is. A block device is a disk, never a report.
-	if (in_device_directory(dir)) {
+	if (in_device_directory(target.dir_name)) {
 		struct stat device;
 		if (stat(path.c_str(), &device) != 0)
 			return "cannot write " + path + ": " + errno_text(errno);
 		if (S_ISBLK(device.st_mode) || S_ISDIR(device.st_mode))
 			return "cannot write " + path + ": it is not a file or a character device";
-		return write_in_place(dir_fd.get(), path, base, 0, write);
+		target.in_place = true;
+		return "";
 	}
-	struct stat target;
-	if (fstatat(dir_fd.get(), base.c_str(), &target, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (S_ISDIR(target.st_mode))
+	struct stat existing;
+	if (fstatat(target.dir.get(), target.base.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISDIR(existing.st_mode))
 			return "cannot write " + path + ": it is a directory";
-		if (S_ISBLK(target.st_mode))
+		if (S_ISBLK(existing.st_mode))
 			return "cannot write " + path + ": it is a block device";
 		// A named pipe or a terminal is written as it is. O_NOFOLLOW: a symlink put in
 		// its place between this check and the open is not followed.
-		if (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode) || S_ISSOCK(target.st_mode))
-			return write_in_place(dir_fd.get(), path, base, O_NOFOLLOW, write);
+		if (S_ISCHR(existing.st_mode) || S_ISFIFO(existing.st_mode) || S_ISSOCK(existing.st_mode)) {
+			target.in_place = true;
+			target.in_place_flags = O_NOFOLLOW;
+		}
 	}
+	return "";
+}
 
-	// A dot file beside the target: same filesystem, so the rename is atomic. The name
-	// is shortened so a long target name cannot push it past NAME_MAX.
-	TemporaryFile temp{dir_fd.get(), ""};
-	UniqueFd fd;
+// A dot file beside the target: same filesystem, so the rename is atomic. The name is
+// shortened so a long target name cannot push it past NAME_MAX.
+std::string create_temporary(const Target &target, TemporaryFile &temp, UniqueFd &fd)
+{
 	for (int attempt = 0; attempt < 100 && !fd; attempt++) {
-		std::string name = "." + base.substr(0, 200) + "." + random_suffix() + ".tmp";
-		fd.reset(openat(dir_fd.get(), name.c_str(),
-				O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+		std::string name = "." + target.base.substr(0, 200) + "." + random_suffix() + ".tmp";
+		fd.reset(openat(target.dir.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+				0644));
 		if (fd)
 			temp.name = std::move(name);
 		else if (errno != EEXIST)
 			break;
 	}
 	if (!fd)
-		return "cannot create a file in " + dir + ": " + errno_text(errno);
+		return "cannot create a file in " + target.dir_name + ": " + errno_text(errno);
+	return "";
+}
 
+} // namespace
+
+int write_to_fd(int fd, const std::function<void(std::ostream &)> &write)
+{
+	FdStreamBuf buffer(fd);
+	std::ostream out(&buffer);
+	write(out);
+	out.flush();
+	return out ? 0 : buffer.error() ? buffer.error() : EIO;
+}
+
+std::string check_output_file(const std::string &path)
+{
+	Target target;
+	if (std::string error = find_target(path, target); !error.empty() || target.in_place)
+		return error;
+	TemporaryFile temp{target.dir.get(), ""}; // removed again on the way out
+	UniqueFd fd;
+	return create_temporary(target, temp, fd);
+}
+
+std::string write_output_file(const std::string &path,
+			      const std::function<void(std::ostream &)> &write)
+{
+	Target target;
+	if (std::string error = find_target(path, target); !error.empty())
+		return error;
+	if (target.in_place)
+		return write_in_place(target.dir.get(), path, target.base, target.in_place_flags, write);
+
+	TemporaryFile temp{target.dir.get(), ""};
+	UniqueFd fd;
+	if (std::string error = create_temporary(target, temp, fd); !error.empty())
+		return error;
 	if (std::string error = write_stream(fd.get(), path, write); !error.empty())
 		return error;
 	if (fsync(fd.get()) != 0)
@@ -224,11 +269,11 @@ std::string write_output_file(const std::string &path,
 	// close() is where some filesystems (NFS) report a failed write.
 	if (close(fd.release()) != 0)
 		return "cannot write " + path + ": " + errno_text(errno);
-	if (renameat(dir_fd.get(), temp.name.c_str(), dir_fd.get(), base.c_str()) != 0)
+	if (renameat(target.dir.get(), temp.name.c_str(), target.dir.get(), target.base.c_str()) != 0)
 		return "cannot write " + path + ": " + errno_text(errno);
 	temp.renamed = true;
 	// The new name survives a crash only once the directory is on disk; the file is in
 	// place either way, so a failure here is not reported.
-	fsync(dir_fd.get());
+	fsync(target.dir.get());
 	return "";
 }

@@ -16,3 +16,12 @@
 // Directories and block devices are refused.
 std::string write_output_file(const std::string &path,
 			      const std::function<void(std::ostream &)> &write);
+
+// What write_output_file would say before it writes anything, checked before sampling so
+// that a run never ends with nowhere to put its report: "" when a report can be written
+// there (for a regular file, a temporary file is created beside it and removed again).
+std::string check_output_file(const std::string &path);
+
+// Writes onto an open fd (stdout) through write's stream; 0, or the errno of the write
+// that failed.
+int write_to_fd(int fd, const std::function<void(std::ostream &)> &write);

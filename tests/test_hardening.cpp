@@ -23,6 +23,7 @@
 #include "syms/symbolizer.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"
+#include "tests/test_report_data.h"
 
 namespace {
 
@@ -666,6 +667,45 @@ TEST_CASE("with tiny maps: what was stored is printed, and taken = stored + lost
 		for (const auto &l : parse_folded(r.out))
 			printed += l.count;
 		CHECK(printed == stored);
+	}
+}
+
+TEST_CASE("a report that cannot be written: refused before sampling, or sent to stdout, losses still said")
+{
+	require_root();
+	TempDir dir;
+	SUBCASE("-o into a directory that does not exist: one line, exit 2, nothing sampled")
+	{
+		auto r = profile({"-f", "99", "-o", dir / "missing/cpu.svg", "5"});
+		CHECK(r.status == 2);
+		CHECK(r.out == "");
+		CHECK(r.err == "profile: cannot write " + (dir / "missing/cpu.svg") + ": directory " +
+				       (dir / "missing") + ": No such file or directory\n");
+	}
+	Background split({workload("split"), "8"});
+	SUBCASE("-o onto a full device: the report goes to stdout, exit 1, the losses last")
+	{
+		auto r = profile({"--format", "folded", "-f", "499", "--hash-storage-size", "4", "-o", "/dev/full", "1"});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 1);
+		auto lines = split_lines(r.err);
+		REQUIRE(lines.size() >= 2);
+		CHECK(contains(r.err, "profile: cannot write /dev/full: No space left on device; the report goes to "
+				      "stdout instead\n"));
+		CHECK(lines.back().starts_with("profile: "));
+		CHECK(contains(lines.back(), " lost: "));
+		CHECK(total(parse_folded(r.out)) > 0);
+	}
+	SUBCASE("stdout on a full device: the error, then the losses, exit 1")
+	{
+		auto r = run_command({"/bin/sh", "-c",
+				      "exec \"$0\" --folded -f 499 --hash-storage-size 4 1 > /dev/full", profile_bin()});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 1);
+		auto lines = split_lines(r.err);
+		REQUIRE(lines.size() >= 2);
+		CHECK(lines[lines.size() - 2] == "profile: cannot write the report: No space left on device");
+		CHECK(contains(lines.back(), " lost: "));
 	}
 }
 

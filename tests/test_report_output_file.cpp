@@ -14,6 +14,7 @@
 
 #include "report/output_file.h"
 #include "report/report.h"
+#include "syms/fd.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"
 
@@ -140,6 +141,37 @@ TEST_CASE("output file: a directory that cannot be used, or a name that is not a
 	CHECK(write_text("", "x") == "no output file name given");
 	CHECK(names_in(dir.path()) == std::vector<std::string>{"plain", "sub.svg"});
 	CHECK(names_in(dir / "sub.svg").empty());
+}
+
+TEST_CASE("output file: checked before sampling, with the same words, and nothing left behind")
+{
+	TempDir dir;
+	std::filesystem::create_directory(dir / "sub.svg");
+	write_file(dir / "plain", "");
+	for (const std::string &path : {dir / "missing/out.svg", dir / "plain/out.svg", dir / "sub.svg",
+				       dir / "sub.svg/", std::string()})
+		CHECK(check_output_file(path) == write_text(path, "x"));
+	CHECK(check_output_file(dir / "out.svg") == "");
+	CHECK(check_output_file("/dev/null") == "");
+	CHECK(names_in(dir.path()) == std::vector<std::string>{"plain", "sub.svg"});
+	// A directory the run cannot create files in is refused before it starts.
+	if (geteuid() != 0) {
+		std::filesystem::create_directory(dir / "locked");
+		chmod((dir / "locked").c_str(), 0555);
+		CHECK(check_output_file(dir / "locked/out.svg") ==
+		      "cannot create a file in " + (dir / "locked") + ": Permission denied");
+	}
+	CHECK(check_output_file("/proc/out.svg") == "cannot create a file in /proc: No such file or directory");
+}
+
+TEST_CASE("output file: write_to_fd says which error a write met")
+{
+	UniqueFd full(open("/dev/full", O_WRONLY | O_CLOEXEC));
+	REQUIRE(full);
+	CHECK(write_to_fd(full.get(), [](std::ostream &out) { out << "x"; }) == ENOSPC);
+	UniqueFd null(open("/dev/null", O_WRONLY | O_CLOEXEC));
+	REQUIRE(null);
+	CHECK(write_to_fd(null.get(), [](std::ostream &out) { out << std::string(1 << 20, 'x'); }) == 0);
 }
 
 TEST_CASE("output file: a bare name goes in the current directory")
