@@ -447,6 +447,42 @@ TEST_CASE("a mapped path's symlinks resolve inside the process's root, never out
 
 TEST_SUITE("integration") {
 
+TEST_CASE("processes in another mount namespace are named from their own files, never the host's at that path")
+{
+	require_root();
+	// On the host, DIR/app/hot and DIR/app/gone are exec_after. In each process's own mount
+	// namespace a tmpfs covers DIR/app and both names are split: same paths, other files.
+	TempDir dir;
+	REQUIRE(mkdir((dir / "app").c_str(), 0755) == 0);
+	for (const char *name : {"hot", "gone"})
+		write_file(dir / ("app/" + std::string(name)), file_bytes(workload("exec_after")), 0755);
+	const std::string in_namespace = "mount -t tmpfs none \"$0/app\" && cp \"$1\" \"$0/app/$2\" && "
+					 "exec \"$0/app/$2\" \"$3\"";
+	auto start = [&](const std::string &name, const std::string &seconds) {
+		return std::make_unique<Background>(std::vector<std::string>{
+			"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", in_namespace, dir.path(),
+			workload("split"), name, seconds});
+	};
+	auto hot = start("hot", "6");
+	auto gone = start("gone", "1.5"); // exits, and its namespace with it, before the report
+	usleep(300000);
+	auto r = profile({"--folded", "-f", "199", "3"});
+	INFO("stderr: " << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(gone->wait() == 0);
+	auto lines = parse_folded(r.out);
+	// The live one through /proc/PID/map_files or /proc/PID/root: named.
+	CHECK(samples_of_with(lines, "hot", "split_hot_three") > 10);
+	CHECK(samples_of_with(lines, "hot", "main") > 10);
+	// The one that is gone cannot be read any more; the host's file at its path is another
+	// file (device and inode say so) and must not lend it names.
+	CHECK(samples_of(lines, "gone") > 10);
+	for (const char *comm : {"hot", "gone"}) {
+		CAPTURE(comm);
+		CHECK(samples_of_with(lines, comm, "after_exec_hot") == 0);
+	}
+}
+
 TEST_CASE("processes running poisoned ELF files: no crash, no hang, every other process named")
 {
 	require_root();
