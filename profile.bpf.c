@@ -16,20 +16,34 @@ const volatile bool include_idle = false;
 const volatile bool filter_pids = false;
 const volatile bool filter_tids = false;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, DEFAULT_STACK_DEPTH * sizeof(__u64));
-	__uint(max_entries, 16384);
-} stacks SEC(".maps");
+/* Which of the two sets of maps below samples go to. User space flips it and, once no
+ * program can still be using the other set, moves that set's stacks and counts into its
+ * own memory and empties it: a long run is not stopped by a full stack map (see
+ * Sampler::drain). Read once per sample. */
+volatile __u32 generation = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct stack_key);
-	__type(value, struct stack_count);
-	__uint(max_entries, 40960);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-} counts SEC(".maps");
+/* Stacks by id, one set per generation. */
+#define STACKS(name)                                                          \
+	struct {                                                              \
+		__uint(type, BPF_MAP_TYPE_STACK_TRACE);                       \
+		__uint(key_size, sizeof(__u32));                              \
+		__uint(value_size, DEFAULT_STACK_DEPTH * sizeof(__u64));     \
+		__uint(max_entries, 16384);                                   \
+	} name SEC(".maps")
+/* Samples by (process, comm, user stack id, kernel stack id). */
+#define COUNTS(name)                                                          \
+	struct {                                                              \
+		__uint(type, BPF_MAP_TYPE_HASH);                              \
+		__type(key, struct stack_key);                                \
+		__type(value, struct stack_count);                            \
+		__uint(max_entries, 40960);                                   \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                         \
+	} name SEC(".maps")
+
+STACKS(stacks0);
+STACKS(stacks1);
+COUNTS(counts0);
+COUNTS(counts1);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -64,9 +78,9 @@ struct {
 
 /* Returns true when the stack is usable (stored, or absent as -EFAULT means);
  * false when the sample must be dropped, after counting the cause. */
-static __always_inline bool take_stack(void *ctx, __u64 flags, __s32 *id, struct sample_stats *st)
+static __always_inline bool take_stack(void *ctx, void *stacks, __u64 flags, __s32 *id, struct sample_stats *st)
 {
-	long ret = bpf_get_stackid(ctx, &stacks, flags);
+	long ret = bpf_get_stackid(ctx, stacks, flags);
 
 	if (ret >= 0) {
 		*id = ret;
@@ -83,16 +97,59 @@ static __always_inline bool take_stack(void *ctx, __u64 flags, __s32 *id, struct
 	return false;
 }
 
+/* Takes the stacks into `stacks` and counts the key in `counts`: the maps of one
+ * generation, constants in each of the two inlined copies. */
+static __always_inline int count_sample(void *ctx, void *stacks, void *counts, __u32 tgid,
+					struct sample_stats *st)
+{
+	struct stack_key key = {};
+	struct stack_count *count, first;
+	long err;
+
+	key.pid = tgid;
+	key.user_stack_id = NO_STACK;
+	key.kernel_stack_id = NO_STACK;
+	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+	if (kernel_stacks && !take_stack(ctx, stacks, 0, &key.kernel_stack_id, st))
+		return 0;
+	if (user_stacks && !take_stack(ctx, stacks, BPF_F_USER_STACK, &key.user_stack_id, st))
+		return 0;
+
+	count = bpf_map_lookup_elem(counts, &key);
+	if (count) {
+		__sync_fetch_and_add(&count->count, 1);
+		return 0;
+	}
+	first.count = 1;
+	first.first_ns = bpf_ktime_get_ns();
+	err = bpf_map_update_elem(counts, &key, &first, BPF_NOEXIST);
+	if (!err) {
+		__u8 one = 1;
+
+		st->new_keys++;
+		bpf_map_update_elem(&sampled_pids, &tgid, &one, BPF_ANY);
+		return 0;
+	}
+	if (err == -EEXIST) { /* another CPU inserted the same key just now */
+		count = bpf_map_lookup_elem(counts, &key);
+		if (count) {
+			__sync_fetch_and_add(&count->count, 1);
+			return 0;
+		}
+	}
+	/* Full (-E2BIG), or out of memory for a new entry: either way the counts map is what
+	 * a larger --hash-storage-size would fix. */
+	st->lost_counts_full++;
+	return 0;
+}
+
 SEC("perf_event")
 int do_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = id;
-	struct stack_key key = {};
-	struct stack_count *count, first;
 	struct sample_stats *st;
 	__u32 zero = 0;
-	long err;
 
 	if (tid == 0 && !include_idle)
 		return 0;
@@ -107,40 +164,9 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	st->seen++;
 
-	key.pid = tgid;
-	key.user_stack_id = NO_STACK;
-	key.kernel_stack_id = NO_STACK;
-	bpf_get_current_comm(&key.comm, sizeof(key.comm));
-	if (kernel_stacks && !take_stack(ctx, 0, &key.kernel_stack_id, st))
-		return 0;
-	if (user_stacks && !take_stack(ctx, BPF_F_USER_STACK, &key.user_stack_id, st))
-		return 0;
-
-	count = bpf_map_lookup_elem(&counts, &key);
-	if (count) {
-		__sync_fetch_and_add(&count->count, 1);
-		return 0;
-	}
-	first.count = 1;
-	first.first_ns = bpf_ktime_get_ns();
-	err = bpf_map_update_elem(&counts, &key, &first, BPF_NOEXIST);
-	if (!err) {
-		__u8 one = 1;
-
-		bpf_map_update_elem(&sampled_pids, &tgid, &one, BPF_ANY);
-		return 0;
-	}
-	if (err == -EEXIST) { /* another CPU inserted the same key just now */
-		count = bpf_map_lookup_elem(&counts, &key);
-		if (count) {
-			__sync_fetch_and_add(&count->count, 1);
-			return 0;
-		}
-	}
-	/* Full (-E2BIG), or out of memory for a new entry: either way the counts map is what
-	 * a larger --hash-storage-size would fix. */
-	st->lost_counts_full++;
-	return 0;
+	if (generation & 1)
+		return count_sample(ctx, &stacks1, &counts1, tgid, st);
+	return count_sample(ctx, &stacks0, &counts0, tgid, st);
 }
 
 char LICENSE[] SEC("license") = "GPL";

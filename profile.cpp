@@ -275,6 +275,7 @@ int run(const Options &options)
 	SideBand side_band(online_cpus());
 	snapshot_processes(history, uint64_t(clock_ns(CLOCK_MONOTONIC)));
 	auto follow_processes = [&] {
+		sampler.tick();
 		side_band.poll(history);
 		history.forget_exited([&](uint32_t pid) { return sampler.has_samples(pid); });
 	};
@@ -345,8 +346,8 @@ int run(const Options &options)
 	}
 	if (getenv("PROFILE_DEBUG")) {
 		phases.mark("report");
-		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks; whole run's CPU %.1f ms\n",
-			phases.summary().c_str(), raw.entries.size(), raw.stacks.size(),
+		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %" PRIu64 " drains; whole run's CPU %.1f ms\n",
+			phases.summary().c_str(), raw.entries.size(), raw.stacks.size(), raw.drains,
 			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
 	}
 	report_losses(raw, options);

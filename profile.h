@@ -34,6 +34,7 @@ struct sample_stats {
 	__u64 lost_stack_collision; /* stack map bucket taken by another stack */
 	__u64 lost_stack_full;      /* stack map out of free entries */
 	__u64 lost_stack_other;     /* any other bpf_get_stackid error */
+	__u64 new_keys;             /* counts entries created: how fast the maps fill */
 };
 
 #endif /* PROFILE_H */

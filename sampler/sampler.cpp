@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/capability.h>
+#include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <unordered_set>
 #include <utility>
 
 #include "profile.skel.h"
@@ -79,9 +81,12 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps)
 	if (!skel)
 		throw RunError("cannot open the BPF program: " + errno_text(errno));
 
-	bpf_map__set_value_size(skel->maps.stacks, depth * sizeof(uint64_t));
-	bpf_map__set_max_entries(skel->maps.stacks, options.stack_storage_size);
-	bpf_map__set_max_entries(skel->maps.counts, options.hash_storage_size);
+	for (bpf_map *stacks : {skel->maps.stacks0, skel->maps.stacks1}) {
+		bpf_map__set_value_size(stacks, depth * sizeof(uint64_t));
+		bpf_map__set_max_entries(stacks, options.stack_storage_size);
+	}
+	for (bpf_map *counts : {skel->maps.counts0, skel->maps.counts1})
+		bpf_map__set_max_entries(counts, options.hash_storage_size);
 	bpf_map__set_max_entries(skel->maps.sampled_pids, options.hash_storage_size);
 	if (!options.pids.empty())
 		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
@@ -104,11 +109,78 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps)
 
 } // namespace
 
+// What the drains moved out of the kernel: entries keyed by stack ids of its own, given
+// to each distinct stack whichever generation's map it was read from.
+struct Collected {
+	struct KeyHash {
+		size_t operator()(const stack_key &k) const
+		{
+			uint64_t h = uint64_t(k.pid) * 0x9e3779b97f4a7c15ull ^ uint64_t(uint32_t(k.user_stack_id)) << 32 ^
+				     uint32_t(k.kernel_stack_id);
+			for (char c : k.comm)
+				h = (h ^ uint8_t(c)) * 0x100000001b3ull;
+			return size_t(h ^ h >> 29);
+		}
+	};
+	struct KeyEqual {
+		bool operator()(const stack_key &a, const stack_key &b) const
+		{
+			return std::memcmp(&a, &b, sizeof(a)) == 0;
+		}
+	};
+	std::vector<RawProfile::Entry> entries;
+	std::unordered_map<stack_key, size_t, KeyHash, KeyEqual> index; // into entries
+	std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
+	std::unordered_multimap<uint64_t, int32_t> stacks_by_hash;
+
+	int32_t intern(std::vector<uint64_t> frames)
+	{
+		uint64_t h = frames.size();
+		for (uint64_t a : frames)
+			h = (h ^ a) * 0x100000001b3ull;
+		auto [first, last] = stacks_by_hash.equal_range(h);
+		for (auto it = first; it != last; ++it)
+			if (stacks[it->second] == frames)
+				return it->second;
+		const int32_t id = int32_t(stacks.size());
+		stacks.emplace(id, std::move(frames));
+		stacks_by_hash.emplace(h, id);
+		return id;
+	}
+
+	void add(const stack_key &key, const stack_count &value)
+	{
+		auto [it, inserted] = index.try_emplace(key, entries.size());
+		if (inserted) {
+			entries.push_back({key, value});
+			return;
+		}
+		stack_count &kept = entries[it->second].value;
+		kept.count += value.count;
+		kept.first_ns = std::min(kept.first_ns, value.first_ns);
+	}
+};
+
 struct Sampler::Impl {
 	Skeleton skel;
 	std::vector<Link> links;
 	uint32_t depth = DEFAULT_STACK_DEPTH;
 	Options options;
+
+	// Draining while sampling needs to know when no program still uses the old maps:
+	// membarrier(MEMBARRIER_CMD_GLOBAL) waits for an RCU grace period, and the program
+	// runs inside rcu_read_lock(). Without it (nohz_full kernels) nothing is drained
+	// before the end.
+	bool can_drain = false;
+	Collected collected;
+	std::unordered_set<uint32_t> drained_pids; // processes with samples in `collected`
+	sample_stats at_last_drain{};
+	int64_t last_drain_ns = 0;
+	uint64_t drains = 0;
+
+	sample_stats totals() const;
+	void wait_for_programs() const;
+	void drain(uint32_t generation);
 };
 
 std::vector<int> parse_cpu_list(std::string_view text)
@@ -215,6 +287,8 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 		if (bpf_map__update_elem(skel->maps.tids, &tid, sizeof(tid), &one, 1, BPF_ANY))
 			throw RunError("cannot set the TID filter: " + errno_text(errno));
 	impl_->skel = std::move(skel);
+	const long membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	impl_->can_drain = membarrier > 0 && (membarrier & MEMBARRIER_CMD_GLOBAL) && !getenv("PROFILE_NO_DRAIN");
 }
 
 Sampler::~Sampler() = default;
@@ -276,6 +350,8 @@ void Sampler::detach()
 
 bool Sampler::has_samples(uint32_t pid) const
 {
+	if (impl_->drained_pids.count(pid))
+		return true;
 	uint8_t value;
 	return bpf_map__lookup_elem(impl_->skel->maps.sampled_pids, &pid, sizeof(pid), &value, sizeof(value), 0) == 0;
 }
@@ -317,48 +393,154 @@ void read_counts(int fd, uint32_t max_entries, std::vector<RawProfile::Entry> &o
 	}
 }
 
+// Every key of a map, read before any is deleted: a stack map's get_next_key starts over
+// from the first bucket when the key it is given is gone.
+template <typename Key>
+std::vector<Key> all_keys(int fd)
+{
+	std::vector<Key> keys;
+	Key key{}, next{};
+	void *prev = nullptr;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		keys.push_back(next);
+		key = next;
+		prev = &key;
+	}
+	return keys;
+}
+
 } // namespace
 
-RawProfile Sampler::read() const
+sample_stats Sampler::Impl::totals() const
 {
-	RawProfile raw;
-	profile_bpf *skel = impl_->skel.get();
-	raw.depth_limit = impl_->depth;
-
+	sample_stats sum{};
 	int ncpus = libbpf_num_possible_cpus();
 	std::vector<sample_stats> per_cpu(ncpus > 0 ? ncpus : 1);
 	uint32_t zero = 0;
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.stats), &zero, per_cpu.data()) == 0)
 		for (const sample_stats &s : per_cpu) {
-			raw.totals.seen += s.seen;
-			raw.totals.lost_counts_full += s.lost_counts_full;
-			raw.totals.lost_stack_collision += s.lost_stack_collision;
-			raw.totals.lost_stack_full += s.lost_stack_full;
-			raw.totals.lost_stack_other += s.lost_stack_other;
+			sum.seen += s.seen;
+			sum.lost_counts_full += s.lost_counts_full;
+			sum.lost_stack_collision += s.lost_stack_collision;
+			sum.lost_stack_full += s.lost_stack_full;
+			sum.lost_stack_other += s.lost_stack_other;
+			sum.new_keys += s.new_keys;
 		}
+	return sum;
+}
 
-	read_counts(bpf_map__fd(skel->maps.counts), bpf_map__max_entries(skel->maps.counts), raw.entries);
+void Sampler::Impl::wait_for_programs() const
+{
+	if (can_drain)
+		syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}
 
-	int stacks_fd = bpf_map__fd(skel->maps.stacks);
-	std::vector<uint64_t> frames(impl_->depth);
+// Moves one generation's counts and the stacks they name into `collected`, then empties
+// both maps. Only called when no program can be writing them.
+void Sampler::Impl::drain(uint32_t generation)
+{
+	bpf_map *counts = generation & 1 ? skel->maps.counts1 : skel->maps.counts0;
+	bpf_map *stacks = generation & 1 ? skel->maps.stacks1 : skel->maps.stacks0;
+	const int counts_fd = bpf_map__fd(counts), stacks_fd = bpf_map__fd(stacks);
+
+	std::vector<RawProfile::Entry> entries;
+	read_counts(counts_fd, bpf_map__max_entries(counts), entries);
+	std::unordered_map<int32_t, int32_t> ids; // this map's stack id -> collected's
+	std::vector<uint64_t> frames(depth);
+	auto collected_id = [&](int32_t id) {
+		if (id < 0)
+			return id;
+		auto [it, inserted] = ids.try_emplace(id, 0);
+		if (inserted) {
+			size_t n = 0;
+			if (bpf_map_lookup_elem(stacks_fd, &id, frames.data()) == 0)
+				while (n < frames.size() && frames[n])
+					n++;
+			it->second = collected.intern(std::vector<uint64_t>(frames.begin(), frames.begin() + n));
+		}
+		return it->second;
+	};
+	std::unordered_set<uint32_t> pids;
+	for (const RawProfile::Entry &entry : entries) {
+		stack_key key = entry.key;
+		key.kernel_stack_id = collected_id(key.kernel_stack_id);
+		key.user_stack_id = collected_id(key.user_stack_id);
+		collected.add(key, entry.value);
+		pids.insert(key.pid);
+	}
+
+	// Empty both. Stacks whose sample was lost later (the other stack collided, the
+	// counts map was full) are in the stack map too: every key goes.
+	for (const RawProfile::Entry &entry : entries)
+		bpf_map_delete_elem(counts_fd, &entry.key);
+	for (uint32_t id : all_keys<uint32_t>(stacks_fd))
+		bpf_map_delete_elem(stacks_fd, &id);
+	// The pids stay known here; the map only has to hold those sampled since.
+	const int sampled_fd = bpf_map__fd(skel->maps.sampled_pids);
+	for (uint32_t pid : pids) {
+		drained_pids.insert(pid);
+		bpf_map_delete_elem(sampled_fd, &pid);
+	}
+}
+
+void Sampler::tick()
+{
+	Impl &d = *impl_;
+	if (!d.can_drain || d.links.empty())
+		return;
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	const int64_t now = int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+	if (now - d.last_drain_ns < 1000000000)
+		return;
+	const sample_stats t = d.totals();
+	const uint64_t capacity = std::min(d.options.stack_storage_size, d.options.hash_storage_size);
+	const uint64_t new_keys = t.new_keys - d.at_last_drain.new_keys;
+	auto lost = [](const sample_stats &s) {
+		return s.lost_counts_full + s.lost_stack_collision + s.lost_stack_full + s.lost_stack_other;
+	};
+	// A new stack collides with the odds of the stack map's fill, so drain early: a
+	// sixteenth full. A drain's cost follows the entries it moves, however often it runs.
+	// Losing samples with few new stacks coming: every 5 s at most.
+	const bool filling = new_keys * 16 >= capacity;
+	const bool losing = lost(t) > lost(d.at_last_drain) &&
+			    (new_keys * 64 >= capacity || now - d.last_drain_ns >= 5000000000);
+	if (!filling && !losing)
+		return;
+	const uint32_t old = d.skel->bss->generation;
+	__atomic_store_n(&d.skel->bss->generation, old + 1, __ATOMIC_SEQ_CST);
+	d.wait_for_programs();
+	d.drain(old);
+	d.at_last_drain = t;
+	d.last_drain_ns = now;
+	d.drains++;
+}
+
+RawProfile Sampler::read()
+{
+	Impl &d = *impl_;
+	RawProfile raw;
+	raw.depth_limit = d.depth;
+	// Detached: once the programs still running are done, both generations are still.
+	d.wait_for_programs();
+	raw.totals = d.totals();
+	const uint32_t current = d.skel->bss->generation;
+	d.drain(current + 1); // empty unless a drain was cut short
+	d.drain(current);
+
+	raw.entries = std::move(d.collected.entries);
+	raw.stacks = std::move(d.collected.stacks);
+	d.collected = Collected{};
 	for (const RawProfile::Entry &entry : raw.entries) {
 		raw.stored += entry.value.count;
 		bool full = false;
-		for (int32_t id : {entry.key.kernel_stack_id, entry.key.user_stack_id}) {
-			if (id < 0)
-				continue;
-			auto [it, inserted] = raw.stacks.try_emplace(id);
-			if (inserted && bpf_map_lookup_elem(stacks_fd, &id, frames.data()) == 0) {
-				size_t n = 0;
-				while (n < frames.size() && frames[n])
-					n++;
-				it->second.assign(frames.begin(), frames.begin() + n);
-			}
-			full |= it->second.size() == impl_->depth;
-		}
+		for (int32_t id : {entry.key.kernel_stack_id, entry.key.user_stack_id})
+			if (id >= 0)
+				full |= raw.stacks[id].size() == d.depth;
 		if (full)
 			raw.truncated += entry.value.count;
 	}
 	raw.taken = raw.totals.seen;
+	raw.drains = d.drains;
 	return raw;
 }

@@ -34,6 +34,7 @@ struct RawProfile {
 	uint64_t taken = 0;       // every sample that passed the filters, as the kernel counted them
 	uint64_t truncated = 0;   // samples whose stack filled every frame slot (likely cut)
 	uint32_t depth_limit = 0; // frames a stack could hold
+	uint64_t drains = 0;      // times the maps were emptied into user space while sampling
 };
 
 class Sampler {
@@ -48,8 +49,13 @@ public:
 	void attach();
 	// Closes every perf event; the maps stay readable.
 	void detach();
-	// Reads the counts, the stacks they name and the per-CPU tallies.
-	RawProfile read() const;
+	// Called about every 100 ms while sampling: when the maps fill, or samples are being
+	// lost to them, flips the program to the other set of maps and moves this one's
+	// counts and stacks into user space, emptying it.
+	void tick();
+	// After detach(): everything counted, drained or still in the maps, and the
+	// per-CPU tallies.
+	RawProfile read();
 
 	// True when the counts map holds samples of this process.
 	bool has_samples(uint32_t pid) const;
