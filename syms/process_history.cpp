@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "syms/fd.h"
 
@@ -67,7 +68,7 @@ void ProcessHistory::add_snapshot(uint32_t pid, std::string comm, std::vector<Ma
 	ProcessImage image;
 	image.since_ns = now_ns;
 	image.comm = std::move(comm);
-	image.maps = std::make_shared<const std::vector<MapEntry>>(std::move(maps));
+	image.maps = std::make_shared<std::vector<MapEntry>>(std::move(maps)); // not const: see add_mapping
 	insert_image(pid, std::move(image));
 }
 
@@ -121,30 +122,43 @@ void ProcessHistory::add_mapping(uint32_t pid, uint64_t time_ns, MapEntry entry)
 		dropped_mappings_++;
 		return;
 	}
-	auto maps = std::make_shared<std::vector<MapEntry>>();
-	maps->reserve(image->maps->size() + 1);
-	// A new mapping replaces whatever it overlaps (MAP_FIXED, or a range reused after
-	// munmap, which has no record of its own); the parts outside it survive.
-	for (const MapEntry &old : *image->maps) {
-		if (old.end <= entry.start || old.start >= entry.end) {
-			maps->push_back(old);
-			continue;
-		}
-		if (old.start < entry.start) {
-			MapEntry head = old;
-			head.end = entry.start;
-			maps->push_back(head);
-		}
-		if (old.end > entry.end) {
-			MapEntry tail = old;
-			tail.offset += entry.end - old.start;
-			tail.start = entry.end;
-			maps->push_back(tail);
-		}
+	// The list is shared with a forked parent or child until one of them maps something:
+	// then it is copied. Unshared, it is changed in place (every list but the static
+	// empty one is made non-const, for this).
+	std::vector<MapEntry> *maps;
+	std::shared_ptr<std::vector<MapEntry>> copy;
+	if (image->maps.use_count() == 1) {
+		maps = const_cast<std::vector<MapEntry> *>(image->maps.get());
+	} else {
+		copy = std::make_shared<std::vector<MapEntry>>(*image->maps);
+		maps = copy.get();
 	}
-	maps->push_back(std::move(entry));
-	std::sort(maps->begin(), maps->end(), [](const MapEntry &a, const MapEntry &b) { return a.start < b.start; });
-	image->maps = std::move(maps);
+	// A new mapping replaces whatever it overlaps (MAP_FIXED, or a range reused after
+	// munmap, which has no record of its own); the parts outside it survive. The list is
+	// sorted and without overlaps, so those it overlaps lie next to each other.
+	auto first = std::upper_bound(maps->begin(), maps->end(), entry.start,
+				      [](uint64_t start, const MapEntry &m) { return start < m.end; });
+	auto last = std::lower_bound(first, maps->end(), entry.end,
+				     [](const MapEntry &m, uint64_t end) { return m.start < end; });
+	std::vector<MapEntry> replacement;
+	if (first != last && first->start < entry.start) {
+		MapEntry head = *first;
+		head.end = entry.start;
+		replacement.push_back(std::move(head));
+	}
+	std::optional<MapEntry> tail;
+	if (first != last && (last - 1)->end > entry.end) {
+		tail = *(last - 1);
+		tail->offset += entry.end - tail->start;
+		tail->start = entry.end;
+	}
+	replacement.push_back(std::move(entry));
+	if (tail)
+		replacement.push_back(std::move(*tail));
+	auto at = maps->erase(first, last);
+	maps->insert(at, std::make_move_iterator(replacement.begin()), std::make_move_iterator(replacement.end()));
+	if (copy)
+		image->maps = std::move(copy);
 }
 
 uint64_t ProcessHistory::record_time(std::span<const uint8_t> record)

@@ -136,6 +136,45 @@ TEST_CASE("a new mapping replaces the part of an old one it overlaps")
 	CHECK(h.image_at(30, 30)->maps->size() == 3);
 }
 
+TEST_CASE("one mapping over several: those inside go, the ends it cuts keep their outer parts")
+{
+	ProcessHistory h;
+	h.apply(mmap2(31, 0x1000, 0x2000, 0, "/a", 10)); // 0x1000-0x3000
+	h.apply(mmap2(31, 0x3000, 0x1000, 0, "/b", 11)); // 0x3000-0x4000
+	h.apply(mmap2(31, 0x4000, 0x2000, 0, "/c", 12)); // 0x4000-0x6000
+	h.apply(mmap2(31, 0x8000, 0x1000, 0, "/d", 13));
+	h.apply(mmap2(31, 0x2000, 0x3000, 0, "/e", 20)); // 0x2000-0x5000
+	const ProcessImage *image = h.image_at(31, 30);
+	REQUIRE(image->maps->size() == 4);
+	CHECK(path_at(h, 31, 30, 0x1800) == "/a");
+	CHECK((*image->maps)[0].end == 0x2000);
+	CHECK(path_at(h, 31, 30, 0x3800) == "/e");
+	CHECK(path_at(h, 31, 30, 0x5800) == "/c");
+	CHECK(image->find(0x5800)->start == 0x5000);
+	CHECK(image->find(0x5800)->offset == 0x1000);
+	CHECK(path_at(h, 31, 30, 0x8800) == "/d");
+	// Exactly where others were: replaced whole.
+	h.apply(mmap2(31, 0x8000, 0x1000, 0, "/f", 40));
+	CHECK(path_at(h, 31, 50, 0x8800) == "/f");
+	CHECK(h.image_at(31, 50)->maps->size() == 4);
+}
+
+TEST_CASE("after a fork without exec, what either side maps is its own")
+{
+	ProcessHistory h;
+	h.apply(mmap2(40, 0x1000, 0x1000, 0, "/shared", 10));
+	REQUIRE(h.apply(task(PERF_RECORD_FORK, 41, 40, 41, 20)));
+	h.apply(mmap2(40, 0x2000, 0x1000, 0, "/parent-only", 30));
+	h.apply(mmap2(41, 0x3000, 0x1000, 0, "/child-only", 31));
+	h.apply(mmap2(41, 0x1000, 0x1000, 0, "/child-over-shared", 32));
+	CHECK(path_at(h, 40, 40, 0x1800) == "/shared");
+	CHECK(path_at(h, 40, 40, 0x2800) == "/parent-only");
+	CHECK(path_at(h, 40, 40, 0x3800) == "<no mapping>");
+	CHECK(path_at(h, 41, 40, 0x1800) == "/child-over-shared");
+	CHECK(path_at(h, 41, 40, 0x2800) == "<no mapping>");
+	CHECK(path_at(h, 41, 40, 0x3800) == "/child-only");
+}
+
 TEST_CASE("non-executable mappings and threads change nothing; anonymous JIT code is kept")
 {
 	ProcessHistory h;
