@@ -238,6 +238,7 @@ std::string check_against_machine(const Options &options)
 
 int run(const Options &options)
 {
+	PhaseClock startup;
 	check_privileges();
 	check_kernel_support();
 
@@ -249,16 +250,23 @@ int run(const Options &options)
 	signal(SIGPIPE, SIG_IGN); // a closed stdout shows up as a failed write, handled below
 
 	Sampler sampler(options);
+	startup.mark("load");
 	SymbolizerOptions symbolizer_options;
 	symbolizer_options.want_lines = options.report.verbose;
+	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
+		symbolizer_options.kernel_cache_dir = "/run/profile";
 	Symbolizer symbolizer(symbolizer_options);
 
 	// Kernel symbols do not depend on what is sampled: index them while sampling runs.
 	// Reading /proc/kallsyms is most of a run's own CPU, so -U, which never needs it,
 	// skips it.
 	std::thread kernel_symbols;
+	double kernel_symbols_cpu_ms = 0;
 	if (options.kernel_stacks)
-		kernel_symbols = std::thread([&] { symbolizer.load_kernel_symbols(); });
+		kernel_symbols = std::thread([&] {
+			symbolizer.load_kernel_symbols();
+			kernel_symbols_cpu_ms = clock_ns(CLOCK_THREAD_CPUTIME_ID) / 1e6;
+		});
 	struct Joiner {
 		std::thread &t;
 		~Joiner()
@@ -273,7 +281,9 @@ int run(const Options &options)
 	// nothing falls between them.
 	ProcessHistory history;
 	SideBand side_band(online_cpus());
+	startup.mark("side band");
 	snapshot_processes(history, uint64_t(clock_ns(CLOCK_MONOTONIC)));
+	startup.mark("snapshot");
 	auto follow_processes = [&] {
 		sampler.tick();
 		side_band.poll(history);
@@ -284,6 +294,7 @@ int run(const Options &options)
 
 	const int64_t start_real = clock_ns(CLOCK_REALTIME), start = clock_ns(CLOCK_MONOTONIC);
 	sampler.attach();
+	startup.mark("attach");
 	const bool to_stdout = options.output_path.empty();
 	if (options.format == ReportFormat::Stacks && to_stdout)
 		std::cout << header_line(options) << std::endl;
@@ -346,6 +357,9 @@ int run(const Options &options)
 	}
 	if (getenv("PROFILE_DEBUG")) {
 		phases.mark("report");
+		fprintf(stderr, "profile: before sampling: %s; kernel symbols' thread CPU %.1f ms%s\n",
+			startup.summary().c_str(), kernel_symbols_cpu_ms,
+			symbolizer.stats().kallsyms_reread ? " (the cache did not hold every address: read again)" : "");
 		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %" PRIu64 " drains; whole run's CPU %.1f ms\n",
 			phases.summary().c_str(), raw.entries.size(), raw.stacks.size(), raw.drains,
 			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);

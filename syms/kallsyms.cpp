@@ -87,6 +87,8 @@ public:
 		for (const Symbol &s : symbols) {
 			Module &mod = result_.modules_[s.module];
 			mod.lowest = std::min(mod.lowest, s.address);
+			if (s.module == 0)
+				result_.core_end_ = std::max(result_.core_end_, s.address);
 		}
 		return std::move(result_);
 	}

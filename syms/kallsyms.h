@@ -27,6 +27,17 @@ public:
 	// first, is unknown.
 	std::optional<Match> find(uint64_t address) const;
 
+	// The address past which no core kernel (vmlinux) symbol lies: the last one's.
+	uint64_t core_end() const { return core_end_; }
+	// Every symbol kept, in address order: fn(address, name, module), module "" for vmlinux.
+	template <typename Fn>
+	void for_each(Fn &&fn) const
+	{
+		for (const Symbol &s : symbols_)
+			fn(s.address, std::string_view(names_).substr(s.name_offset, s.name_size),
+			   std::string_view(modules_[s.module].name));
+	}
+
 	size_t size() const { return symbols_.size(); }
 	bool empty() const { return symbols_.empty(); }
 
@@ -46,4 +57,5 @@ private:
 	std::vector<Symbol> symbols_; // sorted by address, one per address
 	std::string names_;           // every kept name, back to back
 	std::vector<Module> modules_;
+	uint64_t core_end_ = 0;
 };

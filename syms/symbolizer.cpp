@@ -21,6 +21,7 @@
 #include "syms/elf.h"
 #include "syms/fd.h"
 #include "syms/kallsyms.h"
+#include "syms/kallsyms_cache.h"
 #include "syms/maps.h"
 #include "syms/perf_map.h"
 #include "syms/process_history.h"
@@ -132,6 +133,7 @@ struct Symbolizer::Impl {
 
 	std::once_flag kernel_loaded;
 	KernelSymbols kernel;
+	bool kernel_complete = true; // false: the cached core kernel only
 
 	const ProcessHistory *history = nullptr;
 	ProcessHistory read_now; // processes the history does not know, from their maps now
@@ -333,7 +335,11 @@ void Symbolizer::set_process_history(const ProcessHistory *history)
 void Symbolizer::load_kernel_symbols()
 {
 	std::call_once(impl_->kernel_loaded, [this] {
-		impl_->kernel = KernelSymbols::load(impl_->options.kallsyms_path);
+		const SymbolizerOptions &o = impl_->options;
+		KernelSymbolSource source = ::load_kernel_symbols(
+			o.kallsyms_path, o.kernel_cache_dir, o.kernel_cache_dir.empty() ? "" : kernel_identity());
+		impl_->kernel = std::move(source.symbols);
+		impl_->kernel_complete = source.complete;
 		impl_->stats.kernel_symbols = impl_->kernel.size();
 	});
 }
@@ -360,6 +366,15 @@ Frame Symbolizer::kernel_frame(uint64_t address, bool return_address, uint64_t t
 		frame.module = record->bpf || record->name.starts_with("bpf_") ? "bpf" : "";
 		frame.module_offset = frame.module.empty() ? address : address - record->start;
 		return frame;
+	}
+	// The cached core kernel does not hold modules or BPF programs loaded before the run:
+	// an address past it is looked up in kallsyms itself, read then, once.
+	constexpr uint64_t kCoreSlack = 16 << 20;
+	if (!impl_->kernel_complete && address - back > impl_->kernel.core_end() + kCoreSlack) {
+		impl_->kernel = KernelSymbols::load(impl_->options.kallsyms_path);
+		impl_->kernel_complete = true;
+		impl_->stats.kernel_symbols = impl_->kernel.size();
+		impl_->stats.kallsyms_reread = true;
 	}
 	if (auto match = impl_->kernel.find(address - back)) {
 		frame.name = match->name;

@@ -21,11 +21,15 @@ struct SymbolizerOptions {
 	std::string debug_root = "/usr/lib/debug";
 	std::string perf_map_dir = "/tmp"; // where JIT compilers write perf-PID.map
 	bool want_lines = false;           // -v: file:line and inlined frames from DWARF
+	// Where the core kernel's symbols are kept between runs of one boot (see
+	// syms/kallsyms_cache.h); "" reads kallsyms_path every time.
+	std::string kernel_cache_dir;
 };
 
 // What a run cost, for tests and for the summary under -v.
 struct SymbolizerStats {
 	size_t kernel_symbols = 0;    // text symbols indexed from kallsyms
+	bool kallsyms_reread = false; // the cache was not enough: kallsyms was read at the end
 	size_t processes_read = 0;    // /proc/PID/maps files read (once per pid)
 	size_t elf_files_parsed = 0;  // ELF files opened and parsed (once per device and inode)
 	size_t debug_files_read = 0;  // separate debug files found and parsed

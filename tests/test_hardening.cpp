@@ -826,6 +826,7 @@ TEST_CASE("every fd the profiler holds is close-on-exec")
 TEST_CASE("-o onto a planted symlink replaces the link and never writes through it")
 {
 	require_root();
+	Background split({workload("split"), "5"}); // something to sample, so the report is not empty
 	std::string dir = scratch_dir("planted");
 	write_file(dir + "/victim", {'k', 'e', 'e', 'p'}, 0644);
 	REQUIRE(symlink((dir + "/victim").c_str(), (dir + "/out.folded").c_str()) == 0);
