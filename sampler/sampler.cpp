@@ -74,8 +74,10 @@ std::string errno_text(int err)
 // Opens the skeleton and sets what the options decide, ready to load. Hash maps marked
 // BPF_F_NO_PREALLOC in profile.bpf.c allocate an entry when a key first appears instead of
 // all of them at load (a few ms of the run's CPU and megabytes of kernel memory);
-// `lazy_maps` false makes them preallocated again, for kernels that want that.
-Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps)
+// `lazy_maps` false makes them preallocated again, for kernels that want that. Without
+// `two_generations` (nothing can be drained) the second set of maps is left as small as
+// the kernel allows: it is never used.
+Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps, bool two_generations)
 {
 	Skeleton skel(profile_bpf__open());
 	if (!skel)
@@ -87,6 +89,10 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps)
 	}
 	for (bpf_map *counts : {skel->maps.counts0, skel->maps.counts1})
 		bpf_map__set_max_entries(counts, options.hash_storage_size);
+	if (!two_generations) {
+		bpf_map__set_max_entries(skel->maps.stacks1, 1);
+		bpf_map__set_max_entries(skel->maps.counts1, 1);
+	}
 	bpf_map__set_max_entries(skel->maps.sampled_pids, options.hash_storage_size);
 	if (!options.pids.empty())
 		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
@@ -262,12 +268,14 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 				"kernel.perf_event_max_stack (raise it with sysctl for deeper stacks)\n",
 			impl_->depth);
 
-	Skeleton skel = open_configured(options, impl_->depth, true);
+	const long membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	impl_->can_drain = membarrier > 0 && (membarrier & MEMBARRIER_CMD_GLOBAL) && !getenv("PROFILE_NO_DRAIN");
+	Skeleton skel = open_configured(options, impl_->depth, true, impl_->can_drain);
 	int err = profile_bpf__load(skel.get());
 	if (err == -EINVAL) {
 		// Before 6.1 perf_event programs may only use preallocated hash maps: pay
 		// for the preallocation there.
-		skel = open_configured(options, impl_->depth, false);
+		skel = open_configured(options, impl_->depth, false, impl_->can_drain);
 		err = profile_bpf__load(skel.get());
 	}
 	if (err) {
@@ -287,8 +295,6 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 		if (bpf_map__update_elem(skel->maps.tids, &tid, sizeof(tid), &one, 1, BPF_ANY))
 			throw RunError("cannot set the TID filter: " + errno_text(errno));
 	impl_->skel = std::move(skel);
-	const long membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-	impl_->can_drain = membarrier > 0 && (membarrier & MEMBARRIER_CMD_GLOBAL) && !getenv("PROFILE_NO_DRAIN");
 }
 
 Sampler::~Sampler() = default;
