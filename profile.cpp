@@ -360,8 +360,10 @@ int run(const Options &options)
 		fprintf(stderr, "profile: before sampling: %s; kernel symbols' thread CPU %.1f ms%s\n",
 			startup.summary().c_str(), kernel_symbols_cpu_ms,
 			symbolizer.stats().kallsyms_reread ? " (the cache did not hold every address: read again)" : "");
-		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %" PRIu64 " drains; whole run's CPU %.1f ms\n",
+		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %" PRIu64 " drains, %zu processes "
+				"followed; whole run's CPU %.1f ms\n",
 			phases.summary().c_str(), raw.entries.size(), raw.stacks.size(), raw.drains,
+			history.process_count(),
 			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
 	}
 	report_losses(raw, options);
