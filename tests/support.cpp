@@ -322,3 +322,20 @@ uint64_t samples_with(const std::vector<FoldedLine> &lines, const std::string &f
 {
 	return samples_of_with(lines, "", frame);
 }
+
+ScopedEnv::ScopedEnv(const char *name, const char *value) : name_(name)
+{
+	if (const char *old = getenv(name)) {
+		had_ = true;
+		old_ = old;
+	}
+	setenv(name, value, 1);
+}
+
+ScopedEnv::~ScopedEnv()
+{
+	if (had_)
+		setenv(name_.c_str(), old_.c_str(), 1);
+	else
+		unsetenv(name_.c_str());
+}

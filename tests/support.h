@@ -98,3 +98,16 @@ uint64_t samples_of(const std::vector<FoldedLine> &lines, const std::string &com
 // Samples whose stack holds frame, of one comm or (comm "") of any.
 uint64_t samples_of_with(const std::vector<FoldedLine> &lines, const std::string &comm, const std::string &frame);
 uint64_t samples_with(const std::vector<FoldedLine> &lines, const std::string &frame);
+
+// Sets an environment variable for the programs a test starts, until the end of the scope.
+class ScopedEnv {
+public:
+	ScopedEnv(const char *name, const char *value);
+	~ScopedEnv();
+	ScopedEnv(const ScopedEnv &) = delete;
+	ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+	std::string name_, old_;
+	bool had_ = false;
+};
