@@ -137,8 +137,7 @@ Profile symbolize(const RawProfile &raw, Symbolizer &symbolizer)
 	auto frames_of = [&](int32_t id) -> const std::vector<uint64_t> * {
 		if (id < 0)
 			return nullptr;
-		auto it = raw.stacks.find(id);
-		return it == raw.stacks.end() ? nullptr : &it->second;
+		return size_t(id) < raw.stacks.size() ? &raw.stacks[size_t(id)] : nullptr;
 	};
 
 	profile.samples.reserve(raw.entries.size());
@@ -184,7 +183,7 @@ void report_losses(const RawProfile &raw, const Options &options)
 		fprintf(stderr, "profile: %" PRIu64 " samples have stacks cut at %u frames "
 				"(raise --perf-max-stack-depth)\n", raw.truncated, raw.depth_limit);
 	const sample_stats &t = raw.totals;
-	uint64_t lost = t.lost_counts_full + t.lost_stack_collision + t.lost_stack_full + t.lost_stack_other;
+	const uint64_t lost = lost_samples(t);
 	// taken is the kernel's own count: should it ever differ from stored + lost, the line
 	// shows it rather than hide it.
 	if (!lost && raw.taken == raw.stored)

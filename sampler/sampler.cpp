@@ -136,7 +136,7 @@ struct Collected {
 	};
 	std::vector<RawProfile::Entry> entries;
 	std::unordered_map<stack_key, size_t, KeyHash, KeyEqual> index; // into entries
-	std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
+	std::vector<std::vector<uint64_t>> stacks;                    // by id
 	std::unordered_multimap<uint64_t, int32_t> stacks_by_hash;
 
 	int32_t intern(std::vector<uint64_t> frames)
@@ -149,7 +149,7 @@ struct Collected {
 			if (stacks[it->second] == frames)
 				return it->second;
 		const int32_t id = int32_t(stacks.size());
-		stacks.emplace(id, std::move(frames));
+		stacks.push_back(std::move(frames));
 		stacks_by_hash.emplace(h, id);
 		return id;
 	}
@@ -224,6 +224,13 @@ std::vector<int> parse_cpu_list(std::string_view text)
 		text.remove_prefix(comma + 1);
 	}
 	return cpus;
+}
+
+uint64_t monotonic_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
 }
 
 std::vector<int> online_cpus()
@@ -494,22 +501,17 @@ void Sampler::tick()
 	Impl &d = *impl_;
 	if (!d.can_drain || d.links.empty())
 		return;
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	const int64_t now = int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+	const int64_t now = int64_t(monotonic_ns());
 	if (now - d.last_drain_ns < 1000000000)
 		return;
 	const sample_stats t = d.totals();
 	const uint64_t capacity = std::min(d.options.stack_storage_size, d.options.hash_storage_size);
 	const uint64_t new_keys = t.new_keys - d.at_last_drain.new_keys;
-	auto lost = [](const sample_stats &s) {
-		return s.lost_counts_full + s.lost_stack_collision + s.lost_stack_full + s.lost_stack_other;
-	};
 	// A new stack collides with the odds of the stack map's fill, so drain early: a
 	// sixteenth full. A drain's cost follows the entries it moves, however often it runs.
 	// Losing samples with few new stacks coming: every 5 s at most.
 	const bool filling = new_keys * 16 >= capacity;
-	const bool losing = lost(t) > lost(d.at_last_drain) &&
+	const bool losing = lost_samples(t) > lost_samples(d.at_last_drain) &&
 			    (new_keys * 64 >= capacity || now - d.last_drain_ns >= 5000000000);
 	if (!filling && !losing)
 		return;
@@ -530,9 +532,8 @@ RawProfile Sampler::read()
 	// Detached: once the programs still running are done, both generations are still.
 	d.wait_for_programs();
 	raw.totals = d.totals();
-	const uint32_t current = d.skel->bss->generation;
-	d.drain(current + 1); // empty unless a drain was cut short
-	d.drain(current);
+	// The other generation was emptied by the drain that left it.
+	d.drain(d.skel->bss->generation);
 
 	raw.entries = std::move(d.collected.entries);
 	raw.stacks = std::move(d.collected.stacks);

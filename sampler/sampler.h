@@ -26,8 +26,8 @@ struct RawProfile {
 		stack_count value;
 	};
 	std::vector<Entry> entries;
-	// Stack id -> frame addresses, leaf first.
-	std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
+	// Frame addresses, leaf first, by the stack ids of entries (NO_STACK: none).
+	std::vector<std::vector<uint64_t>> stacks;
 
 	sample_stats totals{};    // losses by cause, summed over CPUs
 	uint64_t stored = 0;      // sum of the counts read back
@@ -68,6 +68,15 @@ private:
 	std::unique_ptr<Impl> impl_;
 	std::vector<int> cpus_;
 };
+
+// Samples the program could not store, every cause together.
+inline uint64_t lost_samples(const sample_stats &s)
+{
+	return s.lost_counts_full + s.lost_stack_collision + s.lost_stack_full + s.lost_stack_other;
+}
+
+// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns and of the side-band records.
+uint64_t monotonic_ns();
 
 // "0-3,5" (the format of /sys/devices/system/cpu/online) -> {0,1,2,3,5}; empty if malformed.
 std::vector<int> parse_cpu_list(std::string_view text);

@@ -14,17 +14,6 @@
 
 #include "sampler/sampler.h"
 
-namespace {
-
-uint64_t monotonic_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
-}
-
-} // namespace
-
 // Seen on 6.18: about half the KSYMBOL records come with a zeroed sample_id once several
 // profilers run at once.
 uint64_t date_undated(std::span<std::vector<uint8_t>> records, uint64_t after_ns, uint64_t now_ns)
