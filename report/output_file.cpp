@@ -68,20 +68,9 @@ private:
 
 	bool write_all(const char *data, size_t size)
 	{
-		if (error_)
-			return false;
-		while (size > 0) {
-			ssize_t n = ::write(fd_, data, size);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				error_ = n < 0 ? errno : EIO;
-				return false;
-			}
-			data += n;
-			size -= size_t(n);
-		}
-		return true;
+		if (!error_ && !::write_all(fd_, std::string_view(data, size)))
+			error_ = errno;
+		return !error_;
 	}
 
 	int fd_;

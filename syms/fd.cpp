@@ -1,6 +1,7 @@
 // syms/fd.cpp: owning types for file descriptors and read-only file mappings.
 #include "syms/fd.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -56,15 +57,19 @@ bool read_whole_file(const char *path, std::string &out)
 {
 	out.clear();
 	UniqueFd fd = open_read_only(path);
-	if (!fd)
-		return false;
-	// /proc files report size 0, so grow by doubling instead of trusting stat.
+	return fd && read_all(fd.get(), out);
+}
+
+bool read_all(int fd, std::string &out, size_t expected)
+{
+	// /proc files report size 0, so grow by doubling instead of trusting stat. One byte
+	// past what is expected: the read that finds the end needs room too.
 	size_t used = 0;
-	out.resize(64 * 1024);
+	out.resize(std::max<size_t>(64 * 1024, expected + 1));
 	for (;;) {
 		if (used == out.size())
 			out.resize(out.size() * 2);
-		ssize_t n = read(fd.get(), out.data() + used, out.size() - used);
+		ssize_t n = read(fd, out.data() + used, out.size() - used);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -76,6 +81,22 @@ bool read_whole_file(const char *path, std::string &out)
 		used += static_cast<size_t>(n);
 	}
 	out.resize(used);
+	return true;
+}
+
+bool write_all(int fd, std::string_view data)
+{
+	while (!data.empty()) {
+		ssize_t n = write(fd, data.data(), data.size());
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return false;
+		}
+		data.remove_prefix(size_t(n));
+	}
 	return true;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 class UniqueFd {
@@ -62,6 +63,11 @@ UniqueFd open_read_only(const char *path);
 
 // Reads a whole file into out, including /proc files whose size stat reports as 0.
 bool read_whole_file(const char *path, std::string &out);
+// The rest of an open file, to its end; `expected` bytes (its size, when known) are made
+// room for at once.
+bool read_all(int fd, std::string &out, size_t expected = 0);
+// Writes all of data, through short writes and EINTR; false with errno set on failure.
+bool write_all(int fd, std::string_view data);
 
 // Opens path (absolute or not) as if root_dir were "/": absolute symlinks and ".." stay
 // inside it, magic links (/proc/self/...) are refused, and with no_symlinks so is any

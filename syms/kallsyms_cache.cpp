@@ -40,16 +40,8 @@ bool read_cache(int dir_fd, const std::string &identity, std::string &text)
 	UniqueFd fd(openat(dir_fd, "kallsyms", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
 	struct stat st;
 	if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) || st.st_size <= 0 || st.st_size > (64 << 20))
+	    (st.st_mode & 077) || st.st_size <= 0 || st.st_size > (64 << 20) || !read_all(fd.get(), text, size_t(st.st_size)))
 		return false;
-	text.resize(size_t(st.st_size));
-	size_t done = 0;
-	while (done < text.size()) {
-		ssize_t n = pread(fd.get(), text.data() + done, text.size() - done, off_t(done));
-		if (n <= 0)
-			return false;
-		done += size_t(n);
-	}
 	const std::string header = std::string(kHeader) + identity + "\n";
 	return text.compare(0, header.size(), header) == 0;
 }
@@ -72,12 +64,7 @@ void write_cache(int dir_fd, const std::string &identity, const KernelSymbols &s
 	UniqueFd fd(openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (!fd)
 		return;
-	bool ok = true;
-	for (size_t done = 0; ok && done < text.size();) {
-		ssize_t n = write(fd.get(), text.data() + done, text.size() - done);
-		ok = n > 0;
-		done += ok ? size_t(n) : 0;
-	}
+	const bool ok = write_all(fd.get(), text);
 	if (close(fd.release()) != 0 || !ok || renameat(dir_fd, temp.c_str(), dir_fd, "kallsyms") != 0)
 		unlinkat(dir_fd, temp.c_str(), 0);
 }
