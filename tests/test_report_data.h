@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "report/model.h"
@@ -27,11 +28,11 @@ public:
 	~TempDir();
 	TempDir(const TempDir &) = delete;
 	TempDir &operator=(const TempDir &) = delete;
-	const std::string &path() const { return path_; }
-	std::string operator/(const std::string &name) const { return path_ + "/" + name; }
+	const std::filesystem::path &path() const { return path_; }
+	std::string operator/(const std::string &name) const { return path_.string() + "/" + name; }
 
 private:
-	std::string path_;
+	std::filesystem::path path_;
 };
 
 std::string read_file(const std::string &path);

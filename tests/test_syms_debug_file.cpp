@@ -11,25 +11,11 @@
 #include "syms/debug_file.h"
 #include "syms/fd.h"
 #include "tests/fixtures/fixture_files.h"
+#include "tests/test_report_data.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-	fs::path path;
-	TempDir()
-	{
-		char name[] = "/tmp/debug-file-test-XXXXXX";
-		REQUIRE(mkdtemp(name));
-		path = name;
-	}
-	~TempDir()
-	{
-		std::error_code ignored;
-		fs::remove_all(path, ignored);
-	}
-};
 
 std::unique_ptr<ElfFile> open_fixture(const std::string &name)
 {
@@ -85,17 +71,17 @@ TEST_SUITE("unit")
 		std::string id = read_build_id("hello-nosyms");
 		REQUIRE(id.size() == 40);
 		CHECK(stripped->build_id() == id);
-		fs::path tree = dir.path / "debug" / ".build-id" / id.substr(0, 2);
+		fs::path tree = dir.path() / "debug" / ".build-id" / id.substr(0, 2);
 		fs::create_directories(tree);
 		Root root("/");
 
-		CHECK(!find_debug_file(*stripped, "/usr/bin/hello-nosyms", dir.path / "debug", root.fd.get()));
+		CHECK(!find_debug_file(*stripped, "/usr/bin/hello-nosyms", dir.path() / "debug", root.fd.get()));
 		// Another file under the right name: its build id is not the one asked for.
 		fs::copy_file(fixture_path("hello-nopie"), tree / (id.substr(2) + ".debug"));
-		CHECK(!find_debug_file(*stripped, "/usr/bin/hello-nosyms", dir.path / "debug", root.fd.get()));
+		CHECK(!find_debug_file(*stripped, "/usr/bin/hello-nosyms", dir.path() / "debug", root.fd.get()));
 		fs::remove(tree / (id.substr(2) + ".debug"));
 		fs::copy_file(fixture_path("hello-nosyms.debug"), tree / (id.substr(2) + ".debug"));
-		auto found = find_debug_file(*stripped, "/usr/bin/hello-nosyms", dir.path / "debug", root.fd.get());
+		auto found = find_debug_file(*stripped, "/usr/bin/hello-nosyms", dir.path() / "debug", root.fd.get());
 		REQUIRE(found);
 		CHECK(found->path == (tree / (id.substr(2) + ".debug")).string());
 		CHECK(found->fd);
@@ -108,10 +94,10 @@ TEST_SUITE("unit")
 	{
 		TempDir dir;
 		auto linked = open_fixture("hello-debuglink");
-		Root root(dir.path);
+		Root root(dir.path());
 		// Paths resolve inside the root given: "/app/bin" is dir/app/bin.
-		fs::create_directories(dir.path / "app" / "bin" / ".debug");
-		fs::create_directories(dir.path / "debug" / "app" / "bin");
+		fs::create_directories(dir.path() / "app" / "bin" / ".debug");
+		fs::create_directories(dir.path() / "debug" / "app" / "bin");
 		const std::string binary = "/app/bin/hello-debuglink";
 		auto place = [&](const fs::path &where) {
 			fs::copy_file(fixture_path("hello-nosyms.debug"), where);
@@ -119,17 +105,17 @@ TEST_SUITE("unit")
 			fs::remove(where);
 			return found ? found->path : std::string("none");
 		};
-		CHECK(place(dir.path / "app/bin/hello-nosyms.debug") == "/app/bin/hello-nosyms.debug");
-		CHECK(place(dir.path / "app/bin/.debug/hello-nosyms.debug") == "/app/bin/.debug/hello-nosyms.debug");
-		CHECK(place(dir.path / "debug/app/bin/hello-nosyms.debug") == "/debug/app/bin/hello-nosyms.debug");
+		CHECK(place(dir.path() / "app/bin/hello-nosyms.debug") == "/app/bin/hello-nosyms.debug");
+		CHECK(place(dir.path() / "app/bin/.debug/hello-nosyms.debug") == "/app/bin/.debug/hello-nosyms.debug");
+		CHECK(place(dir.path() / "debug/app/bin/hello-nosyms.debug") == "/debug/app/bin/hello-nosyms.debug");
 		CHECK(!find_debug_file(*linked, binary, "/debug", root.fd.get()));
 		// With build_id_only the debuglink is not followed.
-		fs::copy_file(fixture_path("hello-nosyms.debug"), dir.path / "app/bin/hello-nosyms.debug");
+		fs::copy_file(fixture_path("hello-nosyms.debug"), dir.path() / "app/bin/hello-nosyms.debug");
 		CHECK(!find_debug_file(*linked, binary, "/debug", root.fd.get(), true));
-		fs::remove(dir.path / "app/bin/hello-nosyms.debug");
+		fs::remove(dir.path() / "app/bin/hello-nosyms.debug");
 
 		// Another file under the linked name: the CRC tells it apart.
-		fs::copy_file(fixture_path("hello-pie"), dir.path / "app/bin/hello-nosyms.debug");
+		fs::copy_file(fixture_path("hello-pie"), dir.path() / "app/bin/hello-nosyms.debug");
 		CHECK(!find_debug_file(*linked, binary, "/debug", root.fd.get()));
 	}
 
@@ -137,12 +123,12 @@ TEST_SUITE("unit")
 	{
 		TempDir dir;
 		auto linked = open_fixture("hello-debuglink");
-		fs::create_directories(dir.path / "jail" / "app");
+		fs::create_directories(dir.path() / "jail" / "app");
 		fs::create_symlink(fs::absolute(fixture_path("hello-nosyms.debug")),
-				   dir.path / "jail" / "app" / "hello-nosyms.debug");
-		Root jail(dir.path / "jail");
+				   dir.path() / "jail" / "app" / "hello-nosyms.debug");
+		Root jail(dir.path() / "jail");
 		CHECK(!find_debug_file(*linked, "/app/hello-debuglink", "/debug", jail.fd.get()));
 		Root host("/");
-		CHECK(find_debug_file(*linked, (dir.path / "jail/app/hello-debuglink").string(), "/debug", host.fd.get()));
+		CHECK(find_debug_file(*linked, (dir.path() / "jail/app/hello-debuglink").string(), "/debug", host.fd.get()));
 	}
 }

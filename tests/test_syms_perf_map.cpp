@@ -10,25 +10,11 @@
 #include <fstream>
 
 #include "syms/perf_map.h"
+#include "tests/test_report_data.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-	fs::path path;
-	TempDir()
-	{
-		char name[] = "/tmp/perf-map-test-XXXXXX";
-		REQUIRE(mkdtemp(name));
-		path = name;
-	}
-	~TempDir()
-	{
-		std::error_code ignored;
-		fs::remove_all(path, ignored);
-	}
-};
 
 std::string name_at(const PerfMap &map, uint64_t address)
 {
@@ -108,23 +94,23 @@ TEST_SUITE("unit")
 	TEST_CASE("perf map: a regular file of root or of the process's user is read; nothing else")
 	{
 		TempDir dir;
-		fs::path file = dir.path / "perf-4242.map";
+		fs::path file = dir.path() / "perf-4242.map";
 		std::ofstream(file) << node_text;
 		const uid_t me = geteuid();
 
 		auto loaded = PerfMap::load(file, me);
 		REQUIRE(loaded);
 		CHECK(loaded->size() == 3);
-		CHECK(PerfMap::load(dir.path / "perf-1.map", me) == std::nullopt);
+		CHECK(PerfMap::load(dir.path() / "perf-1.map", me) == std::nullopt);
 
 		// Never through a symlink: whoever can write /tmp could point one anywhere.
-		fs::create_symlink(file, dir.path / "perf-4243.map");
-		CHECK(PerfMap::load(dir.path / "perf-4243.map", me) == std::nullopt);
+		fs::create_symlink(file, dir.path() / "perf-4243.map");
+		CHECK(PerfMap::load(dir.path() / "perf-4243.map", me) == std::nullopt);
 		// Not a FIFO (which would block the report), not a folder.
-		REQUIRE(mkfifo((dir.path / "perf-4244.map").c_str(), 0600) == 0);
-		CHECK(PerfMap::load(dir.path / "perf-4244.map", me) == std::nullopt);
-		fs::create_directory(dir.path / "perf-4245.map");
-		CHECK(PerfMap::load(dir.path / "perf-4245.map", me) == std::nullopt);
+		REQUIRE(mkfifo((dir.path() / "perf-4244.map").c_str(), 0600) == 0);
+		CHECK(PerfMap::load(dir.path() / "perf-4244.map", me) == std::nullopt);
+		fs::create_directory(dir.path() / "perf-4245.map");
+		CHECK(PerfMap::load(dir.path() / "perf-4245.map", me) == std::nullopt);
 
 		if (me == 0) {
 			// Another user's file, for a process of a third user: refused. The same
@@ -139,7 +125,7 @@ TEST_SUITE("unit")
 	TEST_CASE("perf map: inside a root folder, no symlink anywhere on the way")
 	{
 		TempDir dir;
-		fs::path root = dir.path / "container";
+		fs::path root = dir.path() / "container";
 		fs::create_directories(root / "tmp");
 		std::ofstream(root / "tmp" / "perf-7.map") << node_text;
 		fs::create_directory_symlink(root / "tmp", root / "linked");

@@ -24,6 +24,7 @@
 #include "syms/process_history.h"
 #include "syms/symbolizer.h"
 #include "tests/fixtures/fixture_files.h"
+#include "tests/test_report_data.h"
 
 namespace fs = std::filesystem;
 
@@ -38,21 +39,6 @@ __attribute__((noinline)) int live_target(int x)
 } // namespace syms_test
 
 namespace {
-
-struct TempDir {
-	fs::path path;
-	TempDir()
-	{
-		char name[] = "/tmp/syms-test-XXXXXX";
-		REQUIRE(mkdtemp(name));
-		path = name;
-	}
-	~TempDir()
-	{
-		std::error_code ignored;
-		fs::remove_all(path, ignored);
-	}
-};
 
 void write_file(const fs::path &path, const std::string &text)
 {
@@ -218,9 +204,9 @@ TEST_SUITE("unit")
 	TEST_CASE("symbolizer: kernel frames, with kallsyms loaded from another thread")
 	{
 		TempDir dir;
-		write_file(dir.path / "kallsyms", kallsyms_text);
+		write_file(dir.path() / "kallsyms", kallsyms_text);
 		SymbolizerOptions options;
-		options.kallsyms_path = dir.path / "kallsyms";
+		options.kallsyms_path = dir.path() / "kallsyms";
 		Symbolizer symbolizer(options);
 		std::thread loader([&] { symbolizer.load_kernel_symbols(); });
 		loader.join();
@@ -265,9 +251,9 @@ TEST_SUITE("unit")
 	TEST_CASE("symbolizer: a BPF program loaded while sampling is named from the side band's record")
 	{
 		TempDir dir;
-		write_file(dir.path / "kallsyms", kallsyms_text);
+		write_file(dir.path() / "kallsyms", kallsyms_text);
 		SymbolizerOptions options;
-		options.kallsyms_path = dir.path / "kallsyms";
+		options.kallsyms_path = dir.path() / "kallsyms";
 		Symbolizer symbolizer(options);
 		// kallsyms, read at the start, has no sizes: it would take a program loaded later at
 		// ...0200 for a part of the one before it.
@@ -322,12 +308,12 @@ TEST_SUITE("unit")
 		const uint64_t bias = 0x7f1234000000;
 		std::string lib = "/usr/lib/fake/libfixture.so";
 		std::string maps = map_line(0x5555000, 0x5556000, "rw-p", 0, "00:00", 0, "[heap]") +
-				   loaded_lines("libfixture.so", bias, "fd:01", 4242, lib, proc.path / "1001") +
+				   loaded_lines("libfixture.so", bias, "fd:01", 4242, lib, proc.path() / "1001") +
 				   map_line(0x7f2000000000, 0x7f2000001000, "r-xp", 0, "00:00", 0, "");
-		write_file(proc.path / "1001" / "maps", maps);
+		write_file(proc.path() / "1001" / "maps", maps);
 		SymbolizerOptions options;
-		options.proc_root = proc.path;
-		options.perf_map_dir = proc.path; // holds no perf map
+		options.proc_root = proc.path();
+		options.perf_map_dir = proc.path(); // holds no perf map
 		Symbolizer symbolizer(options);
 
 		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
@@ -369,15 +355,15 @@ TEST_SUITE("unit")
 	{
 		TempDir proc;
 		std::string lib = "/usr/lib/fake/libfixture.so";
-		write_file(proc.path / "2001" / "maps",
-			   loaded_lines("libfixture.so", 0x7f0000000000, "fd:01", 777, lib, proc.path / "2001"));
-		write_file(proc.path / "2002" / "maps",
-			   loaded_lines("libfixture.so", 0x7f5500000000, "fd:01", 777, lib, proc.path / "2002"));
+		write_file(proc.path() / "2001" / "maps",
+			   loaded_lines("libfixture.so", 0x7f0000000000, "fd:01", 777, lib, proc.path() / "2001"));
+		write_file(proc.path() / "2002" / "maps",
+			   loaded_lines("libfixture.so", 0x7f5500000000, "fd:01", 777, lib, proc.path() / "2002"));
 		// Another device, same inode number: another file.
-		write_file(proc.path / "2003" / "maps",
-			   loaded_lines("libfixture.so", 0x7f6600000000, "fd:02", 777, lib, proc.path / "2003"));
+		write_file(proc.path() / "2003" / "maps",
+			   loaded_lines("libfixture.so", 0x7f6600000000, "fd:02", 777, lib, proc.path() / "2003"));
 		SymbolizerOptions options;
-		options.proc_root = proc.path;
+		options.proc_root = proc.path();
 		Symbolizer symbolizer(options);
 		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
 
@@ -397,12 +383,12 @@ TEST_SUITE("unit")
 		const uint64_t pie_bias = 0x555555554000, cxx_bias = 0x565656560000;
 		std::string pie = absolute_fixture("hello-pie"), cxx = absolute_fixture("cxx");
 		Identity pie_id = identity_of(pie), cxx_id = identity_of(cxx);
-		write_file(proc.path / "3001" / "maps",
+		write_file(proc.path() / "3001" / "maps",
 			   loaded_lines("hello-pie", pie_bias, pie_id.dev.c_str(), pie_id.inode, pie) +
 				   loaded_lines("cxx", cxx_bias, cxx_id.dev.c_str(), cxx_id.inode, cxx));
-		fs::create_directory_symlink("/", proc.path / "3001" / "root");
+		fs::create_directory_symlink("/", proc.path() / "3001" / "root");
 		SymbolizerOptions options;
-		options.proc_root = proc.path;
+		options.proc_root = proc.path();
 		Symbolizer symbolizer(options);
 
 		uint64_t local = nm_address("hello-pie.nm", "fixture_local");
@@ -426,14 +412,14 @@ TEST_SUITE("unit")
 		TempDir proc;
 		const uint64_t bias = 0x7f0000000000, other_bias = 0x7f1000000000;
 		std::string maps = loaded_lines("libfixture.so", bias, "fd:01", 51, "/tmp/libgone.so (deleted)",
-						proc.path / "4001") +
+						proc.path() / "4001") +
 				   // Its path still names a file, but a deleted mapping's path is never trusted.
 				   loaded_lines("libfixture.so", other_bias, "fd:01", 52,
 						absolute_fixture("libfixture.so") + " (deleted)");
-		write_file(proc.path / "4001" / "maps", maps);
-		fs::create_directory_symlink("/", proc.path / "4001" / "root");
+		write_file(proc.path() / "4001" / "maps", maps);
+		fs::create_directory_symlink("/", proc.path() / "4001" / "root");
 		SymbolizerOptions options;
-		options.proc_root = proc.path;
+		options.proc_root = proc.path();
 		Symbolizer symbolizer(options);
 		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
 
@@ -452,7 +438,7 @@ TEST_SUITE("unit")
 	TEST_CASE("symbolizer: a path is opened inside the process's root, never outside it")
 	{
 		TempDir proc;
-		fs::path jail = proc.path / "jail";
+		fs::path jail = proc.path() / "jail";
 		std::string lib = absolute_fixture("libfixture.so");
 		// An absolute symlink and a ".." walk: both would reach the real file outside the jail.
 		fs::create_directories(jail / "lib");
@@ -463,13 +449,13 @@ TEST_SUITE("unit")
 		// The escapes name the real file's own device and inode: only the escape itself
 		// could lead to them.
 		Identity real = identity_of(lib), copy = identity_of(jail / "copy" / "libfixture.so");
-		write_file(proc.path / "5001" / "maps",
+		write_file(proc.path() / "5001" / "maps",
 			   loaded_lines("libfixture.so", a, real.dev.c_str(), real.inode, "/lib/escape.so") +
 				   loaded_lines("libfixture.so", b, real.dev.c_str(), real.inode, "/../../../../.." + lib) +
 				   loaded_lines("libfixture.so", c, copy.dev.c_str(), copy.inode, "/copy/libfixture.so"));
-		fs::create_directory_symlink(jail, proc.path / "5001" / "root");
+		fs::create_directory_symlink(jail, proc.path() / "5001" / "root");
 		SymbolizerOptions options;
-		options.proc_root = proc.path;
+		options.proc_root = proc.path();
 		Symbolizer symbolizer(options);
 		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
 
@@ -646,7 +632,7 @@ TEST_SUITE("unit")
 	TEST_CASE("symbolizer: a replaced binary lends no names to the image that ran the old one")
 	{
 		TempDir dir;
-		fs::path program = dir.path / "prog";
+		fs::path program = dir.path() / "prog";
 		fs::copy_file(absolute_fixture("hello-pie"), program);
 		fs::permissions(program, fs::perms::owner_all);
 		pid_t pid = fork();
@@ -690,8 +676,8 @@ TEST_SUITE("unit")
 		uint64_t leaf = base + nm_address("hello-pie.nm", "fixture_leaf");
 
 		// An upgrade puts a new file (another inode) at the path.
-		fs::copy_file(absolute_fixture("cxx"), dir.path / "prog.new");
-		fs::rename(dir.path / "prog.new", program);
+		fs::copy_file(absolute_fixture("cxx"), dir.path() / "prog.new");
+		fs::rename(dir.path() / "prog.new", program);
 		{
 			// Alive: the old file is still there through map_files.
 			Symbolizer symbolizer;
@@ -731,7 +717,7 @@ TEST_SUITE("unit")
 		REQUIRE(leaf);
 
 		SymbolizerOptions options;
-		options.debug_root = dir.path / "debug";
+		options.debug_root = dir.path() / "debug";
 		{
 			Symbolizer symbolizer(options);
 			symbolizer.set_process_history(&history);
@@ -755,9 +741,9 @@ TEST_SUITE("unit")
 			CHECK(symbolizer.stats().debug_files_read == 1);
 		}
 		std::string id = read_build_id("hello-nosyms");
-		fs::create_directories(dir.path / "debug" / ".build-id" / id.substr(0, 2));
+		fs::create_directories(dir.path() / "debug" / ".build-id" / id.substr(0, 2));
 		fs::copy_file(absolute_fixture("hello-nosyms.debug"),
-			      dir.path / "debug" / ".build-id" / id.substr(0, 2) / (id.substr(2) + ".debug"));
+			      dir.path() / "debug" / ".build-id" / id.substr(0, 2) / (id.substr(2) + ".debug"));
 		{
 			Symbolizer symbolizer(options);
 			symbolizer.set_process_history(&history);
@@ -781,19 +767,19 @@ TEST_SUITE("unit")
 		anonymous.perms = {'r', 'w', 'x', 'p'};
 		maps.push_back(anonymous);
 		history.add_snapshot(gone_pid, "node", maps, 100);
-		write_file(dir.path / ("perf-" + std::to_string(gone_pid) + ".map"),
+		write_file(dir.path() / ("perf-" + std::to_string(gone_pid) + ".map"),
 			   "7e0000000100 80 LazyCompile:~fib /srv/fib.js:3\n"
 			   "7d0000000000 40 outside_every_mapping\n"
 			   "7f0000201000 1000 would_shadow_the_library\n");
 		SymbolizerOptions options;
-		options.perf_map_dir = dir.path;
+		options.perf_map_dir = dir.path();
 		Symbolizer symbolizer(options);
 		symbolizer.set_process_history(&history);
 
 		Frame jit = symbolizer.user_frame(gone_pid, 0x7e0000000110);
 		CHECK(jit.name == "LazyCompile:~fib /srv/fib.js:3");
 		CHECK(jit.symbol_offset == 0x10);
-		CHECK(jit.module == (dir.path / ("perf-" + std::to_string(gone_pid) + ".map")).string());
+		CHECK(jit.module == (dir.path() / ("perf-" + std::to_string(gone_pid) + ".map")).string());
 		CHECK(jit.map_start == 0x7e0000000000);
 		CHECK(symbolizer.user_frame(gone_pid, 0x7d0000000008).name == "outside_every_mapping");
 		CHECK(frame_label(symbolizer.user_frame(gone_pid, 0x7e0000000200)) == "[unknown]");
@@ -818,11 +804,11 @@ TEST_SUITE("unit")
 		anonymous.end = 0x7e0000010000;
 		anonymous.perms = {'r', '-', 'x', 'p'};
 		history.add_snapshot(gone_pid, "node", {anonymous}, 100);
-		fs::path file = dir.path / ("perf-" + std::to_string(gone_pid) + ".map");
+		fs::path file = dir.path() / ("perf-" + std::to_string(gone_pid) + ".map");
 		write_file(file, "7e0000000100 80 planted\n");
 		REQUIRE(chown(file.c_str(), 65534, 65534) == 0);
 		SymbolizerOptions options;
-		options.perf_map_dir = dir.path;
+		options.perf_map_dir = dir.path();
 		Symbolizer symbolizer(options);
 		symbolizer.set_process_history(&history);
 		CHECK(!symbolizer.user_frame(gone_pid, 0x7e0000000110).named());
