@@ -14,39 +14,6 @@
 
 #include "sampler/sampler.h"
 
-// Seen on 6.18: about half the KSYMBOL records come with a zeroed sample_id once several
-// profilers run at once.
-uint64_t date_undated(std::span<std::vector<uint8_t>> records, uint64_t after_ns, uint64_t now_ns)
-{
-	uint64_t before = after_ns;
-	for (size_t i = 0; i < records.size(); i++) {
-		std::vector<uint8_t> &record = records[i];
-		uint64_t time = ProcessHistory::record_time(record);
-		if (time) {
-			before = std::max(before, time);
-			continue;
-		}
-		perf_event_header header;
-		if (record.size() < sizeof(header))
-			continue;
-		std::memcpy(&header, record.data(), sizeof(header));
-		bool latest = false;
-		if (header.type == PERF_RECORD_KSYMBOL && record.size() >= sizeof(header) + 16) {
-			uint16_t flags;
-			std::memcpy(&flags, record.data() + sizeof(header) + 14, sizeof(flags));
-			latest = flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER;
-		}
-		time = latest ? now_ns : before;
-		for (size_t j = i + 1; latest && j < records.size(); j++)
-			if (uint64_t next = ProcessHistory::record_time(records[j])) {
-				time = next;
-				break;
-			}
-		ProcessHistory::set_record_time(record, time);
-	}
-	return std::max(before, now_ns);
-}
-
 SideBand::SideBand(const std::vector<int> &cpus, size_t data_pages)
 {
 	const size_t page = size_t(sysconf(_SC_PAGESIZE));
@@ -117,7 +84,7 @@ void SideBand::poll(ProcessHistory &history)
 			tail += header.size;
 		}
 		__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-		ring.last_time = date_undated(std::span(pending_).subspan(first), ring.last_time, now);
+		ring.last_time = ProcessHistory::date_undated(std::span(pending_).subspan(first), ring.last_time, now);
 	}
 	// Each CPU's records are in order, but a fork on one CPU may precede the exec on
 	// another: apply them all in time order.

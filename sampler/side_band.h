@@ -9,13 +9,6 @@
 #include "syms/fd.h"
 #include "syms/process_history.h"
 
-// Dates the records of one ring, in the order written, that came without a time (the
-// kernel zeroes the sample_id of some KSYMBOL records): from the dated records around
-// them, after_ns (no record is older) and now_ns (none is newer). A registration gets the
-// earliest time it can have, an unregistration the latest. Returns the newest time seen,
-// the after_ns of the ring's next batch.
-uint64_t date_undated(std::span<std::vector<uint8_t>> records, uint64_t after_ns, uint64_t now_ns);
-
 // One dummy perf event per CPU whose ring buffer carries the side-band records.
 class SideBand {
 public:

@@ -20,6 +20,13 @@ struct SampleId {
 	uint64_t time;
 };
 
+// What follows a PERF_RECORD_KSYMBOL's header, before the name.
+struct KsymbolBody {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t type, flags;
+};
+
 template <typename T>
 bool read_at(std::span<const uint8_t> bytes, size_t offset, T &out)
 {
@@ -172,14 +179,33 @@ uint64_t ProcessHistory::record_time(std::span<const uint8_t> record)
 	return id.time;
 }
 
-void ProcessHistory::set_record_time(std::span<uint8_t> record, uint64_t time_ns)
+uint64_t ProcessHistory::date_undated(std::span<std::vector<uint8_t>> records, uint64_t after_ns, uint64_t now_ns)
 {
-	perf_event_header header{};
-	if (!read_at(record, 0, header) || header.type == PERF_RECORD_SAMPLE ||
-	    record.size() < sizeof(header) + sizeof(SampleId))
-		return;
-	std::memcpy(record.data() + record.size() - sizeof(SampleId) + offsetof(SampleId, time), &time_ns,
-		    sizeof(time_ns));
+	uint64_t before = after_ns;
+	for (size_t i = 0; i < records.size(); i++) {
+		std::vector<uint8_t> &record = records[i];
+		uint64_t time = record_time(record);
+		if (time) {
+			before = std::max(before, time);
+			continue;
+		}
+		perf_event_header header{};
+		KsymbolBody ksymbol{};
+		if (!read_at(record, 0, header) || header.type == PERF_RECORD_SAMPLE ||
+		    record.size() < sizeof(header) + sizeof(SampleId))
+			continue;
+		const bool latest = header.type == PERF_RECORD_KSYMBOL && read_at(record, sizeof(header), ksymbol) &&
+				    (ksymbol.flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER);
+		time = latest ? now_ns : before;
+		for (size_t j = i + 1; latest && j < records.size(); j++)
+			if (uint64_t next = record_time(records[j])) {
+				time = next;
+				break;
+			}
+		std::memcpy(record.data() + record.size() - sizeof(SampleId) + offsetof(SampleId, time), &time,
+			    sizeof(time));
+	}
+	return std::max(before, now_ns);
 }
 
 bool ProcessHistory::apply(std::span<const uint8_t> record)
@@ -276,11 +302,7 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 		return true;
 	}
 	case PERF_RECORD_KSYMBOL: {
-		struct {
-			uint64_t addr;
-			uint32_t len;
-			uint16_t type, flags;
-		} body;
+		KsymbolBody body;
 		KernelSymbolRecord symbol;
 		if (!read_at(record, sizeof(header), body) ||
 		    !read_string(record, sizeof(header) + sizeof(body), trailer, symbol.name))

@@ -68,8 +68,13 @@ public:
 
 	// The time a record carries in its sample_id trailer; 0 if it has none.
 	static uint64_t record_time(std::span<const uint8_t> record);
-	// Sets that time, for a record whose trailer the kernel left zeroed.
-	static void set_record_time(std::span<uint8_t> record, uint64_t time_ns);
+	// Dates the records of one ring, in the order written, that came without a time (on
+	// 6.18 the kernel zeroes the sample_id of about half the KSYMBOL records once several
+	// profilers run): from the dated records around them, after_ns (no record is older)
+	// and now_ns (none is newer). A registration gets the earliest time it can have, an
+	// unregistration the latest. Returns the newest time seen, the after_ns of the ring's
+	// next batch.
+	static uint64_t date_undated(std::span<std::vector<uint8_t>> records, uint64_t after_ns, uint64_t now_ns);
 
 private:
 	struct Process {
