@@ -152,7 +152,7 @@ Profile symbolize(const RawProfile &raw, Symbolizer &symbolizer)
 				const KernelKey key{address, symbolizer.loaded_kernel_symbol(address, i > 0, time)};
 				auto [it, inserted] = kernel_index[i == 0].try_emplace(key, profile.frames.size());
 				if (inserted)
-					profile.frames.push_back(symbolizer.kernel_frame(address, i > 0, time));
+					profile.frames.push_back(symbolizer.kernel_frame(address, i > 0, key.program));
 				sample.kernel.push_back(it->second);
 			}
 		if (const auto *addresses = frames_of(entry.key.user_stack_id)) {

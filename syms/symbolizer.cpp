@@ -353,6 +353,11 @@ const KernelSymbolRecord *Symbolizer::loaded_kernel_symbol(uint64_t address, boo
 
 Frame Symbolizer::kernel_frame(uint64_t address, bool return_address, uint64_t time_ns)
 {
+	return kernel_frame(address, return_address, loaded_kernel_symbol(address, return_address, time_ns));
+}
+
+Frame Symbolizer::kernel_frame(uint64_t address, bool return_address, const KernelSymbolRecord *record)
+{
 	load_kernel_symbols();
 	Frame frame;
 	frame.kind = FrameKind::Kernel;
@@ -360,7 +365,7 @@ Frame Symbolizer::kernel_frame(uint64_t address, bool return_address, uint64_t t
 	const uint64_t back = return_address && address ? 1 : 0;
 	// A BPF program loaded (or unloaded) while sampling is not in kallsyms as read at the
 	// start, and kallsyms has no sizes: an exact record of the side band wins.
-	if (const KernelSymbolRecord *record = loaded_kernel_symbol(address, return_address, time_ns)) {
+	if (record) {
 		frame.name = record->name;
 		frame.symbol_offset = address - record->start;
 		frame.module = record->bpf || record->name.starts_with("bpf_") ? "bpf" : "";

@@ -64,6 +64,8 @@ public:
 	// The program of the history kernel_frame names address by at time_ns; null when the
 	// name comes from kallsyms. Frames of one address and one such record may be shared.
 	const KernelSymbolRecord *loaded_kernel_symbol(uint64_t address, bool return_address, uint64_t time_ns) const;
+	// kernel_frame, once loaded_kernel_symbol has been asked: `program` is its answer.
+	Frame kernel_frame(uint64_t address, bool return_address, const KernelSymbolRecord *program);
 
 	// The image pid ran at time_ns (CLOCK_MONOTONIC): frames of one image may be shared,
 	// those of two images may not. Null when nothing is known of the process.
