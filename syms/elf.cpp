@@ -73,16 +73,7 @@ std::unique_ptr<ElfFile> ElfFile::open(int fd)
 		if (st.st_size <= 0 || uint64_t(st.st_size) > kMaxCopiedSize)
 			return nullptr;
 		std::vector<uint8_t> bytes(size_t(st.st_size));
-		size_t got = 0;
-		while (got < bytes.size()) {
-			ssize_t n = pread(fd, bytes.data() + got, bytes.size() - got, off_t(got));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				break; // shrunk meanwhile: what was read is the file
-			got += size_t(n);
-		}
-		bytes.resize(got);
+		bytes.resize(read_up_to(fd, bytes.data(), bytes.size())); // shrunk meanwhile: what was read is the file
 		return from_bytes(std::move(bytes));
 	}
 	std::unique_ptr<ElfFile> elf(new ElfFile);

@@ -1,7 +1,6 @@
 // syms/fd.cpp: owning types for file descriptors and read-only file mappings.
 #include "syms/fd.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -60,12 +59,11 @@ bool read_whole_file(const char *path, std::string &out)
 	return fd && read_all(fd.get(), out);
 }
 
-bool read_all(int fd, std::string &out, size_t expected)
+bool read_all(int fd, std::string &out)
 {
-	// /proc files report size 0, so grow by doubling instead of trusting stat. One byte
-	// past what is expected: the read that finds the end needs room too.
+	// /proc files report size 0, so grow by doubling instead of trusting stat.
 	size_t used = 0;
-	out.resize(std::max<size_t>(64 * 1024, expected + 1));
+	out.resize(64 * 1024);
 	for (;;) {
 		if (used == out.size())
 			out.resize(out.size() * 2);
@@ -82,6 +80,20 @@ bool read_all(int fd, std::string &out, size_t expected)
 	}
 	out.resize(used);
 	return true;
+}
+
+size_t read_up_to(int fd, void *buffer, size_t size)
+{
+	size_t got = 0;
+	while (got < size) {
+		ssize_t n = pread(fd, static_cast<uint8_t *>(buffer) + got, size - got, off_t(got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += size_t(n);
+	}
+	return got;
 }
 
 bool write_all(int fd, std::string_view data)

@@ -63,9 +63,12 @@ UniqueFd open_read_only(const char *path);
 
 // Reads a whole file into out, including /proc files whose size stat reports as 0.
 bool read_whole_file(const char *path, std::string &out);
-// The rest of an open file, to its end; `expected` bytes (its size, when known) are made
-// room for at once.
-bool read_all(int fd, std::string &out, size_t expected = 0);
+// The rest of an open file, to its end, however long (for /proc files, whose size is 0).
+bool read_all(int fd, std::string &out);
+// The first `size` bytes of a file (its size when it was checked), or fewer if it ends
+// sooner: a file its owner keeps appending to cannot make the reader read on. Returns the
+// bytes read.
+size_t read_up_to(int fd, void *buffer, size_t size);
 // Writes all of data, through short writes and EINTR; false with errno set on failure.
 bool write_all(int fd, std::string_view data);
 

@@ -40,7 +40,10 @@ bool read_cache(int dir_fd, const std::string &identity, std::string &text)
 	UniqueFd fd(openat(dir_fd, "kallsyms", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
 	struct stat st;
 	if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) || st.st_size <= 0 || st.st_size > (64 << 20) || !read_all(fd.get(), text, size_t(st.st_size)))
+	    (st.st_mode & 077) || st.st_size <= 0 || st.st_size > (64 << 20))
+		return false;
+	text.resize(size_t(st.st_size));
+	if (read_up_to(fd.get(), text.data(), text.size()) != text.size())
 		return false;
 	const std::string header = std::string(kHeader) + identity + "\n";
 	return text.compare(0, header.size(), header) == 0;

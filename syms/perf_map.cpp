@@ -112,18 +112,8 @@ std::optional<PerfMap> PerfMap::load(const std::string &path, uid_t owner, int r
 	if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != owner) ||
 	    uint64_t(st.st_size) > kMaxSize)
 		return std::nullopt;
-	std::string text;
-	text.resize(size_t(st.st_size));
-	size_t got = 0;
-	while (got < text.size()) {
-		ssize_t n = read(fd.get(), text.data() + got, text.size() - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += size_t(n);
-	}
-	text.resize(got);
+	std::string text(size_t(st.st_size), '\0');
+	text.resize(read_up_to(fd.get(), text.data(), text.size()));
 	return parse(text);
 }
 
