@@ -273,6 +273,23 @@ struct PipedRun : PipedProcess {
 	}
 };
 
+// Closes the reader's end of the run's stdout and waits: the run ends with status 0, and
+// every stderr line is one a quiet run may print: the header (where it goes to stderr),
+// the account of losses, the note on stacks cut short.
+void check_quiet_end(PipedRun &run, bool header_on_stderr)
+{
+	run.close_out();
+	std::string err;
+	int status = run.finish(err, 20);
+	INFO("stderr: " << err);
+	CHECK(status == 0);
+	check_clean_stderr(err);
+	for (const std::string &line : split_lines(err))
+		CHECK_MESSAGE(((header_on_stderr && line.starts_with("Sampling at")) || contains(line, " lost: ") ||
+			       contains(line, "stacks cut at")),
+			      "unexpected stderr line: " << line);
+}
+
 // "prog_id:" and "link_id:" of every BPF fd the process holds, from /proc/PID/fdinfo.
 std::map<std::string, std::set<uint32_t>> bpf_ids_of(pid_t pid)
 {
@@ -445,19 +462,6 @@ TEST_CASE("a mapped path's symlinks resolve inside the process's root, never out
 
 } // TEST_SUITE
 
-namespace {
-
-// Every stderr line is one a quiet run may print: the header (where it goes to stderr),
-// the account of losses, the note on stacks cut short.
-void check_only_run_lines(const std::string &err, bool header)
-{
-	for (const std::string &line : split_lines(err))
-		CHECK_MESSAGE(((header && line.starts_with("Sampling at")) || contains(line, " lost: ") ||
-			       contains(line, "stacks cut at")),
-			      "unexpected stderr line: " << line);
-}
-
-} // namespace
 
 TEST_SUITE("integration") {
 
@@ -567,26 +571,14 @@ TEST_CASE("a closed stdout ends the run quietly, with status 0")
 	SUBCASE("--folded 2 | head -1: the reader is gone before the report")
 	{
 		PipedRun run({"--folded", "-f", "99", "2"});
-		run.close_out();
-		std::string err;
-		int status = run.finish(err, 20);
-		INFO("stderr: " << err);
-		CHECK(status == 0);
-		check_clean_stderr(err);
 		// The header, maybe the account of losses; nothing about the pipe.
-		check_only_run_lines(err, true);
+		check_quiet_end(run, true);
 	}
 	SUBCASE("default format | head -1: the reader takes the header and goes")
 	{
 		PipedRun run({"-f", "99", "2"});
 		CHECK(run.read_out_line().starts_with("Sampling at 99 Hertz"));
-		run.close_out();
-		std::string err;
-		int status = run.finish(err, 20);
-		INFO("stderr: " << err);
-		CHECK(status == 0);
-		check_clean_stderr(err);
-		check_only_run_lines(err, false);
+		check_quiet_end(run, false);
 	}
 	SUBCASE("no duration: the run ends when the reader goes")
 	{

@@ -134,6 +134,15 @@ const char *const kallsyms_text = "ffffffff81000000 T _text\n"
 				  "ffffffffc0b00000 t bpf_prog_6deef7357e7b4530_sd_fw_egress\t[bpf]\n"
 				  "ffffffffc0b00400 t bpf_prog_b1f2a3c4d5e6f708_do_profile\t[bpf]\n";
 
+// Options that read kallsyms_text, written into dir.
+SymbolizerOptions with_fixture_kallsyms(const TempDir &dir)
+{
+	write_file(dir.path() / "kallsyms", kallsyms_text);
+	SymbolizerOptions options;
+	options.kallsyms_path = dir.path() / "kallsyms";
+	return options;
+}
+
 // A fixture program run with "wait": alive, its code mapped, until the object goes.
 struct Child {
 	pid_t pid = -1;
@@ -204,9 +213,7 @@ TEST_SUITE("unit")
 	TEST_CASE("symbolizer: kernel frames, with kallsyms loaded from another thread")
 	{
 		TempDir dir;
-		write_file(dir.path() / "kallsyms", kallsyms_text);
-		SymbolizerOptions options;
-		options.kallsyms_path = dir.path() / "kallsyms";
+		SymbolizerOptions options = with_fixture_kallsyms(dir);
 		Symbolizer symbolizer(options);
 		std::thread loader([&] { symbolizer.load_kernel_symbols(); });
 		loader.join();
@@ -251,9 +258,7 @@ TEST_SUITE("unit")
 	TEST_CASE("symbolizer: a BPF program loaded while sampling is named from the side band's record")
 	{
 		TempDir dir;
-		write_file(dir.path() / "kallsyms", kallsyms_text);
-		SymbolizerOptions options;
-		options.kallsyms_path = dir.path() / "kallsyms";
+		SymbolizerOptions options = with_fixture_kallsyms(dir);
 		Symbolizer symbolizer(options);
 		// kallsyms, read at the start, has no sizes: it would take a program loaded later at
 		// ...0200 for a part of the one before it.
