@@ -26,10 +26,17 @@ TEST_CASE("the hot functions' shares match the workload's 3:1 split")
 	double share = double(three) / double(three + one);
 	CHECK(share > 0.67);
 	CHECK(share < 0.83);
-	// Every hot sample is named all the way down to main.
+	// Every hot sample is named all the way down to main, but for a sample taken on the
+	// function's first or last instruction: its frame is not set up yet (or any more), and
+	// a frame-pointer walk goes from the leaf straight to main's caller, for perf too.
+	// One such sample in about 1,500 was seen on CI.
+	uint64_t hot = 0, under_main = 0;
 	for (const auto &l : lines)
-		if (l.frames.back() == "split_hot_three")
-			CHECK(l.frames[l.frames.size() - 2] == "main");
+		if (l.frames.back() == "split_hot_three") {
+			hot += l.count;
+			under_main += l.frames[l.frames.size() - 2] == "main" ? l.count : 0;
+		}
+	CHECK(under_main * 100 >= hot * 99);
 }
 
 TEST_CASE("-U prints no kernel frames and -K no user frames")
