@@ -13,11 +13,11 @@
 #include <cstring>
 #include <iostream>
 #include <thread>
-#include <unordered_map>
 
 #include "cli/options.h"
 #include "report/output_file.h"
 #include "report/report.h"
+#include "sampler/collected.h"
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
 #include "syms/fd.h"
@@ -91,89 +91,6 @@ void wait_for_end(const Options &options, const sigset_t &stop_signals, bool wat
 		if (watch_stdout && stdout_closed())
 			return;
 	}
-}
-
-// Names every frame once: kernel frames by address, user frames by (image, address), the
-// image being what the process ran when the stack was first sampled: after an exec the same
-// address is another file's. Every frame but a stack's leaf is a return address, named as
-// the call before it. With -v one user address may give several frames (inlined calls).
-Profile symbolize(const RawProfile &raw, Symbolizer &symbolizer)
-{
-	struct UserKey {
-		uint32_t pid;
-		bool leaf;
-		const ProcessImage *image;
-		uint64_t address;
-		bool operator==(const UserKey &) const = default;
-	};
-	struct UserKeyHash {
-		size_t operator()(const UserKey &k) const
-		{
-			uint64_t h = k.address * 0x9e3779b97f4a7c15ull ^ uint64_t(uintptr_t(k.image)) ^
-				     (uint64_t(k.pid) << 1 | k.leaf);
-			return size_t(h ^ h >> 29);
-		}
-	};
-	struct Span {
-		uint32_t first, count;
-	};
-	struct KernelKey {
-		uint64_t address;
-		const KernelSymbolRecord *program; // which of the programs that held address in turn
-		bool operator==(const KernelKey &) const = default;
-	};
-	struct KernelKeyHash {
-		size_t operator()(const KernelKey &k) const
-		{
-			uint64_t h = k.address * 0x9e3779b97f4a7c15ull ^ uint64_t(uintptr_t(k.program));
-			return size_t(h ^ h >> 29);
-		}
-	};
-	Profile profile;
-	std::unordered_map<KernelKey, uint32_t, KernelKeyHash> kernel_index[2]; // [leaf]
-	std::unordered_map<UserKey, Span, UserKeyHash> user_index;
-	std::vector<Frame> named;
-
-	auto frames_of = [&](int32_t id) -> const std::vector<uint64_t> * {
-		if (id < 0)
-			return nullptr;
-		return size_t(id) < raw.stacks.size() ? &raw.stacks[size_t(id)] : nullptr;
-	};
-
-	profile.samples.reserve(raw.entries.size());
-	for (const RawProfile::Entry &entry : raw.entries) {
-		Sample sample;
-		sample.pid = entry.key.pid;
-		sample.comm.assign(entry.key.comm, strnlen(entry.key.comm, sizeof(entry.key.comm)));
-		sample.count = entry.value.count;
-		if (const auto *addresses = frames_of(entry.key.kernel_stack_id))
-			for (size_t i = 0; i < addresses->size(); i++) {
-				const uint64_t address = (*addresses)[i], time = entry.value.first_ns;
-				const KernelKey key{address, symbolizer.loaded_kernel_symbol(address, i > 0, time)};
-				auto [it, inserted] = kernel_index[i == 0].try_emplace(key, profile.frames.size());
-				if (inserted)
-					profile.frames.push_back(symbolizer.kernel_frame(address, i > 0, key.program));
-				sample.kernel.push_back(it->second);
-			}
-		if (const auto *addresses = frames_of(entry.key.user_stack_id)) {
-			const ProcessImage *image = symbolizer.image_at(sample.pid, entry.value.first_ns);
-			for (size_t i = 0; i < addresses->size(); i++) {
-				const uint64_t address = (*addresses)[i];
-				auto [it, inserted] = user_index.try_emplace(UserKey{sample.pid, i == 0, image, address});
-				if (inserted) {
-					named.clear();
-					symbolizer.user_frames(sample.pid, image, address, i > 0, named);
-					it->second = Span{uint32_t(profile.frames.size()), uint32_t(named.size())};
-					for (Frame &frame : named)
-						profile.frames.push_back(std::move(frame));
-				}
-				for (uint32_t n = 0; n < it->second.count; n++)
-					sample.user.push_back(it->second.first + n);
-			}
-		}
-		profile.samples.push_back(std::move(sample));
-	}
-	return profile;
 }
 
 // The account CLI.md asks for: the last stderr line when anything was lost.
@@ -283,13 +200,26 @@ int run(const Options &options)
 	startup.mark("side band");
 	snapshot_processes(history, uint64_t(clock_ns(CLOCK_MONOTONIC)));
 	startup.mark("snapshot");
+	// User addresses are located in the history, which knows processes that are gone too.
+	symbolizer.set_process_history(&history);
+	// What the report does not show is not kept apart: a long run that meets many
+	// short-lived processes keeps what its report holds, not every process.
+	Collected collected(CollectedDetail{
+		.pids = options.format == ReportFormat::Stacks || options.format == ReportFormat::Pprof ||
+			options.report.fold_pid,
+		.addresses = options.format == ReportFormat::Pprof ||
+			     (options.format == ReportFormat::Stacks && options.report.verbose),
+	});
+	// A batch the sampler drained is located once the side band has told every mapping
+	// its samples ran in; after that, an exited process is needed only while the maps
+	// may still hold samples of it.
 	auto follow_processes = [&] {
-		sampler.tick();
+		std::optional<RawProfile> batch = sampler.tick();
 		side_band.poll(history);
+		if (batch)
+			collected.add(*batch, symbolizer);
 		history.forget_exited([&](uint32_t pid) { return sampler.has_samples(pid); });
 	};
-	// User frames are named from the history, which names processes that are gone too.
-	symbolizer.set_process_history(&history);
 
 	const int64_t start_real = clock_ns(CLOCK_REALTIME), start = clock_ns(CLOCK_MONOTONIC);
 	sampler.attach();
@@ -301,16 +231,17 @@ int run(const Options &options)
 		fprintf(stderr, "%s\n", header_line(options).c_str());
 	wait_for_end(options, stop_signals, to_stdout, follow_processes);
 	sampler.detach();
-	follow_processes();
 	const int64_t end = clock_ns(CLOCK_MONOTONIC);
 	PhaseClock phases;
 
 	RawProfile raw = sampler.read();
+	side_band.poll(history);
+	collected.add(raw, symbolizer);
 	phases.mark("read");
 	if (kernel_symbols.joinable())
 		kernel_symbols.join();
 	phases.mark("kernel symbols wait");
-	Profile profile = symbolize(raw, symbolizer);
+	Profile profile = collected.name(symbolizer);
 	phases.mark("symbolize");
 	profile.command = options.command_line;
 	profile.frequency = options.frequency;
@@ -359,10 +290,10 @@ int run(const Options &options)
 		fprintf(stderr, "profile: before sampling: %s; kernel symbols' thread CPU %.1f ms%s\n",
 			startup.summary().c_str(), kernel_symbols_cpu_ms,
 			symbolizer.stats().kallsyms_reread ? " (the cache did not hold every address: read again)" : "");
-		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %" PRIu64 " drains, %zu processes "
-				"followed; whole run's CPU %.1f ms\n",
-			phases.summary().c_str(), raw.entries.size(), raw.stacks.size(), raw.drains,
-			history.process_count(),
+		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %zu objects, %" PRIu64 " drains, "
+				"%zu processes followed; whole run's CPU %.1f ms\n",
+			phases.summary().c_str(), collected.entry_count(), collected.stack_count(),
+			symbolizer.object_count(), raw.drains, history.process_count(),
 			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
 	}
 	report_losses(raw, options);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -115,58 +116,6 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 
 } // namespace
 
-// What the drains moved out of the kernel: entries keyed by stack ids of its own, given
-// to each distinct stack whichever generation's map it was read from.
-struct Collected {
-	struct KeyHash {
-		size_t operator()(const stack_key &k) const
-		{
-			uint64_t h = uint64_t(k.pid) * 0x9e3779b97f4a7c15ull ^ uint64_t(uint32_t(k.user_stack_id)) << 32 ^
-				     uint32_t(k.kernel_stack_id);
-			for (char c : k.comm)
-				h = (h ^ uint8_t(c)) * 0x100000001b3ull;
-			return size_t(h ^ h >> 29);
-		}
-	};
-	struct KeyEqual {
-		bool operator()(const stack_key &a, const stack_key &b) const
-		{
-			return std::memcmp(&a, &b, sizeof(a)) == 0;
-		}
-	};
-	std::vector<RawProfile::Entry> entries;
-	std::unordered_map<stack_key, size_t, KeyHash, KeyEqual> index; // into entries
-	std::vector<std::vector<uint64_t>> stacks;                    // by id
-	std::unordered_multimap<uint64_t, int32_t> stacks_by_hash;
-
-	int32_t intern(std::vector<uint64_t> frames)
-	{
-		uint64_t h = frames.size();
-		for (uint64_t a : frames)
-			h = (h ^ a) * 0x100000001b3ull;
-		auto [first, last] = stacks_by_hash.equal_range(h);
-		for (auto it = first; it != last; ++it)
-			if (stacks[it->second] == frames)
-				return it->second;
-		const int32_t id = int32_t(stacks.size());
-		stacks.push_back(std::move(frames));
-		stacks_by_hash.emplace(h, id);
-		return id;
-	}
-
-	void add(const stack_key &key, const stack_count &value)
-	{
-		auto [it, inserted] = index.try_emplace(key, entries.size());
-		if (inserted) {
-			entries.push_back({key, value});
-			return;
-		}
-		stack_count &kept = entries[it->second].value;
-		kept.count += value.count;
-		kept.first_ns = std::min(kept.first_ns, value.first_ns);
-	}
-};
-
 struct Sampler::Impl {
 	Skeleton skel;
 	std::vector<Link> links;
@@ -178,15 +127,18 @@ struct Sampler::Impl {
 	// runs inside rcu_read_lock(). Without it (nohz_full kernels) nothing is drained
 	// before the end.
 	bool can_drain = false;
-	Collected collected;
-	std::unordered_set<uint32_t> drained_pids; // processes with samples in `collected`
+	// The processes of the last batch. A sample the next generation took while the
+	// drain was running may have lost its pid in sampled_pids to the drain: until the
+	// next drain, these count as sampled too.
+	std::unordered_set<uint32_t> last_batch_pids;
 	sample_stats at_last_drain{};
 	int64_t last_drain_ns = 0;
 	uint64_t drains = 0;
+	uint64_t stored = 0, truncated = 0; // over every batch so far
 
 	sample_stats totals() const;
 	void wait_for_programs() const;
-	void drain(uint32_t generation);
+	RawProfile drain(uint32_t generation);
 };
 
 std::vector<int> parse_cpu_list(std::string_view text)
@@ -363,7 +315,7 @@ void Sampler::detach()
 
 bool Sampler::has_samples(uint32_t pid) const
 {
-	if (impl_->drained_pids.count(pid))
+	if (impl_->last_batch_pids.count(pid))
 		return true;
 	uint8_t value;
 	return bpf_map__lookup_elem(impl_->skel->maps.sampled_pids, &pid, sizeof(pid), &value, sizeof(value), 0) == 0;
@@ -448,62 +400,65 @@ void Sampler::Impl::wait_for_programs() const
 		syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 }
 
-// Moves one generation's counts and the stacks they name into `collected`, then empties
-// both maps. Only called when no program can be writing them.
-void Sampler::Impl::drain(uint32_t generation)
+// Moves one generation's counts and the stacks they name into a batch, then empties both
+// maps. Only called when no program can be writing them.
+RawProfile Sampler::Impl::drain(uint32_t generation)
 {
 	bpf_map *counts = generation & 1 ? skel->maps.counts1 : skel->maps.counts0;
 	bpf_map *stacks = generation & 1 ? skel->maps.stacks1 : skel->maps.stacks0;
 	const int counts_fd = bpf_map__fd(counts), stacks_fd = bpf_map__fd(stacks);
 
-	std::vector<RawProfile::Entry> entries;
-	read_counts(counts_fd, bpf_map__max_entries(counts), entries);
-	std::unordered_map<int32_t, int32_t> ids; // this map's stack id -> collected's
+	RawProfile batch;
+	batch.depth_limit = depth;
+	read_counts(counts_fd, bpf_map__max_entries(counts), batch.entries);
+	std::unordered_map<int32_t, int32_t> ids; // the map's stack id -> the batch's
 	std::vector<uint64_t> frames(depth);
-	auto collected_id = [&](int32_t id) {
+	auto batch_id = [&](int32_t &id) {
 		if (id < 0)
-			return id;
-		auto [it, inserted] = ids.try_emplace(id, 0);
+			return false;
+		auto [it, inserted] = ids.try_emplace(id, int32_t(batch.stacks.size()));
 		if (inserted) {
 			size_t n = 0;
 			if (bpf_map_lookup_elem(stacks_fd, &id, frames.data()) == 0)
 				while (n < frames.size() && frames[n])
 					n++;
-			it->second = collected.intern(std::vector<uint64_t>(frames.begin(), frames.begin() + n));
+			batch.stacks.emplace_back(frames.begin(), frames.begin() + n);
 		}
-		return it->second;
+		id = it->second;
+		return batch.stacks[size_t(id)].size() == depth;
 	};
-	std::unordered_set<uint32_t> pids;
-	for (const RawProfile::Entry &entry : entries) {
-		stack_key key = entry.key;
-		key.kernel_stack_id = collected_id(key.kernel_stack_id);
-		key.user_stack_id = collected_id(key.user_stack_id);
-		collected.add(key, entry.value);
-		pids.insert(key.pid);
+	last_batch_pids.clear();
+	for (RawProfile::Entry &entry : batch.entries) {
+		const stack_key key = entry.key;
+		const bool kernel_full = batch_id(entry.key.kernel_stack_id);
+		const bool user_full = batch_id(entry.key.user_stack_id);
+		batch.stored += entry.value.count;
+		if (kernel_full || user_full)
+			batch.truncated += entry.value.count;
+		last_batch_pids.insert(key.pid);
+		// Emptied as read: a stack's sample may have been lost after its stack was
+		// stored (the other stack collided, the counts map was full), so the stack map
+		// is emptied key by key below.
+		bpf_map_delete_elem(counts_fd, &key);
 	}
-
-	// Empty both. Stacks whose sample was lost later (the other stack collided, the
-	// counts map was full) are in the stack map too: every key goes.
-	for (const RawProfile::Entry &entry : entries)
-		bpf_map_delete_elem(counts_fd, &entry.key);
 	for (uint32_t id : all_keys<uint32_t>(stacks_fd))
 		bpf_map_delete_elem(stacks_fd, &id);
-	// The pids stay known here; the map only has to hold those sampled since.
 	const int sampled_fd = bpf_map__fd(skel->maps.sampled_pids);
-	for (uint32_t pid : pids) {
-		drained_pids.insert(pid);
+	for (uint32_t pid : last_batch_pids)
 		bpf_map_delete_elem(sampled_fd, &pid);
-	}
+	stored += batch.stored;
+	truncated += batch.truncated;
+	return batch;
 }
 
-void Sampler::tick()
+std::optional<RawProfile> Sampler::tick()
 {
 	Impl &d = *impl_;
 	if (!d.can_drain || d.links.empty())
-		return;
+		return std::nullopt;
 	const int64_t now = int64_t(monotonic_ns());
 	if (now - d.last_drain_ns < 1000000000)
-		return;
+		return std::nullopt;
 	const sample_stats t = d.totals();
 	const uint64_t capacity = std::min(d.options.stack_storage_size, d.options.hash_storage_size);
 	const uint64_t new_keys = t.new_keys - d.at_last_drain.new_keys;
@@ -514,40 +469,29 @@ void Sampler::tick()
 	const bool losing = lost_samples(t) > lost_samples(d.at_last_drain) &&
 			    (new_keys * 64 >= capacity || now - d.last_drain_ns >= 5000000000);
 	if (!filling && !losing)
-		return;
+		return std::nullopt;
 	const uint32_t old = d.skel->bss->generation;
 	__atomic_store_n(&d.skel->bss->generation, old + 1, __ATOMIC_SEQ_CST);
 	d.wait_for_programs();
-	d.drain(old);
+	RawProfile batch = d.drain(old);
 	d.at_last_drain = t;
 	d.last_drain_ns = now;
 	d.drains++;
+	return batch;
 }
 
 RawProfile Sampler::read()
 {
 	Impl &d = *impl_;
-	RawProfile raw;
-	raw.depth_limit = d.depth;
 	// Detached: once the programs still running are done, both generations are still.
 	d.wait_for_programs();
-	raw.totals = d.totals();
+	const sample_stats totals = d.totals();
 	// The other generation was emptied by the drain that left it.
-	d.drain(d.skel->bss->generation);
-
-	raw.entries = std::move(d.collected.entries);
-	raw.stacks = std::move(d.collected.stacks);
-	d.collected = Collected{};
-	for (const RawProfile::Entry &entry : raw.entries) {
-		raw.stored += entry.value.count;
-		bool full = false;
-		for (int32_t id : {entry.key.kernel_stack_id, entry.key.user_stack_id})
-			if (id >= 0)
-				full |= raw.stacks[id].size() == d.depth;
-		if (full)
-			raw.truncated += entry.value.count;
-	}
-	raw.taken = raw.totals.seen;
-	raw.drains = d.drains;
-	return raw;
+	RawProfile last = d.drain(d.skel->bss->generation);
+	last.totals = totals;
+	last.stored = d.stored;
+	last.truncated = d.truncated;
+	last.taken = totals.seen;
+	last.drains = d.drains;
+	return last;
 }

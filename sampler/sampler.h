@@ -4,9 +4,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <linux/types.h>
@@ -19,21 +19,25 @@ struct RunError : std::runtime_error {
 	using std::runtime_error::runtime_error;
 };
 
-// What the kernel kept, before any symbol is looked up.
+// What one read of the maps moved out of the kernel (a drain while sampling, or the last
+// read), before any symbol is looked up.
 struct RawProfile {
 	struct Entry {
 		stack_key key;
 		stack_count value;
 	};
 	std::vector<Entry> entries;
-	// Frame addresses, leaf first, by the stack ids of entries (NO_STACK: none).
+	// Frame addresses, leaf first, by the stack ids of entries (NO_STACK: none): ids of
+	// this batch, not the kernel's.
 	std::vector<std::vector<uint64_t>> stacks;
 
-	sample_stats totals{};    // losses by cause, summed over CPUs
 	uint64_t stored = 0;      // sum of the counts read back
-	uint64_t taken = 0;       // every sample that passed the filters, as the kernel counted them
 	uint64_t truncated = 0;   // samples whose stack filled every frame slot (likely cut)
 	uint32_t depth_limit = 0; // frames a stack could hold
+
+	// Set by read() only, for the whole run: stored and truncated then count every batch.
+	sample_stats totals{};    // losses by cause, summed over CPUs
+	uint64_t taken = 0;       // every sample that passed the filters, as the kernel counted them
 	uint64_t drains = 0;      // times the maps were emptied into user space while sampling
 };
 
@@ -50,14 +54,14 @@ public:
 	// Closes every perf event; the maps stay readable.
 	void detach();
 	// Called about every 100 ms while sampling: when the maps fill, or samples are being
-	// lost to them, flips the program to the other set of maps and moves this one's
-	// counts and stacks into user space, emptying it.
-	void tick();
-	// After detach(): everything counted, drained or still in the maps, and the
-	// per-CPU tallies.
+	// lost to them, flips the program to the other set of maps and returns this one's
+	// counts and stacks, emptying it. Nothing when it is not time yet.
+	std::optional<RawProfile> tick();
+	// After detach(): what the maps still hold, and the tallies of the whole run.
 	RawProfile read();
 
-	// True when the counts map holds samples of this process.
+	// True when the maps may hold samples of this process, which tick() or read() has
+	// still to return.
 	bool has_samples(uint32_t pid) const;
 
 	// CPUs sampled, as attach() found them online.

@@ -278,7 +278,7 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 			auto it = processes_.find(body.pid);
 			if (it != processes_.end() && !it->second.exited) {
 				it->second.exited = true;
-				exited_since_check_.push_back(body.pid);
+				exited_unforgotten_.push_back(body.pid);
 			}
 			return true;
 		}
@@ -384,12 +384,15 @@ const KernelSymbolRecord *ProcessHistory::kernel_symbol(uint64_t address, uint64
 
 void ProcessHistory::forget_exited(const std::function<bool(uint32_t pid)> &keep)
 {
-	for (uint32_t pid : exited_since_check_) {
+	std::erase_if(exited_unforgotten_, [&](uint32_t pid) {
 		auto it = processes_.find(pid);
-		if (it != processes_.end() && it->second.exited && !keep(pid))
-			processes_.erase(it);
-	}
-	exited_since_check_.clear();
+		if (it == processes_.end() || !it->second.exited)
+			return true; // forgotten already, or its pid taken by a new process
+		if (keep(pid))
+			return false;
+		processes_.erase(it);
+		return true;
+	});
 }
 
 void snapshot_processes(ProcessHistory &history, uint64_t now_ns, const std::string &proc_root)

@@ -62,8 +62,9 @@ public:
 	uint64_t dropped_mappings() const { return dropped_mappings_; }
 	static constexpr size_t kMaxMappingsPerImage = 4096;
 
-	// Drops the processes that exited since the last call and that `keep` does not
-	// want (those never sampled): what bounds memory on a long run.
+	// Drops the processes that have exited and that `keep` does not want (those with
+	// samples not yet normalized); those it keeps are asked about again at the next call.
+	// What bounds memory on a long run.
 	void forget_exited(const std::function<bool(uint32_t pid)> &keep);
 
 	// The time a record carries in its sample_id trailer; 0 if it has none.
@@ -90,7 +91,7 @@ private:
 	std::vector<KernelSymbolRecord> kernel_symbols_; // sorted by start, then order
 	uint64_t kernel_symbol_order_ = 0;
 	uint64_t longest_kernel_symbol_ = 0;
-	std::vector<uint32_t> exited_since_check_;
+	std::vector<uint32_t> exited_unforgotten_;
 	uint64_t lost_ = 0;
 	uint64_t dropped_mappings_ = 0;
 };

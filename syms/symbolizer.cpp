@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "syms/debug_file.h"
@@ -141,8 +142,17 @@ struct Symbolizer::Impl {
 	UniqueFd host_root;
 
 	std::map<FileKey, std::unique_ptr<Binary>> binaries;
-	// Per process and mapping of its history, the file once looked up (null: none).
-	std::map<std::pair<uint32_t, const MapEntry *>, Binary *> mapped;
+	// The objects user addresses were located in; [0] is the Unknown one. An object's
+	// binary is looked up once, when a frame in it is first named.
+	struct Object {
+		UserObject object;
+		bool looked_up = false;
+		Binary *binary = nullptr;
+	};
+	std::vector<Object> objects{Object{}};
+	// (kind, device major, minor, inode or pid or [vdso] size, deleted, path) -> objects.
+	using ObjectKey = std::tuple<UserObject::Kind, uint32_t, uint32_t, uint64_t, bool, std::string>;
+	std::map<ObjectKey, uint32_t> object_ids;
 	bool vdso_read = false;
 	uint64_t vdso_size = 0;
 	Binary vdso;
@@ -153,7 +163,8 @@ struct Symbolizer::Impl {
 	std::string pid_dir(uint32_t pid) const { return options.proc_root + "/" + std::to_string(pid); }
 	LiveProcess &live_process(uint32_t pid);
 	const ProcessMaps &maps_now(uint32_t pid, LiveProcess &process);
-	Binary *binary_of(uint32_t pid, const MapEntry &mapping);
+	Binary *binary_of(uint32_t object);
+	bool gone(uint32_t pid) const;
 	Binary *open_binary(uint32_t pid, const MapEntry &mapping);
 	Binary *own_vdso(uint64_t size);
 	const PerfMap::Symbol *jit_symbol(uint32_t pid, uint64_t address, std::string &path);
@@ -187,20 +198,29 @@ const ProcessMaps &Symbolizer::Impl::maps_now(uint32_t pid, LiveProcess &process
 	return process.maps;
 }
 
-Binary *Symbolizer::Impl::binary_of(uint32_t pid, const MapEntry &mapping)
+Binary *Symbolizer::Impl::binary_of(uint32_t id)
 {
-	auto [it, inserted] = mapped.try_emplace({pid, &mapping}, nullptr);
-	if (!inserted)
-		return it->second;
-	Binary *binary = nullptr;
-	if (mapping.path == "[vdso]") {
-		binary = own_vdso(mapping.end - mapping.start);
-	} else if (mapping.file_backed()) {
+	Object &o = objects[id];
+	if (o.looked_up)
+		return o.binary;
+	o.looked_up = true;
+	const MapEntry &mapping = o.object.mapping;
+	if (o.object.kind == UserObject::Kind::Area && mapping.path == "[vdso]") {
+		o.binary = own_vdso(mapping.end - mapping.start);
+	} else if (o.object.kind == UserObject::Kind::File) {
 		auto known = binaries.find(FileKey{mapping.dev_major, mapping.dev_minor, mapping.inode});
-		binary = known != binaries.end() ? known->second.get() : open_binary(pid, mapping);
+		o.binary = known != binaries.end() ? known->second.get() : open_binary(o.object.pid, mapping);
 	}
-	it->second = binary;
-	return binary;
+	return o.binary;
+}
+
+// True when pid has exited, as far as the history or /proc can tell.
+bool Symbolizer::Impl::gone(uint32_t pid) const
+{
+	if (history && history->exited(pid))
+		return true;
+	struct stat st;
+	return stat(pid_dir(pid).c_str(), &st) != 0;
 }
 
 Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
@@ -328,7 +348,6 @@ Symbolizer::~Symbolizer() = default;
 void Symbolizer::set_process_history(const ProcessHistory *history)
 {
 	impl_->history = history;
-	impl_->mapped.clear();
 	impl_->live.clear();
 }
 
@@ -410,46 +429,120 @@ const ProcessImage *Symbolizer::image_at(uint32_t pid, uint64_t time_ns)
 	return impl_->read_now.image_at(pid, time_ns);
 }
 
-void Symbolizer::user_frames(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address,
-			     std::vector<Frame> &out)
+void Symbolizer::forget_live_processes()
 {
+	impl_->read_now = ProcessHistory{};
+	impl_->live.clear();
+}
+
+uint32_t Symbolizer::object_of(uint32_t pid, const MapEntry *mapping)
+{
+	using Kind = UserObject::Kind;
+	Impl::ObjectKey key;
+	if (mapping && mapping->file_backed()) {
+		key = {Kind::File, mapping->dev_major, mapping->dev_minor, mapping->inode, mapping->deleted, mapping->path};
+	} else if (mapping && mapping->pseudo()) {
+		// Only the vDSO is read, from this process's own, when the sizes agree.
+		key = {Kind::Area, 0, 0, mapping->path == "[vdso]" ? mapping->end - mapping->start : 0, false, mapping->path};
+	} else {
+		// Code no file backs, named only by the process's perf map: once the process is
+		// gone without one, nothing will name it, whichever process it was.
+		auto known = impl_->object_ids.find({Kind::Jit, 0, 0, pid, false, ""});
+		if (known != impl_->object_ids.end())
+			return known->second;
+		const std::string perf_map = impl_->options.perf_map_dir + "/perf-" + std::to_string(pid) + ".map";
+		if (impl_->gone(pid) && access(perf_map.c_str(), F_OK) != 0)
+			return 0;
+		key = {Kind::Jit, 0, 0, pid, false, ""};
+	}
+	auto [it, inserted] = impl_->object_ids.try_emplace(std::move(key), uint32_t(impl_->objects.size()));
+	if (inserted) {
+		Impl::Object o;
+		o.object.kind = std::get<0>(it->first);
+		o.object.pid = pid;
+		if (o.object.kind != Kind::Jit)
+			o.object.mapping = *mapping;
+		impl_->objects.push_back(std::move(o));
+	} else if (UserObject &known = impl_->objects[it->second].object; known.kind == Kind::File && known.pid != pid) {
+		// The newest process to map a file is the likeliest to map it still at the end.
+		known.pid = pid;
+		known.mapping.start = mapping->start;
+		known.mapping.end = mapping->end;
+		known.mapping.offset = mapping->offset;
+	}
+	return it->second;
+}
+
+UserLocation Symbolizer::locate(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address)
+{
+	const uint64_t back = return_address && address ? 1 : 0;
+	const MapEntry *mapping = image ? image->find(address - back) : nullptr;
+	return locate(object_of(pid, mapping), mapping, address);
+}
+
+UserLocation Symbolizer::locate(uint32_t object, const MapEntry *mapping, uint64_t address) const
+{
+	UserLocation where;
+	where.object = object;
+	where.offset = address;
+	if (mapping) {
+		where.map_start = mapping->start;
+		where.map_end = mapping->end;
+		where.map_offset = mapping->offset;
+		const UserObject::Kind kind = impl_->objects[object].object.kind;
+		if (kind == UserObject::Kind::File || kind == UserObject::Kind::Area)
+			where.offset = address - mapping->start + mapping->offset;
+	}
+	return where;
+}
+
+const UserObject &Symbolizer::object(uint32_t id) const
+{
+	return impl_->objects[id].object;
+}
+
+size_t Symbolizer::object_count() const
+{
+	return impl_->objects.size();
+}
+
+void Symbolizer::user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out)
+{
+	const UserObject &object = impl_->objects[where.object].object;
+	const bool in_mapping = object.kind == UserObject::Kind::File || object.kind == UserObject::Kind::Area;
 	Frame frame;
 	frame.kind = FrameKind::User;
-	frame.address = address;
-	const uint64_t back = return_address && address ? 1 : 0;
-	const uint64_t lookup = address - back;
+	frame.address = in_mapping && where.map_end ? where.offset - where.map_offset + where.map_start : where.offset;
+	frame.map_start = where.map_start;
+	frame.map_end = where.map_end;
+	frame.map_offset = where.map_offset;
+	const uint64_t back = return_address && where.offset ? 1 : 0;
 
-	const MapEntry *entry = image ? image->find(lookup) : nullptr;
-	if (entry) {
-		frame.map_start = entry->start;
-		frame.map_end = entry->end;
-		frame.map_offset = entry->offset;
-	}
-	Binary *binary = entry ? impl_->binary_of(pid, *entry) : nullptr;
+	Binary *binary = impl_->binary_of(where.object);
 	if (!binary) {
-		if (entry && (entry->file_backed() || entry->pseudo())) {
+		if (in_mapping) {
 			// No file to read: its offset in the file is the best address the frame has.
-			frame.module = entry->path;
-			frame.module_offset = address - entry->start + entry->offset;
-		} else {
-			// Anonymous code, or code no mapping covers: what a JIT compiler wrote.
+			frame.module = object.mapping.path;
+			frame.module_offset = where.offset;
+		} else if (object.kind == UserObject::Kind::Jit) {
+			// What a JIT compiler wrote.
 			std::string path;
-			if (const PerfMap::Symbol *jit = impl_->jit_symbol(pid, lookup, path)) {
+			if (const PerfMap::Symbol *jit = impl_->jit_symbol(object.pid, where.offset - back, path)) {
 				frame.name = jit->name;
-				frame.symbol_offset = address - jit->start;
+				frame.symbol_offset = where.offset - jit->start;
 				frame.module = path;
-				frame.module_offset = address;
+				frame.module_offset = where.offset;
 			}
 		}
 		out.push_back(std::move(frame));
 		return;
 	}
 
-	frame.module = entry->path;
-	const uint64_t file_offset = lookup - entry->start + entry->offset;
+	frame.module = object.mapping.path;
+	const uint64_t file_offset = where.offset - back;
 	// Until the ELF file says where that offset is loaded, the offset is the best address
 	// the frame has in the file's own terms.
-	frame.module_offset = file_offset + back;
+	frame.module_offset = where.offset;
 	frame.build_id = binary->elf->build_id();
 	std::optional<uint64_t> elf_address = binary->elf->address_of_file_offset(file_offset);
 	if (!elf_address) {
@@ -469,21 +562,21 @@ void Symbolizer::user_frames(uint32_t pid, const ProcessImage *image, uint64_t a
 		frame.symbol_offset = frame.module_offset - symbol->start;
 	}
 	if (impl_->options.want_lines && binary->lines) {
-		std::vector<SourceLocation> where = binary->lines->find(*elf_address);
-		for (size_t i = 0; i + 1 < where.size(); i++) {
-			if (where[i].function.empty())
+		std::vector<SourceLocation> lines = binary->lines->find(*elf_address);
+		for (size_t i = 0; i + 1 < lines.size(); i++) {
+			if (lines[i].function.empty())
 				continue;
 			Frame inlined = frame;
-			inlined.name = where[i].function;
+			inlined.name = lines[i].function;
 			inlined.symbol_offset = 0;
-			inlined.source_file = where[i].file;
-			inlined.line = where[i].line;
+			inlined.source_file = lines[i].file;
+			inlined.line = lines[i].line;
 			inlined.inlined = true;
 			out.push_back(std::move(inlined));
 		}
-		if (!where.empty()) {
-			frame.source_file = where.back().file;
-			frame.line = where.back().line;
+		if (!lines.empty()) {
+			frame.source_file = lines.back().file;
+			frame.line = lines.back().line;
 		}
 	}
 	out.push_back(std::move(frame));
@@ -492,7 +585,7 @@ void Symbolizer::user_frames(uint32_t pid, const ProcessImage *image, uint64_t a
 Frame Symbolizer::user_frame(uint32_t pid, uint64_t address, uint64_t time_ns)
 {
 	std::vector<Frame> frames;
-	user_frames(pid, image_at(pid, time_ns), address, false, frames);
+	user_frames(locate(pid, image_at(pid, time_ns), address, false), false, frames);
 	return std::move(frames.back());
 }
 

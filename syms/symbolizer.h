@@ -8,10 +8,39 @@
 #include <vector>
 
 #include "report/model.h"
+#include "syms/maps.h"
 
 class ProcessHistory;
 struct ProcessImage;
 struct KernelSymbolRecord;
+
+// What user addresses lie in, in terms that outlive their process: one file mapped by
+// many processes, wherever each mapped it, is one object.
+struct UserObject {
+	enum class Kind : uint8_t {
+		Unknown, // code nothing mapped, of a process gone without a perf map: "[unknown]"
+		File,    // a file, named from its symbols
+		Area,    // a kernel-made area: [vdso] (named from this process's own), [heap]...
+		Jit,     // code no file backs, of process `pid`: its perf map may name it
+	};
+	Kind kind = Kind::Unknown;
+	// File: the last process seen mapping it, which may still map it at the end (the way
+	// to its file inside a container, or to a deleted file); Jit: the process.
+	uint32_t pid = 0;
+	MapEntry mapping; // File, Area: that process's mapping of it
+};
+
+// A user address, normalized by Symbolizer::locate.
+struct UserLocation {
+	uint32_t object = 0; // Symbolizer::object(); 0 is the Unknown object
+	// File: the address's offset in the file; Area: in the area; Jit and Unknown: the
+	// address itself.
+	uint64_t offset = 0;
+	// The mapping the address was in, where the caller kept it: the frame's address (for
+	// a File or Area) and its pprof mapping come from it.
+	uint64_t map_start = 0, map_end = 0, map_offset = 0;
+	bool operator==(const UserLocation &) const = default;
+};
 
 struct SymbolizerOptions {
 	std::string kallsyms_path = "/proc/kallsyms";
@@ -45,8 +74,8 @@ public:
 
 	// Where user addresses are normalized: what each process had mapped, image by image,
 	// also after it exited; and the kernel symbols (BPF programs) that came and went while
-	// sampling. It must not change while the symbolizer uses it. Without one, or for a
-	// process it does not know, the process's maps are read from proc_root now.
+	// sampling. It may change between calls. Without one, or for a process it does not
+	// know, the process's maps are read from proc_root now.
 	void set_process_history(const ProcessHistory *history);
 
 	// Reads and indexes the kernel symbols now, so a caller can do it while sampling runs.
@@ -67,17 +96,34 @@ public:
 	// kernel_frame, once loaded_kernel_symbol has been asked: `program` is its answer.
 	Frame kernel_frame(uint64_t address, bool return_address, const KernelSymbolRecord *program);
 
-	// The image pid ran at time_ns (CLOCK_MONOTONIC): frames of one image may be shared,
-	// those of two images may not. Null when nothing is known of the process.
+	// The image pid ran at time_ns (CLOCK_MONOTONIC). Null when nothing is known of the
+	// process.
 	const ProcessImage *image_at(uint32_t pid, uint64_t time_ns);
+	// Drops what was read of processes the history does not know (their maps now, their
+	// root): a pid may be another process's by the next call. Called after each batch of
+	// samples is located while sampling runs.
+	void forget_live_processes();
 
-	// Appends the frames of one user address of that image: with want_lines, each
-	// function inlined there first (inlined = true, innermost first), then the function
-	// the address is in. Always at least one frame.
-	void user_frames(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address,
-			 std::vector<Frame> &out);
+	// User addresses are first located, while the history still knows the process, and
+	// named at the end from their location alone.
 
-	// The function frame alone, in the image pid ran at time_ns (by default its last).
+	// The object `mapping` of pid's image holds (null: no mapping covers the address).
+	uint32_t object_of(uint32_t pid, const MapEntry *mapping);
+	// address of pid, which ran image: its object, its offset in it, and its mapping.
+	UserLocation locate(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address);
+	// The same, once the mapping (image->find of the address, or of the call before a
+	// return address) and object_of it are known.
+	UserLocation locate(uint32_t object, const MapEntry *mapping, uint64_t address) const;
+	const UserObject &object(uint32_t id) const;
+	size_t object_count() const;
+
+	// Appends the frames of one located user address: with want_lines, each function
+	// inlined there first (inlined = true, innermost first), then the function the
+	// address is in. Always at least one frame.
+	void user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out);
+
+	// The function frame alone of address, in the image pid ran at time_ns (by default
+	// its last): locate, then user_frames.
 	Frame user_frame(uint32_t pid, uint64_t address, uint64_t time_ns = UINT64_MAX);
 
 	SymbolizerStats stats() const;

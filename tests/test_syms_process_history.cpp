@@ -13,69 +13,9 @@
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
 #include "syms/process_history.h"
+#include "tests/perf_records.h"
 
 namespace {
-
-// Builds one record: header, body bytes, then the {pid, tid, time} trailer, padded to 8.
-class Record {
-public:
-	Record(uint32_t type, uint16_t misc = 0) : type_(type), misc_(misc) {}
-	template <typename T>
-	Record &add(T value)
-	{
-		const auto *p = reinterpret_cast<const uint8_t *>(&value);
-		body_.insert(body_.end(), p, p + sizeof(T));
-		return *this;
-	}
-	Record &text(const std::string &s)
-	{
-		body_.insert(body_.end(), s.begin(), s.end());
-		do
-			body_.push_back(0);
-		while (body_.size() % 8);
-		return *this;
-	}
-	std::vector<uint8_t> at(uint64_t time, uint32_t pid = 0) const
-	{
-		std::vector<uint8_t> out(sizeof(perf_event_header));
-		out.insert(out.end(), body_.begin(), body_.end());
-		struct {
-			uint32_t pid, tid;
-			uint64_t time;
-		} id{pid, pid, time};
-		const auto *p = reinterpret_cast<const uint8_t *>(&id);
-		out.insert(out.end(), p, p + sizeof(id));
-		perf_event_header header{type_, misc_, uint16_t(out.size())};
-		std::memcpy(out.data(), &header, sizeof(header));
-		return out;
-	}
-
-private:
-	uint32_t type_;
-	uint16_t misc_;
-	std::vector<uint8_t> body_;
-};
-
-std::vector<uint8_t> mmap2(uint32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff, const std::string &path,
-			   uint64_t time, uint32_t prot = PROT_READ | PROT_EXEC)
-{
-	return Record(PERF_RECORD_MMAP2)
-		.add(pid).add(pid).add(addr).add(len).add(pgoff)
-		.add(uint32_t(8)).add(uint32_t(1)).add(uint64_t(1234)).add(uint64_t(0))
-		.add(prot).add(uint32_t(MAP_PRIVATE))
-		.text(path)
-		.at(time, pid);
-}
-
-std::vector<uint8_t> comm(uint32_t pid, const std::string &name, uint64_t time, bool exec)
-{
-	return Record(PERF_RECORD_COMM, exec ? PERF_RECORD_MISC_COMM_EXEC : 0).add(pid).add(pid).text(name).at(time, pid);
-}
-
-std::vector<uint8_t> task(uint32_t type, uint32_t pid, uint32_t ppid, uint32_t tid, uint64_t time)
-{
-	return Record(type).add(pid).add(ppid).add(tid).add(ppid).add(time).at(time, pid);
-}
 
 std::string path_at(const ProcessHistory &h, uint32_t pid, uint64_t time, uint64_t address)
 {
@@ -187,7 +127,7 @@ TEST_CASE("non-executable mappings and threads change nothing; anonymous JIT cod
 	CHECK(!h.exited(40));
 }
 
-TEST_CASE("exited processes are forgotten unless they were sampled")
+TEST_CASE("exited processes are forgotten once nothing wants them kept")
 {
 	ProcessHistory h;
 	h.apply(comm(50, "short", 10, true));
@@ -199,6 +139,12 @@ TEST_CASE("exited processes are forgotten unless they were sampled")
 	CHECK(!h.image_at(50, 30));
 	CHECK(h.image_at(51, 30));
 	CHECK(h.process_count() == 1);
+	// Asked again at each call: once its samples are in, it goes too.
+	h.forget_exited([](uint32_t pid) { return pid == 51; });
+	CHECK(h.image_at(51, 30));
+	h.forget_exited([](uint32_t) { return false; });
+	CHECK(!h.image_at(51, 30));
+	CHECK(h.process_count() == 0);
 }
 
 TEST_CASE("malformed records are refused without effect")
@@ -252,20 +198,6 @@ TEST_CASE("BPF programs that come and go while sampling are kept, the newest fir
 	CHECK(!h.kernel_symbol(0xffffffffc0009000));
 }
 
-namespace {
-
-std::vector<uint8_t> ksymbol(uint64_t addr, uint32_t len, uint16_t flags, const std::string &name, uint64_t time)
-{
-	return Record(PERF_RECORD_KSYMBOL)
-		.add(addr)
-		.add(len)
-		.add(uint16_t(PERF_RECORD_KSYMBOL_TYPE_BPF))
-		.add(flags)
-		.text(name)
-		.at(time);
-}
-
-} // namespace
 
 TEST_CASE("JIT memory reused: a sample is named by the program that was there at its time")
 {

@@ -46,13 +46,6 @@ void write_file(const fs::path &path, const std::string &text)
 	std::ofstream(path) << text;
 }
 
-std::string absolute_fixture(const std::string &name)
-{
-	std::string path = fs::absolute(fixture_path(name));
-	REQUIRE_MESSAGE(fs::exists(path), "missing fixture " << path << " (run: make fixtures)");
-	return path;
-}
-
 std::string map_line(uint64_t start, uint64_t end, const char *perms, uint64_t offset, const char *dev,
 		     uint64_t inode, const std::string &path)
 {
@@ -61,8 +54,6 @@ std::string map_line(uint64_t start, uint64_t end, const char *perms, uint64_t o
 		      offset, dev, inode);
 	return std::string(line) + (path.empty() ? " " : "                    " + path) + "\n";
 }
-
-constexpr uint64_t page = 4096;
 
 // The maps lines the loader would make for a fixture loaded with the given bias, from
 // readelf's view of its PT_LOAD segments. With proc_pid, map_files links are made too.
@@ -82,44 +73,6 @@ std::string loaded_lines(const std::string &program, uint64_t bias, const char *
 		}
 	}
 	return lines;
-}
-
-// "MAJOR:MINOR" and inode of a real file, as /proc/PID/maps would print them.
-struct Identity {
-	std::string dev;
-	uint64_t inode;
-	uint32_t major, minor;
-};
-
-Identity identity_of(const fs::path &file)
-{
-	struct stat st;
-	REQUIRE(stat(file.c_str(), &st) == 0);
-	char dev[32];
-	std::snprintf(dev, sizeof(dev), "%02x:%02x", major(st.st_dev), minor(st.st_dev));
-	return {dev, st.st_ino, major(st.st_dev), minor(st.st_dev)};
-}
-
-// The executable mappings a history would hold for a fixture loaded with the given bias:
-// `file` gives the device and inode, `path` is the path recorded.
-std::vector<MapEntry> mappings_of(const std::string &program, uint64_t bias, const fs::path &file,
-				  const std::string &path)
-{
-	Identity id = identity_of(file);
-	std::vector<MapEntry> entries;
-	for (const LoadSegment &load : read_loads(program)) {
-		MapEntry entry;
-		entry.start = bias + (load.address & ~(page - 1));
-		entry.end = (bias + load.address + load.file_size + page - 1) & ~(page - 1);
-		entry.perms = {'r', '-', 'x', 'p'};
-		entry.offset = load.offset & ~(page - 1);
-		entry.dev_major = id.major;
-		entry.dev_minor = id.minor;
-		entry.inode = id.inode;
-		entry.path = path;
-		entries.push_back(entry);
-	}
-	return entries;
 }
 
 // A PID no process has: a process of the history that is gone.
@@ -622,8 +575,8 @@ TEST_SUITE("unit")
 		uint64_t leaf = nm_address("hello-nopie.nm", "fixture_leaf");
 		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work") + 0x200000;
 		std::vector<Frame> frames;
-		symbolizer.user_frames(gone_pid, before, leaf, false, frames);
-		symbolizer.user_frames(gone_pid, after, work, false, frames);
+		symbolizer.user_frames(symbolizer.locate(gone_pid, before, leaf, false), false, frames);
+		symbolizer.user_frames(symbolizer.locate(gone_pid, after, work, false), false, frames);
 		REQUIRE(frames.size() == 2);
 		CHECK(frames[0].name == "fixture_leaf");
 		CHECK(frames[0].module == nopie);
@@ -792,7 +745,7 @@ TEST_SUITE("unit")
 		CHECK(symbolizer.user_frame(gone_pid, 0x7f0000000000 + work).name == "fixture_lib_work");
 		// A return address at the end of a JIT function is its caller's call.
 		std::vector<Frame> frames;
-		symbolizer.user_frames(gone_pid, symbolizer.image_at(gone_pid, 150), 0x7e0000000180, true, frames);
+		symbolizer.user_frames(symbolizer.locate(gone_pid, symbolizer.image_at(gone_pid, 150), 0x7e0000000180, true), true, frames);
 		CHECK(frames.at(0).name == "LazyCompile:~fib /srv/fib.js:3");
 		CHECK(frames.at(0).symbol_offset == 0x80);
 		CHECK(symbolizer.stats().perf_maps_read == 1);
@@ -844,8 +797,8 @@ TEST_SUITE("unit")
 		}
 		const ProcessImage *image = symbolizer.image_at(gone_pid, 150);
 		std::vector<Frame> frames;
-		symbolizer.user_frames(gone_pid, image, bias + next, false, frames);
-		symbolizer.user_frames(gone_pid, image, bias + next, true, frames);
+		symbolizer.user_frames(symbolizer.locate(gone_pid, image, bias + next, false), false, frames);
+		symbolizer.user_frames(symbolizer.locate(gone_pid, image, bias + next, true), true, frames);
 		REQUIRE(frames.size() == 2);
 		CHECK(frames[0].name == "fixture_after");
 		CHECK(frames[0].symbol_offset == 0);
