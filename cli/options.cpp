@@ -223,12 +223,14 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 
 	if (folded)
 		options.format = ReportFormat::Folded;
+	// -o's extension names the format, except that --folded (or -E) wins over the text
+	// report's .txt and stands for a file without a known extension.
 	if (!options.output_path.empty() && !format) {
 		auto by_extension = format_from_path(options.output_path);
-		if (!by_extension)
+		if (!by_extension && !folded)
 			return UsageError{"cannot tell the format of '" + options.output_path +
-					  "' from its extension (.svg, .pb.gz, .folded, .txt): add --format"};
-		if (!(folded && *by_extension == ReportFormat::Stacks))
+					  "' from its extension (.svg, .pb.gz, .folded, .txt): add --format or --folded"};
+		if (by_extension && !(folded && *by_extension == ReportFormat::Stacks))
 			options.format = *by_extension;
 	}
 	if (format)

@@ -114,6 +114,10 @@ TEST_CASE("output options: folded, -E, -d, -a, -v, -o and --format")
 	CHECK(ok({"-o", "cpu.data", "--format", "pprof"}).format == ReportFormat::Pprof);
 	CHECK(ok({"--format=svg", "-o", "x.txt"}).format == ReportFormat::Svg);
 	CHECK(error({"-o", "cpu.data"}).find("--format") != std::string::npos);
+	// --folded names the format of a file whose extension does not.
+	CHECK(ok({"-o", "cpu.data", "--folded"}).format == ReportFormat::Folded);
+	CHECK(ok({"-E", "-o", "/dev/full"}).format == ReportFormat::Folded);
+	CHECK(ok({"--folded", "-o", "cpu.svg"}).format == ReportFormat::Svg);
 	CHECK(error({"--format", "png"}).find("stacks, folded, svg or pprof") != std::string::npos);
 }
 
