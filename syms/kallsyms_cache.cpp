@@ -8,6 +8,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <utility>
 
 #include "syms/fd.h"
 
@@ -22,16 +23,19 @@ std::string trimmed(std::string text)
 	return text;
 }
 
-// The cache directory, created if missing, when it is a real directory of ours that no one
-// else can write or read into.
+// True when fd is ours and no one else can read it or write into it; st is its stat.
+bool ours_and_private(int fd, struct stat &st)
+{
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 077);
+}
+
+// The cache directory, created if missing, when it is a real directory of ours and private.
 UniqueFd open_cache_dir(const std::string &dir)
 {
 	mkdir(dir.c_str(), 0700);
 	UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 	struct stat st;
-	if (!fd || fstat(fd.get(), &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077))
-		return UniqueFd();
-	return fd;
+	return ours_and_private(fd.get(), st) ? std::move(fd) : UniqueFd();
 }
 
 // The cached text when the file is ours, private, and written for this identity.
@@ -39,8 +43,7 @@ bool read_cache(int dir_fd, const std::string &identity, std::string &text)
 {
 	UniqueFd fd(openat(dir_fd, "kallsyms", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
 	struct stat st;
-	if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) || st.st_size <= 0 || st.st_size > (64 << 20))
+	if (!ours_and_private(fd.get(), st) || !S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > (64 << 20))
 		return false;
 	text.resize(size_t(st.st_size));
 	if (read_up_to(fd.get(), text.data(), text.size()) != text.size())
