@@ -15,6 +15,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 
 namespace {
 
@@ -338,4 +342,34 @@ ScopedEnv::~ScopedEnv()
 		setenv(name_.c_str(), old_.c_str(), 1);
 	else
 		unsetenv(name_.c_str());
+}
+
+TempDir::TempDir()
+{
+	const char *base = std::getenv("TMPDIR");
+	std::string pattern = std::string(base && *base ? base : "/tmp") + "/profile-test-XXXXXX";
+	if (!mkdtemp(pattern.data()))
+		throw std::runtime_error("mkdtemp failed for " + pattern);
+	path_ = pattern;
+}
+
+TempDir::~TempDir()
+{
+	std::error_code ignored;
+	std::filesystem::remove_all(path_, ignored);
+}
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream in(path, std::ios::binary);
+	std::ostringstream data;
+	data << in.rdbuf();
+	return data.str();
+}
+
+void write_file(const std::string &path, const std::string &data)
+{
+	std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+	std::ofstream out(path, std::ios::binary);
+	out << data;
 }

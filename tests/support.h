@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,24 @@ private:
 	pid_t pid_ = -1;
 	int out_ = -1;
 };
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at the end.
+class TempDir {
+public:
+	TempDir();
+	~TempDir();
+	TempDir(const TempDir &) = delete;
+	TempDir &operator=(const TempDir &) = delete;
+	const std::filesystem::path &path() const { return path_; }
+	std::string operator/(const std::string &name) const { return path_.string() + "/" + name; }
+
+private:
+	std::filesystem::path path_;
+};
+
+std::string read_file(const std::string &path);
+// Writes data to path, making the directories it needs.
+void write_file(const std::string &path, const std::string &data);
 
 // Paths from the environment `make test` sets.
 std::string profile_bin();

@@ -10,7 +10,7 @@
 #include "syms/process_history.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/perf_records.h"
-#include "tests/test_report_data.h"
+#include "tests/support.h"
 
 namespace {
 

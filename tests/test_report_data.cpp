@@ -204,31 +204,3 @@ std::string find_tool(const std::string &name)
 	return "";
 }
 
-TempDir::TempDir()
-{
-	const char *base = std::getenv("TMPDIR");
-	std::string pattern = std::string(base && *base ? base : "/tmp") + "/profile-test-XXXXXX";
-	if (!mkdtemp(pattern.data()))
-		throw std::runtime_error("mkdtemp failed for " + pattern);
-	path_ = pattern;
-}
-
-TempDir::~TempDir()
-{
-	std::error_code ignored;
-	std::filesystem::remove_all(path_, ignored);
-}
-
-std::string read_file(const std::string &path)
-{
-	std::ifstream in(path, std::ios::binary);
-	std::ostringstream data;
-	data << in.rdbuf();
-	return data.str();
-}
-
-void write_file(const std::string &path, const std::string &data)
-{
-	std::ofstream out(path, std::ios::binary);
-	out << data;
-}

@@ -20,20 +20,3 @@ Profile many_stacks_profile(size_t stacks, uint64_t seed = 1);
 
 // The tool's absolute path from PATH, or "" when it is not installed.
 std::string find_tool(const std::string &name);
-
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at the end.
-class TempDir {
-public:
-	TempDir();
-	~TempDir();
-	TempDir(const TempDir &) = delete;
-	TempDir &operator=(const TempDir &) = delete;
-	const std::filesystem::path &path() const { return path_; }
-	std::string operator/(const std::string &name) const { return path_.string() + "/" + name; }
-
-private:
-	std::filesystem::path path_;
-};
-
-std::string read_file(const std::string &path);
-void write_file(const std::string &path, const std::string &data);

@@ -16,7 +16,6 @@
 #include "report/report.h"
 #include "syms/fd.h"
 #include "tests/support.h"
-#include "tests/test_report_data.h"
 
 namespace {
 

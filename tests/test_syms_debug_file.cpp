@@ -11,7 +11,7 @@
 #include "syms/debug_file.h"
 #include "syms/fd.h"
 #include "tests/fixtures/fixture_files.h"
-#include "tests/test_report_data.h"
+#include "tests/support.h"
 
 namespace fs = std::filesystem;
 

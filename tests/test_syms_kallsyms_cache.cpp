@@ -10,7 +10,6 @@
 #include "syms/kallsyms_cache.h"
 #include "syms/symbolizer.h"
 #include "tests/support.h"
-#include "tests/test_report_data.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "syms/perf_map.h"
-#include "tests/test_report_data.h"
+#include "tests/support.h"
 
 namespace fs = std::filesystem;
 

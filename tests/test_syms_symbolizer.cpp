@@ -24,7 +24,7 @@
 #include "syms/process_history.h"
 #include "syms/symbolizer.h"
 #include "tests/fixtures/fixture_files.h"
-#include "tests/test_report_data.h"
+#include "tests/support.h"
 
 namespace fs = std::filesystem;
 
@@ -39,12 +39,6 @@ __attribute__((noinline)) int live_target(int x)
 } // namespace syms_test
 
 namespace {
-
-void write_file(const fs::path &path, const std::string &text)
-{
-	fs::create_directories(path.parent_path());
-	std::ofstream(path) << text;
-}
 
 std::string map_line(uint64_t start, uint64_t end, const char *perms, uint64_t offset, const char *dev,
 		     uint64_t inode, const std::string &path)
