@@ -23,7 +23,6 @@
 #include "syms/symbolizer.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"
-#include "tests/test_report_data.h"
 
 namespace {
 
@@ -786,6 +785,57 @@ TEST_CASE("maps smaller than the run: drained into user space while sampling, ev
 	auto undrained = profile(args);
 	REQUIRE(undrained.status == 0);
 	CHECK(keys_of_stacks(parse_folded(undrained.out)) <= 32);
+}
+
+TEST_CASE("processes drained and forgotten while sampling are named; without -E their keys merge across PIDs")
+{
+	require_root();
+	// A new process every 50 ms, each gone before the next: with 64-key maps, drained
+	// many times while sampling, each batch located while its processes were still known.
+	const std::string loop = "i=0; while [ $i -lt 80 ]; do " + workload("split") + " 0.05; i=$((i+1)); done";
+	ScopedEnv debug("PROFILE_DEBUG", "1");
+	struct Run {
+		std::vector<FoldedLine> lines;
+		uint64_t keys = 0, drains = 0;
+	};
+	auto run = [&](bool fold_pid) {
+		Background churn({"/bin/sh", "-c", loop});
+		std::vector<std::string> args = {"--folded", "-U", "--hash-storage-size", "64",
+						 "--stack-storage-size", "64", "-f", "499", "3"};
+		if (fold_pid)
+			args.push_back("-E");
+		auto r = profile(args);
+		INFO("stderr: " << r.err);
+		REQUIRE(r.status == 0);
+		std::smatch m;
+		REQUIRE(std::regex_search(r.err, m, std::regex("; ([0-9]+) keys, [0-9]+ stacks, [0-9]+ objects, ([0-9]+) drains")));
+		return Run{parse_folded(r.out), std::stoull(m[1]), std::stoull(m[2])};
+	};
+	// The hot leaf's samples, and the processes they came from (-E: "split-PID").
+	auto hot = [](const Run &run, std::set<std::string> &processes) {
+		uint64_t n = 0;
+		for (const FoldedLine &line : run.lines)
+			if (line.frames[0].starts_with("split") && line.frames.back() == "split_hot_three") {
+				n += line.count;
+				processes.insert(line.frames[0]);
+			}
+		return n;
+	};
+
+	Run merged = run(false);
+	std::set<std::string> comms;
+	CHECK(merged.drains >= 2);
+	CHECK(hot(merged, comms) >= 100);
+
+	Run per_pid = run(true);
+	std::set<std::string> pids;
+	CHECK(per_pid.drains >= 2);
+	CHECK(hot(per_pid, pids) >= 100);
+	INFO(pids.size() << " processes named, " << per_pid.keys << " keys");
+	CHECK(pids.size() >= 20);
+	// Without -E every process's stacks were one key per distinct stack; with it, each
+	// process has its own (the rest of the machine is sampled alike in both runs).
+	CHECK(per_pid.keys >= merged.keys + pids.size());
 }
 
 TEST_CASE("every fd the profiler holds is close-on-exec")
