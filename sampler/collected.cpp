@@ -2,8 +2,10 @@
 // merged, and named at the end.
 #include "sampler/collected.h"
 
+#include <algorithm>
 #include <cstring>
-#include <string_view>
+#include <span>
+#include <string>
 #include <unordered_map>
 
 #include "syms/process_history.h"
@@ -14,6 +16,92 @@ uint64_t mix(uint64_t h, uint64_t value)
 {
 	return (h ^ value) * 0x100000001b3ull;
 }
+
+// Ids of items kept elsewhere (0, 1, 2... in the order added), found by content: open
+// addressing, at most half full, 4 bytes a slot and 4 per item for its hash. A long run
+// keeps tens of thousands of distinct stacks: node-based maps would cost several times more.
+class IdIndex {
+public:
+	// The id of the item hashed to `hash` that equal(id) accepts; else make() adds it
+	// (returning size() as its id) and that id.
+	template <typename Equal, typename Make>
+	uint32_t find_or_add(uint64_t hash, Equal equal, Make make)
+	{
+		if ((hashes_.size() + 1) * 2 > slots_.size())
+			grow();
+		// Every bit of the hash reaches the low bits that pick the slot (murmur3's finalizer).
+		hash = (hash ^ hash >> 33) * 0xff51afd7ed558ccdull;
+		hash = (hash ^ hash >> 33) * 0xc4ceb9fe1a85ec53ull;
+		const uint32_t h = uint32_t(hash ^ hash >> 33), mask = uint32_t(slots_.size() - 1);
+		uint32_t i = h & mask;
+		for (; slots_[i]; i = (i + 1) & mask) {
+			const uint32_t id = slots_[i] - 1;
+			if (hashes_[id] == h && equal(id))
+				return id;
+		}
+		const uint32_t id = make();
+		hashes_.push_back(h);
+		slots_[i] = id + 1;
+		return id;
+	}
+	size_t size() const { return hashes_.size(); }
+
+private:
+	void grow()
+	{
+		slots_.assign(std::max<size_t>(64, slots_.size() * 2), 0);
+		const uint32_t mask = uint32_t(slots_.size() - 1);
+		for (uint32_t id = 0; id < hashes_.size(); id++) {
+			uint32_t i = hashes_[id] & mask;
+			while (slots_[i])
+				i = (i + 1) & mask;
+			slots_[i] = id + 1;
+		}
+	}
+
+	std::vector<uint32_t> slots_; // id + 1; 0: empty
+	std::vector<uint32_t> hashes_; // by id
+};
+
+// Distinct sequences of frame ids, each kept once in one array.
+class StackTable {
+public:
+	int32_t intern(const std::vector<uint32_t> &ids)
+	{
+		uint64_t h = ids.size();
+		for (uint32_t id : ids)
+			h = mix(h, id);
+		return int32_t(index_.find_or_add(
+			h,
+			[&](uint32_t stack) {
+				const Span &span = spans_[stack];
+				return span.size == ids.size() &&
+				       std::equal(ids.begin(), ids.end(), frames_.begin() + span.first);
+			},
+			[&] {
+				spans_.push_back({uint32_t(frames_.size()), uint32_t(ids.size())});
+				frames_.insert(frames_.end(), ids.begin(), ids.end());
+				return uint32_t(spans_.size() - 1);
+			}));
+	}
+	// The frame ids of a stack, leaf first; empty for NO_STACK.
+	std::span<const uint32_t> operator[](int32_t stack) const
+	{
+		if (stack < 0 || size_t(stack) >= spans_.size())
+			return {};
+		const Span &span = spans_[size_t(stack)];
+		return {frames_.data() + span.first, span.size};
+	}
+	size_t size() const { return spans_.size(); }
+
+private:
+	struct Span {
+		uint32_t first, size;
+	};
+	std::vector<uint32_t> frames_;
+	std::vector<Span> spans_;
+	IdIndex index_;
+};
 
 // A kernel frame: its address, and the BPF program that held it at the sample's time
 // (1 + index into the copied programs; 0 when kallsyms names it).
@@ -26,49 +114,10 @@ struct KernelFrameRef {
 // A user frame: its object and offset, and where it was mapped (1 + index into the
 // placements; 0 when the report shows no addresses).
 struct UserFrameRef {
+	uint64_t offset;
 	uint32_t object;
 	uint32_t placement;
-	uint64_t offset;
 	bool operator==(const UserFrameRef &) const = default;
-};
-
-uint64_t hash_frame(const KernelFrameRef &f)
-{
-	return mix(f.address, f.program);
-}
-
-uint64_t hash_frame(const UserFrameRef &f)
-{
-	return mix(mix(f.offset, f.object), f.placement);
-}
-
-// Distinct stacks by content, each given the next id.
-template <typename FrameRef>
-class StackTable {
-public:
-	int32_t intern(const std::vector<FrameRef> &frames)
-	{
-		uint64_t h = frames.size();
-		for (const FrameRef &f : frames)
-			h = mix(h, hash_frame(f));
-		auto [first, last] = by_hash_.equal_range(h);
-		for (auto it = first; it != last; ++it)
-			if (stacks_[it->second] == frames)
-				return it->second;
-		const int32_t id = int32_t(stacks_.size());
-		stacks_.push_back(frames);
-		by_hash_.emplace(h, id);
-		return id;
-	}
-	const std::vector<FrameRef> *find(int32_t id) const
-	{
-		return id >= 0 && size_t(id) < stacks_.size() ? &stacks_[size_t(id)] : nullptr;
-	}
-	size_t size() const { return stacks_.size(); }
-
-private:
-	std::vector<std::vector<FrameRef>> stacks_;
-	std::unordered_multimap<uint64_t, int32_t> by_hash_;
 };
 
 struct Placement {
@@ -76,33 +125,32 @@ struct Placement {
 	bool operator==(const Placement &) const = default;
 };
 
-struct PlacementHash {
-	size_t operator()(const Placement &p) const { return size_t(mix(mix(p.start, p.end), p.offset)); }
-};
-
-struct EntryKey {
-	uint32_t pid; // 0 when the report does not show it
-	int32_t kernel_stack, user_stack;
-	char comm[TASK_COMM_LEN];
-};
-
-struct EntryKeyHash {
-	size_t operator()(const EntryKey &k) const
+// Distinct values of T, each given the next id.
+template <typename T>
+class ValueTable {
+public:
+	uint32_t intern(const T &value, uint64_t hash)
 	{
-		uint64_t h = mix(mix(mix(0xcbf29ce484222325ull, k.pid), uint32_t(k.kernel_stack)), uint32_t(k.user_stack));
-		for (char c : k.comm)
-			h = mix(h, uint8_t(c));
-		return size_t(h ^ h >> 29);
+		return index_.find_or_add(
+			hash, [&](uint32_t id) { return values_[id] == value; },
+			[&] {
+				values_.push_back(value);
+				return uint32_t(values_.size() - 1);
+			});
 	}
+	const T &operator[](uint32_t id) const { return values_[id]; }
+	size_t size() const { return values_.size(); }
+
+private:
+	std::vector<T> values_;
+	IdIndex index_;
 };
 
-struct EntryKeyEqual {
-	bool operator()(const EntryKey &a, const EntryKey &b) const { return std::memcmp(&a, &b, sizeof(a)) == 0; }
-};
-
+// Samples of one comm, process (when the report shows it) and pair of stacks.
 struct Entry {
-	EntryKey key;
-	uint32_t pid; // the first process counted here
+	uint32_t pid;  // the process; without PIDs shown, the first one counted here
+	uint32_t comm; // into the comm table
+	int32_t kernel_stack, user_stack;
 	uint64_t count;
 };
 
@@ -110,17 +158,19 @@ struct Entry {
 
 struct Collected::Impl {
 	CollectedDetail detail;
-	StackTable<KernelFrameRef> kernel_stacks;
-	StackTable<UserFrameRef> user_stacks;
+	ValueTable<KernelFrameRef> kernel_frames;
+	ValueTable<UserFrameRef> user_frames;
+	StackTable stacks; // of kernel frame ids or of user frame ids, as the entry says
+	ValueTable<std::string> comms;
 	std::vector<KernelSymbolRecord> programs;
 	std::unordered_map<uint64_t, uint32_t> program_ids; // record order -> 1 + index
-	std::vector<Placement> placements;
-	std::unordered_map<Placement, uint32_t, PlacementHash> placement_ids; // -> 1 + index
+	ValueTable<Placement> placements;
 	std::vector<Entry> entries;
-	std::unordered_map<EntryKey, size_t, EntryKeyHash, EntryKeyEqual> entry_index;
+	IdIndex entry_index;
 
 	uint32_t program_id(const KernelSymbolRecord *record);
 	uint32_t placement_id(const UserLocation &where);
+	void count(const Entry &entry);
 };
 
 uint32_t Collected::Impl::program_id(const KernelSymbolRecord *record)
@@ -138,10 +188,26 @@ uint32_t Collected::Impl::placement_id(const UserLocation &where)
 	if (!detail.addresses || !where.map_end)
 		return 0;
 	const Placement p{where.map_start, where.map_end, where.map_offset};
-	auto [it, inserted] = placement_ids.try_emplace(p, uint32_t(placements.size() + 1));
-	if (inserted)
-		placements.push_back(p);
-	return it->second;
+	return 1 + placements.intern(p, mix(mix(p.start, p.end), p.offset));
+}
+
+void Collected::Impl::count(const Entry &e)
+{
+	const bool by_pid = detail.pids;
+	uint64_t h = mix(mix(mix(0xcbf29ce484222325ull, by_pid ? e.pid : 0), e.comm),
+			 uint64_t(uint32_t(e.kernel_stack)) << 32 | uint32_t(e.user_stack));
+	const uint32_t id = entry_index.find_or_add(
+		h,
+		[&](uint32_t i) {
+			const Entry &k = entries[i];
+			return (!by_pid || k.pid == e.pid) && k.comm == e.comm && k.kernel_stack == e.kernel_stack &&
+			       k.user_stack == e.user_stack;
+		},
+		[&] {
+			entries.push_back({e.pid, e.comm, e.kernel_stack, e.user_stack, 0});
+			return uint32_t(entries.size() - 1);
+		});
+	entries[id].count += e.count;
 }
 
 Collected::Collected(CollectedDetail detail) : impl_(std::make_unique<Impl>())
@@ -173,146 +239,128 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 			return size_t(mix(mix(uint64_t(uintptr_t(k.image)), k.pid), uint32_t(k.stack)));
 		}
 	};
-	std::unordered_map<ImageStack, int32_t, ImageStackHash> user_ids;
-	std::unordered_map<int32_t, int32_t> timeless_kernel_ids; // stacks with no BPF program frame
-	std::vector<KernelFrameRef> kernel;
-	std::vector<UserFrameRef> user;
+	std::unordered_map<ImageStack, int32_t, ImageStackHash> user_stacks;
+	std::unordered_map<int32_t, int32_t> timeless_kernel_stacks; // those with no BPF program frame
+	std::vector<uint32_t> ids;
+	constexpr uint32_t kUnset = UINT32_MAX;
 
-	for (const RawProfile::Entry &entry : batch.entries) {
-		const uint32_t pid = entry.key.pid;
-		const uint64_t time = entry.value.first_ns;
-		EntryKey key{};
-		key.pid = d.detail.pids ? pid : 0;
-		std::memcpy(key.comm, entry.key.comm, sizeof(key.comm));
-		key.kernel_stack = key.user_stack = NO_STACK;
+	for (const RawProfile::Entry &raw : batch.entries) {
+		const uint32_t pid = raw.key.pid;
+		const uint64_t time = raw.value.first_ns;
+		const std::string comm(raw.key.comm, strnlen(raw.key.comm, sizeof(raw.key.comm)));
+		uint64_t comm_hash = comm.size();
+		for (char c : comm)
+			comm_hash = mix(comm_hash, uint8_t(c));
+		Entry entry{pid, d.comms.intern(comm, comm_hash), NO_STACK, NO_STACK, raw.value.count};
 
-		if (const auto *addresses = batch_stack(entry.key.kernel_stack_id)) {
-			auto known = timeless_kernel_ids.find(entry.key.kernel_stack_id);
-			if (known != timeless_kernel_ids.end()) {
-				key.kernel_stack = known->second;
+		if (const auto *addresses = batch_stack(raw.key.kernel_stack_id)) {
+			auto known = timeless_kernel_stacks.find(raw.key.kernel_stack_id);
+			if (known != timeless_kernel_stacks.end()) {
+				entry.kernel_stack = known->second;
 			} else {
-				kernel.clear();
+				ids.clear();
 				bool timeless = true;
 				for (size_t i = 0; i < addresses->size(); i++) {
 					const uint64_t address = (*addresses)[i];
 					const uint32_t program =
 						d.program_id(symbolizer.loaded_kernel_symbol(address, i > 0, time));
 					timeless &= program == 0;
-					kernel.push_back({address, program});
+					ids.push_back(d.kernel_frames.intern({address, program}, mix(address, program)));
 				}
-				key.kernel_stack = d.kernel_stacks.intern(kernel);
+				entry.kernel_stack = d.stacks.intern(ids);
 				if (timeless)
-					timeless_kernel_ids.emplace(entry.key.kernel_stack_id, key.kernel_stack);
+					timeless_kernel_stacks.emplace(raw.key.kernel_stack_id, entry.kernel_stack);
 			}
 		}
 
-		if (const auto *addresses = batch_stack(entry.key.user_stack_id)) {
+		if (const auto *addresses = batch_stack(raw.key.user_stack_id)) {
 			const ProcessImage *image = symbolizer.image_at(pid, time);
-			auto [it, inserted] = user_ids.try_emplace({image, pid, entry.key.user_stack_id}, 0);
+			auto [it, inserted] = user_stacks.try_emplace({image, pid, raw.key.user_stack_id}, 0);
 			if (inserted) {
-				user.clear();
+				ids.clear();
 				for (size_t i = 0; i < addresses->size(); i++) {
 					const uint64_t address = (*addresses)[i];
 					const uint64_t back = i > 0 && address ? 1 : 0;
 					const MapEntry *mapping = image ? image->find(address - back) : nullptr;
-					uint32_t object;
-					if (mapping) {
-						auto [o, first] = objects.try_emplace(mapping, 0);
-						if (first)
-							o->second = symbolizer.object_of(pid, mapping);
-						object = o->second;
-					} else {
-						auto [o, first] = unmapped_objects.try_emplace(pid, 0);
-						if (first)
-							o->second = symbolizer.object_of(pid, nullptr);
-						object = o->second;
-					}
+					uint32_t &object = mapping ? objects.try_emplace(mapping, kUnset).first->second
+								   : unmapped_objects.try_emplace(pid, kUnset).first->second;
+					if (object == kUnset)
+						object = symbolizer.object_of(pid, mapping);
 					UserLocation where = symbolizer.locate(object, mapping, address);
 					// "[unknown]" whatever the address: without addresses shown, one frame.
-					if (object == 0 && !d.detail.addresses)
+					if (where.object == 0 && !d.detail.addresses)
 						where.offset = 0;
-					user.push_back({object, d.placement_id(where), where.offset});
+					const UserFrameRef frame{where.offset, where.object, d.placement_id(where)};
+					ids.push_back(d.user_frames.intern(
+						frame, mix(mix(frame.offset, frame.object), frame.placement)));
 				}
-				it->second = d.user_stacks.intern(user);
+				it->second = d.stacks.intern(ids);
 			}
-			key.user_stack = it->second;
+			entry.user_stack = it->second;
 		}
-
-		auto [at, inserted] = d.entry_index.try_emplace(key, d.entries.size());
-		if (inserted)
-			d.entries.push_back({key, pid, 0});
-		d.entries[at->second].count += entry.value.count;
+		d.count(entry);
 	}
 	symbolizer.forget_live_processes();
 }
 
-// Names every frame once: kernel frames by (address, program), user frames by
-// (object, placement, offset). Every frame but a stack's leaf is a return address, named
-// as the call before it. With -v one user address may give several frames (inlined calls).
+// Names every distinct frame once, as a leaf or as a caller: every frame but a stack's
+// leaf is a return address, named as the call before it. With -v one user address may
+// give several frames (inlined calls).
 Profile Collected::name(Symbolizer &symbolizer) const
 {
 	const Impl &d = *impl_;
-	struct FrameKey {
-		uint64_t offset;
-		uint32_t object_or_program, placement;
-		bool leaf;
-		bool operator==(const FrameKey &) const = default;
-	};
-	struct FrameKeyHash {
-		size_t operator()(const FrameKey &k) const
-		{
-			uint64_t h = mix(mix(mix(k.offset, k.object_or_program), k.placement), k.leaf);
-			return size_t(h ^ h >> 29);
-		}
-	};
+	constexpr uint32_t kNotYet = UINT32_MAX;
 	struct Span {
-		uint32_t first, count;
+		uint32_t first = kNotYet, count = 0;
 	};
+	// [leaf][frame id]: where its frames are in profile.frames.
+	std::vector<uint32_t> kernel_named[2] = {std::vector<uint32_t>(d.kernel_frames.size(), kNotYet),
+						 std::vector<uint32_t>(d.kernel_frames.size(), kNotYet)};
+	std::vector<Span> user_named[2] = {std::vector<Span>(d.user_frames.size()),
+					   std::vector<Span>(d.user_frames.size())};
 	Profile profile;
-	std::unordered_map<FrameKey, uint32_t, FrameKeyHash> kernel_index;
-	std::unordered_map<FrameKey, Span, FrameKeyHash> user_index;
 	std::vector<Frame> named;
 
 	profile.samples.reserve(d.entries.size());
 	for (const Entry &entry : d.entries) {
 		Sample sample;
 		sample.pid = entry.pid;
-		sample.comm.assign(entry.key.comm, strnlen(entry.key.comm, sizeof(entry.key.comm)));
+		sample.comm = d.comms[entry.comm];
 		sample.count = entry.count;
-		if (const auto *frames = d.kernel_stacks.find(entry.key.kernel_stack))
-			for (size_t i = 0; i < frames->size(); i++) {
-				const KernelFrameRef &f = (*frames)[i];
-				auto [it, inserted] = kernel_index.try_emplace({f.address, f.program, 0, i == 0},
-									      uint32_t(profile.frames.size()));
-				if (inserted) {
-					const KernelSymbolRecord *program = f.program ? &d.programs[f.program - 1] : nullptr;
-					profile.frames.push_back(symbolizer.kernel_frame(f.address, i > 0, program));
-				}
-				sample.kernel.push_back(it->second);
+		const std::span<const uint32_t> kernel = d.stacks[entry.kernel_stack];
+		for (size_t i = 0; i < kernel.size(); i++) {
+			uint32_t &at = kernel_named[i == 0][kernel[i]];
+			if (at == kNotYet) {
+				const KernelFrameRef &f = d.kernel_frames[kernel[i]];
+				const KernelSymbolRecord *program = f.program ? &d.programs[f.program - 1] : nullptr;
+				at = uint32_t(profile.frames.size());
+				profile.frames.push_back(symbolizer.kernel_frame(f.address, i > 0, program));
 			}
-		if (const auto *frames = d.user_stacks.find(entry.key.user_stack))
-			for (size_t i = 0; i < frames->size(); i++) {
-				const UserFrameRef &f = (*frames)[i];
-				auto [it, inserted] = user_index.try_emplace({f.offset, f.object, f.placement, i == 0});
-				if (inserted) {
-					UserLocation where;
-					where.object = f.object;
-					where.offset = f.offset;
-					if (f.placement) {
-						const Placement &p = d.placements[f.placement - 1];
-						where.map_start = p.start;
-						where.map_end = p.end;
-						where.map_offset = p.offset;
-					}
-					named.clear();
-					symbolizer.user_frames(where, i > 0, named);
-					it->second = Span{uint32_t(profile.frames.size()), uint32_t(named.size())};
-					for (Frame &frame : named)
-						profile.frames.push_back(std::move(frame));
+			sample.kernel.push_back(at);
+		}
+		const std::span<const uint32_t> user = d.stacks[entry.user_stack];
+		for (size_t i = 0; i < user.size(); i++) {
+			Span &at = user_named[i == 0][user[i]];
+			if (at.first == kNotYet) {
+				const UserFrameRef &f = d.user_frames[user[i]];
+				UserLocation where;
+				where.object = f.object;
+				where.offset = f.offset;
+				if (f.placement) {
+					const Placement &p = d.placements[f.placement - 1];
+					where.map_start = p.start;
+					where.map_end = p.end;
+					where.map_offset = p.offset;
 				}
-				for (uint32_t n = 0; n < it->second.count; n++)
-					sample.user.push_back(it->second.first + n);
+				named.clear();
+				symbolizer.user_frames(where, i > 0, named);
+				at = Span{uint32_t(profile.frames.size()), uint32_t(named.size())};
+				for (Frame &frame : named)
+					profile.frames.push_back(std::move(frame));
 			}
+			for (uint32_t n = 0; n < at.count; n++)
+				sample.user.push_back(at.first + n);
+		}
 		profile.samples.push_back(std::move(sample));
 	}
 	return profile;
@@ -325,5 +373,5 @@ size_t Collected::entry_count() const
 
 size_t Collected::stack_count() const
 {
-	return impl_->kernel_stacks.size() + impl_->user_stacks.size();
+	return impl_->stacks.size();
 }
