@@ -131,6 +131,9 @@ struct Sampler::Impl {
 	// drain was running may have lost its pid in sampled_pids to the drain: until the
 	// next drain, these count as sampled too.
 	std::unordered_set<uint32_t> last_batch_pids;
+	// Pids sampled_pids was found to hold since the last drain: asked about again every
+	// 100 ms until a drain takes their samples, they cost no more lookups.
+	mutable std::unordered_set<uint32_t> seen_in_map;
 	sample_stats at_last_drain{};
 	int64_t last_drain_ns = 0;
 	uint64_t drains = 0;
@@ -315,10 +318,13 @@ void Sampler::detach()
 
 bool Sampler::has_samples(uint32_t pid) const
 {
-	if (impl_->last_batch_pids.count(pid))
+	if (impl_->last_batch_pids.count(pid) || impl_->seen_in_map.count(pid))
 		return true;
 	uint8_t value;
-	return bpf_map__lookup_elem(impl_->skel->maps.sampled_pids, &pid, sizeof(pid), &value, sizeof(value), 0) == 0;
+	if (bpf_map__lookup_elem(impl_->skel->maps.sampled_pids, &pid, sizeof(pid), &value, sizeof(value), 0) != 0)
+		return false;
+	impl_->seen_in_map.insert(pid);
+	return true;
 }
 
 namespace {
@@ -413,6 +419,8 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 	read_counts(counts_fd, bpf_map__max_entries(counts), batch.entries);
 	std::unordered_map<int32_t, int32_t> ids; // the map's stack id -> the batch's
 	std::vector<uint64_t> frames(depth);
+	// Turns a stack id of the map into the batch's, reading the stack the first time;
+	// true when the stack filled every frame slot (likely cut).
 	auto batch_id = [&](int32_t &id) {
 		if (id < 0)
 			return false;
@@ -428,6 +436,7 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		return batch.stacks[size_t(id)].size() == depth;
 	};
 	last_batch_pids.clear();
+	seen_in_map.clear();
 	for (RawProfile::Entry &entry : batch.entries) {
 		const stack_key key = entry.key;
 		const bool kernel_full = batch_id(entry.key.kernel_stack_id);
