@@ -2,6 +2,9 @@
 # scripts/soak.sh: ./profile system-wide at 999 Hz for DURATION seconds (default 600) while
 # short-lived processes come and go; every INTERVAL seconds (default 10) it samples the
 # profiler's memory (VmRSS, VmHWM) and open fds, then says whether both stayed flat.
+# FORMAT_ARGS (default --folded) picks the report: e.g. FORMAT_ARGS=-v for the stacks with
+# addresses, which keep every process apart. PROFILE_DEBUG=1 ends its stderr with what
+# the profiler kept (keys, stacks, processes followed).
 # Not part of `make test`: run it by hand (as root, or it uses sudo) after `make`.
 set -u
 cd "$(dirname "$0")/.."
@@ -9,6 +12,7 @@ DURATION=${DURATION:-600}
 INTERVAL=${INTERVAL:-10}
 PROFILE=${PROFILE:-./profile}
 OUT=${SOAK_OUTPUT:-build/soak}
+FORMAT_ARGS=${FORMAT_ARGS:---folded}
 SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
 
 [ -x "$PROFILE" ] || { echo "soak: $PROFILE is not built (run make)" >&2; exit 1; }
@@ -29,7 +33,8 @@ churn() {
 	done
 }
 
-$SUDO "$PROFILE" -a -f 999 --folded "$DURATION" >"$OUT/report.folded" 2>"$OUT/stderr" &
+# shellcheck disable=SC2086 # FORMAT_ARGS is a list of options
+$SUDO "$PROFILE" -a -f 999 $FORMAT_ARGS "$DURATION" >"$OUT/report" 2>"$OUT/stderr" &
 launcher=$!
 sleep 1
 # With sudo in front, the profiler is sudo's child.
@@ -67,8 +72,8 @@ rc=$?
 kill "$churner" 2>/dev/null
 wait "$churner" 2>/dev/null
 
-echo "soak: exit status $rc; report phase $(($(date +%s) - sampling_ended)) s; $(wc -l <"$OUT/report.folded") folded lines," \
-	"$(awk '{ n += $NF } END { print n + 0 }' "$OUT/report.folded") samples"
+echo "soak: exit status $rc; report phase $(($(date +%s) - sampling_ended)) s; report $(wc -l <"$OUT/report") lines," \
+	"$(wc -c <"$OUT/report") bytes"
 tail -1 "$OUT/stderr"
 echo "soak: peak RSS (VmHWM) including the report: ${peak_hwm} kB"
 
