@@ -496,11 +496,6 @@ UserLocation Symbolizer::locate(uint32_t object, const MapEntry *mapping, uint64
 	return where;
 }
 
-const UserObject &Symbolizer::object(uint32_t id) const
-{
-	return impl_->objects[id].object;
-}
-
 size_t Symbolizer::object_count() const
 {
 	return impl_->objects.size();

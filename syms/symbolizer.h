@@ -114,7 +114,6 @@ public:
 	// The same, once the mapping (image->find of the address, or of the call before a
 	// return address) and object_of it are known.
 	UserLocation locate(uint32_t object, const MapEntry *mapping, uint64_t address) const;
-	const UserObject &object(uint32_t id) const;
 	size_t object_count() const;
 
 	// Appends the frames of one located user address: with want_lines, each function
