@@ -127,13 +127,11 @@ struct Sampler::Impl {
 	// runs inside rcu_read_lock(). Without it (nohz_full kernels) nothing is drained
 	// before the end.
 	bool can_drain = false;
-	// The processes of the last batch. A sample the next generation took while the
-	// drain was running may have lost its pid in sampled_pids to the drain: until the
-	// next drain, these count as sampled too.
-	std::unordered_set<uint32_t> last_batch_pids;
-	// Pids sampled_pids was found to hold since the last drain: asked about again every
-	// 100 ms until a drain takes their samples, they cost no more lookups.
-	mutable std::unordered_set<uint32_t> seen_in_map;
+	// Processes that count as sampled until the next drain: those of the last batch (a
+	// sample the next generation took while the drain ran may have lost its pid in
+	// sampled_pids to the drain), and those sampled_pids was found to hold since (asked
+	// about again every 100 ms, they cost one lookup).
+	mutable std::unordered_set<uint32_t> sampled_until_drain;
 	sample_stats at_last_drain{};
 	int64_t last_drain_ns = 0;
 	uint64_t drains = 0;
@@ -318,12 +316,12 @@ void Sampler::detach()
 
 bool Sampler::has_samples(uint32_t pid) const
 {
-	if (impl_->last_batch_pids.count(pid) || impl_->seen_in_map.count(pid))
+	if (impl_->sampled_until_drain.count(pid))
 		return true;
 	uint8_t value;
 	if (bpf_map__lookup_elem(impl_->skel->maps.sampled_pids, &pid, sizeof(pid), &value, sizeof(value), 0) != 0)
 		return false;
-	impl_->seen_in_map.insert(pid);
+	impl_->sampled_until_drain.insert(pid);
 	return true;
 }
 
@@ -415,7 +413,6 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 	const int counts_fd = bpf_map__fd(counts), stacks_fd = bpf_map__fd(stacks);
 
 	RawProfile batch;
-	batch.depth_limit = depth;
 	read_counts(counts_fd, bpf_map__max_entries(counts), batch.entries);
 	std::unordered_map<int32_t, int32_t> ids; // the map's stack id -> the batch's
 	std::vector<uint64_t> frames(depth);
@@ -435,16 +432,15 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		id = it->second;
 		return batch.stacks[size_t(id)].size() == depth;
 	};
-	last_batch_pids.clear();
-	seen_in_map.clear();
+	sampled_until_drain.clear();
 	for (RawProfile::Entry &entry : batch.entries) {
 		const stack_key key = entry.key;
 		const bool kernel_full = batch_id(entry.key.kernel_stack_id);
 		const bool user_full = batch_id(entry.key.user_stack_id);
-		batch.stored += entry.value.count;
+		stored += entry.value.count;
 		if (kernel_full || user_full)
-			batch.truncated += entry.value.count;
-		last_batch_pids.insert(key.pid);
+			truncated += entry.value.count;
+		sampled_until_drain.insert(key.pid);
 		// Emptied as read: a stack's sample may have been lost after its stack was
 		// stored (the other stack collided, the counts map was full), so the stack map
 		// is emptied key by key below.
@@ -453,10 +449,8 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 	for (uint32_t id : all_keys<uint32_t>(stacks_fd))
 		bpf_map_delete_elem(stacks_fd, &id);
 	const int sampled_fd = bpf_map__fd(skel->maps.sampled_pids);
-	for (uint32_t pid : last_batch_pids)
+	for (uint32_t pid : sampled_until_drain)
 		bpf_map_delete_elem(sampled_fd, &pid);
-	stored += batch.stored;
-	truncated += batch.truncated;
 	return batch;
 }
 
@@ -500,6 +494,7 @@ RawProfile Sampler::read()
 	last.totals = totals;
 	last.stored = d.stored;
 	last.truncated = d.truncated;
+	last.depth_limit = d.depth;
 	last.taken = totals.seen;
 	last.drains = d.drains;
 	return last;

@@ -31,13 +31,12 @@ struct RawProfile {
 	// this batch, not the kernel's.
 	std::vector<std::vector<uint64_t>> stacks;
 
+	// Set by read() only, for the whole run (every batch).
+	sample_stats totals{};    // losses by cause, summed over CPUs
+	uint64_t taken = 0;       // every sample that passed the filters, as the kernel counted them
 	uint64_t stored = 0;      // sum of the counts read back
 	uint64_t truncated = 0;   // samples whose stack filled every frame slot (likely cut)
 	uint32_t depth_limit = 0; // frames a stack could hold
-
-	// Set by read() only, for the whole run: stored and truncated then count every batch.
-	sample_stats totals{};    // losses by cause, summed over CPUs
-	uint64_t taken = 0;       // every sample that passed the filters, as the kernel counted them
 	uint64_t drains = 0;      // times the maps were emptied into user space while sampling
 };
 
