@@ -223,10 +223,7 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 	auto batch_stack = [&](int32_t id) -> const std::vector<uint64_t> * {
 		return id >= 0 && size_t(id) < batch.stacks.size() ? &batch.stacks[size_t(id)] : nullptr;
 	};
-	// Within a batch the history stands still: each mapping's object, and each stack of
-	// one image, is worked out once.
-	std::unordered_map<const MapEntry *, uint32_t> objects;
-	std::unordered_map<uint32_t, uint32_t> unmapped_objects; // by pid
+	// Within a batch the history stands still: each stack of one image is located once.
 	struct ImageStack {
 		const ProcessImage *image;
 		uint32_t pid;
@@ -242,7 +239,6 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 	std::unordered_map<ImageStack, int32_t, ImageStackHash> user_stacks;
 	std::unordered_map<int32_t, int32_t> timeless_kernel_stacks; // those with no BPF program frame
 	std::vector<uint32_t> ids;
-	constexpr uint32_t kUnset = UINT32_MAX;
 
 	for (const RawProfile::Entry &raw : batch.entries) {
 		const uint32_t pid = raw.key.pid;
@@ -279,14 +275,7 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 			if (inserted) {
 				ids.clear();
 				for (size_t i = 0; i < addresses->size(); i++) {
-					const uint64_t address = (*addresses)[i];
-					const uint64_t back = i > 0 && address ? 1 : 0;
-					const MapEntry *mapping = image ? image->find(address - back) : nullptr;
-					uint32_t &object = mapping ? objects.try_emplace(mapping, kUnset).first->second
-								   : unmapped_objects.try_emplace(pid, kUnset).first->second;
-					if (object == kUnset)
-						object = symbolizer.object_of(pid, mapping);
-					UserLocation where = symbolizer.locate(object, mapping, address);
+					UserLocation where = symbolizer.locate(pid, image, (*addresses)[i], i > 0);
 					// "[unknown]" whatever the address: without addresses shown, one frame.
 					if (where.object == 0 && !d.detail.addresses)
 						where.offset = 0;

@@ -14,8 +14,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "syms/debug_file.h"
 #include "syms/demangle.h"
@@ -150,9 +152,14 @@ struct Symbolizer::Impl {
 		Binary *binary = nullptr;
 	};
 	std::vector<Object> objects{Object{}};
-	// (kind, device major, minor, inode or pid or [vdso] size, deleted, path) -> objects.
+	// (kind, device major, minor, inode or pid or [vdso] size, deleted, path) -> objects;
+	// looked up without copying the path.
 	using ObjectKey = std::tuple<UserObject::Kind, uint32_t, uint32_t, uint64_t, bool, std::string>;
-	std::map<ObjectKey, uint32_t> object_ids;
+	using ObjectLookup = std::tuple<UserObject::Kind, uint32_t, uint32_t, uint64_t, bool, std::string_view>;
+	std::map<ObjectKey, uint32_t, std::less<>> object_ids;
+	// Processes found gone without a perf map since forget_live_processes(): their
+	// unmapped code is the Unknown object.
+	std::unordered_set<uint32_t> gone_without_perf_map;
 	bool vdso_read = false;
 	uint64_t vdso_size = 0;
 	Binary vdso;
@@ -165,6 +172,7 @@ struct Symbolizer::Impl {
 	const ProcessMaps &maps_now(uint32_t pid, LiveProcess &process);
 	Binary *binary_of(uint32_t object);
 	bool gone(uint32_t pid) const;
+	uint32_t object_of(uint32_t pid, const MapEntry *mapping);
 	Binary *open_binary(uint32_t pid, const MapEntry &mapping);
 	Binary *own_vdso(uint64_t size);
 	const PerfMap::Symbol *jit_symbol(uint32_t pid, uint64_t address, std::string &path);
@@ -433,37 +441,43 @@ void Symbolizer::forget_live_processes()
 {
 	impl_->read_now = ProcessHistory{};
 	impl_->live.clear();
+	impl_->gone_without_perf_map.clear();
 }
 
-uint32_t Symbolizer::object_of(uint32_t pid, const MapEntry *mapping)
+// The object `mapping` of pid's image holds (null: no mapping covers the address).
+uint32_t Symbolizer::Impl::object_of(uint32_t pid, const MapEntry *mapping)
 {
 	using Kind = UserObject::Kind;
-	Impl::ObjectKey key;
+	ObjectLookup key;
 	if (mapping && mapping->file_backed()) {
 		key = {Kind::File, mapping->dev_major, mapping->dev_minor, mapping->inode, mapping->deleted, mapping->path};
 	} else if (mapping && mapping->pseudo()) {
 		// Only the vDSO is read, from this process's own, when the sizes agree.
 		key = {Kind::Area, 0, 0, mapping->path == "[vdso]" ? mapping->end - mapping->start : 0, false, mapping->path};
 	} else {
-		// Code no file backs, named only by the process's perf map: once the process is
-		// gone without one, nothing will name it, whichever process it was.
-		auto known = impl_->object_ids.find({Kind::Jit, 0, 0, pid, false, ""});
-		if (known != impl_->object_ids.end())
-			return known->second;
-		const std::string perf_map = impl_->options.perf_map_dir + "/perf-" + std::to_string(pid) + ".map";
-		if (impl_->gone(pid) && access(perf_map.c_str(), F_OK) != 0)
-			return 0;
 		key = {Kind::Jit, 0, 0, pid, false, ""};
 	}
-	auto [it, inserted] = impl_->object_ids.try_emplace(std::move(key), uint32_t(impl_->objects.size()));
-	if (inserted) {
-		Impl::Object o;
-		o.object.kind = std::get<0>(it->first);
+	auto it = object_ids.find(key);
+	if (it == object_ids.end()) {
+		// Code no file backs is named only by the process's perf map: once the process
+		// is gone without one, nothing will name it, whichever process it was.
+		if (std::get<0>(key) == Kind::Jit) {
+			if (gone_without_perf_map.count(pid))
+				return 0;
+			const std::string perf_map = options.perf_map_dir + "/perf-" + std::to_string(pid) + ".map";
+			if (gone(pid) && access(perf_map.c_str(), F_OK) != 0) {
+				gone_without_perf_map.insert(pid);
+				return 0;
+			}
+		}
+		it = object_ids.emplace(ObjectKey(key), uint32_t(objects.size())).first;
+		Object o;
+		o.object.kind = std::get<0>(key);
 		o.object.pid = pid;
 		if (o.object.kind != Kind::Jit)
 			o.object.mapping = *mapping;
-		impl_->objects.push_back(std::move(o));
-	} else if (UserObject &known = impl_->objects[it->second].object; known.kind == Kind::File && known.pid != pid) {
+		objects.push_back(std::move(o));
+	} else if (UserObject &known = objects[it->second].object; known.kind == Kind::File && known.pid != pid) {
 		// The newest process to map a file is the likeliest to map it still at the end.
 		known.pid = pid;
 		known.mapping.start = mapping->start;
@@ -477,19 +491,14 @@ UserLocation Symbolizer::locate(uint32_t pid, const ProcessImage *image, uint64_
 {
 	const uint64_t back = return_address && address ? 1 : 0;
 	const MapEntry *mapping = image ? image->find(address - back) : nullptr;
-	return locate(object_of(pid, mapping), mapping, address);
-}
-
-UserLocation Symbolizer::locate(uint32_t object, const MapEntry *mapping, uint64_t address) const
-{
 	UserLocation where;
-	where.object = object;
+	where.object = impl_->object_of(pid, mapping);
 	where.offset = address;
 	if (mapping) {
 		where.map_start = mapping->start;
 		where.map_end = mapping->end;
 		where.map_offset = mapping->offset;
-		const UserObject::Kind kind = impl_->objects[object].object.kind;
+		const UserObject::Kind kind = impl_->objects[where.object].object.kind;
 		if (kind == UserObject::Kind::File || kind == UserObject::Kind::Area)
 			where.offset = address - mapping->start + mapping->offset;
 	}

@@ -32,14 +32,13 @@ struct UserObject {
 
 // A user address, normalized by Symbolizer::locate.
 struct UserLocation {
-	uint32_t object = 0; // Symbolizer::object(); 0 is the Unknown object
+	uint32_t object = 0; // the symbolizer's; 0 is the Unknown object
 	// File: the address's offset in the file; Area: in the area; Jit and Unknown: the
 	// address itself.
 	uint64_t offset = 0;
 	// The mapping the address was in, where the caller kept it: the frame's address (for
 	// a File or Area) and its pprof mapping come from it.
 	uint64_t map_start = 0, map_end = 0, map_offset = 0;
-	bool operator==(const UserLocation &) const = default;
 };
 
 struct SymbolizerOptions {
@@ -107,13 +106,8 @@ public:
 	// User addresses are first located, while the history still knows the process, and
 	// named at the end from their location alone.
 
-	// The object `mapping` of pid's image holds (null: no mapping covers the address).
-	uint32_t object_of(uint32_t pid, const MapEntry *mapping);
 	// address of pid, which ran image: its object, its offset in it, and its mapping.
 	UserLocation locate(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address);
-	// The same, once the mapping (image->find of the address, or of the call before a
-	// return address) and object_of it are known.
-	UserLocation locate(uint32_t object, const MapEntry *mapping, uint64_t address) const;
 	size_t object_count() const;
 
 	// Appends the frames of one located user address: with want_lines, each function
