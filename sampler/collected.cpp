@@ -120,11 +120,6 @@ struct UserFrameRef {
 	bool operator==(const UserFrameRef &) const = default;
 };
 
-struct Placement {
-	uint64_t start, end, offset;
-	bool operator==(const Placement &) const = default;
-};
-
 // Distinct values of T, each given the next id.
 template <typename T>
 class ValueTable {
@@ -164,7 +159,7 @@ struct Collected::Impl {
 	ValueTable<std::string> comms;
 	std::vector<KernelSymbolRecord> programs;
 	std::unordered_map<uint64_t, uint32_t> program_ids; // record order -> 1 + index
-	ValueTable<Placement> placements;
+	ValueTable<MapPlacement> placements;
 	std::vector<Entry> entries;
 	IdIndex entry_index;
 
@@ -185,9 +180,9 @@ uint32_t Collected::Impl::program_id(const KernelSymbolRecord *record)
 
 uint32_t Collected::Impl::placement_id(const UserLocation &where)
 {
-	if (!detail.addresses || !where.map_end)
+	const MapPlacement &p = where.mapped;
+	if (!detail.addresses || !p.end)
 		return 0;
-	const Placement p{where.map_start, where.map_end, where.map_offset};
 	return 1 + placements.intern(p, mix(mix(p.start, p.end), p.offset));
 }
 
@@ -335,12 +330,8 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				UserLocation where;
 				where.object = f.object;
 				where.offset = f.offset;
-				if (f.placement) {
-					const Placement &p = d.placements[f.placement - 1];
-					where.map_start = p.start;
-					where.map_end = p.end;
-					where.map_offset = p.offset;
-				}
+				if (f.placement)
+					where.mapped = d.placements[f.placement - 1];
 				named.clear();
 				symbolizer.user_frames(where, i > 0, named);
 				at = Span{uint32_t(profile.frames.size()), uint32_t(named.size())};

@@ -495,9 +495,7 @@ UserLocation Symbolizer::locate(uint32_t pid, const ProcessImage *image, uint64_
 	where.object = impl_->object_of(pid, mapping);
 	where.offset = address;
 	if (mapping) {
-		where.map_start = mapping->start;
-		where.map_end = mapping->end;
-		where.map_offset = mapping->offset;
+		where.mapped = {mapping->start, mapping->end, mapping->offset};
 		const UserObject::Kind kind = impl_->objects[where.object].object.kind;
 		if (kind == UserObject::Kind::File || kind == UserObject::Kind::Area)
 			where.offset = address - mapping->start + mapping->offset;
@@ -516,10 +514,11 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 	const bool in_mapping = object.kind == UserObject::Kind::File || object.kind == UserObject::Kind::Area;
 	Frame frame;
 	frame.kind = FrameKind::User;
-	frame.address = in_mapping && where.map_end ? where.offset - where.map_offset + where.map_start : where.offset;
-	frame.map_start = where.map_start;
-	frame.map_end = where.map_end;
-	frame.map_offset = where.map_offset;
+	const MapPlacement &mapped = where.mapped;
+	frame.address = in_mapping && mapped.end ? where.offset - mapped.offset + mapped.start : where.offset;
+	frame.map_start = mapped.start;
+	frame.map_end = mapped.end;
+	frame.map_offset = mapped.offset;
 	const uint64_t back = return_address && where.offset ? 1 : 0;
 
 	Binary *binary = impl_->binary_of(where.object);

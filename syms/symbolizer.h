@@ -30,15 +30,21 @@ struct UserObject {
 	MapEntry mapping; // File, Area: that process's mapping of it
 };
 
+// Where a mapping lay in its process: [start, end), with the file offset mapped at start.
+struct MapPlacement {
+	uint64_t start = 0, end = 0, offset = 0;
+	bool operator==(const MapPlacement &) const = default;
+};
+
 // A user address, normalized by Symbolizer::locate.
 struct UserLocation {
 	uint32_t object = 0; // the symbolizer's; 0 is the Unknown object
 	// File: the address's offset in the file; Area: in the area; Jit and Unknown: the
 	// address itself.
 	uint64_t offset = 0;
-	// The mapping the address was in, where the caller kept it: the frame's address (for
-	// a File or Area) and its pprof mapping come from it.
-	uint64_t map_start = 0, map_end = 0, map_offset = 0;
+	// The mapping the address was in, where the caller kept it (all 0 where not): the
+	// frame's address (for a File or Area) and its pprof mapping come from it.
+	MapPlacement mapped;
 };
 
 struct SymbolizerOptions {
