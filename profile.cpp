@@ -204,12 +204,7 @@ int run(const Options &options)
 	symbolizer.set_process_history(&history);
 	// What the report does not show is not kept apart: a long run that meets many
 	// short-lived processes keeps what its report holds, not every process.
-	Collected collected(CollectedDetail{
-		.pids = options.format == ReportFormat::Stacks || options.format == ReportFormat::Pprof ||
-			options.report.fold_pid,
-		.addresses = options.format == ReportFormat::Pprof ||
-			     (options.format == ReportFormat::Stacks && options.report.verbose),
-	});
+	Collected collected(report_detail(options.format, options.report));
 	// A batch the sampler drained is located once the side band has told every mapping
 	// its samples ran in; after that, an exited process is needed only while the maps
 	// may still hold samples of it.

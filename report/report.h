@@ -17,6 +17,14 @@ struct ReportOptions {
 
 enum class ReportFormat { Stacks, Folded, Svg, Pprof };
 
+// What a report shows of each sample besides its frames' names: samples that differ only
+// in what it does not show may be merged before they are named.
+struct ReportDetail {
+	bool pids = true;      // which process (stacks, pprof, folded and SVG with -E)
+	bool addresses = true; // each frame's address and mapping (stacks with -v, pprof)
+};
+ReportDetail report_detail(ReportFormat format, const ReportOptions &options);
+
 // BCC's multi-line layout: kernel frames then user frames, leaf first, hottest stack last.
 void write_stacks(std::ostream &out, const Profile &profile, const ReportOptions &options);
 

@@ -180,6 +180,14 @@ void write_report(std::ostream &out, ReportFormat format, const Profile &profile
 	}
 }
 
+ReportDetail report_detail(ReportFormat format, const ReportOptions &options)
+{
+	ReportDetail detail;
+	detail.pids = format == ReportFormat::Stacks || format == ReportFormat::Pprof || options.fold_pid;
+	detail.addresses = format == ReportFormat::Pprof || (format == ReportFormat::Stacks && options.verbose);
+	return detail;
+}
+
 std::optional<ReportFormat> format_from_name(std::string_view name)
 {
 	if (name == "stacks")

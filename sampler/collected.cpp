@@ -152,7 +152,7 @@ struct Entry {
 } // namespace
 
 struct Collected::Impl {
-	CollectedDetail detail;
+	ReportDetail detail;
 	ValueTable<KernelFrameRef> kernel_frames;
 	ValueTable<UserFrameRef> user_frames;
 	StackTable stacks; // of kernel frame ids or of user frame ids, as the entry says
@@ -205,7 +205,7 @@ void Collected::Impl::count(const Entry &e)
 	entries[id].count += e.count;
 }
 
-Collected::Collected(CollectedDetail detail) : impl_(std::make_unique<Impl>())
+Collected::Collected(ReportDetail detail) : impl_(std::make_unique<Impl>())
 {
 	impl_->detail = detail;
 }

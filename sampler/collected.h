@@ -8,20 +8,16 @@
 #include <vector>
 
 #include "report/model.h"
+#include "report/report.h"
 #include "sampler/sampler.h"
 #include "syms/symbolizer.h"
 
-// What the report shows of a sample besides its names: samples that differ only in what
-// it does not show are merged as they are added, so memory follows the report's size,
-// not the number of processes a long run meets.
-struct CollectedDetail {
-	bool pids = true;      // which process (stacks, pprof, folded with -E)
-	bool addresses = true; // the address of each frame and its mapping (stacks with -v, pprof)
-};
-
 class Collected {
 public:
-	explicit Collected(CollectedDetail detail = {});
+	// Samples that differ only in what the report does not show are merged as they are
+	// added, so memory follows the report's size, not the number of processes a long
+	// run meets.
+	explicit Collected(ReportDetail detail = {});
 	~Collected();
 	Collected(const Collected &) = delete;
 	Collected &operator=(const Collected &) = delete;

@@ -81,7 +81,7 @@ struct Run {
 
 	// Adds the batch, then forgets every process, as a long run does once their samples
 	// are in: naming must need nothing of them.
-	Profile collect(CollectedDetail detail)
+	Profile collect(ReportDetail detail)
 	{
 		Collected collected(detail);
 		collected.add(batch(), *symbolizer);

@@ -161,4 +161,23 @@ TEST_CASE("formats by name and by extension")
 	CHECK(!format_from_path("x.gz"));
 }
 
+TEST_CASE("what each report shows besides names: PIDs and addresses")
+{
+	ReportOptions plain, verbose, fold_pid;
+	verbose.verbose = true;
+	fold_pid.fold_pid = true;
+	auto shows = [](ReportFormat format, const ReportOptions &options) {
+		ReportDetail d = report_detail(format, options);
+		return std::pair(d.pids, d.addresses);
+	};
+	CHECK(shows(ReportFormat::Stacks, plain) == std::pair(true, false));
+	CHECK(shows(ReportFormat::Stacks, verbose) == std::pair(true, true));
+	CHECK(shows(ReportFormat::Folded, plain) == std::pair(false, false));
+	CHECK(shows(ReportFormat::Folded, verbose) == std::pair(false, false));
+	CHECK(shows(ReportFormat::Folded, fold_pid) == std::pair(true, false));
+	CHECK(shows(ReportFormat::Svg, plain) == std::pair(false, false));
+	CHECK(shows(ReportFormat::Svg, fold_pid) == std::pair(true, false));
+	CHECK(shows(ReportFormat::Pprof, plain) == std::pair(true, true));
+}
+
 } // TEST_SUITE
