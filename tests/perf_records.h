@@ -71,13 +71,8 @@ inline std::vector<uint8_t> task(uint32_t type, uint32_t pid, uint32_t ppid, uin
 	return Record(type).add(pid).add(ppid).add(tid).add(ppid).add(time).at(time, pid);
 }
 
-inline std::vector<uint8_t> ksymbol(uint64_t addr, uint32_t len, uint16_t flags, const std::string &name, uint64_t time)
+inline std::vector<uint8_t> ksymbol(uint64_t addr, uint32_t len, uint16_t flags, const std::string &name, uint64_t time,
+				   uint16_t type = PERF_RECORD_KSYMBOL_TYPE_BPF)
 {
-	return Record(PERF_RECORD_KSYMBOL)
-		.add(addr)
-		.add(len)
-		.add(uint16_t(PERF_RECORD_KSYMBOL_TYPE_BPF))
-		.add(flags)
-		.text(name)
-		.at(time);
+	return Record(PERF_RECORD_KSYMBOL).add(addr).add(len).add(type).add(flags).text(name).at(time);
 }

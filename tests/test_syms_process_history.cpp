@@ -165,14 +165,9 @@ TEST_CASE("malformed records are refused without effect")
 
 TEST_CASE("BPF programs that come and go while sampling are kept, the newest first")
 {
-	auto ksymbol = [](uint64_t addr, uint32_t len, uint16_t type, uint16_t flags, const std::string &name,
-			  uint64_t time) {
-		return Record(PERF_RECORD_KSYMBOL).add(addr).add(len).add(type).add(flags).text(name).at(time);
-	};
 	ProcessHistory h;
-	REQUIRE(h.apply(ksymbol(0xffffffffc0001000, 0x80, PERF_RECORD_KSYMBOL_TYPE_BPF, 0,
-				"bpf_prog_6deef7357e7b4530_first", 10)));
-	REQUIRE(h.apply(ksymbol(0xffffffffc0002000, 0x40, PERF_RECORD_KSYMBOL_TYPE_OOL, 0, "bpf_trampoline_6442", 11)));
+	REQUIRE(h.apply(ksymbol(0xffffffffc0001000, 0x80, 0, "bpf_prog_6deef7357e7b4530_first", 10)));
+	REQUIRE(h.apply(ksymbol(0xffffffffc0002000, 0x40, 0, "bpf_trampoline_6442", 11, PERF_RECORD_KSYMBOL_TYPE_OOL)));
 	const KernelSymbolRecord *first = h.kernel_symbol(0xffffffffc000107f);
 	REQUIRE(first);
 	CHECK(first->name == "bpf_prog_6deef7357e7b4530_first");
@@ -183,16 +178,15 @@ TEST_CASE("BPF programs that come and go while sampling are kept, the newest fir
 	CHECK(!h.kernel_symbol(0xffffffffc0002000)->bpf);
 
 	// Unloaded: still known (its samples were taken while it ran); then its place reused.
-	REQUIRE(h.apply(ksymbol(0xffffffffc0001000, 0x80, PERF_RECORD_KSYMBOL_TYPE_BPF,
-				PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_6deef7357e7b4530_first", 20)));
+	REQUIRE(h.apply(ksymbol(0xffffffffc0001000, 0x80, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER,
+				"bpf_prog_6deef7357e7b4530_first", 20)));
 	CHECK(h.kernel_symbol(0xffffffffc0001010)->until_ns == 20);
-	REQUIRE(h.apply(ksymbol(0xffffffffc0001000, 0x100, PERF_RECORD_KSYMBOL_TYPE_BPF, 0,
-				"bpf_prog_0123456789abcdef_second", 30)));
+	REQUIRE(h.apply(ksymbol(0xffffffffc0001000, 0x100, 0, "bpf_prog_0123456789abcdef_second", 30)));
 	CHECK(h.kernel_symbol(0xffffffffc0001010)->name == "bpf_prog_0123456789abcdef_second");
 	CHECK(h.kernel_symbol(0xffffffffc00010f0)->name == "bpf_prog_0123456789abcdef_second");
 
 	// A record cut short changes nothing.
-	auto cut = ksymbol(0xffffffffc0009000, 0x10, PERF_RECORD_KSYMBOL_TYPE_BPF, 0, "bpf_prog_cut", 40);
+	auto cut = ksymbol(0xffffffffc0009000, 0x10, 0, "bpf_prog_cut", 40);
 	std::fill(cut.begin() + 8 + 16, cut.end() - 16, 'A');
 	CHECK(!h.apply(cut));
 	CHECK(!h.kernel_symbol(0xffffffffc0009000));
