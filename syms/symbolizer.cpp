@@ -48,6 +48,22 @@ struct Binary {
 	std::unique_ptr<SourceLines> lines; // with want_lines, where DWARF was found
 };
 
+// What user addresses lie in, in terms that outlive their process: one file mapped by
+// many processes, wherever each mapped it, is one object.
+struct UserObject {
+	enum class Kind : uint8_t {
+		Unknown, // code nothing mapped, of a process gone without a perf map: "[unknown]"
+		File,    // a file, named from its symbols
+		Area,    // a kernel-made area: [vdso] (named from this process's own), [heap]...
+		Jit,     // code no file backs, of process `pid`: its perf map may name it
+	};
+	Kind kind = Kind::Unknown;
+	// File: the last process seen mapping it, which may still map it at the end (the way
+	// to its file inside a container, or to a deleted file); Jit: the process.
+	uint32_t pid = 0;
+	MapEntry mapping; // File, Area: that process's mapping of it
+};
+
 // What is true of a process now, at the end of the run, as opposed to its history.
 struct LiveProcess {
 	bool alive = false;

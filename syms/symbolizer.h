@@ -8,27 +8,10 @@
 #include <vector>
 
 #include "report/model.h"
-#include "syms/maps.h"
 
 class ProcessHistory;
 struct ProcessImage;
 struct KernelSymbolRecord;
-
-// What user addresses lie in, in terms that outlive their process: one file mapped by
-// many processes, wherever each mapped it, is one object.
-struct UserObject {
-	enum class Kind : uint8_t {
-		Unknown, // code nothing mapped, of a process gone without a perf map: "[unknown]"
-		File,    // a file, named from its symbols
-		Area,    // a kernel-made area: [vdso] (named from this process's own), [heap]...
-		Jit,     // code no file backs, of process `pid`: its perf map may name it
-	};
-	Kind kind = Kind::Unknown;
-	// File: the last process seen mapping it, which may still map it at the end (the way
-	// to its file inside a container, or to a deleted file); Jit: the process.
-	uint32_t pid = 0;
-	MapEntry mapping; // File, Area: that process's mapping of it
-};
 
 // Where a mapping lay in its process: [start, end), with the file offset mapped at start.
 struct MapPlacement {
@@ -38,8 +21,11 @@ struct MapPlacement {
 
 // A user address, normalized by Symbolizer::locate.
 struct UserLocation {
-	uint32_t object = 0; // the symbolizer's; 0 is the Unknown object
-	// File: the address's offset in the file; Area: in the area; Jit and Unknown: the
+	// What the address lies in, in terms that outlive its process: one file mapped by
+	// many processes, wherever each mapped it, is one object. 0: code nothing mapped, of
+	// a process gone without a perf map ("[unknown]").
+	uint32_t object = 0;
+	// In a file or a kernel-made area ([vdso], [heap]): the offset in it; else the
 	// address itself.
 	uint64_t offset = 0;
 	// The mapping the address was in, where the caller kept it (all 0 where not): the
