@@ -172,7 +172,17 @@ struct Symbolizer::Impl {
 	// looked up without copying the path.
 	using ObjectKey = std::tuple<UserObject::Kind, uint32_t, uint32_t, uint64_t, bool, std::string>;
 	using ObjectLookup = std::tuple<UserObject::Kind, uint32_t, uint32_t, uint64_t, bool, std::string_view>;
-	std::map<ObjectKey, uint32_t, std::less<>> object_ids;
+	struct ObjectOrder {
+		using is_transparent = void;
+		static ObjectLookup view(const ObjectKey &key) { return ObjectLookup(key); }
+		static const ObjectLookup &view(const ObjectLookup &key) { return key; }
+		template <typename A, typename B>
+		bool operator()(const A &a, const B &b) const
+		{
+			return view(a) < view(b);
+		}
+	};
+	std::map<ObjectKey, uint32_t, ObjectOrder> object_ids;
 	// Processes found gone without a perf map since forget_live_processes(): their
 	// unmapped code is the Unknown object.
 	std::unordered_set<uint32_t> gone_without_perf_map;
