@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -25,6 +26,17 @@
 #include "tests/support.h"
 
 namespace {
+
+// n processes of build/workloads/stacks, each its own stack, busy 5 % of the time for 8 s:
+// n keys of the counts map, however quiet the rest of the machine is.
+std::vector<std::unique_ptr<Background>> one_stack_processes(int n)
+{
+	std::vector<std::unique_ptr<Background>> programs;
+	for (int i = 0; i < n; i++)
+		programs.push_back(std::make_unique<Background>(
+			std::vector<std::string>{workload("stacks"), std::to_string(i * 4), "8", "50"}));
+	return programs;
+}
 
 std::vector<uint8_t> file_bytes(const std::string &path)
 {
@@ -679,10 +691,7 @@ TEST_CASE("with tiny maps: what was stored is printed, and taken = stored + lost
 	Background threads({workload("threads"), "8"});
 	// 24 more processes, each its own stack, so that more keys come than 16 can hold
 	// however quiet the rest of the machine is (three workloads alone may not fill them).
-	std::vector<std::unique_ptr<Background>> more;
-	for (int i = 0; i < 24; i++)
-		more.push_back(std::make_unique<Background>(
-			std::vector<std::string>{workload("stacks"), std::to_string(i * 4), "8", "50"}));
+	auto more = one_stack_processes(24);
 	// Draining the maps while sampling can keep up even with maps this small: off, so that
 	// they fill and the kernel's own account is what is checked. (Draining's account:
 	// "maps smaller than the run", below.)
@@ -729,7 +738,9 @@ TEST_CASE("a report that cannot be written: refused before sampling, or sent to 
 				       (dir / "missing") + ": No such file or directory\n");
 	}
 	Background split({workload("split"), "8"});
-	ScopedEnv no_drain("PROFILE_NO_DRAIN", "1"); // a 4-key map that fills: something to account for
+	// A 4-key map that fills, however quiet the machine: something to account for.
+	auto more = one_stack_processes(8);
+	ScopedEnv no_drain("PROFILE_NO_DRAIN", "1");
 	SUBCASE("-o onto a full device: the report goes to stdout, exit 1, the losses last")
 	{
 		auto r = profile({"--format", "folded", "-f", "499", "--hash-storage-size", "4", "-o", "/dev/full", "1"});
@@ -760,10 +771,7 @@ TEST_CASE("maps smaller than the run: drained into user space while sampling, ev
 {
 	require_root();
 	// 48 processes, each its own stack: more keys than the counts map holds at once.
-	std::vector<std::unique_ptr<Background>> programs;
-	for (int i = 0; i < 48; i++)
-		programs.push_back(std::make_unique<Background>(
-			std::vector<std::string>{workload("stacks"), std::to_string(i * 4), "8", "50"}));
+	auto programs = one_stack_processes(48);
 	const std::vector<std::string> args = {"--folded", "-E", "-U", "--hash-storage-size", "32",
 					       "--stack-storage-size", "64", "-f", "499", "4"};
 	auto keys_of_stacks = [](const std::vector<FoldedLine> &lines) {
