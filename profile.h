@@ -35,6 +35,50 @@ struct sample_stats {
 	__u64 lost_stack_full;      /* stack map out of free entries */
 	__u64 lost_stack_other;     /* any other bpf_get_stackid error */
 	__u64 new_keys;             /* counts entries created: how fast the maps fill */
+	/* How the user stacks of --unwind auto|dwarf were walked, one count per sample that
+	 * has a user stack (not losses: every one of them may also be stored). */
+	__u64 unwound_tables;       /* every step from unwind tables, to the stack's end */
+	__u64 unwound_fp_pending;   /* some frame-pointer steps: a table not built yet */
+	__u64 unwound_fp_no_table;  /* some frame-pointer steps: code with no table (JIT, no CFI) */
+	__u64 unwound_cut;          /* cut short: no rule, a failed read, the depth limit */
 };
+
+/* --unwind: how user stacks are walked. */
+#define UNWIND_FP 0    /* bpf_get_stackid, frame pointers (the design card's path) */
+#define UNWIND_AUTO 1  /* unwind tables where an object has one, frame pointers elsewhere */
+#define UNWIND_DWARF 2 /* unwind tables only */
+
+/* Deepest stack the table unwinder walks, and the size of a stack kept by content. */
+#define UNWIND_MAX_DEPTH 127
+
+/* The last frame of a user stack whose walk stopped early: user space prints it as
+ * "[truncated]". No code lies at this address. */
+#define TRUNCATED_FRAME 0xfffffffffffffffeULL
+
+/* One row of an object's unwind table, compiled from its .eh_frame (or the .debug_frame of
+ * its debug file): from `pc` up to the next row's pc, how to find the caller's frame.
+ * `pc` is an offset in the object's file (what /proc/PID/maps' offset column counts), so
+ * the kernel side needs no load bias: file offset = pc - mapping start + mapping offset. */
+enum unwind_cfa_type {
+	UNWIND_CFA_NONE = 0, /* no rule here (a gap between FDEs, or a rule we cannot follow) */
+	UNWIND_CFA_RSP = 1,  /* CFA = rsp + cfa_offset */
+	UNWIND_CFA_RBP = 2,  /* CFA = rbp + cfa_offset */
+	UNWIND_CFA_PLT = 3,  /* CFA = rsp + 8, + 8 more when (rip & 15) >= cfa_offset (PLT stubs) */
+	UNWIND_CFA_END = 4,  /* the outermost frame: the return address is undefined (_start) */
+};
+enum unwind_rbp_type {
+	UNWIND_RBP_SAME = 0,      /* the caller's rbp is this frame's */
+	UNWIND_RBP_AT_CFA = 1,    /* saved at CFA + rbp_offset */
+	UNWIND_RBP_UNDEFINED = 2, /* lost (or a rule we cannot follow): unknown from here on */
+};
+struct unwind_row {
+	__u32 pc;
+	__s32 cfa_offset;
+	__s16 rbp_offset;
+	__u8 cfa_type; /* enum unwind_cfa_type */
+	__u8 rbp_type; /* enum unwind_rbp_type */
+};
+/* The return address is always at CFA - 8 on x86-64; a row whose CFI says otherwise is
+ * compiled as UNWIND_CFA_NONE. */
 
 #endif /* PROFILE_H */
