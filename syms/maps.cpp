@@ -1,6 +1,11 @@
 // syms/maps.cpp: a process's memory mappings from /proc/PID/maps, looked up by address.
 #include "syms/maps.h"
 
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+
 #include <algorithm>
 
 #include "syms/fd.h"
@@ -107,4 +112,17 @@ const MapEntry *ProcessMaps::find(uint64_t address) const
 		return nullptr;
 	--it;
 	return address < it->end ? &*it : nullptr;
+}
+
+bool same_file(int fd, const MapEntry &mapping)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != mapping.inode)
+		return false;
+	if (major(st.st_dev) == mapping.dev_major && minor(st.st_dev) == mapping.dev_minor)
+		return true;
+	// btrfs subvolumes and overlayfs show stat() another device than the one mappings
+	// record; the inode number still tells.
+	struct statfs fs;
+	return fstatfs(fd, &fs) == 0 && (fs.f_type == BTRFS_SUPER_MAGIC || fs.f_type == OVERLAYFS_SUPER_MAGIC);
 }

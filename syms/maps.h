@@ -23,6 +23,10 @@ struct MapEntry {
 	bool pseudo() const { return !path.empty() && path[0] == '['; }
 };
 
+// True when fd is the file the mapping recorded. A path can name a newer file than the
+// one that was mapped (a binary replaced by an upgrade): its symbols would be wrong.
+bool same_file(int fd, const MapEntry &mapping);
+
 class ProcessMaps {
 public:
 	// Parses maps text; lines that do not parse are skipped.

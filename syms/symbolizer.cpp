@@ -76,21 +76,6 @@ struct LiveProcess {
 	std::string perf_map_path;
 };
 
-// True when fd is the file the mapping recorded. A path can name a newer file than the
-// one that was mapped (a binary replaced by an upgrade): its symbols would be wrong.
-bool same_file(int fd, const MapEntry &mapping)
-{
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != mapping.inode)
-		return false;
-	if (major(st.st_dev) == mapping.dev_major && minor(st.st_dev) == mapping.dev_minor)
-		return true;
-	// btrfs subvolumes and overlayfs show stat() another device than the one mappings
-	// record; the inode number still tells.
-	struct statfs fs;
-	return fstatfs(fd, &fs) == 0 && (fs.f_type == BTRFS_SUPER_MAGIC || fs.f_type == OVERLAYFS_SUPER_MAGIC);
-}
-
 // True when both descriptors are the same directory: a process whose root is the host's.
 bool same_directory(int a, int b)
 {
