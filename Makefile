@@ -64,7 +64,7 @@ $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 
 $(OUTPUT)/profile.bpf.o: profile.bpf.c profile.h $(OUTPUT)/vmlinux.h
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -I. -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -I. -c $< -o $@
 
 $(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
 	$(call msg,GEN-SKEL,$@)
@@ -128,6 +128,12 @@ $(OUTPUT)/workloads/exec_before $(OUTPUT)/workloads/exec_after: $(OUTPUT)/worklo
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) -fno-pie -no-pie $< -o $@
+
+# Built as Debian builds its packages, without frame pointers: unwinding needs tables.
+$(OUTPUT)/workloads/nofp: tests/workloads/nofp.c $(WORKLOAD_HEADERS)
+	$(call msg,WORKLOAD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(WORKLOAD_CC) -O2 -g -fomit-frame-pointer $< -o $@
 
 workloads: $(WORKLOADS) $(OUTPUT)/workloads/libplugin.so
 

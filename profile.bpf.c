@@ -15,6 +15,10 @@ const volatile bool user_stacks = true;
 const volatile bool include_idle = false;
 const volatile bool filter_pids = false;
 const volatile bool filter_tids = false;
+/* --unwind: UNWIND_FP runs do_sample; the others run do_sample_unwind. */
+const volatile __u32 unwind_mode = UNWIND_FP;
+/* Frames a stack keeps (--perf-max-stack-depth), at most UNWIND_MAX_DEPTH for the walk. */
+const volatile __u32 max_depth = UNWIND_MAX_DEPTH;
 
 /* Which of the two sets of maps below samples go to. User space flips it and, once no
  * program can still be using the other set, moves that set's stacks and counts into its
@@ -143,8 +147,481 @@ static __always_inline int count_sample(void *ctx, void *stacks, void *counts, _
 	return 0;
 }
 
-SEC("perf_event")
-int do_sample(struct bpf_perf_event_data *ctx)
+/* ---- --unwind auto|dwarf: stacks kept by content, user stacks walked from tables ---- */
+
+/* A stack as stored by content: its frames, leaf first, then zeros. One slot more than
+ * the deepest walk, for the TRUNCATED_FRAME mark. The key size is set at load to
+ * (depth + 1) * 8, so shallower stacks hash fewer bytes. */
+struct frames {
+	__u64 ip[UNWIND_MAX_DEPTH + 1];
+};
+
+/* Stacks by content -> the id the counts key names them by. A stack is stored once and
+ * two stacks never share a slot: nothing is lost to collisions, only to a full map. */
+#define STORE(name)                                                           \
+	struct {                                                              \
+		__uint(type, BPF_MAP_TYPE_HASH);                              \
+		__uint(key_size, sizeof(struct frames));                      \
+		__uint(value_size, sizeof(__u32));                            \
+		__uint(max_entries, 16384);                                   \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                         \
+	} name SEC(".maps")
+STORE(store0);
+STORE(store1);
+
+/* Ids for new stacks in the stores; both generations draw from it, so an id is never
+ * reused within a run (user space maps them to its own when it drains). */
+__u32 next_stack_id = 0;
+
+/* Scratch for the stack being built, per CPU: [0] kernel, [1] user. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct frames);
+	__uint(max_entries, 2);
+} scratch SEC(".maps");
+
+/* What user space told the walk: processes' executable mappings, objects, table rows. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct unwind_process);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} unwind_processes SEC(".maps");
+
+#define UNWIND_MAX_OBJECTS 16384
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_object);
+	__uint(max_entries, UNWIND_MAX_OBJECTS);
+} unwind_objects SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+	__uint(max_entries, 1);	/* --unwind-table-size, set at load */
+} unwind_rows SEC(".maps");
+
+/* Asked of user space, once each until it answers: processes sampled whose mappings the
+ * walk does not have, and objects met whose table is not built. Keys only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 4096);
+} wanted_processes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 4096);
+} wanted_objects SEC(".maps");
+
+/* Stores frames[] (zeros past n, the key size) and sets *id to its id; false, after
+ * counting the cause, when the store is full. */
+static __always_inline bool store_stack(void *store, struct frames *frames, __s32 *id, struct sample_stats *st)
+{
+	__u32 *known = bpf_map_lookup_elem(store, frames);
+	__u32 fresh;
+	long err;
+
+	if (known) {
+		*id = *known;
+		return true;
+	}
+	fresh = __sync_fetch_and_add(&next_stack_id, 1) & 0x7fffffff;
+	err = bpf_map_update_elem(store, frames, &fresh, BPF_NOEXIST);
+	if (!err) {
+		*id = fresh;
+		return true;
+	}
+	if (err == -EEXIST) { /* another CPU stored the same stack just now */
+		known = bpf_map_lookup_elem(store, frames);
+		if (known) {
+			*id = *known;
+			return true;
+		}
+	}
+	st->lost_stack_full++;
+	return false;
+}
+
+/* Zeroes frames from n on: the rest of the key must not hold an older stack's frames. */
+static __always_inline void clear_from(struct frames *frames, __u32 n)
+{
+	for (__u32 i = 0; i < UNWIND_MAX_DEPTH + 1; i++)
+		if (i >= n)
+			frames->ip[i] = 0;
+}
+
+#if defined(__TARGET_ARCH_x86)
+
+struct walk {
+	__u64 pc, sp, bp;
+	/* The mapping the last pc was in (end 0: none yet), and its object. */
+	__u64 map_start, map_end;
+	__u32 map_offset, object;
+	__u32 pid;
+	__u32 n;
+	bool process_known;
+	bool fp_pending, fp_no_table, cut, done;
+};
+
+/* A binary search for the last element starting at or before `at`, in [lo, hi): one
+ * bpf_loop step each, so the verifier checks one step, not every path through the loop. */
+struct search {
+	__u64 at;
+	__u32 lo, hi;
+	void *base; /* unwind_process: its mappings; null: the unwind_rows map */
+};
+
+static long search_step(__u32 index, struct search *s)
+{
+	__u32 mid;
+	__u64 start;
+
+	if (s->lo + 1 >= s->hi)
+		return 1;
+	mid = s->lo + (s->hi - s->lo) / 2;
+	if (s->base) {
+		struct unwind_process *proc = s->base;
+
+		start = proc->mappings[mid & (UNWIND_MAX_MAPPINGS - 1)].start;
+	} else {
+		struct unwind_row *row = bpf_map_lookup_elem(&unwind_rows, &mid);
+
+		if (!row)
+			return 1;
+		start = row->pc;
+	}
+	if (start <= s->at)
+		s->lo = mid;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+/* Finds the executable mapping of the process holding pc; false when none does. */
+static __always_inline bool find_mapping(struct walk *w, __u64 pc)
+{
+	struct unwind_process *proc = bpf_map_lookup_elem(&unwind_processes, &w->pid);
+	struct search s = {};
+	struct unwind_mapping *m;
+
+	if (!proc || proc->count == 0)
+		return false;
+	s.at = pc;
+	s.hi = proc->count < UNWIND_MAX_MAPPINGS ? proc->count : UNWIND_MAX_MAPPINGS;
+	s.base = proc;
+	bpf_loop(9, search_step, &s, 0);
+	m = &proc->mappings[s.lo & (UNWIND_MAX_MAPPINGS - 1)];
+	if (pc < m->start || pc >= m->end)
+		return false;
+	w->map_start = m->start;
+	w->map_end = m->end;
+	w->map_offset = m->offset;
+	w->object = m->object;
+	return true;
+}
+
+/* The row of the object's table that holds offset, or null. Tables of up to 2^24 rows. */
+static __always_inline struct unwind_row *find_row(struct unwind_object *obj, __u64 offset)
+{
+	struct search s = {};
+	struct unwind_row *row;
+
+	if (obj->row_count == 0 || offset > 0xffffffffULL)
+		return NULL;
+	s.at = offset;
+	s.lo = obj->first_row;
+	s.hi = obj->first_row + obj->row_count;
+	bpf_loop(24, search_step, &s, 0);
+	row = bpf_map_lookup_elem(&unwind_rows, &s.lo);
+	if (!row || row->pc > offset)
+		return NULL;
+	return row;
+}
+
+/* One frame-pointer step: the caller's rbp and return address are saved at rbp. */
+static __always_inline void frame_pointer_step(struct walk *w)
+{
+	__u64 saved[2];
+
+	if (w->bp == 0) { /* the chain's end, as bpf_get_stackid ends it */
+		w->done = true;
+		return;
+	}
+	if (w->bp < w->sp || bpf_probe_read_user(saved, sizeof(saved), (void *)w->bp)) {
+		w->cut = true;
+		return;
+	}
+	w->sp = w->bp + 16;
+	w->bp = saved[0];
+	w->pc = saved[1];
+	if (w->pc == 0)
+		w->done = true;
+}
+
+/* One step of the walk (bpf_loop's callback): records the frame at w->pc, then finds its
+ * caller's pc, sp and bp. Returns 1 to stop. */
+static long walk_step(__u32 index, struct walk *w)
+{
+	__u32 user = 1;
+	struct frames *frames = bpf_map_lookup_elem(&scratch, &user);
+	struct unwind_object *obj;
+	struct unwind_row *row;
+	__u64 lookup, cfa, ra;
+
+	if (!frames)
+		return 1;
+	if (w->n >= max_depth || w->n >= UNWIND_MAX_DEPTH) {
+		w->cut = true; /* the depth limit */
+		return 1;
+	}
+	frames->ip[w->n & UNWIND_MAX_DEPTH] = w->pc;
+	w->n++;
+
+	/* A caller's pc is a return address: the call is the byte before it, which may
+	 * belong to another function's rules (a call that ends a function). */
+	lookup = index == 0 ? w->pc : w->pc - 1;
+	if (lookup < w->map_start || lookup >= w->map_end) {
+		if (!find_mapping(w, lookup)) {
+			w->map_end = 0;
+			if (!w->process_known) {
+				w->fp_pending = true;
+			} else if (index > 0) {
+				/* Not code this process has mapped executable: what a frame-pointer walk
+				 * through code without frame pointers reads. */
+				w->cut = true;
+				return 1;
+			} else {
+				w->fp_no_table = true; /* a leaf in a mapping made since we read them */
+			}
+			goto fp;
+		}
+	}
+	if (w->object == 0) {
+		w->fp_no_table = true;
+		goto fp;
+	}
+	obj = bpf_map_lookup_elem(&unwind_objects, &w->object);
+	if (!obj)
+		goto no_rule;
+	if (obj->state == UNWIND_OBJECT_UNBUILT) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&wanted_objects, &w->object, &one, BPF_NOEXIST);
+		w->fp_pending = true;
+		goto fp;
+	}
+	if (obj->state == UNWIND_OBJECT_BUILDING) {
+		w->fp_pending = true;
+		goto fp;
+	}
+	if (obj->state != UNWIND_OBJECT_READY) {
+		w->fp_no_table = true;
+		goto fp;
+	}
+	row = find_row(obj, lookup - w->map_start + w->map_offset);
+	if (!row)
+		goto no_rule;
+	switch (row->cfa_type) {
+	case UNWIND_CFA_END:
+		w->done = true;
+		return 1;
+	case UNWIND_CFA_RSP:
+		cfa = w->sp + row->cfa_offset;
+		break;
+	case UNWIND_CFA_RBP:
+		if (w->bp == 0) {
+			w->cut = true;
+			return 1;
+		}
+		cfa = w->bp + row->cfa_offset;
+		break;
+	case UNWIND_CFA_PLT:
+		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row->cfa_offset ? 8 : 0);
+		break;
+	default:
+		goto no_rule;
+	}
+	if (cfa <= w->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+		w->cut = true;
+		return 1;
+	}
+	if (row->rbp_type == UNWIND_RBP_AT_CFA) {
+		if (bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + row->rbp_offset))) {
+			w->cut = true;
+			return 1;
+		}
+	} else if (row->rbp_type == UNWIND_RBP_UNDEFINED) {
+		w->bp = 0;
+	}
+	w->sp = cfa;
+	w->pc = ra;
+	if (ra == 0) {
+		w->done = true;
+		return 1;
+	}
+	return 0;
+
+no_rule:
+	if (unwind_mode == UNWIND_DWARF) {
+		w->cut = true;
+		return 1;
+	}
+	w->fp_no_table = true;
+fp:
+	if (unwind_mode == UNWIND_DWARF) {
+		w->cut = true;
+		return 1;
+	}
+	frame_pointer_step(w);
+	if (w->cut || w->done)
+		return 1;
+	return 0;
+}
+
+/* Walks the user stack of the sampled task into scratch[1]: from the sample's registers
+ * when it was taken in user mode, else from those the task saved entering the kernel.
+ * Returns the frames written (with the TRUNCATED_FRAME mark), 0 when there is no user
+ * stack (a kernel thread). */
+static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __u32 tgid, struct sample_stats *st)
+{
+	struct walk w = {};
+	__u32 user = 1;
+	struct frames *frames;
+	struct unwind_process *proc;
+
+	/* User addresses are the lower half of the address space, kernel ones the upper. A
+	 * sample taken in the kernel starts from the registers saved on entering it. */
+	w.pc = ctx->regs.ip;
+	w.sp = ctx->regs.sp;
+	w.bp = ctx->regs.bp;
+	if ((__s64)w.pc < 0) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		struct pt_regs *regs;
+
+		if (!task->mm)
+			return 0;
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		w.pc = regs->ip;
+		w.sp = regs->sp;
+		w.bp = regs->bp;
+	}
+	if (w.pc == 0)
+		return 0;
+	w.pid = tgid;
+	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	/* Known with no mapping: user space could not read them (gone before it looked). */
+	w.process_known = proc && proc->count > 0;
+	if (!proc) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&wanted_processes, &tgid, &one, BPF_NOEXIST);
+	}
+	bpf_loop(UNWIND_MAX_DEPTH, walk_step, &w, 0);
+
+	frames = bpf_map_lookup_elem(&scratch, &user);
+	if (!frames)
+		return 0;
+	if (!w.done && !w.cut)
+		w.cut = true; /* bpf_loop ran out of steps: the depth limit */
+	if (w.cut) {
+		frames->ip[w.n & UNWIND_MAX_DEPTH] = TRUNCATED_FRAME;
+		w.n++;
+	}
+	/* A stack cut short while its tables were being built counts as waiting for them. */
+	if (w.fp_pending) {
+		st->unwound_fp_pending++;
+	} else if (w.cut) {
+		st->unwound_cut++;
+	} else if (w.fp_no_table) {
+		st->unwound_fp_no_table++;
+	} else {
+		st->unwound_tables++;
+	}
+	return w.n;
+}
+
+/* Kernel stack by bpf_get_stack, user stack by the table walk, both kept by content. */
+static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *store, void *counts, __u32 tgid,
+					 struct sample_stats *st)
+{
+	struct stack_key key = {};
+	struct stack_count *count, first;
+	struct frames *frames;
+	__u32 which;
+	long err, n;
+
+	key.pid = tgid;
+	key.user_stack_id = NO_STACK;
+	key.kernel_stack_id = NO_STACK;
+	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+
+	if (kernel_stacks) {
+		which = 0;
+		frames = bpf_map_lookup_elem(&scratch, &which);
+		if (!frames)
+			return 0;
+		n = bpf_get_stack(ctx, frames->ip, UNWIND_MAX_DEPTH * sizeof(__u64), 0);
+		if (n > 0) {
+			n /= sizeof(__u64);
+			if (n > max_depth)
+				n = max_depth;
+			clear_from(frames, n);
+			if (!store_stack(store, frames, &key.kernel_stack_id, st))
+				return 0;
+		}
+	}
+	if (user_stacks) {
+		n = walk_user_stack(ctx, tgid, st);
+		if (n > 0) {
+			which = 1;
+			frames = bpf_map_lookup_elem(&scratch, &which);
+			if (!frames)
+				return 0;
+			clear_from(frames, n);
+			if (!store_stack(store, frames, &key.user_stack_id, st))
+				return 0;
+		}
+	}
+
+	count = bpf_map_lookup_elem(counts, &key);
+	if (count) {
+		__sync_fetch_and_add(&count->count, 1);
+		return 0;
+	}
+	first.count = 1;
+	first.first_ns = bpf_ktime_get_ns();
+	err = bpf_map_update_elem(counts, &key, &first, BPF_NOEXIST);
+	if (!err) {
+		__u8 one = 1;
+
+		st->new_keys++;
+		bpf_map_update_elem(&sampled_pids, &tgid, &one, BPF_ANY);
+		return 0;
+	}
+	if (err == -EEXIST) {
+		count = bpf_map_lookup_elem(counts, &key);
+		if (count) {
+			__sync_fetch_and_add(&count->count, 1);
+			return 0;
+		}
+	}
+	st->lost_counts_full++;
+	return 0;
+}
+
+#endif /* __TARGET_ARCH_x86 */
+
+/* The filters both programs apply, then the per-CPU tally: null when the sample is not
+ * wanted. */
+static __always_inline struct sample_stats *wanted_sample(__u32 *tgid_out)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = id;
@@ -152,21 +629,48 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	__u32 zero = 0;
 
 	if (tid == 0 && !include_idle)
-		return 0;
+		return NULL;
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
-		return 0;
+		return NULL;
 	if (filter_tids && !bpf_map_lookup_elem(&tids, &tid))
-		return 0;
-
+		return NULL;
 	/* A per-CPU array: the verifier inlines this lookup, and no other CPU shares the line. */
 	st = bpf_map_lookup_elem(&stats, &zero);
 	if (!st)
-		return 0;
+		return NULL;
 	st->seen++;
+	*tgid_out = tgid;
+	return st;
+}
 
+SEC("perf_event")
+int do_sample(struct bpf_perf_event_data *ctx)
+{
+	struct sample_stats *st;
+	__u32 tgid;
+
+	st = wanted_sample(&tgid);
+	if (!st)
+		return 0;
 	if (generation & 1)
 		return count_sample(ctx, &stacks1, &counts1, tgid, st);
 	return count_sample(ctx, &stacks0, &counts0, tgid, st);
 }
+
+#if defined(__TARGET_ARCH_x86)
+SEC("perf_event")
+int do_sample_unwind(struct bpf_perf_event_data *ctx)
+{
+	struct sample_stats *st;
+	__u32 tgid;
+
+	st = wanted_sample(&tgid);
+	if (!st)
+		return 0;
+	if (generation & 1)
+		return count_unwound(ctx, &store1, &counts1, tgid, st);
+	return count_unwound(ctx, &store0, &counts0, tgid, st);
+}
+#endif
 
 char LICENSE[] SEC("license") = "GPL";

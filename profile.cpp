@@ -20,6 +20,7 @@
 #include "sampler/collected.h"
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
+#include "sampler/unwinder.h"
 #include "syms/fd.h"
 #include "syms/process_history.h"
 #include "syms/symbolizer.h"
@@ -94,8 +95,12 @@ void wait_for_end(const Options &options, const sigset_t &stop_signals, bool wat
 }
 
 // The account CLI.md asks for: the last stderr line when anything was lost.
-void report_losses(const RawProfile &raw, const Options &options)
+void report_losses(const RawProfile &raw, const Options &options, const Unwinder::Stats &tables)
 {
+	if (tables.no_room)
+		fprintf(stderr, "profile: %u unwind tables (%" PRIu64 " rows) did not fit in the kernel: their code was "
+				"walked by frame pointers (raise --unwind-table-size, now %u)\n",
+			tables.no_room, tables.no_room_rows, options.unwind_table_size);
 	if (raw.truncated)
 		fprintf(stderr, "profile: %" PRIu64 " samples have stacks cut at %u frames "
 				"(raise --perf-max-stack-depth)\n", raw.truncated, raw.depth_limit);
@@ -121,6 +126,41 @@ void report_losses(const RawProfile &raw, const Options &options)
 	cause(t.lost_stack_other, "on other stack errors");
 	fprintf(stderr, "profile: %" PRIu64 " samples taken, %" PRIu64 " stored, %" PRIu64 " lost: %s\n",
 		raw.taken, raw.stored, lost, causes.c_str());
+}
+
+// How user stacks were walked, when tables were used: one stderr line.
+void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
+{
+	const sample_stats &t = raw.totals;
+	const uint64_t walked = t.unwound_tables + t.unwound_fp_pending + t.unwound_fp_no_table + t.unwound_cut;
+	if (!walked)
+		return;
+	auto share = [&](uint64_t n) { return 100.0 * double(n) / double(walked); };
+	std::string line = "profile: user stacks: ";
+	char part[160];
+	std::snprintf(part, sizeof(part), "%.1f %% from unwind tables", share(t.unwound_tables));
+	line += part;
+	if (t.unwound_fp_pending) {
+		std::snprintf(part, sizeof(part), ", %.1f %% by frame pointers while tables were built",
+			      share(t.unwound_fp_pending));
+		line += part;
+	}
+	if (t.unwound_fp_no_table) {
+		std::snprintf(part, sizeof(part), ", %.1f %% by frame pointers through code without tables (JIT, no CFI)",
+			      share(t.unwound_fp_no_table));
+		line += part;
+	}
+	std::snprintf(part, sizeof(part), ", %.1f %% cut short", share(t.unwound_cut));
+	line += part;
+	std::snprintf(part, sizeof(part), " (%u tables, %.1f MiB", tables.ready,
+		      double(tables.rows) * sizeof(unwind_row) / (1 << 20));
+	line += part;
+	if (tables.from_cache) {
+		std::snprintf(part, sizeof(part), ", %u from the cache", tables.from_cache);
+		line += part;
+	}
+	line += ")";
+	fprintf(stderr, "%s\n", line.c_str());
 }
 
 // Values the parser cannot judge alone: they depend on this machine. "" when all is well.
@@ -202,6 +242,14 @@ int run(const Options &options)
 	startup.mark("snapshot");
 	// User addresses are located in the history, which knows processes that are gone too.
 	symbolizer.set_process_history(&history);
+	// The table unwinder's user half: mappings of sampled processes, tables of objects.
+	std::optional<Unwinder> unwinder;
+	if (Sampler::UnwindMaps maps = sampler.unwind_maps(); maps.processes >= 0) {
+		const bool cache = geteuid() == 0 && !getenv("PROFILE_NO_UNWIND_CACHE");
+		unwinder.emplace(maps, cache ? "/run/profile/unwind" : "");
+		unwinder->prepare(history, options.pids);
+		startup.mark("unwind tables asked");
+	}
 	// What the report does not show is not kept apart: a long run that meets many
 	// short-lived processes keeps what its report holds, not every process.
 	Collected collected(report_detail(options.format, options.report));
@@ -211,6 +259,8 @@ int run(const Options &options)
 	auto follow_processes = [&] {
 		std::optional<RawProfile> batch = sampler.tick();
 		side_band.poll(history);
+		if (unwinder)
+			unwinder->tick(history);
 		if (batch)
 			collected.add(*batch, symbolizer);
 		history.forget_exited([&](uint32_t pid) { return sampler.has_samples(pid); });
@@ -227,6 +277,11 @@ int run(const Options &options)
 	wait_for_end(options, stop_signals, to_stdout, follow_processes);
 	sampler.detach();
 	const int64_t end = clock_ns(CLOCK_MONOTONIC);
+	Unwinder::Stats tables;
+	if (unwinder) {
+		unwinder->stop();
+		tables = unwinder->stats();
+	}
 	PhaseClock phases;
 
 	RawProfile raw = sampler.read();
@@ -290,8 +345,17 @@ int run(const Options &options)
 			phases.summary().c_str(), collected.entry_count(), collected.stack_count(),
 			symbolizer.object_count(), raw.drains, history.process_count(),
 			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
+		if (unwinder)
+			fprintf(stderr, "profile: unwind tables: %u asked for, %u in the kernel (%u from the cache, %" PRIu64
+					" rows of %u), %u without CFI, %u without room, %u unfinished; built in %.1f ms "
+					"(CPU %.1f); mappings of %u processes sent, %u mappings left out\n",
+				tables.objects, tables.ready, tables.from_cache, tables.rows, tables.row_capacity,
+				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
+				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
 	}
-	report_losses(raw, options);
+	if (unwinder)
+		report_unwinding(raw, tables);
+	report_losses(raw, options, tables);
 	return status;
 }
 

@@ -38,9 +38,9 @@ struct sample_stats {
 	/* How the user stacks of --unwind auto|dwarf were walked, one count per sample that
 	 * has a user stack (not losses: every one of them may also be stored). */
 	__u64 unwound_tables;       /* every step from unwind tables, to the stack's end */
-	__u64 unwound_fp_pending;   /* some frame-pointer steps: a table not built yet */
+	__u64 unwound_fp_pending;   /* frame-pointer steps (whole or cut): a table not built yet */
 	__u64 unwound_fp_no_table;  /* some frame-pointer steps: code with no table (JIT, no CFI) */
-	__u64 unwound_cut;          /* cut short: no rule, a failed read, the depth limit */
+	__u64 unwound_cut;          /* cut short otherwise: no rule, a failed read, the depth limit */
 };
 
 /* --unwind: how user stacks are walked. */
@@ -80,5 +80,38 @@ struct unwind_row {
 };
 /* The return address is always at CFA - 8 on x86-64; a row whose CFI says otherwise is
  * compiled as UNWIND_CFA_NONE. */
+
+/* An object (a file mapped executable) as the table walk sees it, by an id user space
+ * gives it; its rows are unwind_rows[first_row, first_row + row_count). */
+enum unwind_object_state {
+	UNWIND_OBJECT_UNBUILT = 0,  /* no table yet: the walk asks for one (unwind_wanted) */
+	UNWIND_OBJECT_READY = 1,    /* the rows are in place */
+	UNWIND_OBJECT_NO_TABLE = 2, /* no CFI in the file, or it could not be read */
+	UNWIND_OBJECT_NO_ROOM = 3,  /* the table did not fit in --unwind-table-size */
+	UNWIND_OBJECT_BUILDING = 4, /* asked for, being built */
+};
+struct unwind_object {
+	__u32 first_row;
+	__u32 row_count;
+	__u32 state; /* enum unwind_object_state */
+};
+
+/* One executable mapping of a process: [start, end) maps the file from `offset`. Object
+ * 0 is none: anonymous code (JIT), the vDSO, a file with no table. */
+struct unwind_mapping {
+	__u64 start;
+	__u64 end;
+	__u32 offset;
+	__u32 object;
+};
+
+/* The executable mappings of a process, sorted by start, as user space last read them
+ * (from the side band). Those past UNWIND_MAX_MAPPINGS are left out. */
+#define UNWIND_MAX_MAPPINGS 256
+struct unwind_process {
+	__u32 count;
+	__u32 pad;
+	struct unwind_mapping mappings[UNWIND_MAX_MAPPINGS];
+};
 
 #endif /* PROFILE_H */

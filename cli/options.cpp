@@ -15,6 +15,8 @@ enum LongOnly {
 	OPT_STACK_STORAGE,
 	OPT_HASH_STORAGE,
 	OPT_STACK_DEPTH,
+	OPT_UNWIND,
+	OPT_UNWIND_TABLE_SIZE,
 };
 
 const option long_options[] = {
@@ -37,6 +39,8 @@ const option long_options[] = {
 	{"stack-storage-size", required_argument, nullptr, OPT_STACK_STORAGE},
 	{"hash-storage-size", required_argument, nullptr, OPT_HASH_STORAGE},
 	{"perf-max-stack-depth", required_argument, nullptr, OPT_STACK_DEPTH},
+	{"unwind", required_argument, nullptr, OPT_UNWIND},
+	{"unwind-table-size", required_argument, nullptr, OPT_UNWIND_TABLE_SIZE},
 	{"help", no_argument, nullptr, 'h'},
 	{"version", no_argument, nullptr, 'V'},
 	{},
@@ -186,6 +190,23 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			options.max_stack_depth = *n;
 			break;
 		}
+		case OPT_UNWIND:
+			if (arg == "auto")
+				options.unwind = UnwindMode::Auto;
+			else if (arg == "fp")
+				options.unwind = UnwindMode::FramePointers;
+			else if (arg == "dwarf")
+				options.unwind = UnwindMode::Tables;
+			else
+				return bad_value("expected auto, fp or dwarf");
+			break;
+		case OPT_UNWIND_TABLE_SIZE: {
+			auto n = parse_number(arg, 1024, 1u << 26);
+			if (!n)
+				return bad_value("expected a number of table rows, 1024 to 67108864");
+			options.unwind_table_size = *n;
+			break;
+		}
 		case 'h':
 			options.help = true;
 			return options;
@@ -304,10 +325,19 @@ Output
                           (.svg flame graph, .pb.gz pprof, .folded, .txt)
   --format FORMAT         stacks | folded | svg | pprof (overrides the extension)
 
+How user stacks are walked
+  --unwind auto           from unwind tables compiled out of each program's and library's
+                          .eh_frame where it has one, by frame pointers elsewhere (default)
+  --unwind fp             by frame pointers only, as BCC and perf -g do: programs built
+                          without frame pointers (most of Debian's) lose their callers
+  --unwind dwarf          from unwind tables only; a stack ends where no table covers it
+
 Limits
   --stack-storage-size N    unique stacks kept in the kernel (default 16384)
   --hash-storage-size N     unique (process, stacks) keys kept (default 40960)
-  --perf-max-stack-depth N  frames kept per stack (default 127)
+  --perf-max-stack-depth N  frames kept per stack (default 127; at most 127 but with --unwind fp)
+  --unwind-table-size N     unwind table rows kept in the kernel, 12 bytes each
+                            (default 2097152, 24 MiB)
 
   -h, --help      this text
   -V, --version   the version

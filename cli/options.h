@@ -9,6 +9,13 @@
 
 #include "report/report.h"
 
+// --unwind: how user stacks are walked.
+enum class UnwindMode {
+	Auto,          // unwind tables where an object has one, frame pointers elsewhere
+	FramePointers, // bpf_get_stackid, as BCC does
+	Tables,        // unwind tables only
+};
+
 struct Options {
 	uint64_t frequency = 49;     // samples per second per CPU; 0 in period mode
 	uint64_t period = 0;         // -c: one sample every N events
@@ -24,6 +31,8 @@ struct Options {
 	uint32_t stack_storage_size = 16384;
 	uint32_t hash_storage_size = 40960;
 	uint32_t max_stack_depth = 127;
+	UnwindMode unwind = UnwindMode::Auto;
+	uint32_t unwind_table_size = 2097152; // rows
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
 	std::string command_line;    // as typed, for report titles
 	bool help = false;

@@ -119,6 +119,8 @@ struct UserFrameRef {
 	uint32_t placement;
 	bool operator==(const UserFrameRef &) const = default;
 };
+// The frame that ends a stack whose walk stopped early: "[truncated]".
+constexpr UserFrameRef kTruncated{0, UINT32_MAX, 0};
 
 // Distinct values of T, each given the next id.
 template <typename T>
@@ -269,8 +271,19 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 			auto [it, inserted] = user_stacks.try_emplace({image, pid, raw.key.user_stack_id}, 0);
 			if (inserted) {
 				ids.clear();
+				auto truncated = [&] {
+					ids.push_back(d.user_frames.intern(kTruncated, mix(kTruncated.offset, kTruncated.object)));
+				};
 				for (size_t i = 0; i < addresses->size(); i++) {
-					UserLocation where = symbolizer.locate(pid, image, (*addresses)[i], i > 0);
+					const uint64_t address = (*addresses)[i];
+					// A stack that stopped early says so, rather than end on garbage: the
+					// walk's mark, or a caller in no executable mapping of its process
+					// (what a frame-pointer walk reads through code without frame pointers).
+					if (address == TRUNCATED_FRAME || (i > 0 && image && !image->find(address - 1))) {
+						truncated();
+						break;
+					}
+					UserLocation where = symbolizer.locate(pid, image, address, i > 0);
 					// "[unknown]" whatever the address: without addresses shown, one frame.
 					if (where.object == 0 && !d.detail.addresses)
 						where.offset = 0;
@@ -278,6 +291,9 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 					ids.push_back(d.user_frames.intern(
 						frame, mix(mix(frame.offset, frame.object), frame.placement)));
 				}
+				// Every slot filled: the walk was cut at the depth limit.
+				if (addresses->size() == batch.depth_limit && ids.size() == addresses->size())
+					truncated();
 				it->second = d.stacks.intern(ids);
 			}
 			entry.user_stack = it->second;
@@ -325,7 +341,12 @@ Profile Collected::name(Symbolizer &symbolizer) const
 		const std::span<const uint32_t> user = d.stacks[entry.user_stack];
 		for (size_t i = 0; i < user.size(); i++) {
 			Span &at = user_named[i == 0][user[i]];
-			if (at.first == kNotYet) {
+			if (at.first == kNotYet && d.user_frames[user[i]] == kTruncated) {
+				at = Span{uint32_t(profile.frames.size()), 1};
+				Frame frame;
+				frame.name = "[truncated]";
+				profile.frames.push_back(std::move(frame));
+			} else if (at.first == kNotYet) {
 				const UserFrameRef &f = d.user_frames[user[i]];
 				UserLocation where;
 				where.object = f.object;

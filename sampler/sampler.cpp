@@ -78,22 +78,37 @@ std::string errno_text(int err)
 // `lazy_maps` false makes them preallocated again, for kernels that want that. Without
 // `two_generations` (nothing can be drained) the second set of maps is left as small as
 // the kernel allows: it is never used.
-Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps, bool two_generations)
+Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps, bool two_generations,
+			 bool unwinding)
 {
 	Skeleton skel(profile_bpf__open());
 	if (!skel)
 		throw RunError("cannot open the BPF program: " + errno_text(errno));
 
+	// Stacks go to the STACK_TRACE maps (fp) or to the stores kept by content (unwinding):
+	// the other kind is left as small as the kernel allows.
 	for (bpf_map *stacks : {skel->maps.stacks0, skel->maps.stacks1}) {
 		bpf_map__set_value_size(stacks, depth * sizeof(uint64_t));
-		bpf_map__set_max_entries(stacks, options.stack_storage_size);
+		bpf_map__set_max_entries(stacks, unwinding ? 1 : options.stack_storage_size);
+	}
+	for (bpf_map *store : {skel->maps.store0, skel->maps.store1}) {
+		bpf_map__set_key_size(store, (depth + 1) * sizeof(uint64_t));
+		bpf_map__set_max_entries(store, unwinding ? options.stack_storage_size : 1);
 	}
 	for (bpf_map *counts : {skel->maps.counts0, skel->maps.counts1})
 		bpf_map__set_max_entries(counts, options.hash_storage_size);
 	if (!two_generations) {
 		bpf_map__set_max_entries(skel->maps.stacks1, 1);
+		bpf_map__set_max_entries(skel->maps.store1, 1);
 		bpf_map__set_max_entries(skel->maps.counts1, 1);
 	}
+	bpf_map__set_max_entries(skel->maps.unwind_rows, unwinding ? options.unwind_table_size : 1);
+	if (!unwinding)
+		for (bpf_map *map : {skel->maps.unwind_processes, skel->maps.unwind_objects,
+				     skel->maps.wanted_processes, skel->maps.wanted_objects})
+			bpf_map__set_max_entries(map, 1);
+	bpf_program__set_autoload(skel->progs.do_sample, !unwinding);
+	bpf_program__set_autoload(skel->progs.do_sample_unwind, unwinding);
 	bpf_map__set_max_entries(skel->maps.sampled_pids, options.hash_storage_size);
 	if (!options.pids.empty())
 		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
@@ -111,6 +126,10 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 	skel->rodata->include_idle = options.include_idle;
 	skel->rodata->filter_pids = !options.pids.empty();
 	skel->rodata->filter_tids = !options.tids.empty();
+	skel->rodata->unwind_mode = !unwinding ? UNWIND_FP
+				    : options.unwind == UnwindMode::Tables ? UNWIND_DWARF
+									     : UNWIND_AUTO;
+	skel->rodata->max_depth = depth;
 	return skel;
 }
 
@@ -121,6 +140,8 @@ struct Sampler::Impl {
 	std::vector<Link> links;
 	uint32_t depth = DEFAULT_STACK_DEPTH;
 	Options options;
+	// Stacks walked from unwind tables and kept by content, rather than bpf_get_stackid's.
+	bool unwinding = false;
 
 	// Draining while sampling needs to know when no program still uses the old maps:
 	// membarrier(MEMBARRIER_CMD_GLOBAL) waits for an RCU grace period, and the program
@@ -205,6 +226,25 @@ void check_privileges()
 	throw RunError("needs root or CAP_BPF+CAP_PERFMON to load the BPF program (try: sudo ./profile)");
 }
 
+std::string unwinder_support()
+{
+#if defined(__x86_64__)
+	struct Need {
+		bpf_func_id helper;
+		const char *what;
+	};
+	for (Need need : {Need{BPF_FUNC_loop, "bpf_loop (Linux 5.17)"},
+			  Need{BPF_FUNC_task_pt_regs, "bpf_task_pt_regs (Linux 5.15)"},
+			  Need{BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf (Linux 5.11)"},
+			  Need{BPF_FUNC_get_stack, "bpf_get_stack (Linux 4.18)"}})
+		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, need.helper, nullptr) != 1)
+			return std::string("the kernel has no ") + need.what + " for perf_event programs";
+	return "";
+#else
+	return "unwinding from tables is written for x86-64 only";
+#endif
+}
+
 void check_kernel_support(const char *btf_path)
 {
 	if (access(btf_path, R_OK) != 0)
@@ -220,6 +260,16 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 	impl_->options = options;
 	libbpf_set_print(libbpf_print);
 
+	if (options.unwind != UnwindMode::FramePointers && options.user_stacks) {
+		std::string missing = unwinder_support();
+		if (missing.empty())
+			impl_->unwinding = true;
+		else if (options.unwind == UnwindMode::Tables)
+			throw RunError("--unwind dwarf cannot be used here: " + missing);
+		else
+			fprintf(stderr, "profile: unwinding by frame pointers (as --unwind fp): %s\n", missing.c_str());
+	}
+
 	// The kernel cuts stacks at kernel.perf_event_max_stack whatever the map holds.
 	long kernel_max = read_sysctl("/proc/sys/kernel/perf_event_max_stack", 127);
 	impl_->depth = std::min<uint32_t>(options.max_stack_depth, uint32_t(std::max(1L, kernel_max)));
@@ -227,16 +277,35 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 		fprintf(stderr, "profile: warning: stacks are cut at %u frames, the kernel's "
 				"kernel.perf_event_max_stack (raise it with sysctl for deeper stacks)\n",
 			impl_->depth);
+	if (impl_->unwinding && impl_->depth > UNWIND_MAX_DEPTH) {
+		impl_->depth = UNWIND_MAX_DEPTH;
+		fprintf(stderr, "profile: warning: stacks are cut at %u frames, the deepest the unwinder walks "
+				"(--unwind fp keeps up to --perf-max-stack-depth)\n",
+			impl_->depth);
+	}
 
 	const long membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	impl_->can_drain = membarrier > 0 && (membarrier & MEMBARRIER_CMD_GLOBAL) && !getenv("PROFILE_NO_DRAIN");
-	Skeleton skel = open_configured(options, impl_->depth, true, impl_->can_drain);
+	Skeleton skel = open_configured(options, impl_->depth, true, impl_->can_drain, impl_->unwinding);
 	int err = profile_bpf__load(skel.get());
 	if (err == -EINVAL) {
 		// Before 6.1 perf_event programs may only use preallocated hash maps: pay
 		// for the preallocation there.
-		skel = open_configured(options, impl_->depth, false, impl_->can_drain);
+		skel = open_configured(options, impl_->depth, false, impl_->can_drain, impl_->unwinding);
 		err = profile_bpf__load(skel.get());
+	}
+	if (err && impl_->unwinding && options.unwind == UnwindMode::Auto) {
+		// The verifier refused the walk (an older kernel's limits): fall back, saying so.
+		fprintf(stderr, "profile: unwinding by frame pointers (as --unwind fp): the kernel refused the "
+				"table unwinder (%s; PROFILE_DEBUG=1 shows why)\n",
+			errno_text(err).c_str());
+		impl_->unwinding = false;
+		skel = open_configured(options, impl_->depth, true, impl_->can_drain, false);
+		err = profile_bpf__load(skel.get());
+		if (err == -EINVAL) {
+			skel = open_configured(options, impl_->depth, false, impl_->can_drain, false);
+			err = profile_bpf__load(skel.get());
+		}
 	}
 	if (err) {
 		if (err == -EPERM || err == -EACCES)
@@ -298,7 +367,8 @@ void Sampler::attach()
 				why += " (too many open files: raise ulimit -n)";
 			throw RunError(why);
 		}
-		Link link(bpf_program__attach_perf_event(impl_->skel->progs.do_sample, event.fd));
+		bpf_program *program = impl_->unwinding ? impl_->skel->progs.do_sample_unwind : impl_->skel->progs.do_sample;
+		Link link(bpf_program__attach_perf_event(program, event.fd));
 		if (!link)
 			throw RunError("cannot attach the BPF program to CPU " + std::to_string(cpu) + ": " + errno_text(errno));
 		event.release(); // the link closes it
@@ -394,6 +464,10 @@ sample_stats Sampler::Impl::totals() const
 			sum.lost_stack_full += s.lost_stack_full;
 			sum.lost_stack_other += s.lost_stack_other;
 			sum.new_keys += s.new_keys;
+			sum.unwound_tables += s.unwound_tables;
+			sum.unwound_fp_pending += s.unwound_fp_pending;
+			sum.unwound_fp_no_table += s.unwound_fp_no_table;
+			sum.unwound_cut += s.unwound_cut;
 		}
 	return sum;
 }
@@ -410,12 +484,33 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 {
 	bpf_map *counts = generation & 1 ? skel->maps.counts1 : skel->maps.counts0;
 	bpf_map *stacks = generation & 1 ? skel->maps.stacks1 : skel->maps.stacks0;
-	const int counts_fd = bpf_map__fd(counts), stacks_fd = bpf_map__fd(stacks);
+	bpf_map *store = generation & 1 ? skel->maps.store1 : skel->maps.store0;
+	const int counts_fd = bpf_map__fd(counts), stacks_fd = bpf_map__fd(stacks), store_fd = bpf_map__fd(store);
 
 	RawProfile batch;
+	batch.depth_limit = depth;
 	read_counts(counts_fd, bpf_map__max_entries(counts), batch.entries);
 	std::unordered_map<int32_t, int32_t> ids; // the map's stack id -> the batch's
-	std::vector<uint64_t> frames(depth);
+	std::vector<uint64_t> frames(depth + 1);
+	// Stacks kept by content: every one is read now, by its id (the map's value).
+	std::unordered_map<int32_t, std::vector<uint64_t>> stored_stacks;
+	std::vector<std::vector<uint64_t>> store_keys;
+	if (unwinding) {
+		std::vector<uint64_t> key(depth + 1), next(depth + 1);
+		void *prev = nullptr;
+		while (bpf_map_get_next_key(store_fd, prev, next.data()) == 0) {
+			int32_t id;
+			if (bpf_map_lookup_elem(store_fd, next.data(), &id) == 0) {
+				size_t n = 0;
+				while (n < next.size() && next[n])
+					n++;
+				stored_stacks.try_emplace(id, next.begin(), next.begin() + n);
+			}
+			store_keys.push_back(next);
+			key = next;
+			prev = key.data();
+		}
+	}
 	// Turns a stack id of the map into the batch's, reading the stack the first time;
 	// true when the stack filled every frame slot (likely cut).
 	auto batch_id = [&](int32_t &id) {
@@ -423,11 +518,17 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 			return false;
 		auto [it, inserted] = ids.try_emplace(id, int32_t(batch.stacks.size()));
 		if (inserted) {
-			size_t n = 0;
-			if (bpf_map_lookup_elem(stacks_fd, &id, frames.data()) == 0)
-				while (n < frames.size() && frames[n])
-					n++;
-			batch.stacks.emplace_back(frames.begin(), frames.begin() + n);
+			if (unwinding) {
+				auto found = stored_stacks.find(id);
+				batch.stacks.push_back(found != stored_stacks.end() ? std::move(found->second)
+										  : std::vector<uint64_t>{});
+			} else {
+				size_t n = 0;
+				if (bpf_map_lookup_elem(stacks_fd, &id, frames.data()) == 0)
+					while (n < depth && frames[n])
+						n++;
+				batch.stacks.emplace_back(frames.begin(), frames.begin() + n);
+			}
 		}
 		id = it->second;
 		return batch.stacks[size_t(id)].size() == depth;
@@ -446,8 +547,13 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		// is emptied key by key below.
 		bpf_map_delete_elem(counts_fd, &key);
 	}
-	for (uint32_t id : all_keys<uint32_t>(stacks_fd))
-		bpf_map_delete_elem(stacks_fd, &id);
+	if (unwinding) {
+		for (const std::vector<uint64_t> &key : store_keys)
+			bpf_map_delete_elem(store_fd, key.data());
+	} else {
+		for (uint32_t id : all_keys<uint32_t>(stacks_fd))
+			bpf_map_delete_elem(stacks_fd, &id);
+	}
 	const int sampled_fd = bpf_map__fd(skel->maps.sampled_pids);
 	for (uint32_t pid : sampled_until_drain)
 		bpf_map_delete_elem(sampled_fd, &pid);
@@ -494,8 +600,24 @@ RawProfile Sampler::read()
 	last.totals = totals;
 	last.stored = d.stored;
 	last.truncated = d.truncated;
-	last.depth_limit = d.depth;
 	last.taken = totals.seen;
 	last.drains = d.drains;
 	return last;
+}
+
+Sampler::UnwindMaps Sampler::unwind_maps() const
+{
+	UnwindMaps maps;
+	if (!impl_->unwinding)
+		return maps;
+	const profile_bpf &skel = *impl_->skel;
+	maps.processes = bpf_map__fd(skel.maps.unwind_processes);
+	maps.objects = bpf_map__fd(skel.maps.unwind_objects);
+	maps.rows = bpf_map__fd(skel.maps.unwind_rows);
+	maps.wanted_processes = bpf_map__fd(skel.maps.wanted_processes);
+	maps.wanted_objects = bpf_map__fd(skel.maps.wanted_objects);
+	maps.row_capacity = bpf_map__max_entries(skel.maps.unwind_rows);
+	maps.object_capacity = bpf_map__max_entries(skel.maps.unwind_objects);
+	maps.process_capacity = bpf_map__max_entries(skel.maps.unwind_processes);
+	return maps;
 }

@@ -31,12 +31,13 @@ struct RawProfile {
 	// this batch, not the kernel's.
 	std::vector<std::vector<uint64_t>> stacks;
 
+	uint32_t depth_limit = 0; // frames a stack could hold (a stack this long was likely cut)
+
 	// Set by read() only, for the whole run (every batch).
 	sample_stats totals{};    // losses by cause, summed over CPUs
 	uint64_t taken = 0;       // every sample that passed the filters, as the kernel counted them
 	uint64_t stored = 0;      // sum of the counts read back
 	uint64_t truncated = 0;   // samples whose stack filled every frame slot (likely cut)
-	uint32_t depth_limit = 0; // frames a stack could hold
 	uint64_t drains = 0;      // times the maps were emptied into user space while sampling
 };
 
@@ -66,6 +67,14 @@ public:
 	// CPUs sampled, as attach() found them online.
 	const std::vector<int> &cpus() const { return cpus_; }
 
+	// The maps through which user space feeds the table unwinder; nothing (all -1) when
+	// stacks are walked by frame pointers.
+	struct UnwindMaps {
+		int processes = -1, objects = -1, rows = -1, wanted_processes = -1, wanted_objects = -1;
+		uint32_t row_capacity = 0, object_capacity = 0, process_capacity = 0;
+	};
+	UnwindMaps unwind_maps() const;
+
 private:
 	struct Impl;
 	std::unique_ptr<Impl> impl_;
@@ -88,3 +97,5 @@ std::vector<int> online_cpus();
 // Checks made before anything is loaded, each throwing RunError with what to do.
 void check_privileges();
 void check_kernel_support(const char *btf_path = "/sys/kernel/btf/vmlinux");
+// What the table unwinder needs that this kernel lacks, "" when nothing.
+std::string unwinder_support();

@@ -123,3 +123,16 @@ UniqueFd open_in_root(int root_dir, const std::string &path, bool no_symlinks)
 	long fd = syscall(SYS_openat2, root_dir, path.c_str() + first, &how, sizeof(how));
 	return UniqueFd(fd < 0 ? -1 : static_cast<int>(fd));
 }
+
+bool ours_and_private(int fd, struct stat &st)
+{
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 077);
+}
+
+UniqueFd open_private_dir(const std::string &dir)
+{
+	mkdir(dir.c_str(), 0700);
+	UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	struct stat st;
+	return ours_and_private(fd.get(), st) ? std::move(fd) : UniqueFd();
+}

@@ -1,6 +1,8 @@
 // syms/fd.h: owning types for file descriptors and read-only file mappings.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -71,6 +73,12 @@ bool read_all(int fd, std::string &out);
 size_t read_up_to(int fd, void *buffer, size_t size);
 // Writes all of data, through short writes and EINTR; false with errno set on failure.
 bool write_all(int fd, std::string_view data);
+
+// True when fd is ours and no one else can read it or write into it; st is its stat.
+bool ours_and_private(int fd, struct stat &st);
+// A directory of caches (created 0700 if missing), when it is a real directory of ours
+// that no one else can read or write: never reached through a symlink.
+UniqueFd open_private_dir(const std::string &dir);
 
 // Opens path (absolute or not) as if root_dir were "/": absolute symlinks and ".." stay
 // inside it, magic links (/proc/self/...) are refused, and with no_symlinks so is any

@@ -23,21 +23,6 @@ std::string trimmed(std::string text)
 	return text;
 }
 
-// True when fd is ours and no one else can read it or write into it; st is its stat.
-bool ours_and_private(int fd, struct stat &st)
-{
-	return fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 077);
-}
-
-// The cache directory, created if missing, when it is a real directory of ours and private.
-UniqueFd open_cache_dir(const std::string &dir)
-{
-	mkdir(dir.c_str(), 0700);
-	UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-	struct stat st;
-	return ours_and_private(fd.get(), st) ? std::move(fd) : UniqueFd();
-}
-
 // The cached text when the file is ours, private, and written for this identity.
 bool read_cache(int dir_fd, const std::string &identity, std::string &text)
 {
@@ -96,7 +81,7 @@ KernelSymbolSource load_kernel_symbols(const std::string &kallsyms_path, const s
 {
 	UniqueFd dir;
 	if (!cache_dir.empty() && !identity.empty())
-		dir = open_cache_dir(cache_dir);
+		dir = open_private_dir(cache_dir);
 	KernelSymbolSource source;
 	if (dir) {
 		std::string text;

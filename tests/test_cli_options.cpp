@@ -131,6 +131,19 @@ TEST_CASE("limits take positive sizes")
 	CHECK(error({"--perf-max-stack-depth", "5000"}).find("--perf-max-stack-depth") != std::string::npos);
 }
 
+TEST_CASE("--unwind picks how user stacks are walked; tables by default")
+{
+	CHECK(ok({}).unwind == UnwindMode::Auto);
+	CHECK(ok({"--unwind", "fp"}).unwind == UnwindMode::FramePointers);
+	CHECK(ok({"--unwind", "dwarf"}).unwind == UnwindMode::Tables);
+	CHECK(ok({"--unwind=auto"}).unwind == UnwindMode::Auto);
+	CHECK(ok({}).unwind_table_size == 2097152);
+	CHECK(ok({"--unwind-table-size", "65536"}).unwind_table_size == 65536);
+	CHECK(error({"--unwind", "lbr"}) == "invalid value 'lbr' for --unwind: expected auto, fp or dwarf");
+	CHECK(error({"--unwind-table-size", "10"}).find("1024 to 67108864") != std::string::npos);
+	CHECK(help_text().find("--unwind dwarf") != std::string::npos);
+}
+
 TEST_CASE("every bad value is named in the error")
 {
 	CHECK(error({"-f", "0"}) == "invalid value '0' for -f: expected samples per second, 1 to 1000000");

@@ -1,0 +1,218 @@
+// tests/test_unwind.cpp: whole user stacks without frame pointers: the real ./profile's
+// table unwinder on a workload built as Debian builds its packages, on Debian's own
+// python3, on JIT code, and the frame-pointer path it leaves as it was.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "tests/support.h"
+
+namespace {
+
+// The outermost frames a whole stack ends in: where CFI says the return address is
+// undefined (_start, clone3), or the C library's entry points below main and threads.
+bool reaches_root(const FoldedLine &line)
+{
+	static const std::set<std::string> roots = {"_start", "__libc_start_main", "__libc_start_call_main",
+						    "start_thread", "clone3", "clone", "__clone3"};
+	return line.frames.size() > 1 && roots.count(line.frames[1]);
+}
+
+struct RootShare {
+	uint64_t samples = 0, whole = 0;
+	double share() const { return samples ? double(whole) / double(samples) : 0; }
+};
+
+RootShare root_share(const std::vector<FoldedLine> &lines, const std::string &comm)
+{
+	RootShare s;
+	for (const FoldedLine &l : lines)
+		if (l.frames[0] == comm) {
+			s.samples += l.count;
+			s.whole += reaches_root(l) ? l.count : 0;
+		}
+	return s;
+}
+
+// The samples of lines with a frame named `callee` (by prefix) whose caller, the frame
+// before it, is `caller`; and all samples with `callee`.
+std::pair<uint64_t, uint64_t> called_from(const std::vector<FoldedLine> &lines, const std::string &callee,
+					  const std::string &caller)
+{
+	uint64_t under = 0, all = 0;
+	for (const FoldedLine &l : lines)
+		for (size_t i = 2; i < l.frames.size(); i++)
+			if (l.frames[i].starts_with(callee)) {
+				all += l.count;
+				under += l.frames[i - 1] == caller ? l.count : 0;
+				break;
+			}
+	return {under, all};
+}
+
+std::string worst_lines(const std::vector<FoldedLine> &lines)
+{
+	std::string text;
+	size_t n = 0;
+	for (const FoldedLine &l : lines)
+		if (!reaches_root(l) && n++ < 10) {
+			for (const std::string &f : l.frames)
+				text += f + ";";
+			text += " " + std::to_string(l.count) + "\n";
+		}
+	return text;
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("--unwind auto: a program built without frame pointers is unwound to its root through qsort and bsearch")
+{
+	require_root();
+	Background nofp({workload("nofp"), "7"});
+	auto r = profile({"-p", std::to_string(nofp.pid()), "-U", "-f", "499", "--folded", "4"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	INFO("stderr:\n" << r.err << "stacks not reaching the root:\n" << worst_lines(lines));
+	RootShare root = root_share(lines, "nofp");
+	REQUIRE(root.samples > 500);
+	CHECK(root.share() >= 0.95);
+
+	// strcmp under the comparator, the comparator under glibc's sort and search, and the
+	// program's own callers below them: no frame skipped, none invented.
+	auto [strcmp_under, strcmp_all] = called_from(lines, "__strcmp", "compare_names");
+	CHECK(strcmp_all > 50);
+	CHECK(strcmp_under * 100 >= strcmp_all * 95);
+	uint64_t comparator = 0, comparator_whole = 0;
+	for (const FoldedLine &l : lines) {
+		auto at = std::find(l.frames.begin(), l.frames.end(), std::string("compare_names"));
+		if (at == l.frames.end())
+			continue;
+		comparator += l.count;
+		const bool sort = std::find(l.frames.begin(), at, std::string("sort_names")) != at;
+		const bool search = std::find(l.frames.begin(), at, std::string("find_names")) != at;
+		// qsort's merge sort calls the comparator; bsearch is inlined into find_names.
+		const bool by_libc = at[-1].starts_with("msort") || at[-1].starts_with("qsort") || at[-1] == "find_names";
+		if ((sort || search) && by_libc && std::find(l.frames.begin(), at, std::string("main")) != at &&
+		    std::find(l.frames.begin(), at, std::string("nested")) != at)
+			comparator_whole += l.count;
+	}
+	CHECK(comparator > 50);
+	CHECK(comparator_whole * 100 >= comparator * 95);
+	CHECK(contains(r.err, "% from unwind tables"));
+}
+
+TEST_CASE("--unwind fp: the frame-pointer path loses the callers of code built without frame pointers")
+{
+	require_root();
+	Background nofp({workload("nofp"), "5"});
+	auto r = profile({"--unwind", "fp", "-p", std::to_string(nofp.pid()), "-U", "-f", "499", "--folded", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	RootShare root = root_share(lines, "nofp");
+	REQUIRE(root.samples > 200);
+	// What the tables are for: a frame-pointer walk reaches the root in few samples.
+	CHECK(root.share() < 0.5);
+	CHECK(!contains(r.err, "unwind tables"));
+}
+
+TEST_CASE("--unwind dwarf: tables only; Debian's python3 is unwound to its root")
+{
+	require_root();
+	const std::string python = "/usr/bin/python3";
+	if (access(python.c_str(), X_OK) != 0) {
+		// CI installs python3 (scripts/install-deps.sh): a skip there is a failure.
+		REQUIRE_MESSAGE(!getenv("CI"), python << " is missing");
+		MESSAGE("skipped: no " << python);
+		return;
+	}
+	Background py({python, "-c",
+		       "import sys\n"
+		       "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+		       "print('ready', flush=True)\n"
+		       "while True:\n    fib(22)\n"});
+	CHECK(py.read_line() == "ready");
+	for (const char *mode : {"auto", "dwarf"}) {
+		CAPTURE(mode);
+		auto r = profile({"--unwind", mode, "-p", std::to_string(py.pid()), "-U", "-f", "499", "--folded", "3"});
+		REQUIRE_MESSAGE(r.status == 0, r.err);
+		auto lines = parse_folded(r.out);
+		INFO("stderr:\n" << r.err << "stacks not reaching the root:\n" << worst_lines(lines));
+		RootShare root = root_share(lines, "python3");
+		REQUIRE(root.samples > 300);
+		CHECK(root.share() >= 0.95);
+		// The interpreter's own frames between main and the evaluation loop.
+		CHECK(samples_with(lines, "Py_RunMain") * 100 >= root.samples * 90);
+	}
+}
+
+TEST_CASE("--unwind auto: JIT code in anonymous memory and frame-pointer programs stay whole")
+{
+	require_root();
+	Background jit({workload("jit"), "5"});
+	Background split({workload("split"), "5"});
+	const std::string perf_map = "/tmp/perf-" + std::to_string(jit.pid()) + ".map";
+	struct Remove {
+		std::string path;
+		~Remove() { std::filesystem::remove(path); }
+	} remove{perf_map};
+	auto r = profile({"-p", std::to_string(jit.pid()) + "," + std::to_string(split.pid()), "-U", "-f", "499",
+			  "--folded", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	INFO("stderr:\n" << r.err << "\nstdout:\n" << r.out);
+	// The JIT frame has no table: one frame-pointer step takes the walk back to main, and
+	// the tables to the root.
+	auto [jit_under_main, jit_all] = called_from(lines, "jit_spin_loop", "main");
+	CHECK(jit_all > 100);
+	CHECK(jit_under_main * 100 >= jit_all * 98);
+	CHECK(root_share(lines, "jit").share() >= 0.95);
+	CHECK(root_share(lines, "split").share() >= 0.95);
+	CHECK(contains(r.err, "through code without tables"));
+}
+
+TEST_CASE("--unwind dwarf: a stack that meets code without a table ends in [truncated]")
+{
+	require_root();
+	Background jit({workload("jit"), "4"});
+	const std::string perf_map = "/tmp/perf-" + std::to_string(jit.pid()) + ".map";
+	struct Remove {
+		std::string path;
+		~Remove() { std::filesystem::remove(path); }
+	} remove{perf_map};
+	auto r = profile({"--unwind", "dwarf", "-p", std::to_string(jit.pid()), "-U", "-f", "499", "--folded", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	INFO("stdout:\n" << r.out);
+	uint64_t jitted = 0, truncated = 0;
+	for (const FoldedLine &l : lines)
+		if (l.frames.back() == "jit_spin_loop") {
+			jitted += l.count;
+			truncated += l.frames.size() == 3 && l.frames[1] == "[truncated]" ? l.count : 0;
+		}
+	CHECK(jitted > 100);
+	CHECK(truncated == jitted);
+	CHECK(contains(r.err, "cut short"));
+}
+
+TEST_CASE("a 10 s system-wide run at 999 Hz with two workloads loses nothing")
+{
+	require_root();
+	Background nofp({workload("nofp"), "13"});
+	Background split({workload("split"), "13"});
+	auto r = profile({"-f", "999", "--folded", "10"}, 60);
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	INFO("stderr:\n" << r.err);
+	CHECK(!contains(r.err, " lost"));
+	CHECK(!contains(r.err, "did not fit"));
+	auto lines = parse_folded(r.out);
+	CHECK(total(lines) > 15000);
+	CHECK(root_share(lines, "nofp").share() >= 0.95);
+}
+
+} // TEST_SUITE
