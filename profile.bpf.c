@@ -157,14 +157,15 @@ struct frames {
 };
 
 /* Stacks by content -> the id the counts key names them by. A stack is stored once and
- * two stacks never share a slot: nothing is lost to collisions, only to a full map. */
+ * two stacks never share a slot: nothing is lost to collisions, only to a full map.
+ * Preallocated: entries of a kilobyte come from an allocator that keeps only a few per
+ * CPU between refills, and a burst of new stacks in one interrupt found it empty. */
 #define STORE(name)                                                           \
 	struct {                                                              \
 		__uint(type, BPF_MAP_TYPE_HASH);                              \
 		__uint(key_size, sizeof(struct frames));                      \
 		__uint(value_size, sizeof(__u32));                            \
 		__uint(max_entries, 16384);                                   \
-		__uint(map_flags, BPF_F_NO_PREALLOC);                         \
 	} name SEC(".maps")
 STORE(store0);
 STORE(store1);
@@ -181,7 +182,11 @@ struct {
 	__uint(max_entries, 2);
 } scratch SEC(".maps");
 
-/* What user space told the walk: processes' executable mappings, objects, table rows. */
+/* What user space told the walk: processes' executable mappings, objects, table rows.
+ * The walk finds a pc's mapping in a copy user space keeps from the side band, not with
+ * bpf_find_vma: that helper takes the mmap lock and, in the timer's interrupt, leaves its
+ * release to an irq_work that can be queued once per interrupt, so a second call in the
+ * same sample fails with -EBUSY. One lookup per frame needs the copy. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);

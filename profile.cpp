@@ -72,9 +72,9 @@ private:
 
 // Blocks until the duration has passed, SIGINT/SIGTERM arrives (both were blocked
 // before attaching, so a signal sent at any moment is seen here) or, with watch_stdout,
-// the reader of stdout goes away; calling `tick` about every 100 ms meanwhile.
+// the reader of stdout goes away; calling `tick` about every tick_ns meanwhile.
 template <typename Tick>
-void wait_for_end(const Options &options, const sigset_t &stop_signals, bool watch_stdout, Tick tick)
+void wait_for_end(const Options &options, const sigset_t &stop_signals, bool watch_stdout, int64_t tick_ns, Tick tick)
 {
 	const int64_t start = clock_ns(CLOCK_MONOTONIC);
 	while (true) {
@@ -84,7 +84,7 @@ void wait_for_end(const Options &options, const sigset_t &stop_signals, bool wat
 			if (left <= 0)
 				return;
 		}
-		int64_t slice = std::min<int64_t>(left, 100000000);
+		int64_t slice = std::min<int64_t>(left, tick_ns);
 		timespec timeout{time_t(slice / 1000000000), long(slice % 1000000000)};
 		if (sigtimedwait(&stop_signals, nullptr, &timeout) > 0)
 			return;
@@ -95,12 +95,9 @@ void wait_for_end(const Options &options, const sigset_t &stop_signals, bool wat
 }
 
 // The account CLI.md asks for: the last stderr line when anything was lost.
-void report_losses(const RawProfile &raw, const Options &options, const Unwinder::Stats &tables)
+void report_losses(const RawProfile &raw, const Options &options)
 {
-	if (tables.no_room)
-		fprintf(stderr, "profile: %u unwind tables (%" PRIu64 " rows) did not fit in the kernel: their code was "
-				"walked by frame pointers (raise --unwind-table-size, now %u)\n",
-			tables.no_room, tables.no_room_rows, options.unwind_table_size);
+
 	if (raw.truncated)
 		fprintf(stderr, "profile: %" PRIu64 " samples have stacks cut at %u frames "
 				"(raise --perf-max-stack-depth)\n", raw.truncated, raw.depth_limit);
@@ -161,6 +158,10 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 	}
 	line += ")";
 	fprintf(stderr, "%s\n", line.c_str());
+	if (tables.no_room)
+		fprintf(stderr, "profile: %u unwind tables (%" PRIu64 " rows) did not fit in the kernel: their code was "
+				"walked by frame pointers (raise --unwind-table-size, now %u)\n",
+			tables.no_room, tables.no_room_rows, tables.row_capacity);
 }
 
 // Values the parser cannot judge alone: they depend on this machine. "" when all is well.
@@ -274,7 +275,9 @@ int run(const Options &options)
 		std::cout << header_line(options) << std::endl;
 	else
 		fprintf(stderr, "%s\n", header_line(options).c_str());
-	wait_for_end(options, stop_signals, to_stdout, follow_processes);
+	// The table unwinder waits for user space to send a new process's mappings and its
+	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps.
+	wait_for_end(options, stop_signals, to_stdout, unwinder ? 20000000 : 100000000, follow_processes);
 	sampler.detach();
 	const int64_t end = clock_ns(CLOCK_MONOTONIC);
 	Unwinder::Stats tables;
@@ -301,6 +304,9 @@ int run(const Options &options)
 	profile.start_time_ns = start_real;
 	profile.kernel_stacks = options.kernel_stacks;
 	profile.user_stacks = options.user_stacks;
+
+	if (unwinder)
+		report_unwinding(raw, tables);
 
 	// A report that cannot be written is said in one line, and the account of losses
 	// still ends stderr.
@@ -353,9 +359,7 @@ int run(const Options &options)
 				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
 				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
 	}
-	if (unwinder)
-		report_unwinding(raw, tables);
-	report_losses(raw, options, tables);
+	report_losses(raw, options);
 	return status;
 }
 

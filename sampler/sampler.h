@@ -53,7 +53,7 @@ public:
 	void attach();
 	// Closes every perf event; the maps stay readable.
 	void detach();
-	// Called about every 100 ms while sampling: when the maps fill, or samples are being
+	// Called every 20 to 100 ms while sampling: when the maps fill, or samples are being
 	// lost to them, flips the program to the other set of maps and returns this one's
 	// counts and stacks, emptying it. Nothing when it is not time yet.
 	std::optional<RawProfile> tick();

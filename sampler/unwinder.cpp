@@ -4,6 +4,7 @@
 
 #include <bpf/bpf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cinttypes>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -54,7 +56,8 @@ FileKey file_key(const MapEntry &m)
 struct Job {
 	uint32_t object;
 	UniqueFd fd;
-	std::string path; // as mapped: where its separate debug file is looked for
+	std::string path;  // as mapped: where its separate debug file is looked for
+	uint64_t size = 0; // of the file: small ones first
 };
 
 struct Built {
@@ -91,6 +94,7 @@ Built build(Job &job, const std::string &cache_dir, int host_root)
 struct Unwinder::Impl {
 	Sampler::UnwindMaps maps;
 	std::string cache_dir;
+	const bool debug = getenv("PROFILE_DEBUG") != nullptr;
 	UniqueFd host_root;
 
 	struct Object {
@@ -203,7 +207,9 @@ void Unwinder::Impl::ask(uint32_t object)
 	std::lock_guard<std::mutex> guard(lock);
 	if (!first_asked_ms)
 		first_asked_ms = monotonic_ms();
-	jobs.push_back({object, std::move(fd), o.mapping.path});
+	struct stat st;
+	const uint64_t size = fstat(fd.get(), &st) == 0 ? uint64_t(st.st_size) : 0;
+	jobs.push_back({object, std::move(fd), o.mapping.path, size});
 	building++;
 	work.notify_one();
 }
@@ -255,10 +261,19 @@ void Unwinder::Impl::build_loop()
 			work.wait(guard, [&] { return stopping || !jobs.empty(); });
 			if (stopping)
 				break;
-			job = std::move(jobs.front());
-			jobs.pop_front();
+			// The smallest file first: a compiler's table takes a second or two the first
+			// time, and the libraries a new process runs in should not wait behind it.
+			auto smallest = std::min_element(jobs.begin(), jobs.end(),
+							 [](const Job &a, const Job &b) { return a.size < b.size; });
+			job = std::move(*smallest);
+			jobs.erase(smallest);
 		}
+		const double cpu_before = thread_cpu_ms();
 		Built built = build(job, cache_dir, host_root.get());
+		if (debug)
+			fprintf(stderr, "profile: unwind table of %s: %zu rows%s, %.1f ms of CPU\n", job.path.c_str(),
+				built.table ? built.table->rows.size() : 0, built.from_cache ? " from the cache" : "",
+				thread_cpu_ms() - cpu_before);
 		std::lock_guard<std::mutex> guard(lock);
 		done.push_back(std::move(built));
 		last_built_ms = monotonic_ms();

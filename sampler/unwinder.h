@@ -24,7 +24,7 @@ public:
 	// they map, asked for now rather than at their first sample.
 	void prepare(const ProcessHistory &history, const std::vector<uint32_t> &pids);
 
-	// About every 100 ms, once the side band's records are in the history: answers the
+	// Every 20 ms or so, once the side band's records are in the history: answers the
 	// processes and objects the walk asked about, sends again the mappings of processes
 	// that mapped or exec'd since, forgets those that exited, and loads the tables built.
 	void tick(const ProcessHistory &history);

@@ -286,7 +286,7 @@ struct PipedRun : PipedProcess {
 
 // Closes the reader's end of the run's stdout and waits: the run ends with status 0, and
 // every stderr line is one a quiet run may print: the header (where it goes to stderr),
-// the account of losses, the note on stacks cut short.
+// the account of losses, the note on stacks cut short, how user stacks were walked.
 void check_quiet_end(PipedRun &run, bool header_on_stderr)
 {
 	run.close_out();
@@ -297,7 +297,7 @@ void check_quiet_end(PipedRun &run, bool header_on_stderr)
 	check_clean_stderr(err);
 	for (const std::string &line : split_lines(err))
 		CHECK_MESSAGE(((header_on_stderr && line.starts_with("Sampling at")) || contains(line, " lost: ") ||
-			       contains(line, "stacks cut at")),
+			       contains(line, "stacks cut at") || line.starts_with("profile: user stacks: ")),
 			      "unexpected stderr line: " << line);
 }
 
