@@ -211,20 +211,13 @@ struct {
 } unwind_rows SEC(".maps");
 
 /* Asked of user space, once each until it answers: processes sampled whose mappings the
- * walk does not have, and objects met whose table is not built. Keys only. */
+ * walk does not have. User space then builds the tables of every object they map. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
 	__type(value, __u8);
 	__uint(max_entries, 4096);
 } wanted_processes SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 4096);
-} wanted_objects SEC(".maps");
 
 /* Stores frames[] (zeros past n, the key size) and sets *id to its id; false, after
  * counting the cause, when the store is full. */
@@ -416,13 +409,6 @@ static long walk_step(__u32 index, struct walk *w)
 	obj = bpf_map_lookup_elem(&unwind_objects, &w->object);
 	if (!obj)
 		goto no_rule;
-	if (obj->state == UNWIND_OBJECT_UNBUILT) {
-		__u8 one = 1;
-
-		bpf_map_update_elem(&wanted_objects, &w->object, &one, BPF_NOEXIST);
-		w->fp_pending = true;
-		goto fp;
-	}
 	if (obj->state == UNWIND_OBJECT_BUILDING) {
 		w->fp_pending = true;
 		goto fp;

@@ -84,11 +84,10 @@ struct unwind_row {
 /* An object (a file mapped executable) as the table walk sees it, by an id user space
  * gives it; its rows are unwind_rows[first_row, first_row + row_count). */
 enum unwind_object_state {
-	UNWIND_OBJECT_UNBUILT = 0,  /* no table yet: the walk asks for one (unwind_wanted) */
+	UNWIND_OBJECT_BUILDING = 0, /* being built (or not yet asked for) */
 	UNWIND_OBJECT_READY = 1,    /* the rows are in place */
 	UNWIND_OBJECT_NO_TABLE = 2, /* no CFI in the file, or it could not be read */
 	UNWIND_OBJECT_NO_ROOM = 3,  /* the table did not fit in --unwind-table-size */
-	UNWIND_OBJECT_BUILDING = 4, /* asked for, being built */
 };
 struct unwind_object {
 	__u32 first_row;

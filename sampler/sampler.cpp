@@ -105,7 +105,7 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 	bpf_map__set_max_entries(skel->maps.unwind_rows, unwinding ? options.unwind_table_size : 1);
 	if (!unwinding)
 		for (bpf_map *map : {skel->maps.unwind_processes, skel->maps.unwind_objects,
-				     skel->maps.wanted_processes, skel->maps.wanted_objects})
+				     skel->maps.wanted_processes})
 			bpf_map__set_max_entries(map, 1);
 	bpf_program__set_autoload(skel->progs.do_sample, !unwinding);
 	bpf_program__set_autoload(skel->progs.do_sample_unwind, unwinding);
@@ -615,7 +615,6 @@ Sampler::UnwindMaps Sampler::unwind_maps() const
 	maps.objects = bpf_map__fd(skel.maps.unwind_objects);
 	maps.rows = bpf_map__fd(skel.maps.unwind_rows);
 	maps.wanted_processes = bpf_map__fd(skel.maps.wanted_processes);
-	maps.wanted_objects = bpf_map__fd(skel.maps.wanted_objects);
 	maps.row_capacity = bpf_map__max_entries(skel.maps.unwind_rows);
 	maps.object_capacity = bpf_map__max_entries(skel.maps.unwind_objects);
 	maps.process_capacity = bpf_map__max_entries(skel.maps.unwind_processes);

@@ -70,7 +70,7 @@ public:
 	// The maps through which user space feeds the table unwinder; nothing (all -1) when
 	// stacks are walked by frame pointers.
 	struct UnwindMaps {
-		int processes = -1, objects = -1, rows = -1, wanted_processes = -1, wanted_objects = -1;
+		int processes = -1, objects = -1, rows = -1, wanted_processes = -1;
 		uint32_t row_capacity = 0, object_capacity = 0, process_capacity = 0;
 	};
 	UnwindMaps unwind_maps() const;

@@ -100,7 +100,7 @@ struct Unwinder::Impl {
 	struct Object {
 		MapEntry mapping; // a mapping of it: path, device and inode
 		uint32_t pid = 0; // the last process seen mapping it (its map_files open it)
-		uint32_t state = UNWIND_OBJECT_UNBUILT;
+		uint32_t state = UNWIND_OBJECT_BUILDING;
 		bool asked = false;
 	};
 	std::vector<Object> objects{Object{}}; // [0]: none
@@ -140,7 +140,7 @@ uint32_t Unwinder::Impl::object_of(uint32_t pid, const MapEntry &m)
 	auto [it, inserted] = object_ids.try_emplace(file_key(m), uint32_t(objects.size()));
 	if (inserted) {
 		objects.push_back({m, pid});
-		set_state(it->second, UNWIND_OBJECT_UNBUILT);
+		set_state(it->second, UNWIND_OBJECT_BUILDING);
 	} else {
 		objects[it->second].pid = pid;
 		objects[it->second].mapping = m;
@@ -164,6 +164,10 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image)
 			out.end = m.end;
 			out.offset = uint32_t(m.offset);
 			out.object = m.offset > UINT32_MAX ? 0 : object_of(pid, m);
+			// A sampled process will run code of most objects it maps: their tables are
+			// asked for now rather than each at its first sample, a round trip later.
+			if (out.object)
+				ask(out.object);
 		}
 		sent[pid] = image->maps;
 	}
@@ -322,9 +326,6 @@ void Unwinder::prepare(const ProcessHistory &history, const std::vector<uint32_t
 		if (!image)
 			continue;
 		d.send_process(pid, image);
-		for (const MapEntry &m : *image->maps)
-			if (uint32_t object = m.executable() ? d.object_of(pid, m) : 0)
-				d.ask(object);
 	}
 	// The processes are there already: their first samples are whole if their tables are
 	// in before sampling starts. A table that takes longer (seconds, for a compiler's
@@ -369,19 +370,6 @@ void Unwinder::tick(const ProcessHistory &history)
 	}
 	for (uint32_t done : answered)
 		bpf_map_delete_elem(d.maps.wanted_processes, &done);
-
-	// Objects the walk met without a table.
-	uint32_t object;
-	std::vector<uint32_t> wanted;
-	for (void *prev = nullptr; bpf_map_get_next_key(d.maps.wanted_objects, prev, &next) == 0; prev = &object) {
-		object = next;
-		wanted.push_back(object);
-	}
-	for (uint32_t id : wanted) {
-		bpf_map_delete_elem(d.maps.wanted_objects, &id);
-		if (id > 0 && id < d.objects.size())
-			d.ask(id);
-	}
 
 	d.load_built();
 }
