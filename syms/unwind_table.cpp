@@ -1,0 +1,619 @@
+// syms/unwind_table.cpp: an object's unwind table, compiled from its call frame information with libdw.
+#include "syms/unwind_table.h"
+
+#include <dwarf.h>
+#include <elf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
+#include "syms/elf.h"
+#include "syms/fd.h"
+
+namespace {
+
+// Bounds that hold whatever the input: real objects stay far below them (cc1plus, the
+// largest on a Debian system, has 49,000 FDEs, 6,678 rows in its longest).
+constexpr size_t kMaxFdes = 4u << 20;
+constexpr size_t kMaxRowsPerFde = 1u << 16;
+// libdw plays an FDE's program from its start for every row asked of it, so a row costs
+// about the bytes of its FDE, and hostile CFI (one FDE of a million rows) would take hours.
+// An object may have libdw play kBytesPlayedPerByte times its CFI's size, plus a little:
+// real code plays about 100 (cc1plus: 258 MB for 2.6 MB of .eh_frame, in 0.3 s).
+constexpr uint64_t kBytesPlayedPerByte = 256;
+constexpr uint64_t kBytesPlayedAnyway = 64ull << 20;
+// Real objects have a handful of PT_LOAD segments; each row is matched against all of them.
+constexpr size_t kMaxLoadSegments = 64;
+// No DWARF is decompressed past this (libelf allocates what the header claims).
+constexpr uint64_t kMaxDecompressed = 1ull << 30;
+
+constexpr int kRegRbp = 6;
+constexpr int kRegRsp = 7;
+constexpr int kRegRip = 16; // the return address column
+
+struct ElfEnd {
+	void operator()(Elf *elf) const { elf_end(elf); }
+};
+struct DwarfEnd {
+	void operator()(Dwarf *dwarf) const { dwarf_end(dwarf); }
+};
+struct CfiEnd {
+	void operator()(Dwarf_CFI *cfi) const { dwarf_cfi_end(cfi); }
+};
+struct FrameFree {
+	void operator()(Dwarf_Frame *frame) const { std::free(frame); }
+};
+using ElfHandle = std::unique_ptr<Elf, ElfEnd>;
+using DwarfHandle = std::unique_ptr<Dwarf, DwarfEnd>;
+using CfiHandle = std::unique_ptr<Dwarf_CFI, CfiEnd>;
+using FrameHandle = std::unique_ptr<Dwarf_Frame, FrameFree>;
+
+// An ELF64 x86-64 object over bytes the caller keeps alive. elf_memory reads with
+// ELF_C_READ_MMAP, which never writes into the image: a read-only mapping is safe to give it.
+ElfHandle open_elf(std::span<const uint8_t> bytes)
+{
+	static const bool libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
+	if (!libelf_ready || bytes.size() < sizeof(Elf64_Ehdr))
+		return {};
+	ElfHandle elf(elf_memory(const_cast<char *>(reinterpret_cast<const char *>(bytes.data())), bytes.size()));
+	GElf_Ehdr header;
+	if (!elf || elf_kind(elf.get()) != ELF_K_ELF || gelf_getclass(elf.get()) != ELFCLASS64 ||
+	    !gelf_getehdr(elf.get(), &header) || header.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    header.e_machine != EM_X86_64)
+		return {};
+	return elf;
+}
+
+// The section of that name with contents in the file (not NOBITS, as in a debug file).
+Elf_Scn *section_named(Elf *elf, const char *wanted, GElf_Shdr &header)
+{
+	size_t names;
+	if (elf_getshdrstrndx(elf, &names) != 0)
+		return nullptr;
+	for (Elf_Scn *section = nullptr; (section = elf_nextscn(elf, section));) {
+		if (!gelf_getshdr(section, &header) || header.sh_type == SHT_NOBITS)
+			continue;
+		const char *name = elf_strptr(elf, names, header.sh_name);
+		if (name && std::strcmp(name, wanted) == 0)
+			return section;
+	}
+	return nullptr;
+}
+
+// dwarf_begin_elf decompresses every debug section whole, into the size its header
+// claims: a few hostile bytes could ask for terabytes. True when each claim is no more
+// than zlib can make of the bytes there (about 1032:1) and all fit kMaxDecompressed.
+bool decompression_bounded(Elf *elf)
+{
+	uint64_t total = 0;
+	for (Elf_Scn *section = nullptr; (section = elf_nextscn(elf, section));) {
+		GElf_Shdr header;
+		if (!gelf_getshdr(section, &header) || !(header.sh_flags & SHF_COMPRESSED) ||
+		    header.sh_type == SHT_NOBITS)
+			continue;
+		GElf_Chdr compressed;
+		if (!gelf_getchdr(section, &compressed))
+			continue; // libelf will not decompress it either
+		if (compressed.ch_size / 1100 > header.sh_size)
+			return false;
+		total += compressed.ch_size;
+		if (total > kMaxDecompressed)
+			return false;
+	}
+	return true;
+}
+
+// A PT_LOAD segment's file bytes: [address, end) in memory is [offset, ...) in the file.
+struct Load {
+	uint64_t address, end, offset;
+};
+
+std::vector<Load> load_segments(Elf *elf)
+{
+	std::vector<Load> loads;
+	size_t count;
+	if (elf_getphdrnum(elf, &count) != 0)
+		return loads;
+	for (size_t i = 0; i < count && loads.size() < kMaxLoadSegments; i++) {
+		GElf_Phdr segment;
+		uint64_t end, file_end;
+		if (!gelf_getphdr(elf, int(i), &segment) || segment.p_type != PT_LOAD || segment.p_filesz == 0 ||
+		    __builtin_add_overflow(segment.p_vaddr, segment.p_filesz, &end) ||
+		    __builtin_add_overflow(segment.p_offset, segment.p_filesz, &file_end))
+			continue;
+		loads.push_back({segment.p_vaddr, end, segment.p_offset});
+	}
+	return loads;
+}
+
+// Adds the rule over [start, end) (ELF virtual addresses) as spans of file offsets: the
+// parts in no segment's file bytes are dropped.
+void add_in_file(const std::vector<Load> &loads, uint64_t start, uint64_t end, const unwind_row &rule,
+		 std::vector<UnwindSpan> &spans)
+{
+	for (const Load &load : loads) {
+		const uint64_t from = std::max(start, load.address), to = std::min(end, load.end);
+		if (from < to)
+			spans.push_back({from - load.address + load.offset, to - load.address + load.offset, rule});
+	}
+}
+
+// --- FDEs: where each one is ----------------------------------------------------------------
+
+// A value in the DW_EH_PE format of encoding's low bits, read from [p, end) (little-endian).
+bool read_encoded(const uint8_t *&p, const uint8_t *end, uint8_t encoding, uint64_t &value)
+{
+	auto fixed = [&](size_t size, bool is_signed) {
+		if (size_t(end - p) < size)
+			return false;
+		value = 0;
+		std::memcpy(&value, p, size);
+		if (is_signed && size < 8 && (value >> (size * 8 - 1)) & 1)
+			value |= ~uint64_t(0) << (size * 8);
+		p += size;
+		return true;
+	};
+	auto leb = [&](bool is_signed) {
+		value = 0;
+		for (unsigned shift = 0; p < end; shift += 7) {
+			const uint8_t byte = *p++;
+			if (shift < 64)
+				value |= uint64_t(byte & 0x7f) << shift;
+			if (!(byte & 0x80)) {
+				if (is_signed && shift + 7 < 64 && (byte & 0x40))
+					value |= ~uint64_t(0) << (shift + 7);
+				return true;
+			}
+		}
+		return false;
+	};
+	switch (encoding & 0x0f) {
+	case DW_EH_PE_absptr:
+		return fixed(8, false);
+	case DW_EH_PE_udata2:
+		return fixed(2, false);
+	case DW_EH_PE_udata4:
+		return fixed(4, false);
+	case DW_EH_PE_udata8:
+		return fixed(8, false);
+	case DW_EH_PE_sdata2:
+		return fixed(2, true);
+	case DW_EH_PE_sdata4:
+		return fixed(4, true);
+	case DW_EH_PE_sdata8:
+		return fixed(8, true);
+	case DW_EH_PE_uleb128:
+		return leb(false);
+	case DW_EH_PE_sleb128:
+		return leb(true);
+	default:
+		return false;
+	}
+}
+
+// How the CIE's FDEs encode their addresses: its 'R' augmentation, absptr without one.
+// Nothing for an augmentation that cannot be read past (not "z...", or one we do not know).
+std::optional<uint8_t> fde_encoding(const Dwarf_CIE &cie)
+{
+	const char *augmentation = cie.augmentation;
+	if (!augmentation || !*augmentation)
+		return DW_EH_PE_absptr;
+	if (augmentation[0] != 'z' || (!cie.augmentation_data && cie.augmentation_data_size))
+		return std::nullopt;
+	const uint8_t *p = cie.augmentation_data, *end = p + cie.augmentation_data_size;
+	for (const char *c = augmentation + 1; *c; c++) {
+		switch (*c) {
+		case 'R':
+			if (p >= end)
+				return std::nullopt;
+			return *p;
+		case 'L': // the LSDA pointer's encoding
+			if (p >= end)
+				return std::nullopt;
+			p++;
+			break;
+		case 'P': { // the personality routine: its encoding, then the pointer
+			uint64_t ignored;
+			if (p >= end)
+				return std::nullopt;
+			const uint8_t encoding = *p++;
+			if (encoding != DW_EH_PE_omit && !read_encoded(p, end, encoding, ignored))
+				return std::nullopt;
+			break;
+		}
+		case 'S': // a signal frame
+		case 'B': // AArch64 pointer authentication, no data
+			break;
+		default:
+			return std::nullopt;
+		}
+	}
+	return DW_EH_PE_absptr;
+}
+
+struct Fde {
+	uint64_t start, end; // ELF virtual addresses
+	uint64_t size;       // of its entry: what libdw plays for each of its rows
+};
+
+// An FDE's [initial_location, + address_range), read as libdw reads it: a pc-relative
+// location counts from the field's own address; the text- and data-relative bases of
+// dwarf_getcfi_elf are 0.
+std::optional<Fde> read_fde(const Dwarf_FDE &fde, uint8_t encoding, uint64_t field_address)
+{
+	if (encoding == DW_EH_PE_omit || (encoding & DW_EH_PE_indirect))
+		return std::nullopt;
+	const uint8_t *p = fde.start;
+	uint64_t start, range, end;
+	if (!read_encoded(p, fde.end, encoding, start) || !read_encoded(p, fde.end, encoding & 0x0f, range))
+		return std::nullopt;
+	switch (encoding & 0x70) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_textrel:
+	case DW_EH_PE_datarel:
+		break;
+	case DW_EH_PE_pcrel:
+		start += field_address;
+		break;
+	default:
+		return std::nullopt;
+	}
+	if (range == 0 || __builtin_add_overflow(start, range, &end))
+		return std::nullopt;
+	return Fde{start, end, uint64_t(fde.end - fde.start)};
+}
+
+// Every FDE of a CFI section (its bytes in data, loaded at section_address), in order.
+std::vector<Fde> list_fdes(Elf *elf, Elf_Data *data, bool eh_frame, uint64_t section_address)
+{
+	std::vector<Fde> fdes;
+	const unsigned char *ident = reinterpret_cast<const unsigned char *>(elf_getident(elf, nullptr));
+	if (!ident || !data || !data->d_buf || data->d_size == 0)
+		return fdes;
+	// A CIE is read once, where its first FDE points to it.
+	std::unordered_map<Dwarf_Off, std::optional<uint8_t>> encodings;
+	auto encoding_of = [&](Dwarf_Off cie_offset) {
+		auto [known, fresh] = encodings.try_emplace(cie_offset);
+		if (fresh) {
+			Dwarf_CFI_Entry entry;
+			Dwarf_Off next;
+			if (dwarf_next_cfi(ident, data, eh_frame, cie_offset, &next, &entry) == 0 &&
+			    dwarf_cfi_cie_p(&entry))
+				known->second = fde_encoding(entry.cie);
+		}
+		return known->second;
+	};
+	const uint8_t *bytes = static_cast<const uint8_t *>(data->d_buf);
+	for (Dwarf_Off offset = 0, next = 0; fdes.size() < kMaxFdes; offset = next) {
+		Dwarf_CFI_Entry entry;
+		if (dwarf_next_cfi(ident, data, eh_frame, offset, &next, &entry) != 0 || next <= offset)
+			break;
+		if (dwarf_cfi_cie_p(&entry))
+			continue;
+		const std::optional<uint8_t> encoding = encoding_of(entry.fde.CIE_pointer);
+		if (!encoding)
+			continue;
+		if (auto fde = read_fde(entry.fde, *encoding, section_address + uint64_t(entry.fde.start - bytes)))
+			fdes.push_back(*fde);
+	}
+	return fdes;
+}
+
+// --- rows: what each one says -----------------------------------------------------------------
+
+bool fits_s32(int64_t value)
+{
+	return value >= std::numeric_limits<int32_t>::min() && value <= std::numeric_limits<int32_t>::max();
+}
+
+// CFA = rsp + 8 (+ 8 past the stub's push): what GCC and binutils write for .plt and
+// .plt.sec, `DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_lit11 (or
+// lit10); DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus`. The 11 or 10, else 0.
+int plt_threshold(const Dwarf_Op *ops, size_t count)
+{
+	if (count != 9 || ops[0].atom != DW_OP_breg7 || ops[0].number != 8 || ops[1].atom != DW_OP_breg16 ||
+	    ops[1].number != 0 || ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and ||
+	    (ops[4].atom != DW_OP_lit11 && ops[4].atom != DW_OP_lit10) || ops[5].atom != DW_OP_ge ||
+	    ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
+		return 0;
+	return ops[4].atom - DW_OP_lit0;
+}
+
+// A register saved at CFA + offset (DW_CFA_offset), as dwarf_frame_register gives it:
+// `DW_OP_call_frame_cfa [DW_OP_plus_uconst offset]`. Not for a value (DW_CFA_val_offset,
+// which ends in DW_OP_stack_value).
+std::optional<int64_t> saved_at_cfa(const Dwarf_Op *ops, size_t count)
+{
+	if (count == 1 && ops[0].atom == DW_OP_call_frame_cfa)
+		return 0;
+	if (count == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst)
+		return int64_t(ops[1].number); // libdw stores the signed offset there as is
+	return std::nullopt;
+}
+
+// The row libdw's frame state makes; ra_column is what dwarf_frame_info returned.
+unwind_row rule_of(Dwarf_Frame *frame, int ra_column)
+{
+	const unwind_row none{};
+	Dwarf_Op ops_mem[3];
+	Dwarf_Op *ops;
+	size_t count;
+
+	// The return address first: undefined ends the stack; anywhere but CFA - 8 is no
+	// rule the kernel side can follow.
+	if (ra_column != kRegRip || dwarf_frame_register(frame, kRegRip, ops_mem, &ops, &count) != 0)
+		return none;
+	if (count == 0 && ops == ops_mem) {
+		unwind_row end{};
+		end.cfa_type = UNWIND_CFA_END;
+		return end;
+	}
+	if (saved_at_cfa(ops, count) != -8)
+		return none;
+
+	unwind_row row{};
+	if (dwarf_frame_cfa(frame, &ops, &count) != 0 || count == 0)
+		return none;
+	int64_t register_number = -1, offset = 0;
+	if (count == 1 && ops[0].atom == DW_OP_bregx) { // DW_CFA_def_cfa and its kin
+		register_number = int64_t(ops[0].number);
+		offset = int64_t(ops[0].number2);
+	} else if (count == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		register_number = ops[0].atom - DW_OP_breg0;
+		offset = int64_t(ops[0].number);
+	}
+	if (register_number == kRegRsp || register_number == kRegRbp) {
+		if (!fits_s32(offset))
+			return none;
+		row.cfa_type = register_number == kRegRsp ? UNWIND_CFA_RSP : UNWIND_CFA_RBP;
+		row.cfa_offset = int32_t(offset);
+	} else if (int threshold = plt_threshold(ops, count)) {
+		row.cfa_type = UNWIND_CFA_PLT;
+		row.cfa_offset = threshold;
+	} else {
+		return none;
+	}
+
+	// rbp: the one callee-saved register the walk carries (for the frames above that
+	// find their CFA from it). A rule we cannot follow loses it, not the row.
+	row.rbp_type = UNWIND_RBP_UNDEFINED;
+	if (dwarf_frame_register(frame, kRegRbp, ops_mem, &ops, &count) == 0) {
+		if (count == 0 && ops == nullptr) {
+			row.rbp_type = UNWIND_RBP_SAME;
+		} else if (std::optional<int64_t> at = saved_at_cfa(ops, count)) {
+			if (*at < std::numeric_limits<int16_t>::min() || *at > std::numeric_limits<int16_t>::max())
+				return none;
+			row.rbp_type = UNWIND_RBP_AT_CFA;
+			row.rbp_offset = int16_t(*at);
+		}
+	}
+	return row;
+}
+
+// What one CFI section adds, and the allowance of bytes libdw may still play.
+struct Walk {
+	const std::vector<Load> &loads;
+	std::vector<UnwindSpan> spans;
+	uint64_t bytes_left = kBytesPlayedAnyway;
+};
+
+// The rows of one FDE, from libdw, as spans of file offsets; none of them when libdw fails
+// on any (a corrupt program), or the FDE has more rows than any real one.
+void walk_fde(Dwarf_CFI *cfi, const Fde &fde, Walk &walk)
+{
+	const size_t first = walk.spans.size();
+	size_t rows = 0;
+	for (uint64_t pc = fde.start; pc < fde.end;) {
+		const uint64_t cost = fde.size + 64; // the bytes played, and the lookup
+		if (++rows > kMaxRowsPerFde || walk.bytes_left < cost || walk.spans.size() >= kMaxUnwindRows) {
+			walk.spans.resize(first);
+			return;
+		}
+		walk.bytes_left -= cost;
+		Dwarf_Frame *raw = nullptr;
+		if (dwarf_cfi_addrframe(cfi, pc, &raw) != 0) {
+			walk.spans.resize(first);
+			return;
+		}
+		FrameHandle frame(raw);
+		Dwarf_Addr start, end;
+		bool signal_frame;
+		const int ra_column = dwarf_frame_info(frame.get(), &start, &end, &signal_frame);
+		if (ra_column < 0 || start > pc || end <= pc) {
+			walk.spans.resize(first);
+			return;
+		}
+		end = std::min<uint64_t>(end, fde.end);
+		add_in_file(walk.loads, pc, end, rule_of(frame.get(), ra_column), walk.spans);
+		pc = end;
+	}
+}
+
+void walk_section(Elf *elf, Elf_Scn *section, const GElf_Shdr &header, bool eh_frame, Dwarf_CFI *cfi, Walk &walk)
+{
+	Elf_Data *data = elf_getdata(section, nullptr);
+	if (!data)
+		return;
+	walk.bytes_left += kBytesPlayedPerByte * data->d_size;
+	for (const Fde &fde : list_fdes(elf, data, eh_frame, header.sh_addr)) {
+		if (walk.bytes_left == 0 || walk.spans.size() >= kMaxUnwindRows)
+			break;
+		walk_fde(cfi, fde, walk);
+	}
+}
+
+// The rules of the .eh_frame of elf.
+std::vector<UnwindSpan> eh_frame_spans(Elf *elf, Walk &walk)
+{
+	GElf_Shdr header;
+	Elf_Scn *section = section_named(elf, ".eh_frame", header);
+	if (!section)
+		return {};
+	CfiHandle cfi(dwarf_getcfi_elf(elf));
+	if (!cfi)
+		return {};
+	walk_section(elf, section, header, true, cfi.get(), walk);
+	return std::exchange(walk.spans, {});
+}
+
+// The rules of the .debug_frame of elf (the object's, or its debug file's: the addresses
+// are the object's either way, and walk.loads are the object's segments).
+std::vector<UnwindSpan> debug_frame_spans(Elf *elf, Walk &walk)
+{
+	GElf_Shdr header;
+	Elf_Scn *section = section_named(elf, ".debug_frame", header);
+	if (!section || !decompression_bounded(elf))
+		return {};
+	DwarfHandle dwarf(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
+	if (!dwarf)
+		return {};
+	Dwarf_CFI *cfi = dwarf_getcfi(dwarf.get()); // owned by dwarf
+	// Decompressed (if it was) by dwarf_begin_elf: elf_getdata now gives the CFI itself.
+	if (!cfi || !gelf_getshdr(section, &header) || (header.sh_flags & SHF_COMPRESSED))
+		return {};
+	walk_section(elf, section, header, false, cfi, walk);
+	return std::exchange(walk.spans, {});
+}
+
+// The parts of spans no interval of covered (sorted, disjoint) holds.
+void add_uncovered(const std::vector<UnwindSpan> &spans, const std::vector<std::pair<uint64_t, uint64_t>> &covered,
+		   std::vector<UnwindSpan> &out)
+{
+	for (const UnwindSpan &span : spans) {
+		uint64_t at = span.start;
+		auto next = std::upper_bound(covered.begin(), covered.end(), at,
+					     [](uint64_t x, const auto &interval) { return x < interval.second; });
+		for (; at < span.end && next != covered.end() && next->first < span.end; ++next) {
+			if (out.size() >= kMaxUnwindRows)
+				return;
+			if (next->first > at)
+				out.push_back({at, next->first, span.rule});
+			at = std::max(at, next->second);
+		}
+		if (at < span.end && out.size() < kMaxUnwindRows)
+			out.push_back({at, span.end, span.rule});
+	}
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> coverage(std::vector<UnwindSpan> spans)
+{
+	std::sort(spans.begin(), spans.end(), [](const auto &a, const auto &b) { return a.start < b.start; });
+	std::vector<std::pair<uint64_t, uint64_t>> covered;
+	for (const UnwindSpan &span : spans) {
+		if (!covered.empty() && span.start <= covered.back().second)
+			covered.back().second = std::max(covered.back().second, span.end);
+		else
+			covered.emplace_back(span.start, span.end);
+	}
+	return covered;
+}
+
+std::optional<UnwindTable> compile(std::span<const uint8_t> bytes,
+				   const std::function<std::span<const uint8_t>()> &debug_bytes)
+{
+	ElfHandle elf = open_elf(bytes);
+	if (!elf)
+		return std::nullopt;
+	const std::vector<Load> loads = load_segments(elf.get());
+	UnwindTable table;
+	if (loads.empty())
+		return table;
+
+	Walk walk{loads, {}};
+	std::vector<UnwindSpan> spans = eh_frame_spans(elf.get(), walk);
+	// Code .eh_frame leaves out: the object's own .debug_frame, else its debug file's.
+	GElf_Shdr header;
+	std::vector<UnwindSpan> debug_spans;
+	if (section_named(elf.get(), ".debug_frame", header)) {
+		debug_spans = debug_frame_spans(elf.get(), walk);
+	} else if (std::span<const uint8_t> debug = debug_bytes(); !debug.empty()) {
+		if (ElfHandle debug_elf = open_elf(debug))
+			debug_spans = debug_frame_spans(debug_elf.get(), walk);
+	}
+
+	if (!spans.empty())
+		table.source = ".eh_frame";
+	if (!debug_spans.empty()) {
+		const size_t before = spans.size();
+		add_uncovered(debug_spans, coverage(spans), spans);
+		if (spans.size() > before)
+			table.source += table.source.empty() ? ".debug_frame" : "+.debug_frame";
+	}
+	table.rows = unwind_rows_of(std::move(spans));
+	return table;
+}
+
+} // namespace
+
+bool same_unwind_rule(const unwind_row &a, const unwind_row &b)
+{
+	return a.cfa_type == b.cfa_type && a.cfa_offset == b.cfa_offset && a.rbp_type == b.rbp_type &&
+	       a.rbp_offset == b.rbp_offset;
+}
+
+std::vector<unwind_row> unwind_rows_of(std::vector<UnwindSpan> spans)
+{
+	constexpr uint64_t kPcEnd = std::numeric_limits<uint32_t>::max(); // the last NONE row's pc at most
+	std::stable_sort(spans.begin(), spans.end(), [](const auto &a, const auto &b) { return a.start < b.start; });
+	std::vector<unwind_row> rows;
+	auto add = [&](uint64_t pc, unwind_row rule) {
+		if (!rows.empty() && same_unwind_rule(rows.back(), rule))
+			return;
+		rule.pc = uint32_t(pc);
+		rows.push_back(rule);
+	};
+	bool any = false;
+	uint64_t covered_end = 0;
+	for (const UnwindSpan &span : spans) {
+		const uint64_t start = any ? std::max(span.start, covered_end) : span.start;
+		const uint64_t end = std::min(span.end, kPcEnd);
+		if (start >= end)
+			continue;
+		if (rows.size() + 2 > kMaxUnwindRows) // room for this row and the NONE after it
+			break;
+		if (any && start > covered_end)
+			add(covered_end, unwind_row{});
+		add(start, span.rule);
+		covered_end = end;
+		any = true;
+	}
+	if (any)
+		add(covered_end, unwind_row{});
+	return rows;
+}
+
+const unwind_row *find_unwind_row(std::span<const unwind_row> rows, uint64_t pc)
+{
+	auto after = std::upper_bound(rows.begin(), rows.end(), pc,
+				      [](uint64_t x, const unwind_row &row) { return x < row.pc; });
+	return after == rows.begin() ? nullptr : &*(after - 1);
+}
+
+std::optional<UnwindTable> compile_unwind_table(std::span<const uint8_t> elf, std::span<const uint8_t> debug)
+{
+	return compile(elf, [debug] { return debug; });
+}
+
+std::optional<UnwindTable> compile_unwind_table(int fd, int debug_fd)
+{
+	// ElfFile maps a file only root can change, and reads any other into memory (a
+	// mapping dies with SIGBUS when its file is truncated under it).
+	std::unique_ptr<ElfFile> elf = ElfFile::open(fd);
+	if (!elf)
+		return std::nullopt;
+	std::unique_ptr<ElfFile> debug;
+	return compile(elf->bytes(), [&]() -> std::span<const uint8_t> {
+		if (debug_fd >= 0)
+			debug = ElfFile::open(debug_fd);
+		return debug ? debug->bytes() : std::span<const uint8_t>{};
+	});
+}
