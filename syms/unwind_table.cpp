@@ -315,17 +315,26 @@ bool fits_s32(int64_t value)
 	return value >= std::numeric_limits<int32_t>::min() && value <= std::numeric_limits<int32_t>::max();
 }
 
-// CFA = rsp + 8 (+ 8 past the stub's push): what GCC and binutils write for .plt and
-// .plt.sec, `DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_lit11 (or
-// lit10); DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus`. The 11 or 10, else 0.
+// CFA = rsp + 8, + 8 once the stub has pushed: what binutils writes for a lazy .plt,
+// `DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_litN; DW_OP_ge;
+// DW_OP_lit3; DW_OP_shl; DW_OP_plus`, where N is the offset of the push's end in each
+// 16-byte stub: 11 (jmp *GOT; push), 9 (IBT: endbr64; push), 10 (IBT with a BND prefix),
+// 5 (BND: push first). N, or 0 for any other expression.
 int plt_threshold(const Dwarf_Op *ops, size_t count)
 {
 	if (count != 9 || ops[0].atom != DW_OP_breg7 || ops[0].number != 8 || ops[1].atom != DW_OP_breg16 ||
-	    ops[1].number != 0 || ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and ||
-	    (ops[4].atom != DW_OP_lit11 && ops[4].atom != DW_OP_lit10) || ops[5].atom != DW_OP_ge ||
+	    ops[1].number != 0 || ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and || ops[5].atom != DW_OP_ge ||
 	    ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
 		return 0;
-	return ops[4].atom - DW_OP_lit0;
+	switch (ops[4].atom) {
+	case DW_OP_lit5:
+	case DW_OP_lit9:
+	case DW_OP_lit10:
+	case DW_OP_lit11:
+		return ops[4].atom - DW_OP_lit0;
+	default:
+		return 0;
+	}
 }
 
 // A register saved at CFA + offset (DW_CFA_offset), as dwarf_frame_register gives it:
