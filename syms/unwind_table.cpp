@@ -6,6 +6,7 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -57,20 +58,59 @@ using DwarfHandle = std::unique_ptr<Dwarf, DwarfEnd>;
 using CfiHandle = std::unique_ptr<Dwarf_CFI, CfiEnd>;
 using FrameHandle = std::unique_ptr<Dwarf_Frame, FrameFree>;
 
-// An ELF64 x86-64 object over bytes the caller keeps alive. elf_memory reads with
-// ELF_C_READ_MMAP, which never writes into the image: a read-only mapping is safe to give it.
-ElfHandle open_elf(std::span<const uint8_t> bytes)
+// An ELF64 x86-64 object open in libelf, and the bytes it reads when they are a copy.
+// libelf writes into an image it reads from memory (elf_compress rewrites a section's
+// header in place): it never gets the caller's bytes, or a read-only mapping.
+struct ElfImage {
+	std::vector<uint8_t> copy;
+	ElfHandle elf; // ended before copy goes
+};
+
+bool x86_64_object(Elf *elf)
 {
-	static const bool libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
-	if (!libelf_ready || bytes.size() < sizeof(Elf64_Ehdr))
-		return {};
-	ElfHandle elf(elf_memory(const_cast<char *>(reinterpret_cast<const char *>(bytes.data())), bytes.size()));
 	GElf_Ehdr header;
-	if (!elf || elf_kind(elf.get()) != ELF_K_ELF || gelf_getclass(elf.get()) != ELFCLASS64 ||
-	    !gelf_getehdr(elf.get(), &header) || header.e_ident[EI_DATA] != ELFDATA2LSB ||
-	    header.e_machine != EM_X86_64)
+	return elf && elf_kind(elf) == ELF_K_ELF && gelf_getclass(elf) == ELFCLASS64 && gelf_getehdr(elf, &header) &&
+	       header.e_ident[EI_DATA] == ELFDATA2LSB && header.e_machine == EM_X86_64;
+}
+
+bool libelf_ready()
+{
+	static const bool ready = elf_version(EV_CURRENT) != EV_NONE;
+	return ready;
+}
+
+ElfImage image_of_copy(std::vector<uint8_t> bytes)
+{
+	ElfImage image;
+	image.copy = std::move(bytes);
+	if (!libelf_ready() || image.copy.size() < sizeof(Elf64_Ehdr))
 		return {};
-	return elf;
+	image.elf.reset(elf_memory(reinterpret_cast<char *>(image.copy.data()), image.copy.size()));
+	if (!x86_64_object(image.elf.get()))
+		return {};
+	return image;
+}
+
+// A file only root can change is mapped (ELF_C_READ_MMAP: private, and libelf copies what
+// it rewrites); any other is read, as ElfFile does: a mapping dies with SIGBUS when its
+// owner truncates the file under it.
+ElfImage image_of_file(int fd)
+{
+	struct stat st;
+	if (!libelf_ready() || fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return {};
+	if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		if (uint64_t(st.st_size) > ElfFile::kMaxCopiedSize)
+			return {};
+		std::vector<uint8_t> bytes(size_t(st.st_size));
+		bytes.resize(read_up_to(fd, bytes.data(), bytes.size())); // shrunk meanwhile: what was read is the file
+		return image_of_copy(std::move(bytes));
+	}
+	ElfImage image;
+	image.elf.reset(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+	if (!x86_64_object(image.elf.get()))
+		return {};
+	return image;
 }
 
 // The section of that name with contents in the file (not NOBITS, as in a debug file).
@@ -526,27 +566,27 @@ std::vector<std::pair<uint64_t, uint64_t>> coverage(std::vector<UnwindSpan> span
 	return covered;
 }
 
-std::optional<UnwindTable> compile(std::span<const uint8_t> bytes,
-				   const std::function<std::span<const uint8_t>()> &debug_bytes)
+// The table of the object in image; debug_image opens its debug file, if it has one, when
+// it is needed.
+std::optional<UnwindTable> compile(const ElfImage &image, const std::function<ElfImage()> &debug_image)
 {
-	ElfHandle elf = open_elf(bytes);
+	Elf *elf = image.elf.get();
 	if (!elf)
 		return std::nullopt;
-	const std::vector<Load> loads = load_segments(elf.get());
+	const std::vector<Load> loads = load_segments(elf);
 	UnwindTable table;
 	if (loads.empty())
 		return table;
 
 	Walk walk{loads, {}};
-	std::vector<UnwindSpan> spans = eh_frame_spans(elf.get(), walk);
+	std::vector<UnwindSpan> spans = eh_frame_spans(elf, walk);
 	// Code .eh_frame leaves out: the object's own .debug_frame, else its debug file's.
 	GElf_Shdr header;
 	std::vector<UnwindSpan> debug_spans;
-	if (section_named(elf.get(), ".debug_frame", header)) {
-		debug_spans = debug_frame_spans(elf.get(), walk);
-	} else if (std::span<const uint8_t> debug = debug_bytes(); !debug.empty()) {
-		if (ElfHandle debug_elf = open_elf(debug))
-			debug_spans = debug_frame_spans(debug_elf.get(), walk);
+	if (section_named(elf, ".debug_frame", header)) {
+		debug_spans = debug_frame_spans(elf, walk);
+	} else if (ElfImage debug = debug_image(); debug.elf) {
+		debug_spans = debug_frame_spans(debug.elf.get(), walk);
 	}
 
 	if (!spans.empty())
@@ -609,20 +649,12 @@ const unwind_row *find_unwind_row(std::span<const unwind_row> rows, uint64_t pc)
 
 std::optional<UnwindTable> compile_unwind_table(std::span<const uint8_t> elf, std::span<const uint8_t> debug)
 {
-	return compile(elf, [debug] { return debug; });
+	return compile(image_of_copy(std::vector<uint8_t>(elf.begin(), elf.end())), [debug] {
+		return debug.empty() ? ElfImage{} : image_of_copy(std::vector<uint8_t>(debug.begin(), debug.end()));
+	});
 }
 
 std::optional<UnwindTable> compile_unwind_table(int fd, int debug_fd)
 {
-	// ElfFile maps a file only root can change, and reads any other into memory (a
-	// mapping dies with SIGBUS when its file is truncated under it).
-	std::unique_ptr<ElfFile> elf = ElfFile::open(fd);
-	if (!elf)
-		return std::nullopt;
-	std::unique_ptr<ElfFile> debug;
-	return compile(elf->bytes(), [&]() -> std::span<const uint8_t> {
-		if (debug_fd >= 0)
-			debug = ElfFile::open(debug_fd);
-		return debug ? debug->bytes() : std::span<const uint8_t>{};
-	});
+	return compile(image_of_file(fd), [debug_fd] { return image_of_file(debug_fd); });
 }

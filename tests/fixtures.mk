@@ -154,7 +154,8 @@ fixtures: $(DEBUG_FIXTURES) $(FIXTURE_DIR)/hello-pie.plt $(FIXTURE_DIR)/cxx.plt
 # expression, DW_OP_lit9). unwind-dwarf: -fno-asynchronous-unwind-tables -g: .eh_frame
 # holds crt's code only, .debug_frame the rest. unwind-dwarf-stripped: the same program
 # with no CFI left at all; its debug file's .debug_frame (unwind-dwarf.debug, whose
-# segments hold no bytes) is all there is.
+# segments hold no bytes) is all there is. unwind-dwarf-gz: unwind-dwarf, its .debug_frame
+# compressed.
 UNWIND_FIXTURES := $(addprefix $(FIXTURE_DIR)/,unwind-nofp unwind-fp unwind-ibt unwind-dwarf)
 UNWIND_CFLAGS := -O2 -g -Wl,--build-id
 
@@ -183,9 +184,15 @@ $(FIXTURE_DIR)/unwind-dwarf-stripped: $(FIXTURE_DIR)/unwind-dwarf
 
 # readelf fails on a debug file (its .interp holds no bytes) after printing the frames:
 # its status is not the test, an FDE in what it printed is.
+# unwind-dwarf with its .debug_frame compressed (SHF_COMPRESSED, zlib).
+$(FIXTURE_DIR)/unwind-dwarf-gz: $(FIXTURE_DIR)/unwind-dwarf
+	$(call msg,FIXTURE,$@)
+	$(Q)objcopy --compress-debug-sections=zlib $< $@
+	$(Q)readelf -SW $@ | grep -q '\.debug_frame .* C '
+
 $(FIXTURE_DIR)/%.frames: $(FIXTURE_DIR)/%
 	$(Q)readelf --debug-dump=frames-interp $< > $@ 2>/dev/null; grep -q ' FDE ' $@
 
 fixtures: $(UNWIND_FIXTURES) $(UNWIND_FIXTURES:%=%.frames) $(UNWIND_FIXTURES:%=%.loads) \
 	$(FIXTURE_DIR)/unwind-dwarf.debug $(FIXTURE_DIR)/unwind-dwarf.debug.frames \
-	$(FIXTURE_DIR)/unwind-dwarf-stripped $(FIXTURE_DIR)/unwind-dwarf-stripped.loads
+	$(FIXTURE_DIR)/unwind-dwarf-stripped $(FIXTURE_DIR)/unwind-dwarf-stripped.loads $(FIXTURE_DIR)/unwind-dwarf-gz

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -408,6 +410,31 @@ TEST_CASE("unwind table: .debug_frame fills in what .eh_frame leaves out")
 	CHECK(from_eh.by_type[UNWIND_CFA_END] == 1);
 	CHECK(from_debug.by_type[UNWIND_CFA_RSP] >= 10);
 	CHECK(from_debug.readelf_rows > from_eh.readelf_rows);
+}
+
+TEST_CASE("unwind table: a compressed .debug_frame, from a file mapped or read")
+{
+	const UnwindTable plain = compile_fixture("unwind-dwarf");
+	const UnwindTable compressed = compile_fixture("unwind-dwarf-gz");
+	auto same_rows = [](const UnwindTable &a, const UnwindTable &b) {
+		return a.source == b.source && a.rows.size() == b.rows.size() &&
+		       std::memcmp(a.rows.data(), b.rows.data(), a.rows.size() * sizeof(unwind_row)) == 0;
+	};
+	CHECK(same_rows(plain, compressed));
+	// A file only root can change is mapped: libelf must not write into the mapping when
+	// it decompresses. Anyone else's is read into memory.
+	TempDir dir;
+	const std::string copy = dir / "unwind-dwarf-gz";
+	write_file(copy, read_text(fixture_path("unwind-dwarf-gz")));
+	for (uid_t owner : {uid_t(0), uid_t(65534)}) {
+		CAPTURE(owner);
+		REQUIRE(chown(copy.c_str(), owner, owner) == 0);
+		REQUIRE(chmod(copy.c_str(), 0644) == 0);
+		UniqueFd fd = open_read_only(copy.c_str());
+		std::optional<UnwindTable> table = compile_unwind_table(fd.get());
+		REQUIRE(table);
+		CHECK(same_rows(plain, *table));
+	}
 }
 
 TEST_CASE("unwind table: a stripped file's rows from its debug file's .debug_frame, at the file's offsets")
