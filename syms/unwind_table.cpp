@@ -598,6 +598,8 @@ std::optional<UnwindTable> compile(const ElfImage &image, const std::function<El
 			table.source += table.source.empty() ? ".debug_frame" : "+.debug_frame";
 	}
 	table.rows = unwind_rows_of(std::move(spans));
+	if (table.rows.empty()) // rules only for offsets no row can hold
+		table.source.clear();
 	return table;
 }
 

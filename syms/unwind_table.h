@@ -20,7 +20,7 @@ struct UnwindTable {
 	// Where the rules came from: ".eh_frame", ".debug_frame" (the file's own or its debug
 	// file's), ".eh_frame+.debug_frame" (code .eh_frame leaves out, from .debug_frame: a
 	// file built with -fno-asynchronous-unwind-tables keeps only crt1's _start in
-	// .eh_frame), or "" when neither had any.
+	// .eh_frame), or "" when neither had any (and then there are no rows).
 	std::string source;
 };
 
