@@ -148,7 +148,7 @@ fixtures: $(DEBUG_FIXTURES) $(FIXTURE_DIR)/hello-pie.plt $(FIXTURE_DIR)/cxx.plt
 
 # Unwind tables (syms/unwind_table): unwind.c built the ways the table compiler meets code,
 # each with X.frames beside it (readelf --debug-dump=frames-interp: the rows the tests check
-# each table against) and X.loads. unwind-nofp: -O2 -fomit-frame-pointer, non-PIE at
+# each table against), X.loads and X.buildid. unwind-nofp: -O2 -fomit-frame-pointer, non-PIE at
 # 0x400000, so addresses are not file offsets. unwind-fp: frame pointers (CFA = rbp + 16),
 # a PIE whose first segment is at 0x200000. unwind-ibt: IBT's lazy PLT (a third PLT
 # expression, DW_OP_lit9). unwind-dwarf: -fno-asynchronous-unwind-tables -g: .eh_frame
@@ -193,6 +193,6 @@ $(FIXTURE_DIR)/unwind-dwarf-gz: $(FIXTURE_DIR)/unwind-dwarf
 $(FIXTURE_DIR)/%.frames: $(FIXTURE_DIR)/%
 	$(Q)readelf --debug-dump=frames-interp $< > $@ 2>/dev/null; grep -q ' FDE ' $@
 
-fixtures: $(UNWIND_FIXTURES) $(UNWIND_FIXTURES:%=%.frames) $(UNWIND_FIXTURES:%=%.loads) \
+fixtures: $(UNWIND_FIXTURES) $(UNWIND_FIXTURES:%=%.frames) $(UNWIND_FIXTURES:%=%.loads) $(UNWIND_FIXTURES:%=%.buildid) \
 	$(FIXTURE_DIR)/unwind-dwarf.debug $(FIXTURE_DIR)/unwind-dwarf.debug.frames \
 	$(FIXTURE_DIR)/unwind-dwarf-stripped $(FIXTURE_DIR)/unwind-dwarf-stripped.loads $(FIXTURE_DIR)/unwind-dwarf-gz
