@@ -178,7 +178,8 @@ std::optional<UnwindTable> load_cached_unwind_table(const std::string &dir, cons
 	if (!known_source(table.source))
 		return std::nullopt;
 	table.rows.resize(size_t(header.row_count));
-	std::memcpy(table.rows.data(), bytes.data() + sizeof(header), table.rows.size() * sizeof(unwind_row));
+	if (!table.rows.empty())
+		std::memcpy(table.rows.data(), bytes.data() + sizeof(header), table.rows.size() * sizeof(unwind_row));
 	if (!rows_check_out(table.rows))
 		return std::nullopt;
 	return table;

@@ -487,13 +487,16 @@ void walk_fde(Dwarf_CFI *cfi, const Fde &fde, Walk &walk)
 	}
 }
 
-void walk_section(Elf *elf, Elf_Scn *section, const GElf_Shdr &header, bool eh_frame, Dwarf_CFI *cfi, Walk &walk)
+// The rows of every FDE of a CFI section, whose bytes in the file (compressed, it may be)
+// are stored_size: what earns libdw its allowance, not what a few bytes inflate to.
+void walk_section(Elf *elf, Elf_Scn *section, uint64_t address, uint64_t stored_size, bool eh_frame, Dwarf_CFI *cfi,
+		  Walk &walk)
 {
 	Elf_Data *data = elf_getdata(section, nullptr);
 	if (!data)
 		return;
-	walk.bytes_left += kBytesPlayedPerByte * data->d_size;
-	for (const Fde &fde : list_fdes(elf, data, eh_frame, header.sh_addr)) {
+	walk.bytes_left += kBytesPlayedPerByte * std::min<uint64_t>(stored_size, data->d_size);
+	for (const Fde &fde : list_fdes(elf, data, eh_frame, address)) {
 		if (walk.bytes_left == 0 || walk.spans.size() >= kMaxUnwindRows)
 			break;
 		walk_fde(cfi, fde, walk);
@@ -510,7 +513,7 @@ std::vector<UnwindSpan> eh_frame_spans(Elf *elf, Walk &walk)
 	CfiHandle cfi(dwarf_getcfi_elf(elf));
 	if (!cfi)
 		return {};
-	walk_section(elf, section, header, true, cfi.get(), walk);
+	walk_section(elf, section, header.sh_addr, header.sh_size, true, cfi.get(), walk);
 	return std::exchange(walk.spans, {});
 }
 
@@ -522,6 +525,7 @@ std::vector<UnwindSpan> debug_frame_spans(Elf *elf, Walk &walk)
 	Elf_Scn *section = section_named(elf, ".debug_frame", header);
 	if (!section || !decompression_bounded(elf))
 		return {};
+	const uint64_t stored_size = header.sh_size;
 	DwarfHandle dwarf(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
 	if (!dwarf)
 		return {};
@@ -529,7 +533,7 @@ std::vector<UnwindSpan> debug_frame_spans(Elf *elf, Walk &walk)
 	// Decompressed (if it was) by dwarf_begin_elf: elf_getdata now gives the CFI itself.
 	if (!cfi || !gelf_getshdr(section, &header) || (header.sh_flags & SHF_COMPRESSED))
 		return {};
-	walk_section(elf, section, header, false, cfi, walk);
+	walk_section(elf, section, header.sh_addr, stored_size, false, cfi, walk);
 	return std::exchange(walk.spans, {});
 }
 

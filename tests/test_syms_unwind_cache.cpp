@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -30,8 +31,10 @@ UnwindTable fixture_table(const std::string &name)
 
 bool same_table(const std::optional<UnwindTable> &a, const UnwindTable &b)
 {
-	return a && a->source == b.source && a->rows.size() == b.rows.size() &&
-	       std::memcmp(a->rows.data(), b.rows.data(), b.rows.size() * sizeof(unwind_row)) == 0;
+	return a && a->source == b.source &&
+	       std::equal(a->rows.begin(), a->rows.end(), b.rows.begin(), b.rows.end(), [](const auto &x, const auto &y) {
+		       return x.pc == y.pc && same_unwind_rule(x, y);
+	       });
 }
 
 mode_t mode_of(const std::string &path)
