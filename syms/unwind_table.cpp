@@ -34,7 +34,7 @@ constexpr uint64_t kBytesPlayedPerByte = 256;
 constexpr uint64_t kBytesPlayedAnyway = 64ull << 20;
 // Real objects have a handful of PT_LOAD segments; each row is matched against all of them.
 constexpr size_t kMaxLoadSegments = 64;
-// No DWARF is decompressed past this (libelf allocates what the header claims).
+// No .debug_frame is decompressed past this.
 constexpr uint64_t kMaxDecompressed = 1ull << 30;
 
 constexpr int kRegRbp = 6;
@@ -127,29 +127,6 @@ Elf_Scn *section_named(Elf *elf, const char *wanted, GElf_Shdr &header)
 			return section;
 	}
 	return nullptr;
-}
-
-// dwarf_begin_elf decompresses every debug section whole, into the size its header
-// claims: a few hostile bytes could ask for terabytes. True when each claim is no more
-// than zlib can make of the bytes there (about 1032:1) and all fit kMaxDecompressed.
-bool decompression_bounded(Elf *elf)
-{
-	uint64_t total = 0;
-	for (Elf_Scn *section = nullptr; (section = elf_nextscn(elf, section));) {
-		GElf_Shdr header;
-		if (!gelf_getshdr(section, &header) || !(header.sh_flags & SHF_COMPRESSED) ||
-		    header.sh_type == SHT_NOBITS)
-			continue;
-		GElf_Chdr compressed;
-		if (!gelf_getchdr(section, &compressed))
-			continue; // libelf will not decompress it either
-		if (compressed.ch_size / 1100 > header.sh_size)
-			return false;
-		total += compressed.ch_size;
-		if (total > kMaxDecompressed)
-			return false;
-	}
-	return true;
 }
 
 // A PT_LOAD segment's file bytes: [address, end) in memory is [offset, ...) in the file.
@@ -280,23 +257,141 @@ std::optional<uint8_t> fde_encoding(const Dwarf_CIE &cie)
 	return DW_EH_PE_absptr;
 }
 
+// libdw grows a frame's register array to the highest register an instruction names (up to
+// 134 million of them: 2 GiB, zeroed) and copies the frame at each DW_CFA_remember_state: a
+// few hostile bytes would have it allocate gigabytes. So every program is checked before
+// libdw may play it: registers up to kMaxRegister (x86-64's go up to 125), remember_state
+// nested at most kMaxRememberDepth deep, every operand inside the program. This reads
+// operands only; what the instructions mean is libdw's to say.
+constexpr uint64_t kMaxRegister = 255;
+constexpr int kMaxRememberDepth = 64;
+
+bool program_bounded(const uint8_t *p, const uint8_t *end, uint8_t address_encoding)
+{
+	uint64_t value;
+	auto uleb = [&] { return read_encoded(p, end, DW_EH_PE_uleb128, value); };
+	auto sleb = [&] { return read_encoded(p, end, DW_EH_PE_sleb128, value); };
+	auto reg = [&] { return uleb() && value <= kMaxRegister; };
+	auto skip = [&](uint64_t size) {
+		if (uint64_t(end - p) < size)
+			return false;
+		p += size;
+		return true;
+	};
+	int depth = 0;
+	while (p < end) {
+		const uint8_t op = *p++;
+		bool ok;
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+		case DW_CFA_restore: // the register is in the opcode's low 6 bits
+			continue;
+		case DW_CFA_offset:
+			ok = uleb();
+			break;
+		default:
+			switch (op) {
+			case DW_CFA_nop:
+			case DW_CFA_GNU_window_save:
+				ok = true;
+				break;
+			case DW_CFA_remember_state:
+				ok = ++depth <= kMaxRememberDepth;
+				break;
+			case DW_CFA_restore_state:
+				depth -= depth > 0;
+				ok = true;
+				break;
+			case DW_CFA_set_loc:
+				ok = read_encoded(p, end, address_encoding, value);
+				break;
+			case DW_CFA_advance_loc1:
+				ok = skip(1);
+				break;
+			case DW_CFA_advance_loc2:
+				ok = skip(2);
+				break;
+			case DW_CFA_advance_loc4:
+				ok = skip(4);
+				break;
+			case DW_CFA_MIPS_advance_loc8:
+				ok = skip(8);
+				break;
+			case DW_CFA_def_cfa_offset:
+			case DW_CFA_GNU_args_size:
+				ok = uleb();
+				break;
+			case DW_CFA_def_cfa_offset_sf:
+				ok = sleb();
+				break;
+			case DW_CFA_restore_extended:
+			case DW_CFA_undefined:
+			case DW_CFA_same_value:
+			case DW_CFA_def_cfa_register:
+				ok = reg();
+				break;
+			case DW_CFA_offset_extended:
+			case DW_CFA_val_offset:
+			case DW_CFA_def_cfa:
+			case DW_CFA_GNU_negative_offset_extended:
+				ok = reg() && uleb();
+				break;
+			case DW_CFA_register:
+				ok = reg() && reg();
+				break;
+			case DW_CFA_offset_extended_sf:
+			case DW_CFA_val_offset_sf:
+			case DW_CFA_def_cfa_sf:
+				ok = reg() && sleb();
+				break;
+			case DW_CFA_def_cfa_expression:
+				ok = uleb() && skip(value);
+				break;
+			case DW_CFA_expression:
+			case DW_CFA_val_expression:
+				ok = reg() && uleb() && skip(value);
+				break;
+			default:
+				ok = false;
+			}
+		}
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+// What a CIE's FDEs need of it, once its own program has been checked.
+struct CieCheck {
+	uint8_t encoding; // of the FDEs' addresses
+	bool augmented;   // "z...": each FDE has an augmentation block before its program
+};
+
+std::optional<CieCheck> check_cie(const Dwarf_CIE &cie)
+{
+	const std::optional<uint8_t> encoding = fde_encoding(cie);
+	if (!encoding || !program_bounded(cie.initial_instructions, cie.initial_instructions_end, *encoding))
+		return std::nullopt;
+	return CieCheck{*encoding, cie.augmentation && cie.augmentation[0] == 'z'};
+}
+
 struct Fde {
 	uint64_t start, end; // ELF virtual addresses
 	uint64_t size;       // of its entry: what libdw plays for each of its rows
 };
 
-// An FDE's [initial_location, + address_range), read as libdw reads it: a pc-relative
+// An FDE's [initial_location, + address_range), read as libdw reads it (a pc-relative
 // location counts from the field's own address; the text- and data-relative bases of
-// dwarf_getcfi_elf are 0.
-std::optional<Fde> read_fde(const Dwarf_FDE &fde, uint8_t encoding, uint64_t field_address)
+// libdw's CFI are 0), once its program is checked.
+std::optional<Fde> check_fde(const Dwarf_FDE &fde, const CieCheck &cie, uint64_t field_address)
 {
-	if (encoding == DW_EH_PE_omit || (encoding & DW_EH_PE_indirect))
+	if (cie.encoding == DW_EH_PE_omit || (cie.encoding & DW_EH_PE_indirect))
 		return std::nullopt;
 	const uint8_t *p = fde.start;
-	uint64_t start, range, end;
-	if (!read_encoded(p, fde.end, encoding, start) || !read_encoded(p, fde.end, encoding & 0x0f, range))
+	uint64_t start, range, end, augmentation;
+	if (!read_encoded(p, fde.end, cie.encoding, start) || !read_encoded(p, fde.end, cie.encoding & 0x0f, range))
 		return std::nullopt;
-	switch (encoding & 0x70) {
+	switch (cie.encoding & 0x70) {
 	case DW_EH_PE_absptr:
 	case DW_EH_PE_textrel:
 	case DW_EH_PE_datarel:
@@ -309,43 +404,110 @@ std::optional<Fde> read_fde(const Dwarf_FDE &fde, uint8_t encoding, uint64_t fie
 	}
 	if (range == 0 || __builtin_add_overflow(start, range, &end))
 		return std::nullopt;
+	if (cie.augmented) {
+		if (!read_encoded(p, fde.end, DW_EH_PE_uleb128, augmentation) || augmentation > uint64_t(fde.end - p))
+			return std::nullopt;
+		p += augmentation;
+	}
+	if (!program_bounded(p, fde.end, cie.encoding))
+		return std::nullopt;
 	return Fde{start, end, uint64_t(fde.end - fde.start)};
 }
 
-// Every FDE of a CFI section (its bytes in data, loaded at section_address), in order.
-std::vector<Fde> list_fdes(Elf *elf, Elf_Data *data, bool eh_frame, uint64_t section_address)
+// --- what libdw reads -------------------------------------------------------------------------
+
+// libdw gets a CFI section in an ELF image of its own, [header][section][names][section
+// headers]: the one section (".eh_frame" or ".debug_frame") at the object's address for
+// it, every FDE that fails its checks emptied (zeroed: it covers no address and plays
+// nothing). So libdw plays only programs checked here, never follows the object's
+// .eh_frame_hdr (whose table could send it to bytes no one checked), and dwarf_begin_elf
+// decompresses nothing else of a debug file (whose .debug_info may be a gigabyte).
+struct CfiImage {
+	std::vector<uint8_t> bytes;
+	Elf_Data section{}; // the CFI, inside bytes
+	std::vector<Fde> fdes; // those that passed, in the section's order
+	ElfHandle elf;      // over bytes: ended first
+};
+
+void make_image(CfiImage &image, const char *name, uint64_t address, const Elf_Data &data)
 {
-	std::vector<Fde> fdes;
-	const unsigned char *ident = reinterpret_cast<const unsigned char *>(elf_getident(elf, nullptr));
-	if (!ident || !data || !data->d_buf || data->d_size == 0)
-		return fdes;
-	// A CIE is read once, where its first FDE points to it.
-	std::unordered_map<Dwarf_Off, std::optional<uint8_t>> encodings;
-	auto encoding_of = [&](Dwarf_Off cie_offset) {
-		auto [known, fresh] = encodings.try_emplace(cie_offset);
+	const std::string names = std::string(1, '\0') + name + std::string(1, '\0') + ".shstrtab" + std::string(1, '\0');
+	const size_t section_at = sizeof(Elf64_Ehdr), names_at = section_at + data.d_size;
+	const size_t headers_at = (names_at + names.size() + 7) & ~size_t(7);
+	image.bytes.assign(headers_at + 3 * sizeof(Elf64_Shdr), 0);
+
+	Elf64_Ehdr header{};
+	std::memcpy(header.e_ident, ELFMAG, SELFMAG);
+	header.e_ident[EI_CLASS] = ELFCLASS64;
+	header.e_ident[EI_DATA] = ELFDATA2LSB;
+	header.e_ident[EI_VERSION] = EV_CURRENT;
+	header.e_type = ET_DYN;
+	header.e_machine = EM_X86_64; // libdw's x86-64 rules for what a CIE leaves unsaid
+	header.e_version = EV_CURRENT;
+	header.e_ehsize = sizeof(Elf64_Ehdr);
+	header.e_shoff = headers_at;
+	header.e_shentsize = sizeof(Elf64_Shdr);
+	header.e_shnum = 3;
+	header.e_shstrndx = 2;
+	Elf64_Shdr sections[3] = {};
+	sections[1].sh_name = 1;
+	sections[1].sh_type = SHT_PROGBITS;
+	sections[1].sh_addr = address;
+	sections[1].sh_offset = section_at;
+	sections[1].sh_size = data.d_size;
+	sections[1].sh_addralign = 8;
+	sections[2].sh_name = uint32_t(2 + std::strlen(name));
+	sections[2].sh_type = SHT_STRTAB;
+	sections[2].sh_offset = names_at;
+	sections[2].sh_size = names.size();
+	sections[2].sh_addralign = 1;
+	std::memcpy(image.bytes.data(), &header, sizeof(header));
+	std::memcpy(image.bytes.data() + section_at, data.d_buf, data.d_size);
+	std::memcpy(image.bytes.data() + names_at, names.data(), names.size());
+	std::memcpy(image.bytes.data() + headers_at, sections, sizeof(sections));
+	image.section.d_buf = image.bytes.data() + section_at;
+	image.section.d_size = data.d_size;
+	image.section.d_type = ELF_T_BYTE;
+}
+
+// Checks every entry of the image's section as libdw will walk them (past an entry it cannot
+// read, when it can tell where the next one starts), keeps the FDEs that pass and empties the
+// others; then opens the image.
+void check_entries(CfiImage &image, bool eh_frame, uint64_t address)
+{
+	const auto *ident = image.bytes.data();
+	auto *bytes = static_cast<uint8_t *>(image.section.d_buf);
+	// A CIE is checked once, where its first FDE points to it.
+	std::unordered_map<Dwarf_Off, std::optional<CieCheck>> cies;
+	auto cie_at = [&](Dwarf_Off offset) {
+		auto [known, fresh] = cies.try_emplace(offset);
 		if (fresh) {
 			Dwarf_CFI_Entry entry;
 			Dwarf_Off next;
-			if (dwarf_next_cfi(ident, data, eh_frame, cie_offset, &next, &entry) == 0 &&
+			if (dwarf_next_cfi(ident, &image.section, eh_frame, offset, &next, &entry) == 0 &&
 			    dwarf_cfi_cie_p(&entry))
-				known->second = fde_encoding(entry.cie);
+				known->second = check_cie(entry.cie);
 		}
 		return known->second;
 	};
-	const uint8_t *bytes = static_cast<const uint8_t *>(data->d_buf);
-	for (Dwarf_Off offset = 0, next = 0; fdes.size() < kMaxFdes; offset = next) {
+	size_t entries = 0;
+	for (Dwarf_Off offset = 0, next = 0; image.section.d_size > 0; offset = next) {
 		Dwarf_CFI_Entry entry;
-		if (dwarf_next_cfi(ident, data, eh_frame, offset, &next, &entry) != 0 || next <= offset)
+		const int result = dwarf_next_cfi(ident, &image.section, eh_frame, offset, &next, &entry);
+		if (result > 0 || next <= offset || next == Dwarf_Off(-1))
 			break;
-		if (dwarf_cfi_cie_p(&entry))
+		if (result < 0 || dwarf_cfi_cie_p(&entry))
 			continue;
-		const std::optional<uint8_t> encoding = encoding_of(entry.fde.CIE_pointer);
-		if (!encoding)
-			continue;
-		if (auto fde = read_fde(entry.fde, *encoding, section_address + uint64_t(entry.fde.start - bytes)))
-			fdes.push_back(*fde);
+		std::optional<Fde> fde;
+		if (++entries <= kMaxFdes)
+			if (std::optional<CieCheck> cie = cie_at(entry.fde.CIE_pointer))
+				fde = check_fde(entry.fde, *cie, address + uint64_t(entry.fde.start - bytes));
+		if (fde)
+			image.fdes.push_back(*fde);
+		else
+			std::memset(bytes + (entry.fde.start - bytes), 0, size_t(entry.fde.end - entry.fde.start));
 	}
-	return fdes;
+	image.elf.reset(elf_memory(reinterpret_cast<char *>(image.bytes.data()), image.bytes.size()));
 }
 
 // --- rows: what each one says -----------------------------------------------------------------
@@ -487,16 +649,12 @@ void walk_fde(Dwarf_CFI *cfi, const Fde &fde, Walk &walk)
 	}
 }
 
-// The rows of every FDE of a CFI section, whose bytes in the file (compressed, it may be)
-// are stored_size: what earns libdw its allowance, not what a few bytes inflate to.
-void walk_section(Elf *elf, Elf_Scn *section, uint64_t address, uint64_t stored_size, bool eh_frame, Dwarf_CFI *cfi,
-		  Walk &walk)
+// The rows of every FDE of image. stored_size is the section's size in the file (compressed,
+// it may be): what earns libdw its allowance, not what a few bytes inflate to.
+void walk_image(Dwarf_CFI *cfi, const CfiImage &image, uint64_t stored_size, Walk &walk)
 {
-	Elf_Data *data = elf_getdata(section, nullptr);
-	if (!data)
-		return;
-	walk.bytes_left += kBytesPlayedPerByte * std::min<uint64_t>(stored_size, data->d_size);
-	for (const Fde &fde : list_fdes(elf, data, eh_frame, address)) {
+	walk.bytes_left += kBytesPlayedPerByte * std::min<uint64_t>(stored_size, image.section.d_size);
+	for (const Fde &fde : image.fdes) {
 		if (walk.bytes_left == 0 || walk.spans.size() >= kMaxUnwindRows)
 			break;
 		walk_fde(cfi, fde, walk);
@@ -508,12 +666,16 @@ std::vector<UnwindSpan> eh_frame_spans(Elf *elf, Walk &walk)
 {
 	GElf_Shdr header;
 	Elf_Scn *section = section_named(elf, ".eh_frame", header);
-	if (!section)
+	Elf_Data *data = section ? elf_getdata(section, nullptr) : nullptr;
+	if (!data || !data->d_buf)
 		return {};
-	CfiHandle cfi(dwarf_getcfi_elf(elf));
+	CfiImage image;
+	make_image(image, ".eh_frame", header.sh_addr, *data);
+	check_entries(image, true, header.sh_addr);
+	CfiHandle cfi(image.elf ? dwarf_getcfi_elf(image.elf.get()) : nullptr);
 	if (!cfi)
 		return {};
-	walk_section(elf, section, header.sh_addr, header.sh_size, true, cfi.get(), walk);
+	walk_image(cfi.get(), image, header.sh_size, walk);
 	return std::exchange(walk.spans, {});
 }
 
@@ -523,17 +685,28 @@ std::vector<UnwindSpan> debug_frame_spans(Elf *elf, Walk &walk)
 {
 	GElf_Shdr header;
 	Elf_Scn *section = section_named(elf, ".debug_frame", header);
-	if (!section || !decompression_bounded(elf))
+	if (!section)
 		return {};
 	const uint64_t stored_size = header.sh_size;
-	DwarfHandle dwarf(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
-	if (!dwarf)
+	if (header.sh_flags & SHF_COMPRESSED) {
+		// libelf allocates what the header claims: no more than zlib can make of the
+		// bytes there (about 1032:1), nor than kMaxDecompressed.
+		GElf_Chdr compressed;
+		if (!gelf_getchdr(section, &compressed) || compressed.ch_size / 1100 > header.sh_size ||
+		    compressed.ch_size > kMaxDecompressed || elf_compress(section, 0, 0) < 0)
+			return {};
+	}
+	Elf_Data *data = elf_getdata(section, nullptr);
+	if (!data || !data->d_buf || !gelf_getshdr(section, &header) || (header.sh_flags & SHF_COMPRESSED))
 		return {};
-	Dwarf_CFI *cfi = dwarf_getcfi(dwarf.get()); // owned by dwarf
-	// Decompressed (if it was) by dwarf_begin_elf: elf_getdata now gives the CFI itself.
-	if (!cfi || !gelf_getshdr(section, &header) || (header.sh_flags & SHF_COMPRESSED))
+	CfiImage image;
+	make_image(image, ".debug_frame", header.sh_addr, *data);
+	check_entries(image, false, header.sh_addr);
+	DwarfHandle dwarf(image.elf ? dwarf_begin_elf(image.elf.get(), DWARF_C_READ, nullptr) : nullptr);
+	Dwarf_CFI *cfi = dwarf ? dwarf_getcfi(dwarf.get()) : nullptr; // owned by dwarf
+	if (!cfi)
 		return {};
-	walk_section(elf, section, header.sh_addr, stored_size, false, cfi, walk);
+	walk_image(cfi, image, stored_size, walk);
 	return std::exchange(walk.spans, {});
 }
 

@@ -515,6 +515,58 @@ TEST_CASE("unwind table: rows from spans merge equal neighbours and start every 
 	CHECK(unwind_rows_of({}).empty());
 }
 
+TEST_CASE("unwind table: an FDE whose program names a register no machine has is dropped, not played")
+{
+	// libdw would grow its register array to 31 million entries (500 MB, zeroed) for it.
+	std::vector<uint8_t> bytes = fixture_bytes("unwind-nofp");
+	const auto [eh_start, eh_end] = section_offsets("unwind-nofp", ".eh_frame");
+	// GCC's FDEs: length, CIE pointer, pc-relative sdata4 start and length, an empty
+	// augmentation, then the program. The longest is unwind_many_saved's.
+	uint64_t longest = 0, longest_size = 0;
+	for (uint64_t at = eh_start; at + 8 <= eh_end;) {
+		uint32_t length, cie_pointer;
+		std::memcpy(&length, &bytes[at], 4);
+		std::memcpy(&cie_pointer, &bytes[at + 4], 4);
+		if (length == 0)
+			break;
+		if (cie_pointer != 0 && length > longest_size) {
+			longest = at;
+			longest_size = length;
+		}
+		at += 4 + length;
+	}
+	REQUIRE(longest_size > 30);
+	int32_t relative;
+	uint32_t size;
+	std::memcpy(&relative, &bytes[longest + 8], 4);
+	std::memcpy(&size, &bytes[longest + 12], 4);
+	// The code is where the field's own address says; all the fixture's segments are
+	// as far from their file offsets as the first.
+	const std::vector<LoadSegment> loads = read_loads("unwind-nofp");
+	const uint64_t bias = loads[0].address - loads[0].offset;
+	const uint64_t function_offset = *file_offset(loads, bias + longest + 8 + int64_t(relative));
+
+	const UnwindTable good = compile_fixture("unwind-nofp");
+	CHECK(find_unwind_row(good.rows, function_offset + 2)->cfa_type == UNWIND_CFA_RSP);
+	// DW_CFA_offset_extended, register 31,457,280, at CFA - 8: first in the program.
+	const uint8_t bomb[] = {0x05, 0x80, 0x80, 0x80, 0x0f, 0x01};
+	std::memcpy(&bytes[longest + 17], bomb, sizeof(bomb));
+	std::optional<UnwindTable> table = compile_unwind_table(bytes);
+	REQUIRE(table);
+	check_well_formed(*table);
+	CHECK(find_unwind_row(table->rows, function_offset + 2)->cfa_type == UNWIND_CFA_NONE);
+	// Every other function keeps its rows.
+	size_t kept = 0;
+	for (const unwind_row &row : good.rows) {
+		if (row.pc >= function_offset && row.pc < function_offset + size)
+			continue;
+		const unwind_row *same = find_unwind_row(table->rows, row.pc);
+		CHECK((same && same_unwind_rule(*same, row)));
+		kept++;
+	}
+	CHECK(kept > 30);
+}
+
 TEST_CASE("unwind table: not an x86-64 ELF object, no table; hostile bytes, fewer rows and no crash")
 {
 	CHECK(!compile_unwind_table(std::span<const uint8_t>()));
