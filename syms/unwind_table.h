@@ -26,12 +26,15 @@ struct UnwindTable {
 
 // The table of the ELF file open at fd, from its .eh_frame; for code .eh_frame leaves out,
 // from the .debug_frame of the file or, when it has none, of its separate debug file
-// (debug_fd, -1 for none; its addresses are the file's, converted through the file's
-// PT_LOAD segments).
+// (debug_fd, -1 for none, read only then; its addresses are the file's, converted through
+// the file's PT_LOAD segments). A file only root can change is mapped, any other read.
 // Nothing when the file is no ELF64 x86-64 object; an empty table when it has no CFI.
-// Hostile input yields fewer rows, never a crash or a read outside the file.
+// Hostile input yields fewer rows, never a crash or a read outside the file; libdw plays
+// at most 64 MiB plus 256 times the CFI's size of CFI programs (real objects: 100 times).
+// Measured: libc 6 ms, python3.11 16 ms, cc1plus 0.25 s (517,281 rows).
 std::optional<UnwindTable> compile_unwind_table(int fd, int debug_fd = -1);
-// The same from bytes in memory (tests and the fuzz target).
+// The same from bytes in memory (tests and the fuzz target), copied first: libelf writes
+// into an image it reads from memory.
 std::optional<UnwindTable> compile_unwind_table(std::span<const uint8_t> elf,
 						std::span<const uint8_t> debug = {});
 
