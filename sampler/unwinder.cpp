@@ -293,9 +293,6 @@ Unwinder::Unwinder(const Sampler::UnwindMaps &maps, std::string cache_dir) : imp
 {
 	impl_->maps = maps;
 	impl_->cache_dir = std::move(cache_dir);
-	// The cache's parent (/run/profile) is made private too when this run makes it.
-	if (size_t slash = impl_->cache_dir.rfind('/'); slash != std::string::npos && slash > 0)
-		open_private_dir(impl_->cache_dir.substr(0, slash));
 	impl_->host_root.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	impl_->stats.row_capacity = maps.row_capacity;
 	impl_->builder = std::thread([this] { impl_->build_loop(); });

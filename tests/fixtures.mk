@@ -145,3 +145,54 @@ $(FIXTURE_DIR)/%.plt: $(FIXTURE_DIR)/%
 	$(Q)objdump -d -j .plt -j .plt.sec $< | awk '/^[0-9a-f]+ <[^>]*@plt>:$$/ { gsub(/[<>:]/, "", $$2); print $$1, $$2 }' > $@
 
 fixtures: $(DEBUG_FIXTURES) $(FIXTURE_DIR)/hello-pie.plt $(FIXTURE_DIR)/cxx.plt
+
+# Unwind tables (syms/unwind_table): unwind.c built the ways the table compiler meets code,
+# each with X.frames beside it (readelf --debug-dump=frames-interp: the rows the tests check
+# each table against), X.loads and X.buildid. unwind-nofp: -O2 -fomit-frame-pointer, non-PIE at
+# 0x400000, so addresses are not file offsets. unwind-fp: frame pointers (CFA = rbp + 16),
+# a PIE whose first segment is at 0x200000. unwind-ibt: IBT's lazy PLT (a third PLT
+# expression, DW_OP_lit9). unwind-dwarf: -fno-asynchronous-unwind-tables -g: .eh_frame
+# holds crt's code only, .debug_frame the rest. unwind-dwarf-stripped: the same program
+# with no CFI left at all; its debug file's .debug_frame (unwind-dwarf.debug, whose
+# segments hold no bytes) is all there is. unwind-dwarf-gz: unwind-dwarf, its .debug_frame
+# compressed.
+UNWIND_FIXTURES := $(addprefix $(FIXTURE_DIR)/,unwind-nofp unwind-fp unwind-ibt unwind-dwarf)
+UNWIND_CFLAGS := -O2 -g -Wl,--build-id
+
+$(FIXTURE_DIR)/unwind-nofp: tests/fixtures/unwind.c | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CC) $(UNWIND_CFLAGS) -fomit-frame-pointer -fno-pie -no-pie $< -o $@
+
+$(FIXTURE_DIR)/unwind-fp: tests/fixtures/unwind.c | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CC) $(UNWIND_CFLAGS) -fno-omit-frame-pointer -fPIE -pie -Wl,-Ttext-segment=0x200000 $< -o $@
+
+$(FIXTURE_DIR)/unwind-ibt: tests/fixtures/unwind.c | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CC) $(UNWIND_CFLAGS) -fomit-frame-pointer -fcf-protection=full -Wl,-z,ibtplt -fPIE -pie $< -o $@
+
+$(FIXTURE_DIR)/unwind-dwarf: tests/fixtures/unwind.c | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CC) $(UNWIND_CFLAGS) -fno-asynchronous-unwind-tables -fPIE -pie -Wl,-Ttext-segment=0x300000 $< -o $@
+
+$(FIXTURE_DIR)/unwind-dwarf.debug: $(FIXTURE_DIR)/unwind-dwarf
+	$(Q)objcopy --only-keep-debug $< $@
+
+$(FIXTURE_DIR)/unwind-dwarf-stripped: $(FIXTURE_DIR)/unwind-dwarf
+	$(call msg,FIXTURE,$@)
+	$(Q)strip --strip-debug --remove-section=.eh_frame --remove-section=.eh_frame_hdr $< -o $@
+
+# readelf fails on a debug file (its .interp holds no bytes) after printing the frames:
+# its status is not the test, an FDE in what it printed is.
+# unwind-dwarf with its .debug_frame compressed (SHF_COMPRESSED, zlib).
+$(FIXTURE_DIR)/unwind-dwarf-gz: $(FIXTURE_DIR)/unwind-dwarf
+	$(call msg,FIXTURE,$@)
+	$(Q)objcopy --compress-debug-sections=zlib $< $@
+	$(Q)readelf -SW $@ | grep -q '\.debug_frame .* C '
+
+$(FIXTURE_DIR)/%.frames: $(FIXTURE_DIR)/%
+	$(Q)readelf --debug-dump=frames-interp $< > $@ 2>/dev/null; grep -q ' FDE ' $@
+
+fixtures: $(UNWIND_FIXTURES) $(UNWIND_FIXTURES:%=%.frames) $(UNWIND_FIXTURES:%=%.loads) $(UNWIND_FIXTURES:%=%.buildid) \
+	$(FIXTURE_DIR)/unwind-dwarf.debug $(FIXTURE_DIR)/unwind-dwarf.debug.frames \
+	$(FIXTURE_DIR)/unwind-dwarf-stripped $(FIXTURE_DIR)/unwind-dwarf-stripped.loads $(FIXTURE_DIR)/unwind-dwarf-gz
