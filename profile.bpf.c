@@ -101,41 +101,38 @@ static __always_inline bool take_stack(void *ctx, void *stacks, __u64 flags, __s
 	return false;
 }
 
-/* Takes the stacks into `stacks` and counts the key in `counts`: the maps of one
- * generation, constants in each of the two inlined copies. */
-static __always_inline int count_sample(void *ctx, void *stacks, void *counts, __u32 tgid,
-					struct sample_stats *st)
+/* The key of this sample's process and comm, with no stack yet. */
+static __always_inline void start_key(struct stack_key *key, __u32 tgid)
 {
-	struct stack_key key = {};
+	key->pid = tgid;
+	key->user_stack_id = NO_STACK;
+	key->kernel_stack_id = NO_STACK;
+	bpf_get_current_comm(&key->comm, sizeof(key->comm));
+}
+
+/* Counts one sample under key in `counts`. */
+static __always_inline int count_key(void *counts, struct stack_key *key, struct sample_stats *st)
+{
 	struct stack_count *count, first;
 	long err;
 
-	key.pid = tgid;
-	key.user_stack_id = NO_STACK;
-	key.kernel_stack_id = NO_STACK;
-	bpf_get_current_comm(&key.comm, sizeof(key.comm));
-	if (kernel_stacks && !take_stack(ctx, stacks, 0, &key.kernel_stack_id, st))
-		return 0;
-	if (user_stacks && !take_stack(ctx, stacks, BPF_F_USER_STACK, &key.user_stack_id, st))
-		return 0;
-
-	count = bpf_map_lookup_elem(counts, &key);
+	count = bpf_map_lookup_elem(counts, key);
 	if (count) {
 		__sync_fetch_and_add(&count->count, 1);
 		return 0;
 	}
 	first.count = 1;
 	first.first_ns = bpf_ktime_get_ns();
-	err = bpf_map_update_elem(counts, &key, &first, BPF_NOEXIST);
+	err = bpf_map_update_elem(counts, key, &first, BPF_NOEXIST);
 	if (!err) {
 		__u8 one = 1;
 
 		st->new_keys++;
-		bpf_map_update_elem(&sampled_pids, &tgid, &one, BPF_ANY);
+		bpf_map_update_elem(&sampled_pids, &key->pid, &one, BPF_ANY);
 		return 0;
 	}
 	if (err == -EEXIST) { /* another CPU inserted the same key just now */
-		count = bpf_map_lookup_elem(counts, &key);
+		count = bpf_map_lookup_elem(counts, key);
 		if (count) {
 			__sync_fetch_and_add(&count->count, 1);
 			return 0;
@@ -145,6 +142,22 @@ static __always_inline int count_sample(void *ctx, void *stacks, void *counts, _
 	 * a larger --hash-storage-size would fix. */
 	st->lost_counts_full++;
 	return 0;
+}
+
+/* Takes the stacks into `stacks` and counts the key in `counts`: the maps of one
+ * generation, constants in each of the two inlined copies. */
+static __always_inline int count_sample(void *ctx, void *stacks, void *counts, __u32 tgid,
+					struct sample_stats *st)
+{
+	struct stack_key key = {};
+
+	start_key(&key, tgid);
+	if (kernel_stacks && !take_stack(ctx, stacks, 0, &key.kernel_stack_id, st))
+		return 0;
+	if (user_stacks && !take_stack(ctx, stacks, BPF_F_USER_STACK, &key.user_stack_id, st))
+		return 0;
+
+	return count_key(counts, &key, st);
 }
 
 /* ---- --unwind auto|dwarf: stacks kept by content, user stacks walked from tables ---- */
@@ -544,15 +557,11 @@ static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *
 					 struct sample_stats *st)
 {
 	struct stack_key key = {};
-	struct stack_count *count, first;
 	struct frames *frames;
 	__u32 which;
-	long err, n;
+	long n;
 
-	key.pid = tgid;
-	key.user_stack_id = NO_STACK;
-	key.kernel_stack_id = NO_STACK;
-	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+	start_key(&key, tgid);
 
 	if (kernel_stacks) {
 		which = 0;
@@ -582,30 +591,7 @@ static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *
 		}
 	}
 
-	count = bpf_map_lookup_elem(counts, &key);
-	if (count) {
-		__sync_fetch_and_add(&count->count, 1);
-		return 0;
-	}
-	first.count = 1;
-	first.first_ns = bpf_ktime_get_ns();
-	err = bpf_map_update_elem(counts, &key, &first, BPF_NOEXIST);
-	if (!err) {
-		__u8 one = 1;
-
-		st->new_keys++;
-		bpf_map_update_elem(&sampled_pids, &tgid, &one, BPF_ANY);
-		return 0;
-	}
-	if (err == -EEXIST) {
-		count = bpf_map_lookup_elem(counts, &key);
-		if (count) {
-			__sync_fetch_and_add(&count->count, 1);
-			return 0;
-		}
-	}
-	st->lost_counts_full++;
-	return 0;
+	return count_key(counts, &key, st);
 }
 
 #endif /* __TARGET_ARCH_x86 */
