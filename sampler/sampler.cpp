@@ -572,9 +572,10 @@ std::optional<RawProfile> Sampler::tick()
 	const uint64_t capacity = std::min(d.options.stack_storage_size, d.options.hash_storage_size);
 	const uint64_t new_keys = t.new_keys - d.at_last_drain.new_keys;
 	// A new stack collides with the odds of the stack map's fill, so drain early: a
-	// sixteenth full. A drain's cost follows the entries it moves, however often it runs.
-	// Losing samples with few new stacks coming: every 5 s at most.
-	const bool filling = new_keys * 16 >= capacity;
+	// sixteenth full. Stores keyed by content do not collide: drained when they may be half
+	// full (a key may bring two new stacks), which spares most of the drains' work of
+	// deleting kilobyte keys. Losing samples with few new stacks coming: every 5 s at most.
+	const bool filling = d.unwinding ? new_keys * 4 >= capacity : new_keys * 16 >= capacity;
 	const bool losing = lost_samples(t) > lost_samples(d.at_last_drain) &&
 			    (new_keys * 64 >= capacity || now - d.last_drain_ns >= 5000000000);
 	if (!filling && !losing)
