@@ -12,10 +12,12 @@ WORKLOADS=${WORKLOADS:-$ROOT/build/workloads}
 README=${README:-$ROOT/README.md}
 SAMPLE_S=${SAMPLE_S:-5}     # seconds both profilers sample the split workload for fidelity
 CPU_RUN_S=${CPU_RUN_S:-10}  # length of the own-CPU runs
-KCOST_S=${KCOST_S:-8}       # seconds the in-kernel cost is measured, per mode
+KCOST_S=${KCOST_S:-8}       # seconds the in-kernel cost is measured, per mode and order
+KCOST_WARM_S=${KCOST_WARM_S:-2} # seconds both programs run before that
 REPORT_SAMPLE_S=${REPORT_SAMPLE_S:-3} # seconds sampled before each SIGINT of the time-to-report runs
 REPORT_REPS=${REPORT_REPS:-3}         # runs of profile and of perf per process count
 BPFTRACE_LIMIT_S=${BPFTRACE_LIMIT_S:-10} # bpftrace may take minutes to print many stacks
+PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's: no frame pointers in the interpreter or libc
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: needs root to load BPF programs and read their stats (try: sudo $0)" >&2
@@ -33,10 +35,14 @@ for program in "$PROFILE" "$WORKLOADS/split" "$WORKLOADS/syscalls" "$WORKLOADS/s
 		exit 1
 	fi
 done
+if [ ! -x "$PYTHON" ]; then
+	echo "bench: $PYTHON is missing (Debian: apt-get install python3)" >&2
+	exit 1
+fi
 
 TMP=$(mktemp -d /tmp/profile-bench.XXXXXX)
-STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled)
 BACKGROUND=()
+STATS_HOLDER= # the process that keeps BPF run-time stats on
 WORKER_GROUPS=() # process groups (sessions) of workloads, stopped whole
 
 # Everything started here is stopped here, whatever way the script ends.
@@ -48,8 +54,10 @@ cleanup() {
 	for pid in "${BACKGROUND[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
+	if [ -n "$STATS_HOLDER" ]; then
+		kill "$STATS_HOLDER" 2>/dev/null || true
+	fi
 	wait 2>/dev/null || true
-	echo "$STATS_WAS" > /proc/sys/kernel/bpf_stats_enabled
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -132,6 +140,55 @@ stop_all() {
 	BACKGROUND=()
 }
 
+# Sends SIGINT to $2, the program /usr/bin/time $1 runs (time ignores it) or $1 itself, and
+# sets $ELAPSED_MS to the time until that program exited. A program still busy after $3
+# seconds is killed and $ELAPSED_MS is left empty.
+interrupt() {
+	local t0 t1 limit_ns
+	limit_ns=$(( ${3:-600} * 1000000000 ))
+	t0=$(now_ns)
+	kill -INT "$2"
+	ELAPSED_MS=
+	while kill -0 "$2" 2>/dev/null; do
+		if [ $(( $(now_ns) - t0 )) -gt "$limit_ns" ]; then
+			kill -KILL "$2" 2>/dev/null || true
+			finish "$1"
+			return
+		fi
+		sleep 0.01
+	done
+	finish "$1"
+	t1=$(now_ns)
+	ELAPSED_MS=$(( (t1 - t0) / 1000000 ))
+}
+
+# BPF programs' run_time_ns and run_cnt count while a process holds the fd of
+# bpf(BPF_ENABLE_STATS): a count the kernel keeps, so that the runs of others who write
+# kernel.bpf_stats_enabled (a bench in another worktree, restoring its 0) neither stop ours
+# nor are changed by it. Sets STATS_HOLDER.
+stats_on() {
+	mkfifo "$TMP/stats"
+	"$PYTHON" -c '
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+attr = ctypes.create_string_buffer(128)  # enable_stats.type = BPF_STATS_RUN_TIME (0)
+fd = libc.syscall(321, 32, attr, 128)    # bpf(BPF_ENABLE_STATS, ...) on x86-64
+if fd < 0:
+    sys.exit("bench: bpf(BPF_ENABLE_STATS): " + os.strerror(ctypes.get_errno()))
+print("on", flush=True)
+signal.pause()' > "$TMP/stats" &
+	STATS_HOLDER=$!
+	if [ "$(head -1 "$TMP/stats")" != on ]; then
+		exit 1
+	fi
+}
+stats_off() {
+	kill "$STATS_HOLDER" 2>/dev/null || true
+	wait "$STATS_HOLDER" 2>/dev/null || true
+	STATS_HOLDER=
+	rm -f "$TMP/stats"
+}
+
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
 TABLE=$TMP/table.md
@@ -154,8 +211,97 @@ row() { echo "| $1 | $2 | $3 | $4 |" >> "$TABLE"; }
 # runs second in a shared interrupt finds the caches warm. Two copies of profile's own
 # program attached at 999 Hz each measured between 0.7 and 1.6 times the other; at 999 and
 # 997 Hz, whose phases sweep past each other twice a second, within 4 % of each other.
-log "in-kernel cost per sample (3 x ~$((KCOST_S + 4)) s)"
-echo 1 > /proc/sys/kernel/bpf_stats_enabled
+# Which one is attached first still counts, so each pair is measured in both orders.
+
+# Waits until the BPF program $1 has run: its perf events are attached.
+wait_runs() {
+	local i cnt ns
+	for i in $(seq 1 500); do
+		read -r cnt ns < <(prog_stats "$1") || true
+		if [ "${cnt:-0}" -gt 0 ]; then
+			return
+		fi
+		sleep 0.02
+	done
+	echo "bench: BPF program $1 never ran" >&2
+	return 1
+}
+
+# Starts profile with options "$@" and waits for its program to run: sets KC_OURS (pid)
+# and KC_OURS_PROG. Its stderr goes to $TMP/kcost.err.
+kcost_start_ours() {
+	start "$PROFILE" "$@" > /dev/null 2> "$TMP/kcost.err"
+	KC_OURS=$STARTED
+	KC_OURS_PROG=$(prog_of "$KC_OURS")
+	wait_runs "$KC_OURS_PROG"
+}
+
+# Starts the bpftrace program $1 and waits for it to run: sets KC_PEER and KC_PEER_PROG.
+kcost_start_peer() {
+	start bpftrace -e "$1" > /dev/null 2>&1
+	KC_PEER=$STARTED
+	KC_PEER_PROG=$(prog_of "$KC_PEER")
+	wait_runs "$KC_PEER_PROG"
+}
+
+# One measurement: profile (options after the first two) against the bpftrace program $1,
+# the one $2 names (profile | bpftrace) attached first, the other once the first has run.
+# Sets OURS_NS and PEER_NS (per sample) and OURS_WALKED (profile's account of how user
+# stacks were walked, when it walked tables: the shares from tables and by frame pointers
+# while tables were built).
+kernel_cost() {
+	local program=$1 first=$2 ours_cnt0 ours_ns0 peer_cnt0 peer_ns0 ours_cnt1 ours_ns1 peer_cnt1 peer_ns1
+	shift 2
+	if [ "$first" = profile ]; then
+		kcost_start_ours "$@"
+		kcost_start_peer "$program"
+	else
+		kcost_start_peer "$program"
+		kcost_start_ours "$@"
+	fi
+	sleep "$KCOST_WARM_S" # past both programs' first inserts, and our first tables
+	read -r ours_cnt0 ours_ns0 < <(prog_stats "$KC_OURS_PROG")
+	read -r peer_cnt0 peer_ns0 < <(prog_stats "$KC_PEER_PROG")
+	sleep "$KCOST_S"
+	read -r ours_cnt1 ours_ns1 < <(prog_stats "$KC_OURS_PROG")
+	read -r peer_cnt1 peer_ns1 < <(prog_stats "$KC_PEER_PROG")
+	# Only bpftrace's stats matter: nobody waits for its map. (bash's own "Killed" notice
+	# goes to the block's stderr.) Ours ends on SIGINT, for its account of the walk.
+	{
+		kill -KILL "$KC_PEER"
+		finish "$KC_PEER"
+	} 2>/dev/null
+	interrupt "$KC_OURS" "$KC_OURS" 60
+	if [ "$ours_cnt1" -le "$ours_cnt0" ] || [ "$peer_cnt1" -le "$peer_cnt0" ]; then
+		echo "bench: a BPF program did not run while measured" >&2
+		exit 1
+	fi
+	OURS_NS=$(calc "%.0f" "($ours_ns1 - $ours_ns0) / ($ours_cnt1 - $ours_cnt0)")
+	PEER_NS=$(calc "%.0f" "($peer_ns1 - $peer_ns0) / ($peer_cnt1 - $peer_cnt0)")
+	OURS_WALKED=$(sed -n 's/^profile: user stacks: \([0-9.]* % from unwind tables\)\(, [0-9.]* % by frame pointers while tables were built\)\{0,1\}.*/\1\2/p' "$TMP/kcost.err")
+	log "  $first attached first: profile $OURS_NS ns, bpftrace $PEER_NS ns$(sed -n 's/^profile: user stacks: /; /p' "$TMP/kcost.err")"
+}
+
+# Both orders of one pair: sets FIRST_OURS/FIRST_PEER (profile attached first),
+# SECOND_OURS/SECOND_PEER (bpftrace first), MEAN_OURS/MEAN_PEER and WALKED (both runs'
+# accounts, when profile walked tables).
+kernel_cost_both() {
+	local program=$1
+	shift
+	kernel_cost "$program" profile "$@"
+	FIRST_OURS=$OURS_NS FIRST_PEER=$PEER_NS WALKED=$OURS_WALKED
+	kernel_cost "$program" bpftrace "$@"
+	SECOND_OURS=$OURS_NS SECOND_PEER=$PEER_NS
+	if [ -n "$WALKED" ]; then
+		WALKED="user stacks $WALKED; then $OURS_WALKED"
+	fi
+	MEAN_OURS=$(calc "%.0f" "($FIRST_OURS + $SECOND_OURS) / 2")
+	MEAN_PEER=$(calc "%.0f" "($FIRST_PEER + $SECOND_PEER) / 2")
+}
+
+KCOST_RUN_S=$((2 * (KCOST_S + KCOST_WARM_S + 3)))
+log "in-kernel cost per sample, frame-pointer workloads (3 x ~$KCOST_RUN_S s)"
+stats_on
 start "$WORKLOADS/split" 600
 start "$WORKLOADS/syscalls" 600
 for mode in both user kernel; do
@@ -164,32 +310,14 @@ for mode in both user kernel; do
 	user) flags=(-U) keys="ustack, comm, pid" what="user stacks (-U)" ;;
 	kernel) flags=(-K) keys="kstack, comm, pid" what="kernel stacks (-K)" ;;
 	esac
-	start "$PROFILE" -f 997 "${flags[@]}" > /dev/null 2>&1
-	ours=$STARTED
-	start bpftrace -e "profile:hz:999 { @[$keys] = count(); }" > /dev/null 2>&1
-	peer=$STARTED
-	ours_prog=$(prog_of "$ours")
-	peer_prog=$(prog_of "$peer")
-	sleep 1 # past both programs' first inserts
-	read -r ours_cnt0 ours_ns0 < <(prog_stats "$ours_prog")
-	read -r peer_cnt0 peer_ns0 < <(prog_stats "$peer_prog")
-	sleep "$KCOST_S"
-	read -r ours_cnt1 ours_ns1 < <(prog_stats "$ours_prog")
-	read -r peer_cnt1 peer_ns1 < <(prog_stats "$peer_prog")
-	# Only the programs' stats matter here: nobody waits for the reports. (bash's own
-	# "Killed" notices go to the block's stderr.)
-	{
-		kill -KILL "$ours" "$peer"
-		finish "$ours"
-		finish "$peer"
-	} 2>/dev/null
-	ours_cost=$(calc "%.0f" "($ours_ns1 - $ours_ns0) / ($ours_cnt1 - $ours_cnt0)")
-	peer_cost=$(calc "%.0f" "($peer_ns1 - $peer_ns0) / ($peer_cnt1 - $peer_cnt0)")
-	row "in-kernel ns per sample, $what (peer: bpftrace \`profile:hz:999 { @[$keys] = count(); }\`)" \
-		"$ours_cost ns" "$peer_cost ns" "$(calc "%.2f" "$ours_cost / $peer_cost")x"
+	log " $what"
+	kernel_cost_both "profile:hz:999 { @[$keys] = count(); }" -f 997 "${flags[@]}"
+	row "in-kernel ns per sample, $what, \`--unwind auto\` (the default), frame-pointer workloads, mean of both attach orders (peer: bpftrace \`profile:hz:999 { @[$keys] = count(); }\`)" \
+		"$MEAN_OURS ns" "$MEAN_PEER ns" "$(calc "%.2f" "$MEAN_OURS / $MEAN_PEER")x"
 done
 stop_all
-echo "$STATS_WAS" > /proc/sys/kernel/bpf_stats_enabled
+
+stats_off
 
 # ---- Own CPU over a whole system-wide run, and while sampling only. ----
 log "own CPU (2 x ~$((CPU_RUN_S + 2)) s)"
@@ -224,28 +352,6 @@ for hz in 49 999; do
 done
 
 # ---- From the end of sampling to a complete report, and peak memory, with N processes. ----
-# Sends SIGINT to the program /usr/bin/time runs (time ignores it) and sets $ELAPSED_MS to
-# the time until that program exited. A program still busy after $3 seconds is killed and
-# $ELAPSED_MS is left empty.
-interrupt() {
-	local t0 t1 limit_ns
-	limit_ns=$(( ${3:-600} * 1000000000 ))
-	t0=$(now_ns)
-	kill -INT "$2"
-	ELAPSED_MS=
-	while kill -0 "$2" 2>/dev/null; do
-		if [ $(( $(now_ns) - t0 )) -gt "$limit_ns" ]; then
-			kill -KILL "$2" 2>/dev/null || true
-			finish "$1"
-			return
-		fi
-		sleep 0.01
-	done
-	finish "$1"
-	t1=$(now_ns)
-	ELAPSED_MS=$(( (t1 - t0) / 1000000 ))
-}
-
 # One run of profile: sets RUN_MS (SIGINT to exit) and RUN_RSS (KiB).
 report_ours() {
 	local time_pid pid
@@ -261,7 +367,7 @@ report_ours() {
 	if ! grep -q '^    stacks_leaf_' "$TMP/ours.out"; then
 		log "warning: profile's report names no stacks_leaf_* frame"
 	fi
-	grep '^profile: after sampling' "$TMP/ours.err" | sed 's/^/bench:   /' >&2 || true
+	grep -E '^profile: (after sampling|unwind tables)' "$TMP/ours.err" | sed 's/^/bench:   /' >&2 || true
 }
 
 # One run of perf record + perf script: sets RUN_MS, RUN_RECORD_MS, RUN_SCRIPT_MS, RUN_RSS.
@@ -377,11 +483,16 @@ row "distance from the truth, split_hot_three" \
 	echo
 	echo "Ratio: profile / peer; below 1 is better for profile."
 	echo
-	echo "- In-kernel cost: \`run_time_ns / run_cnt\` of each BPF program (kernel.bpf_stats_enabled),"
-	echo "  both attached at once for ${KCOST_S} s while build/workloads/split and syscalls keep the CPUs"
-	echo "  busy; profile at 997 Hz so that its timer's phase sweeps past bpftrace's 999 Hz one (at equal"
-	echo "  rates whichever program runs second in a shared interrupt finds the caches warm: two copies"
-	echo "  of one program measured up to 1.6 times apart)."
+	echo "- profile runs with its defaults, so user stacks are walked from unwind tables (\`--unwind auto\`)"
+	echo "  but where a row says \`--unwind fp\` (bpf_get_stackid, as bpftrace and perf -g walk them)."
+	echo "- In-kernel cost: \`run_time_ns / run_cnt\` of each BPF program (stats on by BPF_ENABLE_STATS),"
+	echo "  both attached at once for ${KCOST_S} s (after ${KCOST_WARM_S} s) while build/workloads/split and syscalls"
+	echo "  keep the CPUs busy; profile at 997 Hz so that its timer's phase sweeps past bpftrace's 999 Hz"
+	echo "  one (at equal rates whichever program runs second in a shared interrupt finds the caches"
+	echo "  warm: two copies of one program measured up to 1.6 times apart); each pair is measured in"
+	echo "  both orders, the second program started once the first has run. The runs sample"
+	echo "  everything else running here too (other people's builds and tests), whose stacks profile"
+	echo "  walks to their roots and bpftrace's frame-pointer walk stops early in."
 	echo "- Own CPU: user + system time of the profiler's process (all threads) over a ${CPU_RUN_S} s"
 	echo "  system-wide run on the same busy machine, from its start to its exit; and over the middle of"
 	echo "  the run only, from /proc/PID/task/*/schedstat. The core kernel's symbols come from the"
