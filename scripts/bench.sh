@@ -18,6 +18,7 @@ REPORT_SAMPLE_S=${REPORT_SAMPLE_S:-3} # seconds sampled before each SIGINT of th
 REPORT_REPS=${REPORT_REPS:-3}         # runs of profile and of perf per process count
 BPFTRACE_LIMIT_S=${BPFTRACE_LIMIT_S:-10} # bpftrace may take minutes to print many stacks
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's: no frame pointers in the interpreter or libc
+PYTHON_LOOP=$'def f(n): return n if n<2 else f(n-1)+f(n-2)\nwhile True: f(25)'
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: needs root to load BPF programs and read their stats (try: sudo $0)" >&2
@@ -29,7 +30,7 @@ for tool in bpftrace perf bpftool /usr/bin/time; do
 		exit 1
 	fi
 done
-for program in "$PROFILE" "$WORKLOADS/split" "$WORKLOADS/syscalls" "$WORKLOADS/stacks"; do
+for program in "$PROFILE" "$WORKLOADS/split" "$WORKLOADS/syscalls" "$WORKLOADS/stacks" "$WORKLOADS/nofp"; do
 	if [ ! -x "$program" ]; then
 		echo "bench: $program is not built (run: make bench)" >&2
 		exit 1
@@ -317,6 +318,42 @@ for mode in both user kernel; do
 done
 stop_all
 
+# The same where user stacks need unwinding: a program built without frame pointers, and
+# Debian's python3 (no frame pointers in the interpreter nor in libc), beside split.
+# Whole-machine runs also walk whatever else runs here (other people's compilers: deep
+# stacks without frame pointers, and short-lived processes met before their tables), so
+# table walking is measured once more on the three workloads alone: ours with -p, bpftrace
+# with the same pids in a predicate; both programs still run, and return at once, for every
+# other process's samples.
+log "in-kernel cost per sample, code without frame pointers (3 x ~$KCOST_RUN_S s)"
+start "$WORKLOADS/nofp" 600
+workload_pids=$STARTED
+start "$WORKLOADS/split" 600
+workload_pids+=,$STARTED
+start "$PYTHON" -c "$PYTHON_LOOP"
+workload_pids+=,$STARTED
+sleep 0.3
+peer_program="profile:hz:999 { @[ustack, comm, pid] = count(); }"
+predicate="/pid == ${workload_pids//,/ || pid == }/"
+for run in auto fp auto-p; do
+	case $run in
+	auto) flags=(--unwind auto) program=$peer_program where="nofp + python3 + split busy, whole machine" ;;
+	fp) flags=(--unwind fp) program=$peer_program where="nofp + python3 + split busy, whole machine" ;;
+	auto-p) flags=(--unwind auto -p "$workload_pids") program="profile:hz:999 $predicate { @[ustack, comm, pid] = count(); }"
+		where="nofp + python3 + split only (\`-p\`; bpftrace: \`$predicate\`)" ;;
+	esac
+	log " -U ${flags[*]}"
+	kernel_cost_both "$program" -f 997 -U "${flags[@]}"
+	what="user stacks (-U), \`${flags[*]:0:2}\`, $where"
+	peer="bpftrace \`profile:hz:999 { @[ustack, comm, pid] = count(); }\`"
+	row "in-kernel ns per sample, $what, profile attached first (peer: $peer${WALKED:+; $WALKED})" \
+		"$FIRST_OURS ns" "$FIRST_PEER ns" "$(calc "%.2f" "$FIRST_OURS / $FIRST_PEER")x"
+	row "in-kernel ns per sample, $what, bpftrace attached first" \
+		"$SECOND_OURS ns" "$SECOND_PEER ns" "$(calc "%.2f" "$SECOND_OURS / $SECOND_PEER")x"
+	row "in-kernel ns per sample, $what, mean of both orders" \
+		"$MEAN_OURS ns" "$MEAN_PEER ns" "$(calc "%.2f" "$MEAN_OURS / $MEAN_PEER")x"
+done
+stop_all
 stats_off
 
 # ---- Own CPU over a whole system-wide run, and while sampling only. ----
@@ -486,13 +523,17 @@ row "distance from the truth, split_hot_three" \
 	echo "- profile runs with its defaults, so user stacks are walked from unwind tables (\`--unwind auto\`)"
 	echo "  but where a row says \`--unwind fp\` (bpf_get_stackid, as bpftrace and perf -g walk them)."
 	echo "- In-kernel cost: \`run_time_ns / run_cnt\` of each BPF program (stats on by BPF_ENABLE_STATS),"
-	echo "  both attached at once for ${KCOST_S} s (after ${KCOST_WARM_S} s) while build/workloads/split and syscalls"
-	echo "  keep the CPUs busy; profile at 997 Hz so that its timer's phase sweeps past bpftrace's 999 Hz"
-	echo "  one (at equal rates whichever program runs second in a shared interrupt finds the caches"
-	echo "  warm: two copies of one program measured up to 1.6 times apart); each pair is measured in"
-	echo "  both orders, the second program started once the first has run. The runs sample"
-	echo "  everything else running here too (other people's builds and tests), whose stacks profile"
-	echo "  walks to their roots and bpftrace's frame-pointer walk stops early in."
+	echo "  both attached at once for ${KCOST_S} s (after ${KCOST_WARM_S} s), first while build/workloads/split and syscalls"
+	echo "  (frame pointers throughout) keep the CPUs busy, then build/workloads/nofp (-O2"
+	echo "  -fomit-frame-pointer), Debian's python3 running \`f(25)\` of a recursive Fibonacci in a loop,"
+	echo "  and split. Profile at 997 Hz so that its timer's phase sweeps past bpftrace's 999 Hz one (at"
+	echo "  equal rates whichever program runs second in a shared interrupt finds the caches warm: two"
+	echo "  copies of one program measured up to 1.6 times apart); each pair is measured in both orders,"
+	echo "  the second program started once the first has run. Whole-machine runs sample everything"
+	echo "  else running here too (other people's builds and tests), whose stacks profile walks to"
+	echo "  their roots and bpftrace's frame-pointer walk stops early in; the \`-p\` rows count the"
+	echo "  three workloads' samples and the cheap early return of every other sample, in both programs."
+	echo "  \"user stacks ...\": profile's own account of each run (profile first, then bpftrace first)."
 	echo "- Own CPU: user + system time of the profiler's process (all threads) over a ${CPU_RUN_S} s"
 	echo "  system-wide run on the same busy machine, from its start to its exit; and over the middle of"
 	echo "  the run only, from /proc/PID/task/*/schedstat. The core kernel's symbols come from the"
