@@ -17,6 +17,8 @@ KCOST_WARM_S=${KCOST_WARM_S:-2} # seconds both programs run before that
 REPORT_SAMPLE_S=${REPORT_SAMPLE_S:-3} # seconds sampled before each SIGINT of the time-to-report runs
 REPORT_REPS=${REPORT_REPS:-3}         # runs of profile and of perf per process count
 BPFTRACE_LIMIT_S=${BPFTRACE_LIMIT_S:-10} # bpftrace may take minutes to print many stacks
+DWARF_SAMPLE_S=${DWARF_SAMPLE_S:-5} # seconds python3 is sampled, per run, against perf --call-graph dwarf
+DWARF_REPS=${DWARF_REPS:-3}         # runs of profile and of perf on python3
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's: no frame pointers in the interpreter or libc
 PYTHON_LOOP=$'def f(n): return n if n<2 else f(n-1)+f(n-2)\nwhile True: f(25)'
 
@@ -487,6 +489,81 @@ for n in 10 40 200; do
 		"$(calc "%.2f" "$ours_rss / $bt_rss")x"
 done
 
+# ---- Against perf's DWARF unwinding, on python3: cost, time to report, whole stacks. ----
+# Samples whose stack reaches the process's root, _start: the root is the first frame after
+# the command in profile's folded lines, the last frame of each sample in perf script's.
+roots_folded() {
+	awk '{ n = $NF; sub(/ [0-9]+$/, ""); split($0, f, ";"); all += n; if (f[2] == "_start") rooted += n }
+		END { print all + 0, rooted + 0 }' "$1"
+}
+roots_perf_script() {
+	awk 'function done() { if (sample) { all++; if (last == "_start") rooted++ } sample = 0 }
+		/^[^ \t]/ { done(); sample = 1; last = ""; next }
+		NF >= 2 && sample { last = $2; sub(/\+0x[0-9a-f]+$/, "", last) }
+		END { done(); print all + 0, rooted + 0 }' "$1"
+}
+
+log "profile against perf --call-graph dwarf on python3 ($DWARF_REPS x ~$((2 * DWARF_SAMPLE_S + 8)) s)"
+start "$PYTHON" -c "$PYTHON_LOOP"
+python=$STARTED
+sleep 0.5
+: > "$TMP/dwarf-ours.runs"
+: > "$TMP/dwarf-perf.runs"
+for rep in $(seq 1 "$DWARF_REPS"); do
+	# Ours, until SIGINT; its sampling starts with the header line on stderr.
+	start /usr/bin/time -f "%U %S" -o "$TMP/dwarf-ours.time" env PROFILE_DEBUG=1 \
+		"$PROFILE" -f 999 -p "$python" --folded > "$TMP/dwarf.folded" 2> "$TMP/dwarf-ours.err"
+	time_pid=$STARTED
+	pid=$(child_of "$time_pid")
+	for i in $(seq 1 300); do
+		! grep -q '^Sampling at' "$TMP/dwarf-ours.err" || break
+		sleep 0.02
+	done
+	sleep "$DWARF_SAMPLE_S"
+	interrupt "$time_pid" "$pid" 60
+	ours_ms=$ELAPSED_MS
+	read -r u s < "$TMP/dwarf-ours.time"
+	read -r all rooted < <(roots_folded "$TMP/dwarf.folded")
+	echo "$ours_ms $(calc "%.0f" "($u + $s) * 1000") $all $rooted" >> "$TMP/dwarf-ours.runs"
+	grep -E '^profile: (unwind tables|user stacks|[0-9]+ samples taken)' "$TMP/dwarf-ours.err" | sed 's/^/bench:   /' >&2 || true
+
+	# perf record until SIGINT, then perf script, into a file.
+	start /usr/bin/time -f "%U %S" -o "$TMP/dwarf-record.time" \
+		perf record -q -e cpu-clock --call-graph dwarf -F 999 -p "$python" -o "$TMP/dwarf.data" > /dev/null 2>&1
+	time_pid=$STARTED
+	pid=$(child_of "$time_pid")
+	sleep 0.3 # perf reads the process's maps before its first sample
+	sleep "$DWARF_SAMPLE_S"
+	interrupt "$time_pid" "$pid" 120
+	record_ms=$ELAPSED_MS
+	t0=$(now_ns)
+	/usr/bin/time -f "%U %S" -o "$TMP/dwarf-script.time" perf script -i "$TMP/dwarf.data" > "$TMP/dwarf.script" 2> /dev/null
+	t1=$(now_ns)
+	script_ms=$(( (t1 - t0) / 1000000 ))
+	read -r u s < "$TMP/dwarf-record.time"
+	read -r u2 s2 < "$TMP/dwarf-script.time"
+	read -r all rooted < <(roots_perf_script "$TMP/dwarf.script")
+	echo "$((record_ms + script_ms)) $record_ms $script_ms $(calc "%.0f" "($u + $s + $u2 + $s2) * 1000") $all $rooted" >> "$TMP/dwarf-perf.runs"
+done
+stop_all
+log "  profile (ms to report, CPU ms, samples, rooted): $(paste -sd '|' "$TMP/dwarf-ours.runs")"
+log "  perf (ms to report, record, script, CPU ms, samples, rooted): $(paste -sd '|' "$TMP/dwarf-perf.runs")"
+read -r ours_ms _ < <(median < "$TMP/dwarf-ours.runs")
+read -r perf_ms record_ms script_ms _ < <(median < "$TMP/dwarf-perf.runs")
+ours_cpu=$(awk '{ print $2 }' "$TMP/dwarf-ours.runs" | median)
+perf_cpu=$(awk '{ print $4 }' "$TMP/dwarf-perf.runs" | median)
+read -r ours_all ours_rooted < <(awk '{ a += $3; r += $4 } END { print a + 0, r + 0 }' "$TMP/dwarf-ours.runs")
+read -r perf_all perf_rooted < <(awk '{ a += $5; r += $6 } END { print a + 0, r + 0 }' "$TMP/dwarf-perf.runs")
+ours_share=$(calc "%.1f" "$ours_rooted * 100 / ($ours_all > 0 ? $ours_all : 1)")
+perf_share=$(calc "%.1f" "$perf_rooted * 100 / ($perf_all > 0 ? $perf_all : 1)")
+peer="\`perf record -e cpu-clock --call-graph dwarf -F 999 -p\` + \`perf script\`"
+row "own CPU, whole run, python3 sampled ${DWARF_SAMPLE_S} s at 999 Hz (peer: $peer; median of $DWARF_REPS)" \
+	"$ours_cpu ms" "$perf_cpu ms" "$(calc "%.3f" "$ours_cpu / ($perf_cpu > 0 ? $perf_cpu : 1)")x"
+row "end of sampling to report, python3 (peer: $peer: ${record_ms} + ${script_ms} ms; median of $DWARF_REPS)" \
+	"$ours_ms ms" "$perf_ms ms" "$(calc "%.3f" "$ours_ms / ($perf_ms > 0 ? $perf_ms : 1)")x"
+row "python3's samples whose stack reaches \`_start\` (peer: $peer; ${ours_all} and ${perf_all} samples in all)" \
+	"$ours_share %" "$perf_share %" "$(calc "%+.1f" "$ours_share - $perf_share") pt"
+
 # ---- Fidelity: the known 3:1 split of build/workloads/split, from both profilers at once. ----
 log "fidelity (~$((SAMPLE_S + 3)) s)"
 start "$WORKLOADS/split" $((SAMPLE_S + 5))
@@ -543,6 +620,14 @@ row "distance from the truth, split_hot_three" \
 	echo "  perf record's exit plus all of perf script, into files). Every CPU is sampled at 999 Hz for"
 	echo "  ${REPORT_SAMPLE_S} s while N copies of build/workloads/stacks run in a session of their own (one"
 	echo "  distinct stack each, about one CPU of load in all). Peak RSS: /usr/bin/time's maximum."
+	echo "- Against perf's DWARF unwinding: Debian's python3 as above, sampled at 999 Hz (\`-p\`) for"
+	echo "  ${DWARF_SAMPLE_S} s by profile (folded, kernel + user stacks), then by \`perf record -e cpu-clock"
+	echo "  --call-graph dwarf\` (8 KiB of stack copied per sample) and \`perf script\`, ${DWARF_REPS} times in turn."
+	echo "  Own CPU: user + system time of profile's process, of perf record's and of perf script's; it"
+	echo "  leaves out the in-kernel work charged to the sampled process. Time to report: from SIGINT to"
+	echo "  the exit of profile, or of perf record plus the whole of perf script. Reaching \`_start\`:"
+	echo "  samples whose root (profile: the first frame after the command; perf script: the last frame"
+	echo "  of the sample) is \`_start\`, over every run."
 	echo "- Fidelity: build/workloads/split runs split_hot_three and split_hot_one at 3:1 by"
 	echo "  instructions; both profilers sample it at 999 Hz (-p) for ${SAMPLE_S} s at once; the share"
 	echo "  is among samples whose leaf is one of the two."
