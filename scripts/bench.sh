@@ -19,8 +19,12 @@ REPORT_REPS=${REPORT_REPS:-3}         # runs of profile and of perf per process 
 BPFTRACE_LIMIT_S=${BPFTRACE_LIMIT_S:-10} # bpftrace may take minutes to print many stacks
 DWARF_SAMPLE_S=${DWARF_SAMPLE_S:-5} # seconds python3 is sampled, per run, against perf --call-graph dwarf
 DWARF_REPS=${DWARF_REPS:-3}         # runs of profile and of perf on python3
+TABLES_P_S=${TABLES_P_S:-3}         # length of the table-building runs of -p python3 (999 Hz)
+TABLES_ALL_S=${TABLES_ALL_S:-5}     # and of the system-wide ones (49 Hz)
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's: no frame pointers in the interpreter or libc
 PYTHON_LOOP=$'def f(n): return n if n<2 else f(n-1)+f(n-2)\nwhile True: f(25)'
+# Where profile keeps unwind tables between runs; removed for a first run's measurement.
+UNWIND_CACHE=/run/profile/unwind
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: needs root to load BPF programs and read their stats (try: sudo $0)" >&2
@@ -564,6 +568,79 @@ row "end of sampling to report, python3 (peer: $peer: ${record_ms} + ${script_ms
 row "python3's samples whose stack reaches \`_start\` (peer: $peer; ${ours_all} and ${perf_all} samples in all)" \
 	"$ours_share %" "$perf_share %" "$(calc "%+.1f" "$ours_share - $perf_share") pt"
 
+# ---- Unwind tables: a first run (cache removed) and the next, from the cache. ----
+# "asked in-kernel cache rows wall_ms cpu_ms" from a PROFILE_DEBUG=1 run's stderr, then the
+# whole run's CPU (ms).
+tables_of() {
+	sed -n 's/^profile: unwind tables: \([0-9]*\) asked for, \([0-9]*\) in the kernel (\([0-9]*\) from the cache, \([0-9]*\) rows of [0-9]*).*built in \([0-9.]*\) ms (CPU \([0-9.]*\)).*/\1 \2 \3 \4 \5 \6/p' "$1"
+	sed -n "s/^profile: after sampling: .*whole run's CPU \([0-9.]*\) ms$/\1/p" "$1"
+}
+
+# One run of profile with options "$@" and PROFILE_DEBUG=1: sets T_TABLES (what it built
+# and found, in words), T_READY (tables in the kernel), T_CACHED (of them, from the cache),
+# T_ROWS, T_WALL and T_CPU (the table builder's, ms), T_WHOLE (the whole run's CPU, ms)
+# and T_RSS (KiB).
+tables_run() {
+	local asked
+	/usr/bin/time -f "%M" -o "$TMP/tables.rss" env PROFILE_DEBUG=1 "$PROFILE" "$@" > /dev/null 2> "$TMP/tables.err"
+	{
+		read -r asked T_READY T_CACHED T_ROWS T_WALL T_CPU
+		read -r T_WHOLE
+	} < <(tables_of "$TMP/tables.err")
+	T_TABLES="$T_READY tables of $asked asked for ($T_CACHED from the cache), $T_ROWS rows"
+	T_RSS=$(tail -1 "$TMP/tables.rss")
+	log "  $T_TABLES; built in $T_WALL ms (CPU $T_CPU); whole run's CPU $T_WHOLE ms; peak RSS $T_RSS KiB"
+}
+
+# Runs profile with options "$@", first with the cache removed, then again: one row per
+# quantity, named by $1. Sets FIRST_RSS and CACHED_RSS (KiB).
+tables_first_and_cached() {
+	local what=$1 try first_tables first_wall first_cpu first_whole first_cached
+	shift
+	# The cache is the machine's: anyone's run (other worktrees' builds of profile too) may
+	# store a table between the removal and our run's asking for it, or remove the cache
+	# before our second run. Such a run is run again, up to three times in all.
+	for try in 1 2 3; do
+		rm -rf --one-file-system "$UNWIND_CACHE"
+		tables_run "$@"
+		if [ "$try" = 1 ] || [ "$T_CACHED" -lt "$first_cached" ]; then
+			first_tables=$T_TABLES first_wall=$T_WALL first_cpu=$T_CPU first_whole=$T_WHOLE
+			first_cached=$T_CACHED FIRST_RSS=$T_RSS
+		fi
+		if [ "$first_cached" = 0 ]; then
+			break
+		fi
+		log "  $T_CACHED tables came from the cache, stored since it was removed: again"
+	done
+	for try in 1 2 3; do
+		tables_run "$@"
+		# A system-wide run may meet an object the first did not: one such is allowed.
+		if [ $((T_READY - T_CACHED)) -le 1 ]; then
+			break
+		fi
+		log "  $((T_READY - T_CACHED)) tables were built, not found in the cache: again"
+	done
+	CACHED_RSS=$T_RSS
+	row "unwind tables, $what: from the first asked for to the last built (profile: first run, cache removed: $first_tables; peer: the next run: $T_TABLES)" \
+		"$first_wall ms" "$T_WALL ms" "$(calc "%.2f" "$first_wall / ($T_WALL > 0 ? $T_WALL : 0.1)")x"
+	row "unwind tables, $what: the table builder's CPU (same runs)" \
+		"$first_cpu ms" "$T_CPU ms" "$(calc "%.2f" "$first_cpu / ($T_CPU > 0 ? $T_CPU : 0.1)")x"
+	row "unwind tables, $what: the whole run's CPU (same runs)" \
+		"$first_whole ms" "$T_WHOLE ms" "$(calc "%.2f" "$first_whole / $T_WHOLE")x"
+}
+
+log "unwind tables, first and cached runs (~$((2 * TABLES_P_S + 2 * TABLES_ALL_S + 10)) s)"
+start "$PYTHON" -c "$PYTHON_LOOP"
+python=$STARTED
+sleep 0.5
+log " -p python3"
+tables_first_and_cached "\`-p\` python3, ${TABLES_P_S} s at 999 Hz" -f 999 -p "$python" "$TABLES_P_S"
+stop_all
+log " system-wide, none of ours running"
+tables_first_and_cached "system-wide (\`-f 49 ${TABLES_ALL_S}\`), none of the workloads running" -f 49 "$TABLES_ALL_S"
+row "peak RSS, system-wide (\`-f 49 ${TABLES_ALL_S}\`), none of the workloads running (profile: first run, cache removed; peer: the next run, from the cache)" \
+	"$(calc "%.1f" "$FIRST_RSS / 1024") MiB" "$(calc "%.1f" "$CACHED_RSS / 1024") MiB" "$(calc "%.2f" "$FIRST_RSS / $CACHED_RSS")x"
+
 # ---- Fidelity: the known 3:1 split of build/workloads/split, from both profilers at once. ----
 log "fidelity (~$((SAMPLE_S + 3)) s)"
 start "$WORKLOADS/split" $((SAMPLE_S + 5))
@@ -628,6 +705,12 @@ row "distance from the truth, split_hot_three" \
 	echo "  the exit of profile, or of perf record plus the whole of perf script. Reaching \`_start\`:"
 	echo "  samples whose root (profile: the first frame after the command; perf script: the last frame"
 	echo "  of the sample) is \`_start\`, over every run."
+	echo "- Unwind tables: PROFILE_DEBUG=1's account, after removing $UNWIND_CACHE (a boot's first"
+	echo "  run), then from the next run, which finds the tables there. Build time runs from the first"
+	echo "  table asked for to the last built: a whole-machine run asks for tables as it meets processes,"
+	echo "  so there it spans most of the run however fast each table comes. \`-p\` python3 is asked for"
+	echo "  before sampling starts (profile waits for its tables up to 2 s); the system-wide runs met"
+	echo "  what else was running here (the workloads stopped). Peak RSS: /usr/bin/time's maximum."
 	echo "- Fidelity: build/workloads/split runs split_hot_three and split_hot_one at 3:1 by"
 	echo "  instructions; both profilers sample it at 999 Hz (-p) for ${SAMPLE_S} s at once; the share"
 	echo "  is among samples whose leaf is one of the two."
