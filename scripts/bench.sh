@@ -2,7 +2,7 @@
 # scripts/bench.sh: profile against its peers (bpftrace, perf), each pair measured in the
 # same run on this machine. Prints a markdown table and writes it into README.md between
 # <!-- bench:start --> and <!-- bench:end -->. Needs root, ./profile and build/workloads/
-# (`make bench` builds them first). Not part of `make test`: it takes about four minutes.
+# (`make bench` builds them first). Not part of `make test`: it takes about six and a half minutes.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -21,6 +21,7 @@ DWARF_SAMPLE_S=${DWARF_SAMPLE_S:-5} # seconds python3 is sampled, per run, again
 DWARF_REPS=${DWARF_REPS:-3}         # runs of profile and of perf on python3
 TABLES_P_S=${TABLES_P_S:-3}         # length of the table-building runs of -p python3 (999 Hz)
 TABLES_ALL_S=${TABLES_ALL_S:-5}     # and of the system-wide ones (49 Hz)
+MEMORY_RUN_S=${MEMORY_RUN_S:-8}     # length of the system-wide runs whose memory is measured
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's: no frame pointers in the interpreter or libc
 PYTHON_LOOP=$'def f(n): return n if n<2 else f(n-1)+f(n-2)\nwhile True: f(25)'
 # Where profile keeps unwind tables between runs; removed for a first run's measurement.
@@ -641,6 +642,84 @@ tables_first_and_cached "system-wide (\`-f 49 ${TABLES_ALL_S}\`), none of the wo
 row "peak RSS, system-wide (\`-f 49 ${TABLES_ALL_S}\`), none of the workloads running (profile: first run, cache removed; peer: the next run, from the cache)" \
 	"$(calc "%.1f" "$FIRST_RSS / 1024") MiB" "$(calc "%.1f" "$CACHED_RSS / 1024") MiB" "$(calc "%.2f" "$FIRST_RSS / $CACHED_RSS")x"
 
+# ---- Memory of a system-wide run: BPF maps and peak RSS, tables against frame pointers. ----
+# "now at_capacity" (bytes): the memlock the kernel charges for the maps process $1 holds,
+# each map once, and what it would be with every map full. Hash maps made with
+# BPF_F_NO_PREALLOC are charged for the entries they hold; full, each entry takes its key
+# and value (rounded up to 8 bytes), the kernel's 48-byte htab_elem and an 8-byte free-list
+# node, besides 16 bytes a bucket (max_entries rounded up to a power of 2).
+map_memory() {
+	local f
+	for f in /proc/"$1"/fdinfo/*; do
+		awk '$1 == "map_type:" { type = $2 } $1 == "map_flags:" { flags = $2 }
+			$1 == "key_size:" { key = $2 } $1 == "value_size:" { value = $2 }
+			$1 == "max_entries:" { max = $2 } $1 == "memlock:" { memlock = $2 } $1 == "map_id:" { id = $2 }
+			END { if (id != "") print id, type, flags, key, value, max, memlock }' "$f" 2>/dev/null
+	done | sort -un -k1,1 | awk '
+		function up8(n) { return int((n + 7) / 8) * 8 }
+		{
+			now += $7
+			full = $7
+			# BPF_MAP_TYPE_HASH (1) with BPF_F_NO_PREALLOC (0x1, the last hex digit odd)
+			if ($2 == 1 && index("13579bdf", substr($3, length($3))) > 0) {
+				buckets = 1
+				while (buckets < $6)
+					buckets *= 2
+				estimate = buckets * 16 + $6 * (up8($4) + up8($5) + 48 + 8)
+				if (estimate > full)
+					full = estimate
+			}
+			at_capacity += full
+		}
+		END { printf "%.0f %.0f\n", now, at_capacity }'
+}
+
+# One system-wide run of profile with options "$@" at 999 Hz for $MEMORY_RUN_S s: sets
+# MAP_NOW (the most its maps held while sampling), MAP_FULL and RUN_RSS (KiB).
+memory_run() {
+	local time_pid pid i now full
+	start /usr/bin/time -f "%M" -o "$TMP/memory.rss" "$PROFILE" -f 999 "$@" "$MEMORY_RUN_S" > /dev/null 2> "$TMP/memory.err"
+	time_pid=$STARTED
+	pid=$(child_of "$time_pid")
+	prog_of "$pid" > /dev/null
+	MAP_NOW=0 MAP_FULL=0
+	for i in $(seq 1 $((MEMORY_RUN_S * 2 - 2))); do
+		sleep 0.5
+		read -r now full < <(map_memory "$pid") || break
+		if [ "$now" -gt "$MAP_NOW" ]; then
+			MAP_NOW=$now
+		fi
+		if [ "$full" -gt "$MAP_FULL" ]; then
+			MAP_FULL=$full
+		fi
+	done
+	finish "$time_pid"
+	if [ "$MAP_NOW" -eq 0 ]; then
+		echo "bench: found no BPF maps in process $pid" >&2
+		exit 1
+	fi
+	RUN_RSS=$(tail -1 "$TMP/memory.rss")
+	grep -E '^profile: (user stacks|[0-9]+ samples taken)' "$TMP/memory.err" | sed 's/^/bench:   /' >&2 || true
+}
+
+log "memory of system-wide runs (2 x ~$((MEMORY_RUN_S + 2)) s)"
+start "$WORKLOADS/nofp" 600
+start "$WORKLOADS/split" 600
+start "$PYTHON" -c "$PYTHON_LOOP"
+sleep 0.3
+memory_run
+ours_now=$MAP_NOW ours_full=$MAP_FULL ours_rss=$RUN_RSS
+memory_run --unwind fp
+stop_all
+log "  BPF maps, --unwind auto: $ours_now B now, $ours_full B full; --unwind fp: $MAP_NOW B now, $MAP_FULL B full"
+what="system-wide at 999 Hz for ${MEMORY_RUN_S} s, nofp + python3 + split busy"
+row "BPF map memory (memlock of the maps it holds, the most while sampling), $what, \`--unwind auto\` (peer: the same with \`--unwind fp\`)" \
+	"$(calc "%.1f" "$ours_now / 1048576") MiB" "$(calc "%.1f" "$MAP_NOW / 1048576") MiB" "$(calc "%.2f" "$ours_now / $MAP_NOW")x"
+row "BPF map memory with every map full (estimated from the same maps' sizes)" \
+	"$(calc "%.1f" "$ours_full / 1048576") MiB" "$(calc "%.1f" "$MAP_FULL / 1048576") MiB" "$(calc "%.2f" "$ours_full / $MAP_FULL")x"
+row "peak RSS, $what, \`--unwind auto\` (peer: the same with \`--unwind fp\`)" \
+	"$(calc "%.1f" "$ours_rss / 1024") MiB" "$(calc "%.1f" "$RUN_RSS / 1024") MiB" "$(calc "%.2f" "$ours_rss / $RUN_RSS")x"
+
 # ---- Fidelity: the known 3:1 split of build/workloads/split, from both profilers at once. ----
 log "fidelity (~$((SAMPLE_S + 3)) s)"
 start "$WORKLOADS/split" $((SAMPLE_S + 5))
@@ -711,6 +790,11 @@ row "distance from the truth, split_hot_three" \
 	echo "  so there it spans most of the run however fast each table comes. \`-p\` python3 is asked for"
 	echo "  before sampling starts (profile waits for its tables up to 2 s); the system-wide runs met"
 	echo "  what else was running here (the workloads stopped). Peak RSS: /usr/bin/time's maximum."
+	echo "- BPF map memory: the \`memlock:\` of /proc/PID/fdinfo of every map profile holds, each map once,"
+	echo "  polled every 0.5 s while sampling; the most it reached. Hash maps made with BPF_F_NO_PREALLOC"
+	echo "  are charged for what they hold; \"every map full\" estimates them at max_entries (key and"
+	echo "  value rounded up to 8 bytes, 56 bytes of the kernel's per entry, 16 a bucket). The unwind rows"
+	echo "  are an array, allocated whole at load: 12-byte rows take 16 bytes each there."
 	echo "- Fidelity: build/workloads/split runs split_hot_three and split_hot_one at 3:1 by"
 	echo "  instructions; both profilers sample it at 999 Hz (-p) for ${SAMPLE_S} s at once; the share"
 	echo "  is among samples whose leaf is one of the two."
