@@ -336,8 +336,8 @@ Limits
   --stack-storage-size N    unique stacks kept in the kernel (default 16384)
   --hash-storage-size N     unique (process, stacks) keys kept (default 40960)
   --perf-max-stack-depth N  frames kept per stack (default 127; at most 127 but with --unwind fp)
-  --unwind-table-size N     unwind table rows kept in the kernel, 12 bytes each
-                            (default 2097152, 24 MiB)
+  --unwind-table-size N     unwind table rows kept in the kernel, 16 bytes each
+                            (default 2097152, 32 MiB)
 
   -h, --help      this text
   -V, --version   the version
