@@ -148,8 +148,9 @@ check: $(PROFILE) $(OUTPUT)/run-tests fixtures workloads
 	$(Q)$(SUDO) env CI="$(CI)" PROFILE_BIN="$(abspath $(PROFILE))" TEST_OUTPUT="$(abspath $(OUTPUT))" \
 		$(OUTPUT)/run-tests $(TEST_ARGS)
 
-# The one test command (and CI's): the suite, the suite under ASan+UBSan, every fuzz
-# target for FUZZ_SECONDS; one total "N passed, N failed" last. `make SANITIZE=1 test`
+# The one test command (and CI's): installs the test packages that are missing, then runs
+# the suite, the suite under ASan+UBSan, every fuzz target for FUZZ_SECONDS; one total
+# "N passed, N failed" last. `make SANITIZE=1 test`
 # is the sanitized suite alone. JOBS sets the parallelism of the builds (default: CPUs).
 ifeq ($(SANITIZE),1)
 test: check

@@ -1,6 +1,8 @@
 #!/bin/sh
-# scripts/run-tests.sh: what `make test` runs, in order: the test suite; the same suite
-# built with ASan+UBSan (build-asan/); every fuzz target for FUZZ_SECONDS (build-fuzz/).
+# scripts/run-tests.sh: what `make test` runs, in order: installs the test packages that are
+# missing (scripts/install-deps.sh --test: as root directly, as a user through sudo); the
+# test suite; the same suite built with ASan+UBSan (build-asan/); every fuzz target for
+# FUZZ_SECONDS (build-fuzz/).
 # Each part runs even when one before it failed. Run by a user, the suites run as root
 # through sudo; a last check then fails if they left anything in the tree that the user
 # does not own (which `make clean` could not remove). The last line is one total,
@@ -42,6 +44,12 @@ part() {
 	fi
 	echo "==== $name: $total in $(($(date +%s) - start)) s"
 }
+
+if ! scripts/install-deps.sh --test; then
+	echo "==== the test packages could not be installed: nothing was run"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
 
 part "test suite" $MAKE -j"$JOBS" check
 part "test suite under ASan+UBSan" $MAKE -j"$JOBS" SANITIZE=1 check
