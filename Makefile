@@ -28,7 +28,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -I. -I$(OUTPUT) -DPROFILE_VERSION='"$(VERSION)"' $(SAN_FLAGS) -MMD -MP
 LDFLAGS += $(SAN_FLAGS)
-LDLIBS := -lbpf -lelf -lz -ldw -lpthread
+LDLIBS := -lbpf -lelf -lz -ldw -liberty -lpthread
 
 # Where the tests find sudo: root runs them directly, anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -6,8 +6,8 @@
 set -e
 
 # BUILD: what `make` needs to build ./profile and what it needs to run. clang compiles the
-# BPF side, bpftool makes vmlinux.h and the skeleton.
-BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev"
+# BPF side, bpftool makes vmlinux.h and the skeleton, libiberty demangles C++ and Rust names.
+BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev"
 
 # TEST: what `make test` needs on top of BUILD. Add a test's packages here, each with why.
 #   doctest-dev          the test framework
@@ -20,7 +20,8 @@ BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev"
 #   libclang-rt-14-dev   libFuzzer and the sanitizer runtimes clang links the fuzz targets with
 #   libc6-dbg            libc's debug file under /usr/lib/debug/.build-id/, which names libc's
 #                        internal functions (__libc_start_call_main) as perf names them
-TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg"
+#   rustc                builds the Rust fixtures whose names the demangler is tested on
+TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc"
 
 packages=$BUILD
 what="build"
