@@ -28,7 +28,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -I. -I$(OUTPUT) -DPROFILE_VERSION='"$(VERSION)"' $(SAN_FLAGS) -MMD -MP
 LDFLAGS += $(SAN_FLAGS)
-LDLIBS := -lbpf -lelf -lz -ldw -lpthread
+LDLIBS := -lbpf -lelf -lz -ldw -liberty -lpthread
 
 # Where the tests find sudo: root runs them directly, anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -148,8 +148,9 @@ check: $(PROFILE) $(OUTPUT)/run-tests fixtures workloads
 	$(Q)$(SUDO) env CI="$(CI)" PROFILE_BIN="$(abspath $(PROFILE))" TEST_OUTPUT="$(abspath $(OUTPUT))" \
 		$(OUTPUT)/run-tests $(TEST_ARGS)
 
-# The one test command (and CI's): the suite, the suite under ASan+UBSan, every fuzz
-# target for FUZZ_SECONDS; one total "N passed, N failed" last. `make SANITIZE=1 test`
+# The one test command (and CI's): installs the test packages that are missing, then runs
+# the suite, the suite under ASan+UBSan, every fuzz target for FUZZ_SECONDS; one total
+# "N passed, N failed" last. `make SANITIZE=1 test`
 # is the sanitized suite alone. JOBS sets the parallelism of the builds (default: CPUs).
 ifeq ($(SANITIZE),1)
 test: check

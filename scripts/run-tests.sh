@@ -1,10 +1,14 @@
 #!/bin/sh
-# scripts/run-tests.sh: what `make test` runs, in order: the test suite; the same suite
-# built with ASan+UBSan (build-asan/); every fuzz target for FUZZ_SECONDS (build-fuzz/).
-# Each part runs even when one before it failed. The last line is one total,
-# "N passed, N failed": every doctest case of both suites plus one per fuzz target; a part
-# that could not run to its own total (a build failure, a crash at exit) counts as failed.
-# Exit status 1 when anything failed.
+# scripts/run-tests.sh: what `make test` runs, in order: installs the test packages that are
+# missing (scripts/install-deps.sh --test: as root directly, as a user through sudo); the
+# test suite; the same suite built with ASan+UBSan (build-asan/); every fuzz target for
+# FUZZ_SECONDS (build-fuzz/).
+# Each part runs even when one before it failed. Run by a user, the suites run as root
+# through sudo; a last check then fails if they left anything in the tree that the user
+# does not own (which `make clean` could not remove). The last line is one total,
+# "N passed, N failed": every doctest case of both suites plus one per fuzz target, plus
+# that check; a part that could not run to its own total (a build failure, a crash at
+# exit) counts as failed. Exit status 1 when anything failed.
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc)}
@@ -41,9 +45,28 @@ part() {
 	echo "==== $name: $total in $(($(date +%s) - start)) s"
 }
 
+if ! scripts/install-deps.sh --test; then
+	echo "==== the test packages could not be installed: nothing was run"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
 part "test suite" $MAKE -j"$JOBS" check
 part "test suite under ASan+UBSan" $MAKE -j"$JOBS" SANITIZE=1 check
 part "fuzz targets" $MAKE -j"$JOBS" fuzz
+
+# Root can remove anything, and a root-owned checkout is root's own: the check is a user's.
+if [ "$(id -u)" != 0 ]; then
+	foreign=$(find . ! -user "$(id -u)" -print 2>/dev/null)
+	if [ -z "$foreign" ]; then
+		passed=$((passed + 1))
+		echo "==== the tree is $(id -un)'s: nothing left by root"
+	else
+		failed=$((failed + 1))
+		echo "==== $(echo "$foreign" | wc -l) files in the tree are not $(id -un)'s (make clean cannot remove them):"
+		echo "$foreign" | head -20
+	fi
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -196,3 +196,37 @@ $(FIXTURE_DIR)/%.frames: $(FIXTURE_DIR)/%
 fixtures: $(UNWIND_FIXTURES) $(UNWIND_FIXTURES:%=%.frames) $(UNWIND_FIXTURES:%=%.loads) $(UNWIND_FIXTURES:%=%.buildid) \
 	$(FIXTURE_DIR)/unwind-dwarf.debug $(FIXTURE_DIR)/unwind-dwarf.debug.frames \
 	$(FIXTURE_DIR)/unwind-dwarf-stripped $(FIXTURE_DIR)/unwind-dwarf-stripped.loads $(FIXTURE_DIR)/unwind-dwarf-gz
+
+# Rust names (syms/demangle): rust_names.rs built with rustc's default, legacy mangling
+# (_ZN...17h<hash>E) and with v0 mangling (_R...). A rustc without -C
+# symbol-mangling-version=v0 (before 1.59, where v0 took -Z on nightly) leaves rust-v0
+# empty and says why in rust-v0.skip, and the test skips that half.
+RUSTC ?= rustc
+RUST_FIXTURE_FLAGS := -O -g
+# A newer rustc reads make's jobserver from MAKEFLAGS and warns that its fds are closed.
+RUST_FIXTURE_ENV := MAKEFLAGS=
+
+$(FIXTURE_DIR)/rust-legacy: tests/fixtures/rust_names.rs | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)command -v $(RUSTC) >/dev/null || { echo "$(RUSTC) not found: scripts/install-deps.sh --test installs it" >&2; exit 1; }
+	$(Q)$(RUST_FIXTURE_ENV) $(RUSTC) $(RUST_FIXTURE_FLAGS) $< -o $@
+
+$(FIXTURE_DIR)/rust-v0: tests/fixtures/rust_names.rs | $(FIXTURE_DIR)
+	$(call msg,FIXTURE,$@)
+	$(Q)command -v $(RUSTC) >/dev/null || { echo "$(RUSTC) not found: scripts/install-deps.sh --test installs it" >&2; exit 1; }
+	$(Q)rm -f $@.skip; \
+	if $(RUST_FIXTURE_ENV) $(RUSTC) $(RUST_FIXTURE_FLAGS) -C symbol-mangling-version=v0 $< -o $@ 2>$@.err; then \
+		cat $@.err >&2; \
+	elif grep -q 'symbol-mangling-version' $@.err; then \
+		{ echo "$$($(RUSTC) --version) does not take -C symbol-mangling-version=v0:"; cat $@.err; } >$@.skip; \
+		: >$@; \
+	else \
+		cat $@.err >&2; rm -f $@.err; exit 1; \
+	fi; \
+	rm -f $@.err
+
+# The skipped half has no symbols to list.
+$(FIXTURE_DIR)/rust-v0.nm: $(FIXTURE_DIR)/rust-v0
+	$(Q)if [ -s $< ]; then nm --defined-only $< >$@; else : >$@; fi
+
+fixtures: $(addprefix $(FIXTURE_DIR)/,rust-legacy rust-legacy.nm rust-v0 rust-v0.nm)

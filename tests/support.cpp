@@ -344,10 +344,10 @@ ScopedEnv::~ScopedEnv()
 		unsetenv(name_.c_str());
 }
 
-TempDir::TempDir()
+TempDir::TempDir(const std::string &base)
 {
-	const char *base = std::getenv("TMPDIR");
-	std::string pattern = std::string(base && *base ? base : "/tmp") + "/profile-test-XXXXXX";
+	const char *tmpdir = std::getenv("TMPDIR");
+	std::string pattern = (!base.empty() ? base : tmpdir && *tmpdir ? tmpdir : "/tmp") + "/profile-test-XXXXXX";
 	if (!mkdtemp(pattern.data()))
 		throw std::runtime_error("mkdtemp failed for " + pattern);
 	path_ = pattern;

@@ -67,10 +67,11 @@ private:
 	int out_ = -1;
 };
 
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at the end.
+// A fresh directory under base (by default $TMPDIR, or /tmp), removed with everything in
+// it at the end.
 class TempDir {
 public:
-	TempDir();
+	explicit TempDir(const std::string &base = "");
 	~TempDir();
 	TempDir(const TempDir &) = delete;
 	TempDir &operator=(const TempDir &) = delete;

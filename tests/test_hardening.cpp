@@ -38,6 +38,14 @@ std::vector<std::unique_ptr<Background>> one_stack_processes(int n)
 	return programs;
 }
 
+// A fresh directory for one test, under the test output folder (not /tmp, which may be
+// noexec), removed with everything in it when the test ends: these tests run as root, and
+// whatever root left in a user's tree, `make clean` could not remove.
+TempDir scratch_dir()
+{
+	return TempDir(output_dir());
+}
+
 std::vector<uint8_t> file_bytes(const std::string &path)
 {
 	std::string text = read_text(path);
@@ -52,17 +60,6 @@ void write_file(const std::string &path, const std::vector<uint8_t> &bytes, mode
 	REQUIRE_MESSAGE(fd >= 0, "cannot create " << path << ": " << strerror(errno));
 	REQUIRE(write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size()));
 	close(fd);
-}
-
-// A fresh, empty directory under the test output folder (not /tmp, which may be noexec).
-std::string scratch_dir(const std::string &name)
-{
-	std::string dir = output_dir() + "/hardening";
-	mkdir(dir.c_str(), 0755);
-	dir += "/" + name;
-	run_command({"/bin/rm", "-rf", dir});
-	REQUIRE(mkdir(dir.c_str(), 0755) == 0);
-	return dir;
 }
 
 // --- ELF files whose program headers still run but whose section headers lie -------------
@@ -374,7 +371,8 @@ TEST_CASE("hostile ELF: a file its owner truncates while it is read does not bri
 	// A mapping of it would raise SIGBUS at the first read past the new end; ElfFile
 	// keeps its own copy of any file someone other than root can write.
 	require_root();
-	std::string dir = scratch_dir("truncated");
+	TempDir scratch = scratch_dir();
+	std::string dir = scratch.path();
 	std::string path = dir + "/owned-by-nobody";
 	std::vector<uint8_t> bytes = file_bytes(fixture_path("hello-pie"));
 	write_file(path, bytes, 0755);
@@ -399,7 +397,8 @@ TEST_CASE("a mapped path's symlinks resolve inside the process's root, never out
 {
 	// A fake /proc: PID 4242 maps /lib/outside.so and /lib/inside.so and has no map_files,
 	// so the symbolizer must open the paths through /proc/4242/root, a folder here.
-	std::string dir = scratch_dir("proc-root");
+	TempDir scratch = scratch_dir();
+	std::string dir = scratch.path();
 	std::string fixture = fixture_path("hello-pie");
 	std::unique_ptr<char, decltype(&free)> resolved(realpath(fixture.c_str(), nullptr), &free);
 	std::string fixture_abs = resolved ? resolved.get() : "";
@@ -515,7 +514,8 @@ TEST_CASE("processes in another mount namespace are named from their own files, 
 TEST_CASE("processes running poisoned ELF files: no crash, no hang, every other process named")
 {
 	require_root();
-	std::string dir = scratch_dir("poisoned");
+	TempDir scratch = scratch_dir();
+	std::string dir = scratch.path();
 	std::vector<std::unique_ptr<Background>> programs;
 	std::vector<Poison> all = poisons();
 	for (const Poison &poison : all)
@@ -550,7 +550,8 @@ TEST_CASE("SIGINT and SIGTERM with -o write the whole file and exit 0")
 {
 	require_root();
 	Background split({workload("split"), "15"});
-	std::string dir = scratch_dir("signal-output");
+	TempDir scratch = scratch_dir();
+	std::string dir = scratch.path();
 	for (int sig : {SIGINT, SIGTERM}) {
 		std::string path = dir + "/out-" + std::to_string(sig) + ".folded";
 		PipedRun run({"-p", std::to_string(split.pid()), "-f", "99", "-o", path});
@@ -899,7 +900,8 @@ TEST_CASE("-o onto a planted symlink replaces the link and never writes through 
 {
 	require_root();
 	Background split({workload("split"), "5"}); // something to sample, so the report is not empty
-	std::string dir = scratch_dir("planted");
+	TempDir scratch = scratch_dir();
+	std::string dir = scratch.path();
 	write_file(dir + "/victim", {'k', 'e', 'e', 'p'}, 0644);
 	REQUIRE(symlink((dir + "/victim").c_str(), (dir + "/out.folded").c_str()) == 0);
 	// A dangling link: following it would create a file where the link points.
