@@ -86,8 +86,9 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 {
 	Options options;
 	bool frequency_given = false, count_given = false, user_only = false, kernel_only = false;
-	bool folded = false;
+	bool folded = false, folded_flag = false; // -E or --folded; --folded itself
 	std::optional<ReportFormat> format;
+	std::string format_arg;
 
 	for (int i = 0; i < argc; i++) {
 		if (i)
@@ -150,7 +151,7 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			kernel_only = true;
 			break;
 		case OPT_FOLDED:
-			folded = true;
+			folded = folded_flag = true;
 			break;
 		case 'E':
 			folded = true;
@@ -172,6 +173,7 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			break;
 		case OPT_FORMAT:
 			format = format_from_name(arg);
+			format_arg = arg;
 			if (!format)
 				return bad_value("expected stacks, folded, svg or pprof");
 			break;
@@ -242,20 +244,23 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 	options.user_stacks = !kernel_only;
 	options.kernel_stacks = !user_only;
 
-	if (folded)
-		options.format = ReportFormat::Folded;
-	// -o's extension names the format, except that --folded (or -E) wins over the text
-	// report's .txt and stands for a file without a known extension.
-	if (!options.output_path.empty() && !format) {
-		auto by_extension = format_from_path(options.output_path);
-		if (!by_extension && !folded)
-			return UsageError{"cannot tell the format of '" + options.output_path +
-					  "' from its extension (.svg, .pb.gz, .folded, .txt): add --format or --folded"};
-		if (by_extension && !(folded && *by_extension == ReportFormat::Stacks))
-			options.format = *by_extension;
-	}
+	// The format is what a format flag names (--format, else --folded or -E), else what
+	// -o's extension names: what the user typed to choose it beats what a file name
+	// suggests. -E also puts the process id in the root frames of --format svg.
+	if (format && folded_flag && *format != ReportFormat::Folded)
+		return UsageError{"--folded and --format " + format_arg + " name two formats: give one"};
 	if (format)
 		options.format = *format;
+	else if (folded)
+		options.format = ReportFormat::Folded;
+	else if (!options.output_path.empty()) {
+		auto by_extension = format_from_path(options.output_path);
+		if (!by_extension)
+			return UsageError{"cannot tell the format of '" + options.output_path +
+					  "' from its extension (.svg, .pb.gz, .folded, .txt): "
+					  "add --format stacks|folded|svg|pprof"};
+		options.format = *by_extension;
+	}
 	return options;
 }
 
@@ -318,12 +323,14 @@ Output
   (default)               multi-line stacks, BCC's layout, hottest stack printed last
   --folded                one line per stack, root first: comm;frame;...;frame COUNT
   -E, --fold-extend       folded, with the process id in the root frame: comm-PID;...
+                          (with --format svg: a flame graph with the process ids)
   -d, --delimited         a delimiter between kernel and user frames ("--" multi-line, "-" folded)
   -a, --annotations       append _[k] to kernel frames
   -v, --verbose           address, symbol+offset, module, and file:line where debug info has it
-  -o, --output FILE       write the report to FILE; the format comes from its extension
-                          (.svg flame graph, .pb.gz pprof, .folded, .txt)
-  --format FORMAT         stacks | folded | svg | pprof (overrides the extension)
+  -o, --output FILE       write the report to FILE, in the format named by --format,
+                          --folded or -E, else by its extension (.svg flame graph,
+                          .pb.gz pprof, .folded, .txt multi-line stacks)
+  --format FORMAT         stacks | folded | svg | pprof
 
 How user stacks are walked
   --unwind auto           from unwind tables compiled out of each program's and library's

@@ -117,8 +117,32 @@ TEST_CASE("output options: folded, -E, -d, -a, -v, -o and --format")
 	// --folded names the format of a file whose extension does not.
 	CHECK(ok({"-o", "cpu.data", "--folded"}).format == ReportFormat::Folded);
 	CHECK(ok({"-E", "-o", "/dev/full"}).format == ReportFormat::Folded);
-	CHECK(ok({"--folded", "-o", "cpu.svg"}).format == ReportFormat::Svg);
 	CHECK(error({"--format", "png"}).find("stacks, folded, svg or pprof") != std::string::npos);
+}
+
+TEST_CASE("a format flag wins over -o's extension; --folded and another --format disagree")
+{
+	// What the user typed to name the format beats what the file name suggests, in
+	// either order on the command line.
+	CHECK(ok({"--folded", "-o", "cpu.svg"}).format == ReportFormat::Folded);
+	CHECK(ok({"-o", "cpu.pb.gz", "--folded"}).format == ReportFormat::Folded);
+	CHECK(ok({"-E", "-o", "cpu.svg"}).format == ReportFormat::Folded);
+	CHECK(ok({"--format", "stacks", "-o", "cpu.folded"}).format == ReportFormat::Stacks);
+	// -E adds the process id to whatever --format names.
+	Options e = ok({"-E", "--format", "svg", "-o", "cpu.svg"});
+	CHECK(e.format == ReportFormat::Svg);
+	CHECK(e.report.fold_pid);
+	CHECK(ok({"--folded", "--format", "folded"}).format == ReportFormat::Folded);
+	CHECK(error({"--folded", "--format", "svg"}) ==
+	      "--folded and --format svg name two formats: give one");
+	CHECK(error({"--format=pprof", "--folded", "-o", "x.pb.gz"}) ==
+	      "--folded and --format pprof name two formats: give one");
+	// The error for an unknown extension names the ways that now work.
+	CHECK(error({"-o", "cpu.data"}) ==
+	      "cannot tell the format of 'cpu.data' from its extension (.svg, .pb.gz, .folded, .txt): "
+	      "add --format stacks|folded|svg|pprof");
+	// --help says the same.
+	CHECK(help_text().find("--folded or -E, else by its extension") != std::string::npos);
 }
 
 TEST_CASE("limits take positive sizes")
