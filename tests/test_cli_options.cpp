@@ -188,4 +188,30 @@ TEST_CASE("help and version stop parsing")
 	CHECK(help_text().find("-f is the frequency") != std::string::npos);
 }
 
+TEST_CASE("--help makes sense to someone who has read only --help")
+{
+	const std::string help = help_text();
+	auto has = [&](const char *text) { return help.find(text) != std::string::npos; };
+	// Words that mean something only to whoever wrote them.
+	CHECK(!has("tutorial"));
+	CHECK(!has("period mode"));
+	// BCC's users type -f for folded output: the help says what -f is here.
+	CHECK(has("BCC's profile uses -f for folded output; here -f is the frequency"));
+	// What -c counts, with its unit.
+	CHECK(has("one sample every N nanoseconds of CPU time on each CPU"));
+	// What --sw-event does: nothing, and why.
+	CHECK(has("--sw-event              changes nothing"));
+	// What the idle task is.
+	CHECK(has("idle CPUs, which run the idle task"));
+	CHECK(has("(swapper, pid 0)"));
+	// What the limits hold, what happens when they are full, and what they cost.
+	CHECK(has("a full map loses samples"));
+	CHECK(has("8 bytes per frame"));
+	// Lines fit a terminal.
+	for (size_t start = 0, end; start < help.size(); start = end + 1) {
+		end = help.find('\n', start);
+		CHECK_MESSAGE(end - start <= 90, help.substr(start, end - start));
+	}
+}
+
 } // TEST_SUITE
