@@ -20,6 +20,7 @@
 #include "sampler/collected.h"
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
+#include "sampler/targets.h"
 #include "sampler/unwinder.h"
 #include "syms/fd.h"
 #include "syms/process_history.h"
@@ -164,12 +165,12 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 			tables.no_room, tables.no_room_rows, tables.row_capacity);
 }
 
-// Values the parser cannot judge alone: they depend on this machine. "" when all is well.
-std::string check_against_machine(const Options &options)
+// Values the parser cannot judge alone: they depend on this machine. "" when all is well;
+// notes gets what stderr should say before the run (a thread id -p made its process).
+std::string check_against_machine(Options &options, std::vector<std::string> &notes)
 {
-	for (uint32_t pid : options.pids)
-		if (access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0)
-			return "no process with PID " + std::to_string(pid);
+	if (std::string wrong = resolve_pids(options.pids, notes); !wrong.empty())
+		return wrong;
 	for (uint32_t tid : options.tids)
 		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
 			return "no thread with TID " + std::to_string(tid);
@@ -373,7 +374,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "profile: %s (see profile --help)\n", usage->message.c_str());
 		return 2;
 	}
-	const Options &options = std::get<Options>(parsed);
+	Options &options = std::get<Options>(parsed);
 	if (options.help) {
 		std::cout << help_text();
 		return 0;
@@ -382,10 +383,13 @@ int main(int argc, char **argv)
 		std::cout << "profile " << PROFILE_VERSION << '\n';
 		return 0;
 	}
-	if (std::string wrong = check_against_machine(options); !wrong.empty()) {
+	std::vector<std::string> notes;
+	if (std::string wrong = check_against_machine(options, notes); !wrong.empty()) {
 		fprintf(stderr, "profile: %s\n", wrong.c_str());
 		return 2;
 	}
+	for (const std::string &note : notes)
+		fprintf(stderr, "profile: %s\n", note.c_str());
 	try {
 		return run(options);
 	} catch (const RunError &e) {

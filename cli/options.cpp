@@ -316,7 +316,8 @@ runs there, kernel and user stack, as often as -f or -c says.
                           accepted so that command lines that pass it keep working
 
 What to sample
-  -p, --pid PID[,PID...]  only these processes
+  -p, --pid PID[,PID...]  only these processes; a thread id stands for its whole
+                          process, as with perf record -p (-L samples one thread)
   -L, --tid TID[,TID...]  only these threads (thread ids, as top -H or ps -L show them)
   -C, --cpu CPU           only this CPU (numbered from 0)
   -I, --include-idle      keep the samples of idle CPUs, which run the idle task

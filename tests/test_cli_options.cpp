@@ -204,6 +204,8 @@ TEST_CASE("--help makes sense to someone who has read only --help")
 	// What the idle task is.
 	CHECK(has("idle CPUs, which run the idle task"));
 	CHECK(has("(swapper, pid 0)"));
+	// A thread id given to -p.
+	CHECK(has("a thread id stands for its whole"));
 	// What the limits hold, what happens when they are full, and what they cost.
 	CHECK(has("a full map loses samples"));
 	CHECK(has("8 bytes per frame"));

@@ -114,6 +114,29 @@ TEST_CASE("-L keeps only that thread")
 	CHECK(samples_with(lines, "thread_b_spin") == 0);
 }
 
+TEST_CASE("-p with a thread id samples that thread's whole process, as perf does, and says so")
+{
+	require_root();
+	Background threads({workload("threads"), "6"});
+	const std::string pid = std::to_string(threads.pid());
+	std::string tids = threads.read_line();
+	const std::string tid_b = tids.substr(tids.find(' ') + 1);
+	REQUIRE(tid_b != pid);
+	// The thread id alone, and again with its own process: one process sampled.
+	for (const std::string &ids : {tid_b, pid + "," + tid_b}) {
+		auto r = profile({"-p", ids, "--folded", "-U", "-f", "199", "2"});
+		INFO("-p " << ids << " stderr: " << r.err);
+		REQUIRE(r.status == 0);
+		CHECK(contains(r.err, "profile: " + tid_b + " is a thread of process " + pid +
+					      " (threads): sampling the whole process; -L " + tid_b +
+					      " samples that thread alone\n"));
+		CHECK(contains(r.err, "Sampling at 199 Hertz of PID " + pid + " by user stack for 2 secs.\n"));
+		auto lines = parse_folded(r.out);
+		CHECK(samples_with(lines, "thread_a_spin") > 20); // a loaded machine gives fewer
+		CHECK(samples_with(lines, "thread_b_spin") > 20);
+	}
+}
+
 TEST_CASE("-C samples only that CPU")
 {
 	require_root();
