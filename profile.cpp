@@ -71,11 +71,15 @@ private:
 	std::vector<Mark> marks_;
 };
 
+enum class End { Duration, Signal, ReaderGone, TargetsExited };
+
 // Blocks until the duration has passed, SIGINT/SIGTERM arrives (both were blocked
-// before attaching, so a signal sent at any moment is seen here) or, with watch_stdout,
-// the reader of stdout goes away; calling `tick` about every tick_ns meanwhile.
+// before attaching, so a signal sent at any moment is seen here), every process or
+// thread of -p or -L has exited, or, with watch_stdout, the reader of stdout goes away;
+// calling `tick` about every tick_ns meanwhile.
 template <typename Tick>
-void wait_for_end(const Options &options, const sigset_t &stop_signals, bool watch_stdout, int64_t tick_ns, Tick tick)
+End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watch_stdout, TargetWatch &targets,
+		 int64_t tick_ns, Tick tick)
 {
 	const int64_t start = clock_ns(CLOCK_MONOTONIC);
 	while (true) {
@@ -83,15 +87,17 @@ void wait_for_end(const Options &options, const sigset_t &stop_signals, bool wat
 		if (options.duration_s) {
 			left = int64_t(*options.duration_s) * 1000000000 - (clock_ns(CLOCK_MONOTONIC) - start);
 			if (left <= 0)
-				return;
+				return End::Duration;
 		}
 		int64_t slice = std::min<int64_t>(left, tick_ns);
 		timespec timeout{time_t(slice / 1000000000), long(slice % 1000000000)};
 		if (sigtimedwait(&stop_signals, nullptr, &timeout) > 0)
-			return;
+			return End::Signal;
 		tick();
+		if (targets.all_exited())
+			return End::TargetsExited;
 		if (watch_stdout && stdout_closed())
-			return;
+			return End::ReaderGone;
 	}
 }
 
@@ -163,6 +169,67 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 		fprintf(stderr, "profile: %u unwind tables (%" PRIu64 " rows) did not fit in the kernel: their code was "
 				"walked by frame pointers (raise --unwind-table-size, now %u)\n",
 			tables.no_room, tables.no_room_rows, tables.row_capacity);
+}
+
+// A run that collected nothing, or nothing but empty stacks, says why in one line: what it
+// sampled was gone, used no CPU, ran elsewhere than -C, or had no stack of the kind -K or
+// -U keeps. Samples taken and lost are report_losses' to tell.
+void explain_empty(const Profile &profile, const RawProfile &raw, const Options &options, TargetWatch &targets)
+{
+	auto say = [](const std::string &line) { fprintf(stderr, "profile: %s\n", line.c_str()); };
+	const uint64_t total = profile.total();
+	if (total) {
+		bool kernel_frames = false, user_frames = false;
+		for (const Sample &sample : profile.samples) {
+			kernel_frames |= !sample.kernel.empty();
+			user_frames |= !sample.user.empty();
+		}
+		if (!options.user_stacks && !kernel_frames)
+			say("none of the " + std::to_string(total) + " samples has a kernel stack: the code sampled "
+			    "ran in user space (without -K the report shows its user stacks)");
+		if (!options.kernel_stacks && !user_frames)
+			say("none of the " + std::to_string(total) + " samples has a user stack: the code sampled "
+			    "ran in the kernel, as kernel threads do (without -U the report shows its kernel stacks)");
+		return;
+	}
+	if (raw.taken)
+		return;
+	const std::string cpu = std::to_string(options.cpu);
+	if (targets.empty()) {
+		say(std::string("nothing sampled: ") + (options.cpu >= 0 ? "CPU " + cpu + " was" : "every CPU was") +
+		    " idle while sampled (the samples of idle CPUs are dropped without -I)");
+		return;
+	}
+	std::vector<uint32_t> exited = targets.exited(), running;
+	for (uint32_t id : targets.ids())
+		if (std::find(exited.begin(), exited.end(), id) == exited.end())
+			running.push_back(id);
+	auto who = [&](const std::vector<uint32_t> &ids) {
+		std::string text = targets.threads() ? "TID" : "PID";
+		text += ids.size() > 1 ? "s " : " ";
+		for (size_t i = 0; i < ids.size(); i++)
+			text += (i ? "," : "") + std::to_string(ids[i]);
+		return text;
+	};
+	if (running.empty()) {
+		say("nothing sampled: " + who(exited) + " exited before " + (exited.size() > 1 ? "their" : "its") +
+		    " first sample");
+		return;
+	}
+	const double used = targets.cpu_seconds();
+	char seconds[32];
+	std::snprintf(seconds, sizeof(seconds), "%.2f", used);
+	if (used < 0.005) // less than one clock tick
+		say("nothing sampled: " + who(running) + " used no CPU time while sampled (" +
+		    (running.size() > 1 ? "they" : "it") + " slept or waited; only time on a CPU is sampled)");
+	else if (options.cpu >= 0)
+		say("nothing sampled: " + who(running) + " used " + seconds + " s of CPU time, none of it on CPU " +
+		    cpu + " when a sample was taken (-C " + cpu + ")");
+	else
+		say("nothing sampled: " + who(running) + " used only " + seconds + " s of CPU time, less than a "
+		    "sample's worth (" + (options.frequency ? std::to_string(options.frequency) + " Hz" :
+							      "-c " + std::to_string(options.period)) +
+		    "): raise -f, or sample longer");
 }
 
 // Values the parser cannot judge alone: they depend on this machine. "" when all is well;
@@ -268,6 +335,8 @@ int run(const Options &options)
 		history.forget_exited([&](uint32_t pid) { return sampler.has_samples(pid); });
 	};
 
+	// What -p or -L names, from now on: its CPU time, and whether it still runs.
+	TargetWatch targets(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
 	const int64_t start_real = clock_ns(CLOCK_REALTIME), start = clock_ns(CLOCK_MONOTONIC);
 	sampler.attach();
 	startup.mark("attach");
@@ -278,7 +347,9 @@ int run(const Options &options)
 		fprintf(stderr, "%s\n", header_line(options).c_str());
 	// The table unwinder waits for user space to send a new process's mappings and its
 	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps.
-	wait_for_end(options, stop_signals, to_stdout, unwinder ? 20000000 : 100000000, follow_processes);
+	if (wait_for_end(options, stop_signals, to_stdout, targets, unwinder ? 20000000 : 100000000,
+			 follow_processes) == End::TargetsExited)
+		fprintf(stderr, "profile: every %s sampled has exited\n", targets.threads() ? "thread" : "process");
 	sampler.detach();
 	const int64_t end = clock_ns(CLOCK_MONOTONIC);
 	Unwinder::Stats tables;
@@ -360,6 +431,7 @@ int run(const Options &options)
 				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
 				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
 	}
+	explain_empty(profile, raw, options, targets);
 	report_losses(raw, options);
 	return status;
 }

@@ -304,7 +304,9 @@ Note: BCC's profile uses -f for folded output; here -f is the frequency (as -F),
 folded output is --folded.
 
 DURATION                  seconds to sample; without it, until Ctrl-C or SIGTERM.
-                          The stacks collected so far are printed either way.
+                          With -p or -L, sampling also ends once every process or
+                          thread sampled has exited. The stacks collected so far are
+                          printed either way.
 
 Sampling: a timer on each CPU (the kernel's cpu-clock event) takes a sample of whatever
 runs there, kernel and user stack, as often as -f or -c says.

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -134,6 +135,73 @@ TEST_CASE("-p with a thread id samples that thread's whole process, as perf does
 		auto lines = parse_folded(r.out);
 		CHECK(samples_with(lines, "thread_a_spin") > 20); // a loaded machine gives fewer
 		CHECK(samples_with(lines, "thread_b_spin") > 20);
+	}
+}
+
+TEST_CASE("-p ends the run once every process sampled has exited, and prints what it collected")
+{
+	require_root();
+	// Exits after 2 s and stays a zombie (the test reaps it at the end): perf's rule, a
+	// process that runs no more has exited.
+	Background split({workload("split"), "2"});
+	auto r = profile({"-p", std::to_string(split.pid()), "--folded", "-f", "199", "20"});
+	INFO("stderr: " << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(r.seconds < 5);
+	CHECK(contains(r.err, "profile: every process sampled has exited\n"));
+	CHECK(samples_with(parse_folded(r.out), "split_hot_three") > 20); // a loaded machine gives fewer
+}
+
+TEST_CASE("a run that collects nothing says why on stderr and still exits 0")
+{
+	require_root();
+	SUBCASE("a sleeping process")
+	{
+		Background sleeper({"/bin/sleep", "10"});
+		const std::string pid = std::to_string(sleeper.pid());
+		auto r = profile({"-p", pid, "-f", "199", "1"});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 0);
+		CHECK(split_lines(r.out).size() == 1); // the header
+		CHECK(contains(r.err, "profile: nothing sampled: PID " + pid +
+					      " used no CPU time while sampled (it slept or waited; only time "
+					      "on a CPU is sampled)\n"));
+	}
+	SUBCASE("a process that runs only on CPUs -C does not sample")
+	{
+		Background pinned({workload("split"), "5"}, 1);
+		const std::string pid = std::to_string(pinned.pid());
+		auto r = profile({"-C", "0", "-p", pid, "--folded", "-f", "199", "2"});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 0);
+		CHECK(r.out.empty());
+		CHECK(std::regex_search(r.err, std::regex("profile: nothing sampled: PID " + pid +
+							  " used [0-9.]+ s of CPU time, none of it on CPU 0 "
+							  "when a sample was taken \\(-C 0\\)\n")));
+	}
+	SUBCASE("a process gone before its first sample")
+	{
+		Background quick({workload("split"), "0.3"});
+		const std::string pid = std::to_string(quick.pid());
+		usleep(600000);
+		auto r = profile({"-p", pid, "--folded", "5"});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 0);
+		CHECK(r.out.empty());
+		CHECK(r.seconds < 3);
+		CHECK(contains(r.err, "profile: every process sampled has exited\n"));
+		CHECK(contains(r.err, "profile: nothing sampled: PID " + pid + " exited before its first sample\n"));
+	}
+	SUBCASE("-K on a process that runs in user space only")
+	{
+		Background split({workload("split"), "5"});
+		const std::string pid = std::to_string(split.pid());
+		auto r = profile({"-K", "-p", pid, "--folded", "-f", "199", "1"});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 0);
+		CHECK(std::regex_search(r.err, std::regex("profile: none of the [0-9]+ samples has a kernel stack: "
+							  "the code sampled ran in user space \\(without -K the "
+							  "report shows its user stacks\\)\n")));
 	}
 }
 
