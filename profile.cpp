@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "report/output_file.h"
 #include "report/report.h"
 #include "sampler/collected.h"
+#include "sampler/map_memory.h"
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
 #include "sampler/targets.h"
@@ -232,6 +234,48 @@ void explain_empty(const Profile &profile, const RawProfile &raw, const Options 
 		    "): raise -f, or sample longer");
 }
 
+// The maps' sizes as the sampler will create them on this kernel (see Sampler::Sampler).
+MapSizes map_sizes(const Options &options)
+{
+	MapSizes sizes;
+	sizes.stack_entries = options.stack_storage_size;
+	sizes.count_entries = options.hash_storage_size;
+	sizes.unwind_rows = options.unwind_table_size;
+	utsname name{};
+	int major = 0, minor = 0;
+	if (uname(&name) == 0)
+		std::sscanf(name.release, "%d.%d", &major, &minor);
+	auto at_least = [&](int want_major, int want_minor) {
+		return major > want_major || (major == want_major && minor >= want_minor);
+	};
+	// Unwinding from tables needs bpf_loop (5.17) on x86-64; without it auto walks frame
+	// pointers.
+#if defined(__x86_64__)
+	sizes.unwinding = options.unwind != UnwindMode::FramePointers && options.user_stacks && at_least(5, 17);
+#endif
+	// The kernel cuts stacks at kernel.perf_event_max_stack, the unwinder at its deepest walk.
+	std::string text;
+	sizes.depth = options.max_stack_depth;
+	if (read_whole_file("/proc/sys/kernel/perf_event_max_stack", text) && std::atol(text.c_str()) > 0)
+		sizes.depth = std::min<uint32_t>(sizes.depth, uint32_t(std::atol(text.c_str())));
+	if (sizes.unwinding)
+		sizes.depth = std::min<uint32_t>(sizes.depth, UNWIND_MAX_DEPTH);
+	sizes.generations = getenv("PROFILE_NO_DRAIN") ? 1 : 2;
+	// Before 6.1 the sampler's hash maps are preallocated.
+	sizes.preallocated_hashes = !at_least(6, 1);
+	return sizes;
+}
+
+// MemAvailable, in bytes; 0 when unknown.
+uint64_t available_memory()
+{
+	std::string meminfo;
+	if (!read_whole_file("/proc/meminfo", meminfo))
+		return 0;
+	const size_t at = meminfo.find("MemAvailable:");
+	return at == std::string::npos ? 0 : std::strtoull(meminfo.c_str() + at + 13, nullptr, 10) * 1024;
+}
+
 // Values the parser cannot judge alone: they depend on this machine. "" when all is well;
 // notes gets what stderr should say before the run (a thread id -p made its process).
 std::string check_against_machine(Options &options, std::vector<std::string> &notes)
@@ -249,6 +293,13 @@ std::string check_against_machine(Options &options, std::vector<std::string> &no
 	if (!options.output_path.empty())
 		if (std::string error = check_output_file(options.output_path); !error.empty())
 			return error;
+	// A map size that takes gigabytes of kernel memory costs seconds to create and free, and
+	// one beyond what the machine has fails, or reclaims its page cache first.
+	MapMemoryVerdict map_cost = judge_map_memory(map_sizes(options), available_memory());
+	if (!map_cost.error.empty())
+		return map_cost.error;
+	if (!map_cost.warning.empty())
+		notes.push_back(map_cost.warning);
 	if (options.frequency) {
 		std::string text;
 		uint64_t max_rate = 0;

@@ -352,18 +352,18 @@ How user stacks are walked
 
 Limits: the kernel keeps what is sampled in maps until profile reads them (as they
 fill, and at the end); a full map loses samples, and the last line on stderr then says
-how many and which option to raise. Larger maps take more kernel memory.
-  --stack-storage-size N    distinct stacks the kernel keeps (default 16384). With
-                            --unwind fp each takes 8 bytes per frame of
-                            --perf-max-stack-depth, twice (one map fills while the other
-                            is read), from the start: 32 MiB by default; otherwise 32
-                            bytes at the start, and its frames once it is stored
+how many and which option to raise. Larger maps take more kernel memory, from the start
+of the run: above 1 GiB profile warns, above half the memory available it refuses.
+  --stack-storage-size N    distinct stacks the kernel keeps (default 16384); each takes
+                            about 8 bytes per frame of --perf-max-stack-depth, twice (one
+                            map fills while the other is read), from the start: 34 MiB
+                            by default
   --hash-storage-size N     distinct (process, user stack, kernel stack) counts the
                             counts map holds (default 40960: 3 MiB)
   --perf-max-stack-depth N  frames kept per stack, deeper ones are cut (default 127;
                             at most 127 but with --unwind fp)
   --unwind-table-size N     unwind table rows kept in the kernel, 16 bytes each
-                            (default 2097152, 32 MiB)
+                            from the start (default 2097152: 32 MiB)
 
   -h, --help      this text
   -V, --version   the version

@@ -211,6 +211,7 @@ TEST_CASE("--help makes sense to someone who has read only --help")
 	// What the limits hold, what happens when they are full, and what they cost.
 	CHECK(has("a full map loses samples"));
 	CHECK(has("8 bytes per frame"));
+	CHECK(has("above 1 GiB profile warns"));
 	// Lines fit a terminal.
 	for (size_t start = 0, end; start < help.size(); start = end + 1) {
 		end = help.find('\n', start);
