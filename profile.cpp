@@ -427,6 +427,7 @@ int run(const Options &options)
 	profile.start_time_ns = start_real;
 	profile.kernel_stacks = options.kernel_stacks;
 	profile.user_stacks = options.user_stacks;
+	profile.single_pid = targets.single_process();
 
 	if (unwinder)
 		report_unwinding(raw, tables);

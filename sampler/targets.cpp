@@ -167,3 +167,13 @@ double TargetWatch::cpu_seconds() const
 				seconds += *now - target.cpu_at_start;
 	return seconds;
 }
+
+uint32_t TargetWatch::single_process() const
+{
+	if (targets_.empty())
+		return 0;
+	for (const Target &target : targets_)
+		if (target.tgid != targets_[0].tgid)
+			return 0;
+	return targets_[0].tgid;
+}

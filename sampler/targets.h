@@ -48,6 +48,8 @@ public:
 	std::vector<uint32_t> exited();
 	// The CPU time the targets still running used since construction, in seconds.
 	double cpu_seconds() const;
+	// The one process every target belongs to; 0 for none (no targets) or several.
+	uint32_t single_process() const;
 
 private:
 	struct Target {

@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "tests/support.h"
+#include "tests/test_report_data.h"
 
 TEST_SUITE("integration") {
 
@@ -202,6 +203,44 @@ TEST_CASE("a run that collects nothing says why on stderr and still exits 0")
 		CHECK(std::regex_search(r.err, std::regex("profile: none of the [0-9]+ samples has a kernel stack: "
 							  "the code sampled ran in user space \\(without -K the "
 							  "report shows its user stacks\\)\n")));
+	}
+}
+
+TEST_CASE("pprof of one process is named after its program; of the whole machine, after none")
+{
+	require_root();
+	const std::string go = find_tool("go");
+	REQUIRE_MESSAGE(!go.empty(), "go is not installed (apt-get install golang-go)");
+	Background split({workload("split"), "8"});
+	Background threads({workload("threads"), "8"});
+	const std::string tids = threads.read_line(), tid = tids.substr(0, tids.find(' '));
+	TempDir dir;
+	struct Case {
+		std::vector<std::string> args;
+		std::string file; // pprof's "File:", "" for none
+	} cases[] = {
+		{{"-p", std::to_string(split.pid())}, "split"},
+		{{"-L", tid}, "threads"},
+		{{"-p", std::to_string(split.pid()) + "," + std::to_string(threads.pid())}, ""},
+		{{}, ""},
+	};
+	for (const Case &c : cases) {
+		std::vector<std::string> args = c.args;
+		for (const char *more : {"-f", "99", "-o", "", "1"})
+			args.push_back(more);
+		args[args.size() - 2] = dir / "cpu.pb.gz";
+		auto r = profile(args);
+		INFO(args[0] << " stderr: " << r.err);
+		REQUIRE(r.status == 0);
+		auto top = run_command({go, "tool", "pprof", "-top", dir / "cpu.pb.gz"}, 120);
+		REQUIRE_MESSAGE(top.status == 0, top.err);
+		INFO("pprof -top:\n" << top.out);
+		// The header's lines come first; function names below may hold "File:" too.
+		const std::string header = top.out.substr(0, top.out.find("      flat"));
+		if (c.file.empty())
+			CHECK(!contains(header, "File:"));
+		else
+			CHECK(contains(header, "File: " + c.file + "\n"));
 	}
 }
 
