@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,8 +19,10 @@
 #include "report/output_file.h"
 #include "report/report.h"
 #include "sampler/collected.h"
+#include "sampler/map_memory.h"
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
+#include "sampler/targets.h"
 #include "sampler/unwinder.h"
 #include "syms/fd.h"
 #include "syms/process_history.h"
@@ -70,11 +73,15 @@ private:
 	std::vector<Mark> marks_;
 };
 
+enum class End { Duration, Signal, ReaderGone, TargetsExited };
+
 // Blocks until the duration has passed, SIGINT/SIGTERM arrives (both were blocked
-// before attaching, so a signal sent at any moment is seen here) or, with watch_stdout,
-// the reader of stdout goes away; calling `tick` about every tick_ns meanwhile.
+// before attaching, so a signal sent at any moment is seen here), every process or
+// thread of -p or -L has exited, or, with watch_stdout, the reader of stdout goes away;
+// calling `tick` about every tick_ns meanwhile.
 template <typename Tick>
-void wait_for_end(const Options &options, const sigset_t &stop_signals, bool watch_stdout, int64_t tick_ns, Tick tick)
+End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watch_stdout, TargetWatch &targets,
+		 int64_t tick_ns, Tick tick)
 {
 	const int64_t start = clock_ns(CLOCK_MONOTONIC);
 	while (true) {
@@ -82,15 +89,17 @@ void wait_for_end(const Options &options, const sigset_t &stop_signals, bool wat
 		if (options.duration_s) {
 			left = int64_t(*options.duration_s) * 1000000000 - (clock_ns(CLOCK_MONOTONIC) - start);
 			if (left <= 0)
-				return;
+				return End::Duration;
 		}
 		int64_t slice = std::min<int64_t>(left, tick_ns);
 		timespec timeout{time_t(slice / 1000000000), long(slice % 1000000000)};
 		if (sigtimedwait(&stop_signals, nullptr, &timeout) > 0)
-			return;
+			return End::Signal;
 		tick();
+		if (targets.all_exited())
+			return End::TargetsExited;
 		if (watch_stdout && stdout_closed())
-			return;
+			return End::ReaderGone;
 	}
 }
 
@@ -164,12 +173,115 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 			tables.no_room, tables.no_room_rows, tables.row_capacity);
 }
 
-// Values the parser cannot judge alone: they depend on this machine. "" when all is well.
-std::string check_against_machine(const Options &options)
+// A run that collected nothing, or nothing but empty stacks, says why in one line: what it
+// sampled was gone, used no CPU, ran elsewhere than -C, or had no stack of the kind -K or
+// -U keeps. Samples taken and lost are report_losses' to tell.
+void explain_empty(const Profile &profile, const RawProfile &raw, const Options &options, TargetWatch &targets)
 {
-	for (uint32_t pid : options.pids)
-		if (access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0)
-			return "no process with PID " + std::to_string(pid);
+	auto say = [](const std::string &line) { fprintf(stderr, "profile: %s\n", line.c_str()); };
+	const uint64_t total = profile.total();
+	if (total) {
+		bool kernel_frames = false, user_frames = false;
+		for (const Sample &sample : profile.samples) {
+			kernel_frames |= !sample.kernel.empty();
+			user_frames |= !sample.user.empty();
+		}
+		if (!options.user_stacks && !kernel_frames)
+			say("none of the " + std::to_string(total) + " samples has a kernel stack: the code sampled "
+			    "ran in user space (without -K the report shows its user stacks)");
+		if (!options.kernel_stacks && !user_frames)
+			say("none of the " + std::to_string(total) + " samples has a user stack: the code sampled "
+			    "ran in the kernel, as kernel threads do (without -U the report shows its kernel stacks)");
+		return;
+	}
+	if (raw.taken)
+		return;
+	const std::string cpu = std::to_string(options.cpu);
+	if (targets.empty()) {
+		say(std::string("nothing sampled: ") + (options.cpu >= 0 ? "CPU " + cpu + " was" : "every CPU was") +
+		    " idle while sampled (the samples of idle CPUs are dropped without -I)");
+		return;
+	}
+	std::vector<uint32_t> exited = targets.exited(), running;
+	for (uint32_t id : targets.ids())
+		if (std::find(exited.begin(), exited.end(), id) == exited.end())
+			running.push_back(id);
+	auto who = [&](const std::vector<uint32_t> &ids) {
+		std::string text = targets.threads() ? "TID" : "PID";
+		text += ids.size() > 1 ? "s " : " ";
+		for (size_t i = 0; i < ids.size(); i++)
+			text += (i ? "," : "") + std::to_string(ids[i]);
+		return text;
+	};
+	if (running.empty()) {
+		say("nothing sampled: " + who(exited) + " exited before " + (exited.size() > 1 ? "their" : "its") +
+		    " first sample");
+		return;
+	}
+	const double used = targets.cpu_seconds();
+	char seconds[32];
+	std::snprintf(seconds, sizeof(seconds), "%.2f", used);
+	if (used < 0.005) // less than one clock tick
+		say("nothing sampled: " + who(running) + " used no CPU time while sampled (" +
+		    (running.size() > 1 ? "they" : "it") + " slept or waited; only time on a CPU is sampled)");
+	else if (options.cpu >= 0)
+		say("nothing sampled: " + who(running) + " used " + seconds + " s of CPU time, none of it on CPU " +
+		    cpu + " when a sample was taken (-C " + cpu + ")");
+	else
+		say("nothing sampled: " + who(running) + " used only " + seconds + " s of CPU time, less than a "
+		    "sample's worth (" + (options.frequency ? std::to_string(options.frequency) + " Hz" :
+							      "-c " + std::to_string(options.period)) +
+		    "): raise -f, or sample longer");
+}
+
+// The maps' sizes as the sampler will create them on this kernel (see Sampler::Sampler).
+MapSizes map_sizes(const Options &options)
+{
+	MapSizes sizes;
+	sizes.stack_entries = options.stack_storage_size;
+	sizes.count_entries = options.hash_storage_size;
+	sizes.unwind_rows = options.unwind_table_size;
+	utsname name{};
+	int major = 0, minor = 0;
+	if (uname(&name) == 0)
+		std::sscanf(name.release, "%d.%d", &major, &minor);
+	auto at_least = [&](int want_major, int want_minor) {
+		return major > want_major || (major == want_major && minor >= want_minor);
+	};
+	// Unwinding from tables needs bpf_loop (5.17) on x86-64; without it auto walks frame
+	// pointers.
+#if defined(__x86_64__)
+	sizes.unwinding = options.unwind != UnwindMode::FramePointers && options.user_stacks && at_least(5, 17);
+#endif
+	// The kernel cuts stacks at kernel.perf_event_max_stack, the unwinder at its deepest walk.
+	std::string text;
+	sizes.depth = options.max_stack_depth;
+	if (read_whole_file("/proc/sys/kernel/perf_event_max_stack", text) && std::atol(text.c_str()) > 0)
+		sizes.depth = std::min<uint32_t>(sizes.depth, uint32_t(std::atol(text.c_str())));
+	if (sizes.unwinding)
+		sizes.depth = std::min<uint32_t>(sizes.depth, UNWIND_MAX_DEPTH);
+	sizes.generations = getenv("PROFILE_NO_DRAIN") ? 1 : 2;
+	// Before 6.1 the sampler's hash maps are preallocated.
+	sizes.preallocated_hashes = !at_least(6, 1);
+	return sizes;
+}
+
+// MemAvailable, in bytes; 0 when unknown.
+uint64_t available_memory()
+{
+	std::string meminfo;
+	if (!read_whole_file("/proc/meminfo", meminfo))
+		return 0;
+	const size_t at = meminfo.find("MemAvailable:");
+	return at == std::string::npos ? 0 : std::strtoull(meminfo.c_str() + at + 13, nullptr, 10) * 1024;
+}
+
+// Values the parser cannot judge alone: they depend on this machine. "" when all is well;
+// notes gets what stderr should say before the run (a thread id -p made its process).
+std::string check_against_machine(Options &options, std::vector<std::string> &notes)
+{
+	if (std::string wrong = resolve_pids(options.pids, notes); !wrong.empty())
+		return wrong;
 	for (uint32_t tid : options.tids)
 		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
 			return "no thread with TID " + std::to_string(tid);
@@ -181,6 +293,13 @@ std::string check_against_machine(const Options &options)
 	if (!options.output_path.empty())
 		if (std::string error = check_output_file(options.output_path); !error.empty())
 			return error;
+	// A map size that takes gigabytes of kernel memory costs seconds to create and free, and
+	// one beyond what the machine has fails, or reclaims its page cache first.
+	MapMemoryVerdict map_cost = judge_map_memory(map_sizes(options), available_memory());
+	if (!map_cost.error.empty())
+		return map_cost.error;
+	if (!map_cost.warning.empty())
+		notes.push_back(map_cost.warning);
 	if (options.frequency) {
 		std::string text;
 		uint64_t max_rate = 0;
@@ -267,6 +386,8 @@ int run(const Options &options)
 		history.forget_exited([&](uint32_t pid) { return sampler.has_samples(pid); });
 	};
 
+	// What -p or -L names, from now on: its CPU time, and whether it still runs.
+	TargetWatch targets(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
 	const int64_t start_real = clock_ns(CLOCK_REALTIME), start = clock_ns(CLOCK_MONOTONIC);
 	sampler.attach();
 	startup.mark("attach");
@@ -277,7 +398,9 @@ int run(const Options &options)
 		fprintf(stderr, "%s\n", header_line(options).c_str());
 	// The table unwinder waits for user space to send a new process's mappings and its
 	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps.
-	wait_for_end(options, stop_signals, to_stdout, unwinder ? 20000000 : 100000000, follow_processes);
+	if (wait_for_end(options, stop_signals, to_stdout, targets, unwinder ? 20000000 : 100000000,
+			 follow_processes) == End::TargetsExited)
+		fprintf(stderr, "profile: every %s sampled has exited\n", targets.threads() ? "thread" : "process");
 	sampler.detach();
 	const int64_t end = clock_ns(CLOCK_MONOTONIC);
 	Unwinder::Stats tables;
@@ -304,6 +427,7 @@ int run(const Options &options)
 	profile.start_time_ns = start_real;
 	profile.kernel_stacks = options.kernel_stacks;
 	profile.user_stacks = options.user_stacks;
+	profile.single_pid = targets.single_process();
 
 	if (unwinder)
 		report_unwinding(raw, tables);
@@ -359,6 +483,7 @@ int run(const Options &options)
 				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
 				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
 	}
+	explain_empty(profile, raw, options, targets);
 	report_losses(raw, options);
 	return status;
 }
@@ -373,7 +498,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "profile: %s (see profile --help)\n", usage->message.c_str());
 		return 2;
 	}
-	const Options &options = std::get<Options>(parsed);
+	Options &options = std::get<Options>(parsed);
 	if (options.help) {
 		std::cout << help_text();
 		return 0;
@@ -382,10 +507,13 @@ int main(int argc, char **argv)
 		std::cout << "profile " << PROFILE_VERSION << '\n';
 		return 0;
 	}
-	if (std::string wrong = check_against_machine(options); !wrong.empty()) {
+	std::vector<std::string> notes;
+	if (std::string wrong = check_against_machine(options, notes); !wrong.empty()) {
 		fprintf(stderr, "profile: %s\n", wrong.c_str());
 		return 2;
 	}
+	for (const std::string &note : notes)
+		fprintf(stderr, "profile: %s\n", note.c_str());
 	try {
 		return run(options);
 	} catch (const RunError &e) {

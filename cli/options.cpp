@@ -86,8 +86,9 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 {
 	Options options;
 	bool frequency_given = false, count_given = false, user_only = false, kernel_only = false;
-	bool folded = false;
+	bool folded = false, folded_flag = false; // -E or --folded; --folded itself
 	std::optional<ReportFormat> format;
+	std::string format_arg;
 
 	for (int i = 0; i < argc; i++) {
 		if (i)
@@ -150,7 +151,7 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			kernel_only = true;
 			break;
 		case OPT_FOLDED:
-			folded = true;
+			folded = folded_flag = true;
 			break;
 		case 'E':
 			folded = true;
@@ -172,6 +173,7 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			break;
 		case OPT_FORMAT:
 			format = format_from_name(arg);
+			format_arg = arg;
 			if (!format)
 				return bad_value("expected stacks, folded, svg or pprof");
 			break;
@@ -242,20 +244,23 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 	options.user_stacks = !kernel_only;
 	options.kernel_stacks = !user_only;
 
-	if (folded)
-		options.format = ReportFormat::Folded;
-	// -o's extension names the format, except that --folded (or -E) wins over the text
-	// report's .txt and stands for a file without a known extension.
-	if (!options.output_path.empty() && !format) {
-		auto by_extension = format_from_path(options.output_path);
-		if (!by_extension && !folded)
-			return UsageError{"cannot tell the format of '" + options.output_path +
-					  "' from its extension (.svg, .pb.gz, .folded, .txt): add --format or --folded"};
-		if (by_extension && !(folded && *by_extension == ReportFormat::Stacks))
-			options.format = *by_extension;
-	}
+	// The format is what a format flag names (--format, else --folded or -E), else what
+	// -o's extension names: what the user typed to choose it beats what a file name
+	// suggests. -E also puts the process id in the root frames of --format svg.
+	if (format && folded_flag && *format != ReportFormat::Folded)
+		return UsageError{"--folded and --format " + format_arg + " name two formats: give one"};
 	if (format)
 		options.format = *format;
+	else if (folded)
+		options.format = ReportFormat::Folded;
+	else if (!options.output_path.empty()) {
+		auto by_extension = format_from_path(options.output_path);
+		if (!by_extension)
+			return UsageError{"cannot tell the format of '" + options.output_path +
+					  "' from its extension (.svg, .pb.gz, .folded, .txt): "
+					  "add --format stacks|folded|svg|pprof"};
+		options.format = *by_extension;
+	}
 	return options;
 }
 
@@ -292,25 +297,33 @@ std::string help_text()
 {
 	return R"(Usage: profile [OPTIONS] [DURATION]
 
-Samples the stacks running on every CPU at a fixed rate, counts identical stacks inside the
-kernel, and prints them, symbolized, when sampling ends.
+Samples the stacks running on every CPU at a fixed rate, counts identical stacks inside
+the kernel, and prints them, symbolized, when sampling ends.
 
-Note: unlike BCC's profile, -f is the frequency here (as -F); folded output is --folded.
+Note: BCC's profile uses -f for folded output; here -f is the frequency (as -F), and
+folded output is --folded.
 
 DURATION                  seconds to sample; without it, until Ctrl-C or SIGTERM.
-                          The stacks collected so far are printed either way.
+                          With -p or -L, sampling also ends once every process or
+                          thread sampled has exited. The stacks collected so far are
+                          printed either way.
 
-Sampling
+Sampling: a timer on each CPU (the kernel's cpu-clock event) takes a sample of whatever
+runs there, kernel and user stack, as often as -f or -c says.
   -f, -F, --frequency HZ  samples per second on each CPU (default 49)
-  -c, --count N           one sample every N events instead (period mode)
-  --sw-event              use the software cpu-clock event (the default where no
-                          hardware event is chosen; kept for the tutorial's users)
+  -c, --count N           one sample every N nanoseconds of CPU time on each CPU,
+                          instead of -f (-c 10000000: every 10 ms, as -f 100)
+  --sw-event              changes nothing: sampling always uses the cpu-clock software
+                          timer, which needs no hardware counters (it works in VMs);
+                          accepted so that command lines that pass it keep working
 
 What to sample
-  -p, --pid PID[,PID...]  only these processes
-  -L, --tid TID[,TID...]  only these threads
-  -C, --cpu CPU           only this CPU
-  -I, --include-idle      include the idle task (pid 0)
+  -p, --pid PID[,PID...]  only these processes; a thread id stands for its whole
+                          process, as with perf record -p (-L samples one thread)
+  -L, --tid TID[,TID...]  only these threads (thread ids, as top -H or ps -L show them)
+  -C, --cpu CPU           only this CPU (numbered from 0)
+  -I, --include-idle      keep the samples of idle CPUs, which run the idle task
+                          (swapper, pid 0); without -I they are dropped
   -U, --user-stacks-only  user-space stacks only, no kernel frames
   -K, --kernel-stacks-only  kernel stacks only, no user frames
 
@@ -318,26 +331,39 @@ Output
   (default)               multi-line stacks, BCC's layout, hottest stack printed last
   --folded                one line per stack, root first: comm;frame;...;frame COUNT
   -E, --fold-extend       folded, with the process id in the root frame: comm-PID;...
-  -d, --delimited         a delimiter between kernel and user frames ("--" multi-line, "-" folded)
+                          (with --format svg: a flame graph with the process ids)
+  -d, --delimited         a delimiter between kernel and user frames
+                          ("--" in multi-line stacks, "-" in folded ones)
   -a, --annotations       append _[k] to kernel frames
-  -v, --verbose           address, symbol+offset, module, and file:line where debug info has it
-  -o, --output FILE       write the report to FILE; the format comes from its extension
-                          (.svg flame graph, .pb.gz pprof, .folded, .txt)
-  --format FORMAT         stacks | folded | svg | pprof (overrides the extension)
+  -v, --verbose           each frame's address, symbol+offset, module, and file:line
+                          where debug info has it
+  -o, --output FILE       write the report to FILE, in the format named by --format,
+                          --folded or -E, else by its extension (.svg flame graph,
+                          .pb.gz pprof, .folded, .txt multi-line stacks)
+  --format FORMAT         stacks | folded | svg | pprof
 
 How user stacks are walked
-  --unwind auto           from unwind tables compiled out of each program's and library's
-                          .eh_frame where it has one, by frame pointers elsewhere (default)
+  --unwind auto           from the unwind tables (.eh_frame) that compilers put in
+                          programs and libraries, where there is one; by frame pointers
+                          elsewhere (the default)
   --unwind fp             by frame pointers only, as BCC and perf -g do: programs built
                           without frame pointers (most of Debian's) lose their callers
   --unwind dwarf          from unwind tables only; a stack ends where no table covers it
 
-Limits
-  --stack-storage-size N    unique stacks kept in the kernel (default 16384)
-  --hash-storage-size N     unique (process, stacks) keys kept (default 40960)
-  --perf-max-stack-depth N  frames kept per stack (default 127; at most 127 but with --unwind fp)
+Limits: the kernel keeps what is sampled in maps until profile reads them (as they
+fill, and at the end); a full map loses samples, and the last line on stderr then says
+how many and which option to raise. Larger maps take more kernel memory, from the start
+of the run: above 1 GiB profile warns, above half the memory available it refuses.
+  --stack-storage-size N    distinct stacks the kernel keeps (default 16384); each takes
+                            about 8 bytes per frame of --perf-max-stack-depth, twice (one
+                            map fills while the other is read), from the start: 34 MiB
+                            by default
+  --hash-storage-size N     distinct (process, user stack, kernel stack) counts the
+                            counts map holds (default 40960: 3 MiB)
+  --perf-max-stack-depth N  frames kept per stack, deeper ones are cut (default 127;
+                            at most 127 but with --unwind fp)
   --unwind-table-size N     unwind table rows kept in the kernel, 16 bytes each
-                            (default 2097152, 32 MiB)
+                            from the start (default 2097152: 32 MiB)
 
   -h, --help      this text
   -V, --version   the version

@@ -47,6 +47,9 @@ struct Profile {
 	int64_t start_time_ns = 0;   // CLOCK_REALTIME at the start of sampling
 	bool kernel_stacks = true;
 	bool user_stacks = true;
+	// The one process the run sampled (-p of one process, or -L of its threads); 0 for a
+	// run over the whole machine or several processes, which is no one program's profile.
+	uint32_t single_pid = 0;
 
 	uint64_t total() const
 	{

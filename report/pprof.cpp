@@ -244,10 +244,13 @@ void PprofBuilder::add_sample(const Sample &sample)
 	samples_.add_message(profile_field::sample, scratch_);
 }
 
-// Mapping ids in the order pprof reads best: it names the profile after the first
-// mapping ("File: app"), so the busiest executable goes first and the kernel last.
+// Mapping ids in the order pprof reads best: profile.proto makes the first mapping the main
+// binary, which pprof names the profile after ("File: app"), so the busiest executable goes
+// first and the kernel last. A run over the whole machine or several processes has no main
+// binary: id 1 is then left to an empty mapping (see encode) and the others follow.
 std::vector<uint64_t> PprofBuilder::mapping_ids() const
 {
+	const uint64_t first = profile_.single_pid ? 1 : 2;
 	std::vector<uint64_t> order(mappings_.size());
 	for (size_t i = 0; i < order.size(); i++)
 		order[i] = i;
@@ -260,7 +263,7 @@ std::vector<uint64_t> PprofBuilder::mapping_ids() const
 	});
 	std::vector<uint64_t> ids(mappings_.size() + 1, 0);
 	for (size_t i = 0; i < order.size(); i++)
-		ids[order[i] + 1] = i + 1;
+		ids[order[i] + 1] = i + first;
 	return ids;
 }
 
@@ -288,7 +291,10 @@ std::string PprofBuilder::encode()
 		out.add_packed(profile_field::comment, {uint64_t(string_id(profile_.command))});
 
 	const std::vector<uint64_t> ids = mapping_ids();
-	std::vector<const Mapping *> by_id(mappings_.size() + 1);
+	const Mapping no_program; // no file, no addresses: pprof shows no "File:"
+	std::vector<const Mapping *> by_id(mappings_.size() + (profile_.single_pid ? 1 : 2));
+	if (!profile_.single_pid)
+		by_id[1] = &no_program;
 	for (size_t i = 0; i < mappings_.size(); i++)
 		by_id[ids[i + 1]] = &mappings_[i];
 	for (uint64_t id = 1; id < by_id.size(); id++) {

@@ -117,8 +117,32 @@ TEST_CASE("output options: folded, -E, -d, -a, -v, -o and --format")
 	// --folded names the format of a file whose extension does not.
 	CHECK(ok({"-o", "cpu.data", "--folded"}).format == ReportFormat::Folded);
 	CHECK(ok({"-E", "-o", "/dev/full"}).format == ReportFormat::Folded);
-	CHECK(ok({"--folded", "-o", "cpu.svg"}).format == ReportFormat::Svg);
 	CHECK(error({"--format", "png"}).find("stacks, folded, svg or pprof") != std::string::npos);
+}
+
+TEST_CASE("a format flag wins over -o's extension; --folded and another --format disagree")
+{
+	// What the user typed to name the format beats what the file name suggests, in
+	// either order on the command line.
+	CHECK(ok({"--folded", "-o", "cpu.svg"}).format == ReportFormat::Folded);
+	CHECK(ok({"-o", "cpu.pb.gz", "--folded"}).format == ReportFormat::Folded);
+	CHECK(ok({"-E", "-o", "cpu.svg"}).format == ReportFormat::Folded);
+	CHECK(ok({"--format", "stacks", "-o", "cpu.folded"}).format == ReportFormat::Stacks);
+	// -E adds the process id to whatever --format names.
+	Options e = ok({"-E", "--format", "svg", "-o", "cpu.svg"});
+	CHECK(e.format == ReportFormat::Svg);
+	CHECK(e.report.fold_pid);
+	CHECK(ok({"--folded", "--format", "folded"}).format == ReportFormat::Folded);
+	CHECK(error({"--folded", "--format", "svg"}) ==
+	      "--folded and --format svg name two formats: give one");
+	CHECK(error({"--format=pprof", "--folded", "-o", "x.pb.gz"}) ==
+	      "--folded and --format pprof name two formats: give one");
+	// The error for an unknown extension names the ways that now work.
+	CHECK(error({"-o", "cpu.data"}) ==
+	      "cannot tell the format of 'cpu.data' from its extension (.svg, .pb.gz, .folded, .txt): "
+	      "add --format stacks|folded|svg|pprof");
+	// --help says the same.
+	CHECK(help_text().find("--folded or -E, else by its extension") != std::string::npos);
 }
 
 TEST_CASE("limits take positive sizes")
@@ -162,6 +186,37 @@ TEST_CASE("help and version stop parsing")
 	CHECK(ok({"-h"}).help);
 	CHECK(ok({"--version"}).version);
 	CHECK(help_text().find("-f is the frequency") != std::string::npos);
+}
+
+TEST_CASE("--help makes sense to someone who has read only --help")
+{
+	const std::string help = help_text();
+	auto has = [&](const char *text) { return help.find(text) != std::string::npos; };
+	// Words that mean something only to whoever wrote them.
+	CHECK(!has("tutorial"));
+	CHECK(!has("period mode"));
+	// BCC's users type -f for folded output: the help says what -f is here.
+	CHECK(has("BCC's profile uses -f for folded output; here -f is the frequency"));
+	// What -c counts, with its unit.
+	CHECK(has("one sample every N nanoseconds of CPU time on each CPU"));
+	// What --sw-event does: nothing, and why.
+	CHECK(has("--sw-event              changes nothing"));
+	// What the idle task is.
+	CHECK(has("idle CPUs, which run the idle task"));
+	CHECK(has("(swapper, pid 0)"));
+	// When a run without a duration ends.
+	CHECK(has("sampling also ends once every process or"));
+	// A thread id given to -p.
+	CHECK(has("a thread id stands for its whole"));
+	// What the limits hold, what happens when they are full, and what they cost.
+	CHECK(has("a full map loses samples"));
+	CHECK(has("8 bytes per frame"));
+	CHECK(has("above 1 GiB profile warns"));
+	// Lines fit a terminal.
+	for (size_t start = 0, end; start < help.size(); start = end + 1) {
+		end = help.find('\n', start);
+		CHECK_MESSAGE(end - start <= 90, help.substr(start, end - start));
+	}
 }
 
 } // TEST_SUITE

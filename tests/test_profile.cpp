@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <regex>
 
 #include "tests/support.h"
+#include "tests/test_report_data.h"
 
 TEST_SUITE("integration") {
 
@@ -114,6 +116,134 @@ TEST_CASE("-L keeps only that thread")
 	CHECK(samples_with(lines, "thread_b_spin") == 0);
 }
 
+TEST_CASE("-p with a thread id samples that thread's whole process, as perf does, and says so")
+{
+	require_root();
+	Background threads({workload("threads"), "6"});
+	const std::string pid = std::to_string(threads.pid());
+	std::string tids = threads.read_line();
+	const std::string tid_b = tids.substr(tids.find(' ') + 1);
+	REQUIRE(tid_b != pid);
+	// The thread id alone, and again with its own process: one process sampled.
+	for (const std::string &ids : {tid_b, pid + "," + tid_b}) {
+		auto r = profile({"-p", ids, "--folded", "-U", "-f", "199", "2"});
+		INFO("-p " << ids << " stderr: " << r.err);
+		REQUIRE(r.status == 0);
+		CHECK(contains(r.err, "profile: " + tid_b + " is a thread of process " + pid +
+					      " (threads): sampling the whole process; -L " + tid_b +
+					      " samples that thread alone\n"));
+		CHECK(contains(r.err, "Sampling at 199 Hertz of PID " + pid + " by user stack for 2 secs.\n"));
+		auto lines = parse_folded(r.out);
+		CHECK(samples_with(lines, "thread_a_spin") > 20); // a loaded machine gives fewer
+		CHECK(samples_with(lines, "thread_b_spin") > 20);
+	}
+}
+
+TEST_CASE("-p ends the run once every process sampled has exited, and prints what it collected")
+{
+	require_root();
+	// Exits after 2 s and stays a zombie (the test reaps it at the end): perf's rule, a
+	// process that runs no more has exited.
+	Background split({workload("split"), "2"});
+	auto r = profile({"-p", std::to_string(split.pid()), "--folded", "-f", "199", "20"});
+	INFO("stderr: " << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(r.seconds < 5);
+	CHECK(contains(r.err, "profile: every process sampled has exited\n"));
+	CHECK(samples_with(parse_folded(r.out), "split_hot_three") > 20); // a loaded machine gives fewer
+}
+
+TEST_CASE("a run that collects nothing says why on stderr and still exits 0")
+{
+	require_root();
+	SUBCASE("a sleeping process")
+	{
+		Background sleeper({"/bin/sleep", "10"});
+		const std::string pid = std::to_string(sleeper.pid());
+		auto r = profile({"-p", pid, "-f", "199", "1"});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 0);
+		CHECK(split_lines(r.out).size() == 1); // the header
+		CHECK(contains(r.err, "profile: nothing sampled: PID " + pid +
+					      " used no CPU time while sampled (it slept or waited; only time "
+					      "on a CPU is sampled)\n"));
+	}
+	SUBCASE("a process that runs only on CPUs -C does not sample")
+	{
+		Background pinned({workload("split"), "5"}, 1);
+		const std::string pid = std::to_string(pinned.pid());
+		auto r = profile({"-C", "0", "-p", pid, "--folded", "-f", "199", "2"});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 0);
+		CHECK(r.out.empty());
+		CHECK(std::regex_search(r.err, std::regex("profile: nothing sampled: PID " + pid +
+							  " used [0-9.]+ s of CPU time, none of it on CPU 0 "
+							  "when a sample was taken \\(-C 0\\)\n")));
+	}
+	SUBCASE("a process gone before its first sample")
+	{
+		Background quick({workload("split"), "0.3"});
+		const std::string pid = std::to_string(quick.pid());
+		usleep(600000);
+		auto r = profile({"-p", pid, "--folded", "5"});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 0);
+		CHECK(r.out.empty());
+		CHECK(r.seconds < 3);
+		CHECK(contains(r.err, "profile: every process sampled has exited\n"));
+		CHECK(contains(r.err, "profile: nothing sampled: PID " + pid + " exited before its first sample\n"));
+	}
+	SUBCASE("-K on a process that runs in user space only")
+	{
+		Background split({workload("split"), "5"});
+		const std::string pid = std::to_string(split.pid());
+		auto r = profile({"-K", "-p", pid, "--folded", "-f", "199", "1"});
+		INFO("stderr: " << r.err);
+		CHECK(r.status == 0);
+		CHECK(std::regex_search(r.err, std::regex("profile: none of the [0-9]+ samples has a kernel stack: "
+							  "the code sampled ran in user space \\(without -K the "
+							  "report shows its user stacks\\)\n")));
+	}
+}
+
+TEST_CASE("pprof of one process is named after its program; of the whole machine, after none")
+{
+	require_root();
+	const std::string go = find_tool("go");
+	REQUIRE_MESSAGE(!go.empty(), "go is not installed (apt-get install golang-go)");
+	Background split({workload("split"), "8"});
+	Background threads({workload("threads"), "8"});
+	const std::string tids = threads.read_line(), tid = tids.substr(0, tids.find(' '));
+	TempDir dir;
+	struct Case {
+		std::vector<std::string> args;
+		std::string file; // pprof's "File:", "" for none
+	} cases[] = {
+		{{"-p", std::to_string(split.pid())}, "split"},
+		{{"-L", tid}, "threads"},
+		{{"-p", std::to_string(split.pid()) + "," + std::to_string(threads.pid())}, ""},
+		{{}, ""},
+	};
+	for (const Case &c : cases) {
+		std::vector<std::string> args = c.args;
+		for (const char *more : {"-f", "99", "-o", "", "1"})
+			args.push_back(more);
+		args[args.size() - 2] = dir / "cpu.pb.gz";
+		auto r = profile(args);
+		INFO(args[0] << " stderr: " << r.err);
+		REQUIRE(r.status == 0);
+		auto top = run_command({go, "tool", "pprof", "-top", dir / "cpu.pb.gz"}, 120);
+		REQUIRE_MESSAGE(top.status == 0, top.err);
+		INFO("pprof -top:\n" << top.out);
+		// The header's lines come first; function names below may hold "File:" too.
+		const std::string header = top.out.substr(0, top.out.find("      flat"));
+		if (c.file.empty())
+			CHECK(!contains(header, "File:"));
+		else
+			CHECK(contains(header, "File: " + c.file + "\n"));
+	}
+}
+
 TEST_CASE("-C samples only that CPU")
 {
 	require_root();
@@ -201,6 +331,11 @@ TEST_CASE("bad input gets one line on stderr and the documented exit status")
 		{{"-C", "4000", "1"}, 2, "CPU 4000 is not online"},
 		{{"-o", "out.unknown", "1"}, 2, "--format"},
 		{{"-f", "1000000", "1"}, 2, "perf_event_max_sample_rate"},
+		// 133 GiB of kernel memory for stack maps that hold every frame from the start:
+		// refused before any map is created (on a machine with less than 266 GiB available).
+		{{"--unwind", "fp", "--stack-storage-size", "67108864", "--hash-storage-size", "67108864", "1"},
+		 2,
+		 "would take 133 GiB of kernel memory"},
 	};
 	for (const Case &c : cases) {
 		auto r = profile(c.args, 20);

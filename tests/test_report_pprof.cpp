@@ -420,9 +420,20 @@ TEST_CASE("pprof: an inlined frame is a line of its caller's location, with file
 	CHECK(location.address == 0x555555559500);
 }
 
+// tricky_profile as a run of -p 100 alone.
+Profile one_process_profile()
+{
+	Profile profile = tricky_profile();
+	std::erase_if(profile.samples, [](const Sample &s) { return s.pid != 100; });
+	profile.single_pid = 100;
+	return profile;
+}
+
 TEST_CASE("pprof: mappings: the executable first, libraries with build ids, one [kernel.kallsyms] last")
 {
-	const Decoded p = decode(render(tricky_profile()));
+	Profile profile = tricky_profile();
+	profile.single_pid = 100; // the first mapping is the program's only in a -p run
+	const Decoded p = decode(render(profile));
 	REQUIRE(p.mappings.size() == 3);
 	CHECK(p.str(p.mappings[0].file) == "/usr/bin/app");
 	CHECK(p.str(p.mappings[2].file) == "[kernel.kallsyms]");
@@ -461,6 +472,52 @@ TEST_CASE("pprof: mappings: the executable first, libraries with build ids, one 
 	}
 }
 
+TEST_CASE("pprof: a profile of the whole machine or of several processes is no one program's")
+{
+	// profile.proto: the first mapping is the main binary, which pprof shows as "File:".
+	// A system-wide run has none: its first mapping is an empty one that no location
+	// uses; the programs' mappings follow, in the order of a one-process profile.
+	const Decoded whole = decode(render(tricky_profile()));
+	REQUIRE(whole.mappings.size() == 4);
+	const Decoded::Mapping &first = whole.mappings[0];
+	CHECK(first.id == 1);
+	CHECK(whole.str(first.file) == "");
+	CHECK(whole.str(first.build_id) == "");
+	CHECK(first.start == 0);
+	CHECK(first.limit == 0);
+	for (const Decoded::Location &l : whole.locations)
+		CHECK(l.mapping != first.id);
+	CHECK(whole.str(whole.mappings[1].file) == "/usr/bin/app");
+	CHECK(whole.str(whole.mappings[3].file) == "[kernel.kallsyms]");
+	// Same samples, same stacks: only the mappings' ids moved.
+	const Decoded one = decode(render([] {
+		Profile profile = tricky_profile();
+		profile.single_pid = 100;
+		return profile;
+	}()));
+	REQUIRE(one.samples.size() == whole.samples.size());
+	for (size_t i = 0; i < one.samples.size(); i++)
+		CHECK(one.stack(one.samples[i]) == whole.stack(whole.samples[i]));
+	for (size_t i = 0; i < one.locations.size(); i++)
+		CHECK(whole.locations[i].mapping == (one.locations[i].mapping ? one.locations[i].mapping + 1 : 0));
+
+	// go tool pprof names no file for it, and the named one for a -p run.
+	TempDir dir;
+	write_file(dir / "whole.pb.gz", render(tricky_profile()));
+	write_file(dir / "one.pb.gz", render(one_process_profile()));
+	const CommandResult whole_top = go_pprof({"-top"}, dir / "whole.pb.gz");
+	REQUIRE_MESSAGE(whole_top.status == 0, whole_top.err);
+	CHECK(!contains(whole_top.out, "File:"));
+	CHECK(!contains(whole_top.out, "Build ID:"));
+	CHECK(contains(whole_top.out, "Total samples"));
+	const CommandResult one_top = go_pprof({"-top"}, dir / "one.pb.gz");
+	REQUIRE_MESSAGE(one_top.status == 0, one_top.err);
+	CHECK(contains(one_top.out, "File: app\n"));
+	const CommandResult raw = go_pprof({"-raw"}, dir / "whole.pb.gz");
+	REQUIRE_MESSAGE(raw.status == 0, raw.err);
+	CHECK(contains(raw.out, "Mappings\n"));
+}
+
 TEST_CASE("pprof: an empty profile is a valid message with no samples")
 {
 	Profile profile;
@@ -476,7 +533,9 @@ TEST_CASE("pprof: go tool pprof reads it; totals and the top function agree")
 {
 	TempDir dir;
 	const std::string file = dir / "tricky.pb.gz";
-	write_file(file, render(tricky_profile()));
+	Profile profile = tricky_profile();
+	profile.single_pid = 100; // "File: app"
+	write_file(file, render(profile));
 
 	const CommandResult raw = go_pprof({"-raw"}, file);
 	REQUIRE_MESSAGE(raw.status == 0, raw.err);

@@ -1,0 +1,136 @@
+// tests/test_sampler_map_memory.cpp: the kernel memory of the maps, and the warning or the
+// refusal it earns.
+#include <doctest/doctest.h>
+
+#include "sampler/map_memory.h"
+
+namespace {
+
+constexpr uint64_t MiB = 1 << 20, GiB = 1 << 30;
+
+// The sizes of a run that walks user stacks from unwind tables (--unwind auto, the default).
+MapSizes unwinding()
+{
+	MapSizes sizes;
+	sizes.unwinding = true;
+	return sizes;
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+
+TEST_CASE("map memory: --unwind fp's stack maps, as VmallocUsed grew on 6.18")
+{
+	// The defaults: 2 x (16384 x (16 + 127 x 8) + 16384 x 8) for the stacks (and one entry
+	// for each unused store), 3 x 65536 x 16 for the counts (two counts maps and
+	// sampled_pids, 40960 rounded up to a power of two); VmallocUsed grew by 36,732 kB.
+	MapMemory defaults = map_memory({});
+	CHECK(defaults.stacks == 2 * (16384 * (16 + 127 * 8) + 16384 * 8) + 2 * (16 + 48 + 128 * 8 + 8));
+	CHECK(defaults.counts == 3 * 65536 * 16);
+	CHECK(defaults.total() / 1024 == doctest::Approx(36732).epsilon(0.015));
+	// --stack-storage-size 262144: VmallocUsed grew by 536,764 kB.
+	MapSizes stacks;
+	stacks.stack_entries = 262144;
+	CHECK(map_memory(stacks).total() / 1024 == doctest::Approx(536764).epsilon(0.01));
+	// --hash-storage-size 16777216: VmallocUsed grew by 821,448 kB.
+	MapSizes counts;
+	counts.count_entries = 16777216;
+	CHECK(map_memory(counts).total() / 1024 == doctest::Approx(821448).epsilon(0.01));
+	// Without draining the second set is one entry each; fewer frames, smaller stacks.
+	MapSizes one;
+	one.generations = 1;
+	one.depth = 20;
+	CHECK(map_memory(one).stacks == 16384 * (16 + 20 * 8) + 16384 * 8 + (16 + 20 * 8) + 8 + 2 * (16 + 48 + 21 * 8 + 8));
+	CHECK(map_memory(one).counts == 2 * 65536 * 16 + 16);
+	// Preallocated hash maps (kernels before 6.1) hold every entry from the start.
+	MapSizes old;
+	old.preallocated_hashes = true;
+	CHECK(map_memory(old).counts == 3 * 65536 * 16 + 2 * 40960 * (48 + 24 + 16) + 40960 * (48 + 8 + 8));
+}
+
+TEST_CASE("map memory: the unwinder's stores of stacks by content and its table, as VmallocUsed grew on 6.18")
+{
+	// Stacks kept by content are preallocated: a 16-byte bucket and an entry of 48 bytes,
+	// the frames (one slot more than the depth) and the id, for each; the unwind table
+	// takes 16 bytes a row (12, rounded up to 8).
+	MapMemory defaults = map_memory(unwinding());
+	CHECK(defaults.stacks == 2 * 16384 * (16 + 48 + 128 * 8 + 8) + 2 * (8 + 16 + 127 * 8));
+	CHECK(defaults.unwind_rows == 2097152 * 16);
+	CHECK(defaults.total() / 1024 == doctest::Approx(71812).epsilon(0.015));
+	MapSizes stacks = unwinding();
+	stacks.stack_entries = 262144;
+	CHECK(map_memory(stacks).total() / 1024 == doctest::Approx(599068).epsilon(0.01));
+	MapSizes rows = unwinding();
+	rows.unwind_rows = 16777216;
+	CHECK(map_memory(rows).total() / 1024 == doctest::Approx(301828).epsilon(0.01));
+}
+
+TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than half the memory is refused")
+{
+	const uint64_t available = 22 * GiB;
+	for (const MapSizes &sizes : {MapSizes{}, unwinding()}) {
+		MapMemoryVerdict defaults = judge_map_memory(sizes, available);
+		CHECK(defaults.error == "");
+		CHECK(defaults.warning == "");
+	}
+
+	MapSizes hash;
+	hash.count_entries = 67108864;
+	MapMemoryVerdict big = judge_map_memory(hash, available);
+	CHECK(big.error == "");
+	CHECK(big.warning ==
+	      "warning: the maps take 3.0 GiB of kernel memory, allocated when the run starts "
+	      "(--hash-storage-size 67108864: 48 bytes an entry), which adds seconds to its start and end; "
+	      "the defaults take 36 MiB");
+
+	// --unwind fp: every stack's frames from the start.
+	MapSizes stacks;
+	stacks.stack_entries = 67108864;
+	MapMemoryVerdict huge = judge_map_memory(stacks, available);
+	CHECK(huge.warning == "");
+	CHECK(huge.error ==
+	      "--stack-storage-size 67108864 would take 130 GiB of kernel memory (2.0 KiB a stack at "
+	      "127 frames), more than half of the 22 GiB available: at most 5600000 fits");
+	// The size it names fits, rounded down to a number to type; a tenth more does not.
+	MapSizes at_most = stacks;
+	at_most.stack_entries = 5600000;
+	CHECK(map_memory(at_most).total() <= available / 2);
+	at_most.stack_entries = 6160000;
+	CHECK(map_memory(at_most).total() > available / 2);
+	// Both maps too large for even one entry of the larger: lower both.
+	MapSizes both;
+	both.stack_entries = 67108864;
+	both.count_entries = 67108864;
+	CHECK(judge_map_memory(both, 2 * GiB).error.ends_with(
+		"more than half of the 2.0 GiB available: lower --stack-storage-size and --hash-storage-size"));
+
+	// Unwinding: the stores take about as much per stack, and the largest part is named.
+	MapSizes stores = unwinding();
+	stores.stack_entries = 1048576;
+	CHECK(judge_map_memory(stores, available).warning ==
+	      "warning: the maps take 2.2 GiB of kernel memory, allocated when the run starts "
+	      "(--stack-storage-size 1048576: 2.1 KiB a stack at 127 frames), which adds seconds to its start "
+	      "and end; the defaults take 70 MiB");
+	stores.stack_entries = 67108864;
+	CHECK(judge_map_memory(stores, available).error ==
+	      "--stack-storage-size 67108864 would take 137 GiB of kernel memory (2.1 KiB a stack at 127 frames), "
+	      "more than half of the 22 GiB available: at most 5300000 fits");
+	MapSizes table = unwinding();
+	table.unwind_rows = 67108864;
+	CHECK(judge_map_memory(table, available).warning ==
+	      "warning: the maps take 1.0 GiB of kernel memory, allocated when the run starts "
+	      "(--unwind-table-size 67108864: 16 bytes a row), which adds seconds to its start and end; "
+	      "the defaults take 70 MiB");
+	CHECK(judge_map_memory(table, 1 * GiB).error ==
+	      "--unwind-table-size 67108864 would take 1.0 GiB of kernel memory (16 bytes a row), more than "
+	      "half of the 1.0 GiB available: at most 31000000 fits");
+
+	CHECK(byte_size(100) == "100 bytes");
+	CHECK(byte_size(2080) == "2.0 KiB");
+	CHECK(byte_size(36 * MiB + 100) == "36 MiB");
+	CHECK(byte_size(3 * GiB + GiB / 100) == "3.0 GiB");
+	CHECK(byte_size(130 * GiB) == "130 GiB");
+}
+
+} // TEST_SUITE
