@@ -158,8 +158,9 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 	}
 	std::snprintf(part, sizeof(part), ", %.1f %% cut short", share(t.unwound_cut));
 	line += part;
+	// In the kernel's array a row takes its size rounded up to 8 bytes.
 	std::snprintf(part, sizeof(part), " (%u tables, %.1f MiB", tables.ready,
-		      double(tables.rows) * sizeof(unwind_row) / (1 << 20));
+		      double(tables.rows) * ((sizeof(unwind_row) + 7) & ~size_t(7)) / (1 << 20));
 	line += part;
 	if (tables.from_cache) {
 		std::snprintf(part, sizeof(part), ", %u from the cache", tables.from_cache);

@@ -363,7 +363,7 @@ of the run: above 1 GiB profile warns, above half the memory available it refuse
   --perf-max-stack-depth N  frames kept per stack, deeper ones are cut (default 127;
                             at most 127 but with --unwind fp)
   --unwind-table-size N     unwind table rows kept in the kernel, 16 bytes each
-                            from the start (default 2097152: 32 MiB)
+                            from the start (default 1048576: 16 MiB)
 
   -h, --help      this text
   -V, --version   the version

@@ -32,7 +32,7 @@ struct Options {
 	uint32_t hash_storage_size = 40960;
 	uint32_t max_stack_depth = 127;
 	UnwindMode unwind = UnwindMode::Auto;
-	uint32_t unwind_table_size = 2097152; // rows
+	uint32_t unwind_table_size = 1048576; // rows
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
 	std::string command_line;    // as typed, for report titles
 	bool help = false;

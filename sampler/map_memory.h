@@ -10,7 +10,7 @@ struct MapSizes {
 	uint32_t stack_entries = 16384;    // --stack-storage-size
 	uint32_t depth = 127;              // frames per stack: --perf-max-stack-depth, as the kernel allows
 	uint32_t count_entries = 40960;    // --hash-storage-size
-	uint32_t unwind_rows = 2097152;    // --unwind-table-size
+	uint32_t unwind_rows = 1048576;    // --unwind-table-size
 	bool unwinding = false;            // stacks walked from unwind tables (not --unwind fp)
 	uint32_t generations = 2;          // sets of maps: 2 when they are drained while sampling
 	bool preallocated_hashes = false;  // hash maps allocate every entry at creation (kernels before 6.1)

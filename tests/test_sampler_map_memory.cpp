@@ -56,11 +56,11 @@ TEST_CASE("map memory: the unwinder's stores of stacks by content and its table,
 	// takes 16 bytes a row (12, rounded up to 8).
 	MapMemory defaults = map_memory(unwinding());
 	CHECK(defaults.stacks == 2 * 16384 * (16 + 48 + 128 * 8 + 8) + 2 * (8 + 16 + 127 * 8));
-	CHECK(defaults.unwind_rows == 2097152 * 16);
-	CHECK(defaults.total() / 1024 == doctest::Approx(71812).epsilon(0.015));
+	CHECK(defaults.unwind_rows == 1048576 * 16);
+	CHECK(defaults.total() / 1024 == doctest::Approx(71812 - 16384).epsilon(0.015));
 	MapSizes stacks = unwinding();
 	stacks.stack_entries = 262144;
-	CHECK(map_memory(stacks).total() / 1024 == doctest::Approx(599068).epsilon(0.01));
+	CHECK(map_memory(stacks).total() / 1024 == doctest::Approx(599068 - 16384).epsilon(0.01));
 	MapSizes rows = unwinding();
 	rows.unwind_rows = 16777216;
 	CHECK(map_memory(rows).total() / 1024 == doctest::Approx(301828).epsilon(0.01));
@@ -111,7 +111,7 @@ TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than hal
 	CHECK(judge_map_memory(stores, available).warning ==
 	      "warning: the maps take 2.2 GiB of kernel memory, allocated when the run starts "
 	      "(--stack-storage-size 1048576: 2.1 KiB a stack at 127 frames), which adds seconds to its start "
-	      "and end; the defaults take 70 MiB");
+	      "and end; the defaults take 54 MiB");
 	stores.stack_entries = 67108864;
 	CHECK(judge_map_memory(stores, available).error ==
 	      "--stack-storage-size 67108864 would take 137 GiB of kernel memory (2.1 KiB a stack at 127 frames), "
@@ -121,7 +121,7 @@ TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than hal
 	CHECK(judge_map_memory(table, available).warning ==
 	      "warning: the maps take 1.0 GiB of kernel memory, allocated when the run starts "
 	      "(--unwind-table-size 67108864: 16 bytes a row), which adds seconds to its start and end; "
-	      "the defaults take 70 MiB");
+	      "the defaults take 54 MiB");
 	CHECK(judge_map_memory(table, 1 * GiB).error ==
 	      "--unwind-table-size 67108864 would take 1.0 GiB of kernel memory (16 bytes a row), more than "
 	      "half of the 1.0 GiB available: at most 31000000 fits");
