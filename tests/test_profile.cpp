@@ -198,11 +198,17 @@ TEST_CASE("a run that collects nothing says why on stderr and still exits 0")
 		Background split({workload("split"), "5"});
 		const std::string pid = std::to_string(split.pid());
 		auto r = profile({"-K", "-p", pid, "--folded", "-f", "199", "1"});
-		INFO("stderr: " << r.err);
+		INFO("stderr: " << r.err << "\nstdout:\n" << r.out);
 		CHECK(r.status == 0);
-		CHECK(std::regex_search(r.err, std::regex("profile: none of the [0-9]+ samples has a kernel stack: "
-							  "the code sampled ran in user space \\(without -K the "
-							  "report shows its user stacks\\)\n")));
+		// A sample may still meet the kernel (a page fault, an interrupt's tail): then
+		// there is a kernel stack to show, and nothing to explain.
+		bool kernel_frames = false;
+		for (const FoldedLine &line : parse_folded(r.out))
+			kernel_frames |= line.frames.size() > 1;
+		if (!kernel_frames)
+			CHECK(std::regex_search(r.err, std::regex("profile: none of the [0-9]+ samples has a kernel stack: "
+								  "the code sampled ran in user space \\(without -K the "
+								  "report shows its user stacks\\)\n")));
 	}
 }
 
