@@ -4,11 +4,13 @@
 
 #include <bpf/bpf.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <condition_variable>
@@ -100,14 +102,14 @@ struct Unwinder::Impl {
 	struct Object {
 		MapEntry mapping; // a mapping of it: path, device and inode
 		uint32_t pid = 0; // the last process seen mapping it (its map_files open it)
-		uint32_t state = UNWIND_OBJECT_BUILDING;
 		bool asked = false;
 	};
 	std::vector<Object> objects{Object{}}; // [0]: none
 	std::map<FileKey, uint32_t> object_ids;
 	uint32_t next_row = 0;
 
-	// The mappings each process's walk has, as the history held them when sent.
+	// The mappings each process's walk has, as the history held them when sent (null: sent
+	// with none, the history never knew it).
 	std::unordered_map<uint32_t, std::shared_ptr<const std::vector<MapEntry>>> sent;
 	std::unordered_map<uint32_t, uint32_t> unknown_ticks; // asked about, not in the history yet
 
@@ -169,8 +171,8 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image)
 			if (out.object)
 				ask(out.object);
 		}
-		sent[pid] = image->maps;
 	}
+	sent[pid] = image ? image->maps : nullptr;
 	if (bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY) == 0 && value.count)
 		stats.processes++;
 }
@@ -178,7 +180,6 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image)
 void Unwinder::Impl::set_state(uint32_t object, uint32_t state, uint32_t first_row, uint32_t rows)
 {
 	unwind_object value{first_row, rows, state};
-	objects[object].state = state;
 	bpf_map_update_elem(maps.objects, &object, &value, BPF_ANY);
 }
 
@@ -341,18 +342,20 @@ void Unwinder::tick(const ProcessHistory &history)
 	for (auto it = d.sent.begin(); it != d.sent.end();) {
 		const uint32_t pid = it->first;
 		const ProcessImage *image = history.exited(pid) ? nullptr : history.image_at(pid, UINT64_MAX);
-		if (!image) {
+		// One sent with no mappings is forgotten once it is gone from /proc.
+		const bool gone = it->second ? !image : kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+		if (gone) {
 			bpf_map_delete_elem(d.maps.processes, &pid);
 			it = d.sent.erase(it);
 			continue;
 		}
-		if (image->maps != it->second)
+		if (image && image->maps != it->second)
 			d.send_process(pid, image);
 		++it;
 	}
 
 	// Processes the walk met without their mappings. One the history does not know yet
-	// (its records are still on their way) is asked about again for a second or so; then
+	// (its records are still on their way) is asked about again for ten ticks (200 ms); then
 	// it is sent with none, and stacks of it take frame-pointer steps.
 	uint32_t pid, next;
 	std::vector<uint32_t> answered;
