@@ -249,11 +249,9 @@ MapSizes map_sizes(const Options &options)
 	auto at_least = [&](int want_major, int want_minor) {
 		return major > want_major || (major == want_major && minor >= want_minor);
 	};
-	// Unwinding from tables needs bpf_loop (5.17) on x86-64; without it auto walks frame
+	// The sampler's own test of what the table unwinder needs: without it auto walks frame
 	// pointers.
-#if defined(__x86_64__)
-	sizes.unwinding = options.unwind != UnwindMode::FramePointers && options.user_stacks && at_least(5, 17);
-#endif
+	sizes.unwinding = options.unwind != UnwindMode::FramePointers && options.user_stacks && unwinder_support().empty();
 	// The kernel cuts stacks at kernel.perf_event_max_stack, the unwinder at its deepest walk.
 	std::string text;
 	sizes.depth = options.max_stack_depth;
