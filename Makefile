@@ -28,7 +28,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -I. -I$(OUTPUT) -DPROFILE_VERSION='"$(VERSION)"' $(SAN_FLAGS) -MMD -MP
 LDFLAGS += $(SAN_FLAGS)
-LDLIBS := -lbpf -lelf -lz -ldw -liberty -lpthread
+LDLIBS := -lbpf -lelf -lz -ldw -liberty -lcurl -lpthread
 
 # Where the tests find sudo: root runs them directly, anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -42,7 +42,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 # Every module folder's .cpp files go into the program (and the tests).
-MODULE_SRCS := $(wildcard cli/*.cpp sampler/*.cpp syms/*.cpp report/*.cpp)
+MODULE_SRCS := $(wildcard cli/*.cpp sampler/*.cpp syms/*.cpp report/*.cpp push/*.cpp)
 MODULE_OBJS := $(MODULE_SRCS:%.cpp=$(OUTPUT)/%.o)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(OUTPUT)/%.o)
@@ -55,7 +55,7 @@ $(TEST_OBJS): CXXFLAGS += -O0
 
 all: $(PROFILE)
 
-$(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/report $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
@@ -73,7 +73,7 @@ $(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
 # Everything that includes the skeleton waits for it.
 $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(OUTPUT)/profile.skel.h
 
-$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/report $(OUTPUT)/tests
+$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 

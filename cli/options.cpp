@@ -3,6 +3,7 @@
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -17,6 +18,14 @@ enum LongOnly {
 	OPT_STACK_DEPTH,
 	OPT_UNWIND,
 	OPT_UNWIND_TABLE_SIZE,
+	OPT_INTERVAL,
+	OPT_PUSH,
+	OPT_PUSH_FORMAT,
+	OPT_APP,
+	OPT_PUSH_QUEUE,
+	OPT_PUSH_QUEUE_BYTES,
+	OPT_CGROUP,
+	OPT_AGENT,
 };
 
 const option long_options[] = {
@@ -41,6 +50,14 @@ const option long_options[] = {
 	{"perf-max-stack-depth", required_argument, nullptr, OPT_STACK_DEPTH},
 	{"unwind", required_argument, nullptr, OPT_UNWIND},
 	{"unwind-table-size", required_argument, nullptr, OPT_UNWIND_TABLE_SIZE},
+	{"interval", required_argument, nullptr, OPT_INTERVAL},
+	{"push", required_argument, nullptr, OPT_PUSH},
+	{"push-format", required_argument, nullptr, OPT_PUSH_FORMAT},
+	{"app", required_argument, nullptr, OPT_APP},
+	{"push-queue", required_argument, nullptr, OPT_PUSH_QUEUE},
+	{"push-queue-bytes", required_argument, nullptr, OPT_PUSH_QUEUE_BYTES},
+	{"cgroup", required_argument, nullptr, OPT_CGROUP},
+	{"agent", no_argument, nullptr, OPT_AGENT},
 	{"help", no_argument, nullptr, 'h'},
 	{"version", no_argument, nullptr, 'V'},
 	{},
@@ -55,6 +72,25 @@ std::optional<uint64_t> parse_number(std::string_view text, uint64_t min, uint64
 	    value > max)
 		return std::nullopt;
 	return value;
+}
+
+// A byte count with an optional binary suffix: 65536, 64K, 64M, 1G.
+std::optional<uint64_t> parse_bytes(std::string_view text, uint64_t min, uint64_t max)
+{
+	uint64_t unit = 1;
+	if (!text.empty()) {
+		switch (text.back()) {
+		case 'K': case 'k': unit = 1ull << 10; break;
+		case 'M': case 'm': unit = 1ull << 20; break;
+		case 'G': case 'g': unit = 1ull << 30; break;
+		}
+		if (unit != 1)
+			text.remove_suffix(1);
+	}
+	auto n = parse_number(text, 0, max / unit);
+	if (!n || *n * unit < min)
+		return std::nullopt;
+	return *n * unit;
 }
 
 std::optional<std::vector<uint32_t>> parse_id_list(std::string_view text)
@@ -87,6 +123,7 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 	Options options;
 	bool frequency_given = false, count_given = false, user_only = false, kernel_only = false;
 	bool folded = false, folded_flag = false; // -E or --folded; --folded itself
+	bool interval_given = false;
 	std::optional<ReportFormat> format;
 	std::string format_arg;
 
@@ -209,6 +246,60 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			options.unwind_table_size = *n;
 			break;
 		}
+		case OPT_INTERVAL: {
+			auto n = parse_number(arg, 1, 86400);
+			if (!n)
+				return bad_value("expected whole seconds, 1 to 86400");
+			options.interval_s = *n;
+			interval_given = true;
+			break;
+		}
+		case OPT_PUSH:
+			if (arg.substr(0, 7) != "http://" && arg.substr(0, 8) != "https://")
+				return bad_value("expected an http:// or https:// URL");
+			options.push_url = arg;
+			break;
+		case OPT_PUSH_FORMAT:
+			if (arg == "pyroscope")
+				options.push_format = PushFormat::Pyroscope;
+			else if (arg == "parca")
+				options.push_format = PushFormat::Parca;
+			else
+				return bad_value("expected pyroscope or parca");
+			break;
+		case OPT_APP:
+			// Pyroscope's application names and label values: no braces, commas, quotes,
+			// spaces or control characters.
+			if (arg.empty() || arg.size() > 200 ||
+			    std::any_of(arg.begin(), arg.end(), [](unsigned char c) {
+				    return c <= ' ' || c >= 0x7f || std::strchr("{}=,\"\\", c);
+			    }))
+				return bad_value("expected a name of up to 200 printable characters, none of "
+						 "space { } = , \" \\");
+			options.app = arg;
+			break;
+		case OPT_PUSH_QUEUE: {
+			auto n = parse_number(arg, 1, 100000);
+			if (!n)
+				return bad_value("expected a number of windows, 1 to 100000");
+			options.push_queue = *n;
+			break;
+		}
+		case OPT_PUSH_QUEUE_BYTES: {
+			auto n = parse_bytes(arg, 1 << 16, 1ull << 40);
+			if (!n)
+				return bad_value("expected a size in bytes, 64K or more (K, M and G suffixes allowed)");
+			options.push_queue_bytes = *n;
+			break;
+		}
+		case OPT_CGROUP:
+			if (arg.empty())
+				return bad_value("expected a cgroup v2 directory or path");
+			options.cgroups.emplace_back(arg);
+			break;
+		case OPT_AGENT:
+			options.agent = true;
+			break;
 		case 'h':
 			options.help = true;
 			return options;
@@ -241,6 +332,20 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 		return UsageError{"-p and -L cannot be used together"};
 	if (count_given)
 		options.frequency = 0;
+	// --agent: what a continuous agent wants, where the command line does not say otherwise.
+	if (options.agent) {
+		if (!frequency_given && !count_given)
+			options.frequency = 19;
+		if (!interval_given)
+			options.interval_s = 15;
+		if (!options.pids.empty() || !options.tids.empty())
+			return UsageError{"--agent samples the whole machine: -p and -L cannot be used with it "
+					  "(--cgroup can)"};
+	}
+	if (!options.push_url.empty() && !options.interval_s)
+		return UsageError{"--push sends one window every --interval seconds: give --interval (or --agent)"};
+	if (options.push_format != PushFormat::Auto && options.push_url.empty())
+		return UsageError{"--push-format says how to --push: give --push URL too"};
 	options.user_stacks = !kernel_only;
 	options.kernel_stacks = !user_only;
 
@@ -261,6 +366,10 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 					  "add --format stacks|folded|svg|pprof"};
 		options.format = *by_extension;
 	}
+	if (options.interval_s && options.output_path.empty() && options.push_url.empty() &&
+	    options.format == ReportFormat::Pprof)
+		return UsageError{"--interval with --format pprof writes one file per window: give -o with "
+				  "strftime fields (-o 'cpu-%Y%m%dT%H%M%S.pb.gz') or --push"};
 	return options;
 }
 
@@ -286,6 +395,11 @@ std::string header_line(const Options &options)
 	line += " by ";
 	line += !options.kernel_stacks ? "user" : !options.user_stacks ? "kernel" : "user + kernel";
 	line += " stack";
+	if (!options.cgroups.empty())
+		line += options.cgroups.size() > 1 ? " in " + std::to_string(options.cgroups.size()) + " cgroups"
+						   : " in cgroup " + options.cgroups[0];
+	if (options.interval_s)
+		line += ", a report every " + std::to_string(options.interval_s) + " s";
 	if (options.duration_s)
 		line += " for " + std::to_string(*options.duration_s) + " secs.";
 	else
@@ -339,8 +453,38 @@ Output
                           where debug info has it
   -o, --output FILE       write the report to FILE, in the format named by --format,
                           --folded or -E, else by its extension (.svg flame graph,
-                          .pb.gz pprof, .folded, .txt multi-line stacks)
+                          .pb.gz pprof, .folded, .txt multi-line stacks); written whole
+                          to a temporary name, then renamed over FILE
   --format FORMAT         stacks | folded | svg | pprof
+
+Continuous profiling: cut the run into windows, each its own report.
+  --interval SECONDS      end a window every SECONDS and write its report: to stdout,
+                          each opened by a line with the window's start and end; or, with
+                          -o, to a file named by the window's start through strftime
+                          fields (-o 'cpu-%Y%m%dT%H%M%S.pb.gz'). Every sample is in exactly
+                          one window; the last window ends with the run
+  --push URL              send each window, as gzipped pprof, to a Grafana Pyroscope
+                          server (its /ingest API: http://HOST:4040/ingest) or to a Parca
+                          server (its WriteRaw API: http://HOST:7070/profilestore.
+                          v1alpha1.ProfileStoreService/WriteRaw); nothing goes to stdout
+                          unless -o also names files. A failed push is retried, with
+                          backoff, from a queue; sampling never waits for the server
+  --push-format FORMAT    pyroscope | parca, for a URL whose path does not tell
+                          (http://HOST:4040 gets /ingest added, and so on)
+  --app NAME              the service name each window carries (default: the host name)
+  --push-queue N          windows kept while the server is unreachable (default 20); a
+                          window pushed out of a full queue is counted on stderr
+  --push-queue-bytes SIZE their bytes at most (default 64M; K, M and G suffixes)
+  --cgroup PATH           only tasks in this cgroup v2 group or below it, filtered in the
+                          kernel; a directory of the cgroup2 mount, or a path as
+                          /proc/PID/cgroup shows it (repeatable: any of them)
+  --agent                 a continuous agent's defaults: -f 19, --interval 15, the whole
+                          machine, until stopped; explicit options win
+
+  Each pprof sample carries its process as labels: pid, comm, and, read from
+  /proc/PID/cgroup, its cgroup path and container id (docker, containerd, CRI-O,
+  podman, Kubernetes pods). -E's folded roots read comm-PID@CONTAINER (12 characters
+  of the id) for processes in a container.
 
 How user stacks are walked
   --unwind auto           from the unwind tables (.eh_frame) that compilers put in
@@ -372,5 +516,7 @@ Examples:
   sudo ./profile -f 49 10           # all CPUs at 49 Hz for 10 seconds
   sudo ./profile -p 1234 --folded   # one process, folded, until Ctrl-C
   sudo ./profile -o cpu.svg 10      # a flame graph
+  sudo ./profile --interval 60 -o 'cpu-%H%M.svg'     # a flame graph a minute
+  sudo ./profile --agent --push http://pyroscope:4040/ingest   # a continuous agent
 )";
 }

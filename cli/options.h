@@ -16,6 +16,13 @@ enum class UnwindMode {
 	Tables,        // unwind tables only
 };
 
+// --push-format: which backend's API --push speaks.
+enum class PushFormat {
+	Auto,      // from the URL's path: /ingest is Pyroscope's, .../WriteRaw or /writeraw Parca's
+	Pyroscope, // Grafana Pyroscope's HTTP /ingest
+	Parca,     // Parca's ProfileStoreService WriteRaw over HTTP
+};
+
 struct Options {
 	uint64_t frequency = 49;     // samples per second per CPU; 0 in period mode
 	uint64_t period = 0;         // -c: one sample every N events
@@ -34,6 +41,15 @@ struct Options {
 	UnwindMode unwind = UnwindMode::Auto;
 	uint32_t unwind_table_size = 1048576; // rows
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
+	// Continuous profiling.
+	uint64_t interval_s = 0;     // --interval: a report every N seconds; 0: one at the end
+	std::string push_url;        // --push: where each window goes as gzipped pprof
+	PushFormat push_format = PushFormat::Auto;
+	std::string app;             // --app: the service name windows carry; "" = the host name
+	uint32_t push_queue = 20;    // --push-queue: windows kept while the backend is unreachable
+	uint64_t push_queue_bytes = 64ull << 20; // --push-queue-bytes: their bytes at most
+	std::vector<std::string> cgroups; // --cgroup: only tasks under these cgroup v2 groups
+	bool agent = false;          // --agent: 19 Hz, --interval 15, system-wide, no end
 	std::string command_line;    // as typed, for report titles
 	bool help = false;
 	bool version = false;

@@ -6,8 +6,9 @@
 set -e
 
 # BUILD: what `make` needs to build ./profile and what it needs to run. clang compiles the
-# BPF side, bpftool makes vmlinux.h and the skeleton, libiberty demangles C++ and Rust names.
-BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev"
+# BPF side, bpftool makes vmlinux.h and the skeleton, libiberty demangles C++ and Rust names,
+# libcurl speaks HTTP and TLS to the servers --push sends windows to.
+BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev libcurl4-openssl-dev"
 
 # TEST: what `make test` needs on top of BUILD. Add a test's packages here, each with why.
 #   doctest-dev          the test framework

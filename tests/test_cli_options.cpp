@@ -168,6 +168,59 @@ TEST_CASE("--unwind picks how user stacks are walked; tables by default")
 	CHECK(help_text().find("--unwind dwarf") != std::string::npos);
 }
 
+TEST_CASE("continuous profiling: --interval, --push, --app, the queue, --cgroup, --agent")
+{
+	Options o = ok({"--interval", "5", "-o", "cpu-%H%M%S.folded"});
+	CHECK(o.interval_s == 5);
+	CHECK(o.format == ReportFormat::Folded);
+	CHECK(header_line(o) == "Sampling at 49 Hertz of all threads by user + kernel stack, a report every 5 s... Hit Ctrl-C to end.");
+	CHECK(ok({}).interval_s == 0);
+	CHECK(error({"--interval", "0"}) == "invalid value '0' for --interval: expected whole seconds, 1 to 86400");
+	// pprof windows cannot follow each other on stdout.
+	CHECK(error({"--interval", "5", "--format", "pprof"}).find("-o with strftime fields") != std::string::npos);
+
+	o = ok({"--push", "http://127.0.0.1:4040/ingest", "--interval", "10", "--app", "web.cpu"});
+	CHECK(o.push_url == "http://127.0.0.1:4040/ingest");
+	CHECK(o.push_format == PushFormat::Auto);
+	CHECK(o.app == "web.cpu");
+	CHECK(ok({"--push", "https://parca:7070", "--push-format", "parca", "--interval", "1"}).push_format ==
+	      PushFormat::Parca);
+	CHECK(error({"--push", "ftp://x", "--interval", "1"}).find("http:// or https://") != std::string::npos);
+	CHECK(error({"--push", "http://x"}).find("give --interval") != std::string::npos);
+	CHECK(error({"--push-format", "parca"}).find("give --push URL") != std::string::npos);
+	CHECK(error({"--push-format", "otlp"}).find("pyroscope or parca") != std::string::npos);
+	CHECK(error({"--app", "a b"}).find("for --app") != std::string::npos);
+	CHECK(error({"--app", "a{x=1}"}).find("for --app") != std::string::npos);
+
+	CHECK(ok({}).push_queue == 20);
+	CHECK(ok({}).push_queue_bytes == 64ull << 20);
+	CHECK(ok({"--push-queue", "3"}).push_queue == 3);
+	CHECK(ok({"--push-queue-bytes", "128K"}).push_queue_bytes == 128 << 10);
+	CHECK(ok({"--push-queue-bytes", "2G"}).push_queue_bytes == 2ull << 30);
+	CHECK(ok({"--push-queue-bytes", "1000000"}).push_queue_bytes == 1000000);
+	CHECK(error({"--push-queue-bytes", "1K"}).find("64K or more") != std::string::npos);
+	CHECK(error({"--push-queue-bytes", "M"}).find("for --push-queue-bytes") != std::string::npos);
+	CHECK(error({"--push-queue", "0"}).find("for --push-queue") != std::string::npos);
+
+	o = ok({"--cgroup", "/sys/fs/cgroup/a", "--cgroup", "/b.slice"});
+	CHECK(o.cgroups == std::vector<std::string>{"/sys/fs/cgroup/a", "/b.slice"});
+	CHECK(header_line(o).find("in 2 cgroups") != std::string::npos);
+
+	o = ok({"--agent"});
+	CHECK(o.frequency == 19);
+	CHECK(o.interval_s == 15);
+	CHECK(!o.duration_s);
+	CHECK(o.pids.empty());
+	// What is typed wins over the agent's defaults.
+	o = ok({"--agent", "-f", "99", "--interval", "60", "3600"});
+	CHECK(o.frequency == 99);
+	CHECK(o.interval_s == 60);
+	CHECK(*o.duration_s == 3600);
+	CHECK(ok({"--agent", "-c", "1000000"}).frequency == 0);
+	CHECK(error({"--agent", "-p", "1"}).find("--agent samples the whole machine") != std::string::npos);
+	CHECK(help_text().find("--agent") != std::string::npos);
+}
+
 TEST_CASE("every bad value is named in the error")
 {
 	CHECK(error({"-f", "0"}) == "invalid value '0' for -f: expected samples per second, 1 to 1000000");
