@@ -73,11 +73,14 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } sampled_pids SEC(".maps");
 
+/* The tally, one per generation like the maps: a sample is counted in the tally of the
+ * generation it is stored in, so a drain's batch carries exactly its own samples' account
+ * (the windows of --interval add up to the whole run). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct sample_stats);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 } stats SEC(".maps");
 
 /* Returns true when the stack is usable (stored, or absent as -EFAULT means);
@@ -596,14 +599,13 @@ static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *
 
 #endif /* __TARGET_ARCH_x86 */
 
-/* The filters both programs apply, then the per-CPU tally: null when the sample is not
- * wanted. */
-static __always_inline struct sample_stats *wanted_sample(__u32 *tgid_out)
+/* The filters both programs apply, then the per-CPU tally of the sample's generation: null
+ * when the sample is not wanted. */
+static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid_out)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = id;
 	struct sample_stats *st;
-	__u32 zero = 0;
 
 	if (tid == 0 && !include_idle)
 		return NULL;
@@ -612,7 +614,7 @@ static __always_inline struct sample_stats *wanted_sample(__u32 *tgid_out)
 	if (filter_tids && !bpf_map_lookup_elem(&tids, &tid))
 		return NULL;
 	/* A per-CPU array: the verifier inlines this lookup, and no other CPU shares the line. */
-	st = bpf_map_lookup_elem(&stats, &zero);
+	st = bpf_map_lookup_elem(&stats, &gen);
 	if (!st)
 		return NULL;
 	st->seen++;
@@ -623,13 +625,15 @@ static __always_inline struct sample_stats *wanted_sample(__u32 *tgid_out)
 SEC("perf_event")
 int do_sample(struct bpf_perf_event_data *ctx)
 {
+	/* Read once: the tally and the maps of one sample are of the same generation. */
+	__u32 gen = generation & 1;
 	struct sample_stats *st;
 	__u32 tgid;
 
-	st = wanted_sample(&tgid);
+	st = wanted_sample(gen, &tgid);
 	if (!st)
 		return 0;
-	if (generation & 1)
+	if (gen)
 		return count_sample(ctx, &stacks1, &counts1, tgid, st);
 	return count_sample(ctx, &stacks0, &counts0, tgid, st);
 }
@@ -638,13 +642,15 @@ int do_sample(struct bpf_perf_event_data *ctx)
 SEC("perf_event")
 int do_sample_unwind(struct bpf_perf_event_data *ctx)
 {
+	/* Read once: the tally and the maps of one sample are of the same generation. */
+	__u32 gen = generation & 1;
 	struct sample_stats *st;
 	__u32 tgid;
 
-	st = wanted_sample(&tgid);
+	st = wanted_sample(gen, &tgid);
 	if (!st)
 		return 0;
-	if (generation & 1)
+	if (gen)
 		return count_unwound(ctx, &store1, &counts1, tgid, st);
 	return count_unwound(ctx, &store0, &counts0, tgid, st);
 }

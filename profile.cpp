@@ -16,8 +16,11 @@
 #include <thread>
 
 #include "cli/options.h"
+#include "report/delivery.h"
 #include "report/output_file.h"
+#include "report/window.h"
 #include "report/report.h"
+#include "sampler/account.h"
 #include "sampler/collected.h"
 #include "sampler/map_memory.h"
 #include "sampler/sampler.h"
@@ -73,17 +76,34 @@ private:
 	std::vector<Mark> marks_;
 };
 
+// The samples of one window of --interval (without it, of the whole run), from its start
+// to the cut that ends it.
+struct Window {
+	explicit Window(ReportDetail detail) : collected(detail) {}
+	Collected collected; // what the report does not show is merged as it comes
+	RawProfile account;  // its batches' accounts added up (no entries)
+	int64_t start_real = 0, start_mono = 0;
+};
+
+std::string host_name()
+{
+	char name[256] = "";
+	if (gethostname(name, sizeof(name) - 1) != 0)
+		return "localhost";
+	return name;
+}
+
 enum class End { Duration, Signal, ReaderGone, TargetsExited };
 
 // Blocks until the duration has passed, SIGINT/SIGTERM arrives (both were blocked
 // before attaching, so a signal sent at any moment is seen here), every process or
 // thread of -p or -L has exited, or, with watch_stdout, the reader of stdout goes away;
-// calling `tick` about every tick_ns meanwhile.
+// calling `tick` about every tick_ns meanwhile (false from it ends the wait too: a
+// window's report found stdout's reader gone).
 template <typename Tick>
 End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watch_stdout, TargetWatch &targets,
-		 int64_t tick_ns, Tick tick)
+		 int64_t start, int64_t tick_ns, Tick tick)
 {
-	const int64_t start = clock_ns(CLOCK_MONOTONIC);
 	while (true) {
 		int64_t left = INT64_MAX;
 		if (options.duration_s) {
@@ -95,144 +115,16 @@ End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watc
 		timespec timeout{time_t(slice / 1000000000), long(slice % 1000000000)};
 		if (sigtimedwait(&stop_signals, nullptr, &timeout) > 0)
 			return End::Signal;
-		tick();
+		// At the end, the end comes first: no window is cut just before it.
+		if (options.duration_s && clock_ns(CLOCK_MONOTONIC) - start >= int64_t(*options.duration_s) * 1000000000)
+			return End::Duration;
+		if (!tick())
+			return End::ReaderGone;
 		if (targets.all_exited())
 			return End::TargetsExited;
 		if (watch_stdout && stdout_closed())
 			return End::ReaderGone;
 	}
-}
-
-// The account CLI.md asks for: the last stderr line when anything was lost.
-void report_losses(const RawProfile &raw, const Options &options)
-{
-
-	if (raw.truncated)
-		fprintf(stderr, "profile: %" PRIu64 " samples have stacks cut at %u frames "
-				"(raise --perf-max-stack-depth)\n", raw.truncated, raw.depth_limit);
-	const sample_stats &t = raw.totals;
-	const uint64_t lost = lost_samples(t);
-	// taken is the kernel's own count: should it ever differ from stored + lost, the line
-	// shows it rather than hide it.
-	if (!lost && raw.taken == raw.stored)
-		return;
-	std::string causes;
-	auto cause = [&](uint64_t n, const std::string &what) {
-		if (!n)
-			return;
-		causes += causes.empty() ? "" : "; ";
-		causes += std::to_string(n) + " " + what;
-	};
-	cause(t.lost_counts_full, "with the counts map full (raise --hash-storage-size, now " +
-					  std::to_string(options.hash_storage_size) + ")");
-	cause(t.lost_stack_collision, "in stack map collisions (raise --stack-storage-size, now " +
-					      std::to_string(options.stack_storage_size) + ")");
-	cause(t.lost_stack_full, "with the stack map full (raise --stack-storage-size, now " +
-					 std::to_string(options.stack_storage_size) + ")");
-	cause(t.lost_stack_other, "on other stack errors");
-	fprintf(stderr, "profile: %" PRIu64 " samples taken, %" PRIu64 " stored, %" PRIu64 " lost: %s\n",
-		raw.taken, raw.stored, lost, causes.c_str());
-}
-
-// How user stacks were walked, when tables were used: one stderr line.
-void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
-{
-	const sample_stats &t = raw.totals;
-	const uint64_t walked = t.unwound_tables + t.unwound_fp_pending + t.unwound_fp_no_table + t.unwound_cut;
-	if (!walked)
-		return;
-	auto share = [&](uint64_t n) { return 100.0 * double(n) / double(walked); };
-	std::string line = "profile: user stacks: ";
-	char part[160];
-	std::snprintf(part, sizeof(part), "%.1f %% from unwind tables", share(t.unwound_tables));
-	line += part;
-	if (t.unwound_fp_pending) {
-		std::snprintf(part, sizeof(part), ", %.1f %% by frame pointers while tables were built",
-			      share(t.unwound_fp_pending));
-		line += part;
-	}
-	if (t.unwound_fp_no_table) {
-		std::snprintf(part, sizeof(part), ", %.1f %% by frame pointers through code without tables (JIT, no CFI)",
-			      share(t.unwound_fp_no_table));
-		line += part;
-	}
-	std::snprintf(part, sizeof(part), ", %.1f %% cut short", share(t.unwound_cut));
-	line += part;
-	// In the kernel's array a row takes its size rounded up to 8 bytes.
-	std::snprintf(part, sizeof(part), " (%u tables, %.1f MiB", tables.ready,
-		      double(tables.rows) * ((sizeof(unwind_row) + 7) & ~size_t(7)) / (1 << 20));
-	line += part;
-	if (tables.from_cache) {
-		std::snprintf(part, sizeof(part), ", %u from the cache", tables.from_cache);
-		line += part;
-	}
-	line += ")";
-	fprintf(stderr, "%s\n", line.c_str());
-	if (tables.no_room)
-		fprintf(stderr, "profile: %u unwind tables (%" PRIu64 " rows) did not fit in the kernel: their code was "
-				"walked by frame pointers (raise --unwind-table-size, now %u)\n",
-			tables.no_room, tables.no_room_rows, tables.row_capacity);
-}
-
-// A run that collected nothing, or nothing but empty stacks, says why in one line: what it
-// sampled was gone, used no CPU, ran elsewhere than -C, or had no stack of the kind -K or
-// -U keeps. Samples taken and lost are report_losses' to tell.
-void explain_empty(const Profile &profile, const RawProfile &raw, const Options &options, TargetWatch &targets)
-{
-	auto say = [](const std::string &line) { fprintf(stderr, "profile: %s\n", line.c_str()); };
-	const uint64_t total = profile.total();
-	if (total) {
-		bool kernel_frames = false, user_frames = false;
-		for (const Sample &sample : profile.samples) {
-			kernel_frames |= !sample.kernel.empty();
-			user_frames |= !sample.user.empty();
-		}
-		if (!options.user_stacks && !kernel_frames)
-			say("none of the " + std::to_string(total) + " samples has a kernel stack: the code sampled "
-			    "ran in user space (without -K the report shows its user stacks)");
-		if (!options.kernel_stacks && !user_frames)
-			say("none of the " + std::to_string(total) + " samples has a user stack: the code sampled "
-			    "ran in the kernel, as kernel threads do (without -U the report shows its kernel stacks)");
-		return;
-	}
-	if (raw.taken)
-		return;
-	const std::string cpu = std::to_string(options.cpu);
-	if (targets.empty()) {
-		say(std::string("nothing sampled: ") + (options.cpu >= 0 ? "CPU " + cpu + " was" : "every CPU was") +
-		    " idle while sampled (the samples of idle CPUs are dropped without -I)");
-		return;
-	}
-	std::vector<uint32_t> exited = targets.exited(), running;
-	for (uint32_t id : targets.ids())
-		if (std::find(exited.begin(), exited.end(), id) == exited.end())
-			running.push_back(id);
-	auto who = [&](const std::vector<uint32_t> &ids) {
-		std::string text = targets.threads() ? "TID" : "PID";
-		text += ids.size() > 1 ? "s " : " ";
-		for (size_t i = 0; i < ids.size(); i++)
-			text += (i ? "," : "") + std::to_string(ids[i]);
-		return text;
-	};
-	if (running.empty()) {
-		say("nothing sampled: " + who(exited) + " exited before " + (exited.size() > 1 ? "their" : "its") +
-		    " first sample");
-		return;
-	}
-	const double used = targets.cpu_seconds();
-	char seconds[32];
-	std::snprintf(seconds, sizeof(seconds), "%.2f", used);
-	if (used < 0.005) // less than one clock tick
-		say("nothing sampled: " + who(running) + " used no CPU time while sampled (" +
-		    (running.size() > 1 ? "they" : "it") + " slept or waited; only time on a CPU is sampled)");
-	else if (options.cpu >= 0)
-		say("nothing sampled: " + who(running) + " used " + seconds + " s of CPU time, none of it on CPU " +
-		    cpu + " when a sample was taken (-C " + cpu + ")");
-	else
-		say("nothing sampled: " + who(running) + " used only " + seconds + " s of CPU time, less than a "
-		    "sample's worth (" + (options.frequency ? std::to_string(options.frequency) + " Hz" :
-							      "-c " + std::to_string(options.period)) +
-		    "): raise -f, or sample longer");
 }
 
 // The maps' sizes as the sampler will create them on this kernel (see Sampler::Sampler).
@@ -369,39 +261,96 @@ int run(const Options &options)
 		unwinder->prepare(history, options.pids);
 		startup.mark("unwind tables asked");
 	}
-	// What the report does not show is not kept apart: a long run that meets many
-	// short-lived processes keeps what its report holds, not every process.
-	Collected collected(report_detail(options.format, options.report));
+	// What -p or -L names, from now on: its CPU time, and whether it still runs.
+	TargetWatch targets(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
+	const std::string host = host_name();
+	Reports reports(options, host);
+	auto join_kernel_symbols = [&] {
+		if (kernel_symbols.joinable())
+			kernel_symbols.join();
+	};
+	// The window being collected, and the account of the windows before it.
+	std::unique_ptr<Window> window = std::make_unique<Window>(reports.detail());
+	RawProfile run_account;
+	uint64_t windows = 0;
+	// Names a window's samples and sends its report on; the next window starts where it
+	// ended. The profile of the last window (the whole run without --interval) is kept.
+	Profile profile;
+	auto close_window = [&](int64_t end_mono, int64_t end_real) {
+		join_kernel_symbols();
+		profile = window->collected.name(symbolizer);
+		profile.command = options.command_line;
+		profile.frequency = options.frequency;
+		profile.period = options.period;
+		profile.period_ns = options.frequency ? 1000000000 / options.frequency : options.period;
+		profile.duration_s = double(end_mono - window->start_mono) / 1e9;
+		profile.start_time_ns = window->start_real;
+		profile.kernel_stacks = options.kernel_stacks;
+		profile.user_stacks = options.user_stacks;
+		profile.single_pid = targets.single_process();
+		profile.host = host;
+		if (options.interval_s)
+			reports.window(profile,
+				       {window->account.taken, window->account.stored, lost_samples(window->account.totals)},
+				       end_real);
+		run_account.add_account(window->account);
+		windows++;
+		auto next = std::make_unique<Window>(reports.detail());
+		next->start_mono = end_mono;
+		next->start_real = end_real;
+		window = std::move(next);
+	};
+	auto add_batch = [&](const RawProfile &batch) {
+		window->collected.add(batch, symbolizer);
+		window->account.add_account(batch);
+	};
+	const int64_t interval_ns = int64_t(options.interval_s) * 1000000000;
+	int64_t next_cut = INT64_MAX;
 	// A batch the sampler drained is located once the side band has told every mapping
 	// its samples ran in; after that, an exited process is needed only while the maps
-	// may still hold samples of it.
+	// may still hold samples of it. At each --interval the maps are cut: the window's
+	// report holds exactly the samples taken in it.
 	auto follow_processes = [&] {
 		std::optional<RawProfile> batch = sampler.tick();
 		side_band.poll(history);
 		if (unwinder)
 			unwinder->tick(history);
 		if (batch)
-			collected.add(*batch, symbolizer);
+			add_batch(*batch);
+		if (const int64_t now = clock_ns(CLOCK_MONOTONIC); now >= next_cut) {
+			const int64_t now_real = clock_ns(CLOCK_REALTIME);
+			RawProfile last = sampler.cut();
+			side_band.poll(history);
+			add_batch(last);
+			close_window(now, now_real);
+			while (next_cut <= now)
+				next_cut += interval_ns;
+		}
 		history.forget_exited([&](uint32_t pid) { return sampler.has_samples(pid); });
+		return !reports.reader_gone();
 	};
 
-	// What -p or -L names, from now on: its CPU time, and whether it still runs.
-	TargetWatch targets(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
-	const int64_t start_real = clock_ns(CLOCK_REALTIME), start = clock_ns(CLOCK_MONOTONIC);
+	if (options.interval_s && !sampler.can_cut())
+		throw RunError("--interval cannot cut the maps while sampling on this kernel "
+			       "(it has no membarrier MEMBARRIER_CMD_GLOBAL, as with nohz_full)");
+	window->start_real = clock_ns(CLOCK_REALTIME);
+	window->start_mono = clock_ns(CLOCK_MONOTONIC);
+	if (options.interval_s)
+		next_cut = window->start_mono + interval_ns;
 	sampler.attach();
 	startup.mark("attach");
-	const bool to_stdout = options.output_path.empty();
+	const bool to_stdout = options.output_path.empty() && options.push_url.empty();
 	if (options.format == ReportFormat::Stacks && to_stdout)
 		std::cout << header_line(options) << std::endl;
 	else
 		fprintf(stderr, "%s\n", header_line(options).c_str());
 	// The table unwinder waits for user space to send a new process's mappings and its
 	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps.
-	if (wait_for_end(options, stop_signals, to_stdout, targets, unwinder ? 20000000 : 100000000,
-			 follow_processes) == End::TargetsExited)
+	if (wait_for_end(options, stop_signals, to_stdout, targets, window->start_mono,
+			 unwinder ? 20000000 : 100000000, follow_processes) == End::TargetsExited)
 		fprintf(stderr, "profile: every %s sampled has exited\n", targets.threads() ? "thread" : "process");
 	sampler.detach();
-	const int64_t end = clock_ns(CLOCK_MONOTONIC);
+	const int64_t end = clock_ns(CLOCK_MONOTONIC), end_real = clock_ns(CLOCK_REALTIME);
 	Unwinder::Stats tables;
 	if (unwinder) {
 		unwinder->stop();
@@ -411,59 +360,20 @@ int run(const Options &options)
 
 	RawProfile raw = sampler.read();
 	side_band.poll(history);
-	collected.add(raw, symbolizer);
+	add_batch(raw);
 	phases.mark("read");
-	if (kernel_symbols.joinable())
-		kernel_symbols.join();
+	join_kernel_symbols();
 	phases.mark("kernel symbols wait");
-	Profile profile = collected.name(symbolizer);
+	const size_t entries = window->collected.entry_count(), stacks = window->collected.stack_count();
+	close_window(end, end_real);
 	phases.mark("symbolize");
-	profile.command = options.command_line;
-	profile.frequency = options.frequency;
-	profile.period = options.period;
-	profile.period_ns = options.frequency ? 1000000000 / options.frequency : options.period;
-	profile.duration_s = double(end - start) / 1e9;
-	profile.start_time_ns = start_real;
-	profile.kernel_stacks = options.kernel_stacks;
-	profile.user_stacks = options.user_stacks;
-	profile.single_pid = targets.single_process();
 
 	if (unwinder)
-		report_unwinding(raw, tables);
-
-	// A report that cannot be written is said in one line, and the account of losses
-	// still ends stderr.
-	int status = 0;
-	bool write_stdout = to_stdout;
-	if (!to_stdout) {
-		std::string error = write_output_file(options.output_path, [&](std::ostream &out) {
-			write_report(out, options.format, profile, options.report);
-		});
-		if (error.empty()) {
-			fprintf(stderr, "profile: wrote %s (%" PRIu64 " samples, %zu stacks)\n",
-				options.output_path.c_str(), profile.total(), profile.samples.size());
-		} else if (options.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)) {
-			fprintf(stderr, "profile: %s\n", error.c_str()); // gzip is no text for a terminal
-			status = 1;
-		} else {
-			// It was writable at the start and failed at the end (a full disk): what was
-			// collected goes to stdout rather than nowhere.
-			fprintf(stderr, "profile: %s; the report goes to stdout instead\n", error.c_str());
-			status = 1;
-			write_stdout = true;
-		}
-	}
-	if (write_stdout) {
-		std::cout.flush(); // the header line, when it went there
-		int error = write_to_fd(STDOUT_FILENO, [&](std::ostream &out) {
-			write_report(out, options.format, profile, options.report);
-		});
-		// A reader that went away (| head) ends the run quietly.
-		if (error && error != EPIPE) {
-			fprintf(stderr, "profile: cannot write the report: %s\n", strerror(error));
-			status = 1;
-		}
-	}
+		report_unwinding(run_account, tables);
+	int status = options.interval_s ? reports.finish() : reports.single(profile);
+	if (options.interval_s)
+		fprintf(stderr, "profile: %" PRIu64 " windows: %s\n", windows,
+			window_account(run_account.taken, run_account.stored, lost_samples(run_account.totals)).c_str());
 	if (getenv("PROFILE_DEBUG")) {
 		phases.mark("report");
 		fprintf(stderr, "profile: before sampling: %s; kernel symbols' thread CPU %.1f ms%s\n",
@@ -471,9 +381,8 @@ int run(const Options &options)
 			symbolizer.stats().kallsyms_reread ? " (the cache did not hold every address: read again)" : "");
 		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %zu objects, %" PRIu64 " drains, "
 				"%zu processes followed; whole run's CPU %.1f ms\n",
-			phases.summary().c_str(), collected.entry_count(), collected.stack_count(),
-			symbolizer.object_count(), raw.drains, history.process_count(),
-			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
+			phases.summary().c_str(), entries, stacks, symbolizer.object_count(), sampler.drains(),
+			history.process_count(), clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
 		if (unwinder)
 			fprintf(stderr, "profile: unwind tables: %u asked for, %u in the kernel (%u from the cache, %" PRIu64
 					" rows of %u), %u without CFI, %u without room, %u unfinished; built in %.1f ms "
@@ -482,8 +391,9 @@ int run(const Options &options)
 				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
 				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
 	}
-	explain_empty(profile, raw, options, targets);
-	report_losses(raw, options);
+	if (!options.interval_s)
+		explain_empty(profile, run_account, options, targets);
+	report_losses(run_account, options);
 	return status;
 }
 

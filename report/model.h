@@ -50,6 +50,7 @@ struct Profile {
 	// The one process the run sampled (-p of one process, or -L of its threads); 0 for a
 	// run over the whole machine or several processes, which is no one program's profile.
 	uint32_t single_pid = 0;
+	std::string host; // the machine sampled (gethostname)
 
 	uint64_t total() const
 	{

@@ -153,14 +153,15 @@ struct Sampler::Impl {
 	// sampled_pids to the drain), and those sampled_pids was found to hold since (asked
 	// about again every 100 ms, they cost one lookup).
 	mutable std::unordered_set<uint32_t> sampled_until_drain;
-	sample_stats at_last_drain{};
 	int64_t last_drain_ns = 0;
 	uint64_t drains = 0;
-	uint64_t stored = 0, truncated = 0; // over every batch so far
 
-	sample_stats totals() const;
+	// The tally of one generation, summed over CPUs; with `reset`, zeroed after reading
+	// (only when no program can be writing it).
+	sample_stats tally(uint32_t generation, bool reset = false) const;
 	void wait_for_programs() const;
 	RawProfile drain(uint32_t generation);
+	RawProfile flip_and_drain();
 };
 
 std::vector<int> parse_cpu_list(std::string_view text)
@@ -450,13 +451,14 @@ std::vector<Key> all_keys(int fd)
 
 } // namespace
 
-sample_stats Sampler::Impl::totals() const
+sample_stats Sampler::Impl::tally(uint32_t generation, bool reset) const
 {
 	sample_stats sum{};
 	int ncpus = libbpf_num_possible_cpus();
 	std::vector<sample_stats> per_cpu(ncpus > 0 ? ncpus : 1);
-	uint32_t zero = 0;
-	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.stats), &zero, per_cpu.data()) == 0)
+	const uint32_t key = generation & 1;
+	const int fd = bpf_map__fd(skel->maps.stats);
+	if (bpf_map_lookup_elem(fd, &key, per_cpu.data()) == 0)
 		for (const sample_stats &s : per_cpu) {
 			sum.seen += s.seen;
 			sum.lost_counts_full += s.lost_counts_full;
@@ -469,7 +471,30 @@ sample_stats Sampler::Impl::totals() const
 			sum.unwound_fp_no_table += s.unwound_fp_no_table;
 			sum.unwound_cut += s.unwound_cut;
 		}
+	if (reset) {
+		std::fill(per_cpu.begin(), per_cpu.end(), sample_stats{});
+		bpf_map_update_elem(fd, &key, per_cpu.data(), BPF_ANY);
+	}
 	return sum;
+}
+
+void RawProfile::add_account(const RawProfile &other)
+{
+	const sample_stats &o = other.totals;
+	totals.seen += o.seen;
+	totals.lost_counts_full += o.lost_counts_full;
+	totals.lost_stack_collision += o.lost_stack_collision;
+	totals.lost_stack_full += o.lost_stack_full;
+	totals.lost_stack_other += o.lost_stack_other;
+	totals.new_keys += o.new_keys;
+	totals.unwound_tables += o.unwound_tables;
+	totals.unwound_fp_pending += o.unwound_fp_pending;
+	totals.unwound_fp_no_table += o.unwound_fp_no_table;
+	totals.unwound_cut += o.unwound_cut;
+	taken += other.taken;
+	stored += other.stored;
+	truncated += other.truncated;
+	depth_limit = std::max(depth_limit, other.depth_limit);
 }
 
 void Sampler::Impl::wait_for_programs() const
@@ -538,9 +563,9 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		const stack_key key = entry.key;
 		const bool kernel_full = batch_id(entry.key.kernel_stack_id);
 		const bool user_full = batch_id(entry.key.user_stack_id);
-		stored += entry.value.count;
+		batch.stored += entry.value.count;
 		if (kernel_full || user_full)
-			truncated += entry.value.count;
+			batch.truncated += entry.value.count;
 		sampled_until_drain.insert(key.pid);
 		// Emptied as read: a stack's sample may have been lost after its stack was
 		// stored (the other stack collided, the counts map was full), so the stack map
@@ -557,7 +582,20 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 	const int sampled_fd = bpf_map__fd(skel->maps.sampled_pids);
 	for (uint32_t pid : sampled_until_drain)
 		bpf_map_delete_elem(sampled_fd, &pid);
+	batch.totals = tally(generation, true);
+	batch.taken = batch.totals.seen;
 	return batch;
+}
+
+// Sends new samples to the other generation, waits until no program still writes this
+// one, and moves it out.
+RawProfile Sampler::Impl::flip_and_drain()
+{
+	const uint32_t old = skel->bss->generation;
+	__atomic_store_n(&skel->bss->generation, old + 1, __ATOMIC_SEQ_CST);
+	wait_for_programs();
+	last_drain_ns = int64_t(monotonic_ns());
+	return drain(old);
 }
 
 std::optional<RawProfile> Sampler::tick()
@@ -568,42 +606,44 @@ std::optional<RawProfile> Sampler::tick()
 	const int64_t now = int64_t(monotonic_ns());
 	if (now - d.last_drain_ns < 1000000000)
 		return std::nullopt;
-	const sample_stats t = d.totals();
+	// The generation in use counts from its last drain.
+	const sample_stats t = d.tally(d.skel->bss->generation);
 	const uint64_t capacity = std::min(d.options.stack_storage_size, d.options.hash_storage_size);
-	const uint64_t new_keys = t.new_keys - d.at_last_drain.new_keys;
 	// A new stack collides with the odds of the stack map's fill, so drain early: a
 	// sixteenth full. Stores keyed by content do not collide: drained when they may be half
 	// full (a key may bring two new stacks), which spares most of the drains' work of
 	// deleting kilobyte keys. Losing samples with few new stacks coming: every 5 s at most.
-	const bool filling = d.unwinding ? new_keys * 4 >= capacity : new_keys * 16 >= capacity;
-	const bool losing = lost_samples(t) > lost_samples(d.at_last_drain) &&
-			    (new_keys * 64 >= capacity || now - d.last_drain_ns >= 5000000000);
+	const bool filling = d.unwinding ? t.new_keys * 4 >= capacity : t.new_keys * 16 >= capacity;
+	const bool losing = lost_samples(t) > 0 &&
+			    (t.new_keys * 64 >= capacity || now - d.last_drain_ns >= 5000000000);
 	if (!filling && !losing)
 		return std::nullopt;
-	const uint32_t old = d.skel->bss->generation;
-	__atomic_store_n(&d.skel->bss->generation, old + 1, __ATOMIC_SEQ_CST);
-	d.wait_for_programs();
-	RawProfile batch = d.drain(old);
-	d.at_last_drain = t;
-	d.last_drain_ns = now;
 	d.drains++;
-	return batch;
+	return d.flip_and_drain();
+}
+
+bool Sampler::can_cut() const
+{
+	return impl_->can_drain;
+}
+
+RawProfile Sampler::cut()
+{
+	return impl_->flip_and_drain();
+}
+
+uint64_t Sampler::drains() const
+{
+	return impl_->drains;
 }
 
 RawProfile Sampler::read()
 {
 	Impl &d = *impl_;
 	// Detached: once the programs still running are done, both generations are still.
-	d.wait_for_programs();
-	const sample_stats totals = d.totals();
 	// The other generation was emptied by the drain that left it.
-	RawProfile last = d.drain(d.skel->bss->generation);
-	last.totals = totals;
-	last.stored = d.stored;
-	last.truncated = d.truncated;
-	last.taken = totals.seen;
-	last.drains = d.drains;
-	return last;
+	d.wait_for_programs();
+	return d.drain(d.skel->bss->generation);
 }
 
 Sampler::UnwindMaps Sampler::unwind_maps() const

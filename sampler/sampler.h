@@ -33,12 +33,15 @@ struct RawProfile {
 
 	uint32_t depth_limit = 0; // frames a stack could hold (a stack this long was likely cut)
 
-	// Set by read() only, for the whole run (every batch).
+	// The account of this batch: the samples the kernel tallied in the generation drained,
+	// which are exactly those whose counts the batch holds, so batches add up.
 	sample_stats totals{};    // losses by cause, summed over CPUs
 	uint64_t taken = 0;       // every sample that passed the filters, as the kernel counted them
 	uint64_t stored = 0;      // sum of the counts read back
 	uint64_t truncated = 0;   // samples whose stack filled every frame slot (likely cut)
-	uint64_t drains = 0;      // times the maps were emptied into user space while sampling
+
+	// Adds another batch's account (not its entries) to this one's.
+	void add_account(const RawProfile &other);
 };
 
 class Sampler {
@@ -57,8 +60,14 @@ public:
 	// lost to them, flips the program to the other set of maps and returns this one's
 	// counts and stacks, emptying it. Nothing when it is not time yet.
 	std::optional<RawProfile> tick();
-	// After detach(): what the maps still hold, and the tallies of the whole run.
+	// Flips to the other set of maps now and returns this one's counts, stacks and
+	// account, whatever their fill: the cut between two windows. Needs can_cut().
+	RawProfile cut();
+	bool can_cut() const;
+	// After detach(): what the maps still hold, with its account.
 	RawProfile read();
+	// Times tick() drained the maps because they filled.
+	uint64_t drains() const;
 
 	// True when the maps may hold samples of this process, which tick() or read() has
 	// still to return.

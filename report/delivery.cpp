@@ -1,0 +1,107 @@
+// report/delivery.cpp: where a run's reports go.
+#include "report/delivery.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+#include "report/output_file.h"
+#include "report/window.h"
+
+Reports::Reports(const Options &options, std::string host) : options_(options), host_(std::move(host)) {}
+
+Reports::~Reports() = default;
+
+ReportDetail Reports::detail() const
+{
+	ReportDetail detail = report_detail(options_.format, options_.report);
+	if (!options_.push_url.empty()) {
+		// What is pushed is pprof: every process apart, every address.
+		const ReportDetail pprof = report_detail(ReportFormat::Pprof, {});
+		detail.pids |= pprof.pids;
+		detail.addresses |= pprof.addresses;
+	}
+	return detail;
+}
+
+bool Reports::write_file(const Profile &profile, const std::string &path, const std::string &what)
+{
+	std::string error = write_output_file(path, [&](std::ostream &out) {
+		write_report(out, options_.format, profile, options_.report);
+	});
+	if (error.empty()) {
+		fprintf(stderr, "profile: wrote %s (%s)\n", path.c_str(), what.c_str());
+		return true;
+	}
+	status_ = 1;
+	if (options_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "profile: %s\n", error.c_str()); // gzip is no text for a terminal
+		return false;
+	}
+	// It was writable at the start and failed since (a full disk): what was collected goes
+	// to stdout rather than nowhere.
+	fprintf(stderr, "profile: %s; the report goes to stdout instead\n", error.c_str());
+	return false;
+}
+
+void Reports::write_stdout(const Profile &profile, const std::string &opening)
+{
+	if (reader_gone_)
+		return;
+	std::cout.flush(); // the header line, when it went there
+	int error = write_to_fd(STDOUT_FILENO, [&](std::ostream &out) {
+		if (!opening.empty())
+			out << opening << '\n';
+		write_report(out, options_.format, profile, options_.report);
+	});
+	// A reader that went away (| head) ends the run quietly.
+	if (error == EPIPE) {
+		reader_gone_ = true;
+	} else if (error) {
+		fprintf(stderr, "profile: cannot write the report: %s\n", strerror(error));
+		status_ = 1;
+	}
+}
+
+int Reports::single(const Profile &profile)
+{
+	const bool to_file = !options_.output_path.empty();
+	char what[96];
+	std::snprintf(what, sizeof(what), "%" PRIu64 " samples, %zu stacks", profile.total(), profile.samples.size());
+	if (!to_file || !write_file(profile, options_.output_path, what))
+		if (!to_file || !(options_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
+			write_stdout(profile, "");
+	return status_;
+}
+
+void Reports::window(const Profile &profile, const WindowAccount &account, int64_t end_ns)
+{
+	const std::string opening = window_line(profile.start_time_ns, end_ns,
+						window_account(account.taken, account.stored, account.lost));
+	if (push_) {
+		std::ostringstream pprof;
+		write_pprof(pprof, profile);
+		push_(std::move(pprof).str(), profile.start_time_ns, end_ns, profile.total());
+	}
+	if (!options_.output_path.empty()) {
+		const std::string path = expand_time_fields(options_.output_path, profile.start_time_ns);
+		char stacks[48];
+		std::snprintf(stacks, sizeof(stacks), ", %zu stacks", profile.samples.size());
+		const std::string what = "window " + rfc3339_time(profile.start_time_ns) + " " + rfc3339_time(end_ns) +
+					 ": " + window_account(account.taken, account.stored, account.lost) + stacks;
+		if (!write_file(profile, path, what) && !(options_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
+			write_stdout(profile, opening);
+	} else if (options_.push_url.empty()) {
+		write_stdout(profile, opening);
+	}
+}
+
+int Reports::finish()
+{
+	return status_;
+}

@@ -1,0 +1,62 @@
+// report/delivery.h: where a run's reports go: one report at the end (stdout or -o), or,
+// with --interval, one per window: to stdout each opened by its window line, to files
+// named by -o's strftime fields, and to a Pyroscope or Parca server with --push.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cli/options.h"
+#include "report/model.h"
+#include "report/report.h"
+
+// The samples of one window (or of the whole run), as the kernel accounted for them.
+struct WindowAccount {
+	uint64_t taken = 0, stored = 0, lost = 0;
+};
+
+class Reports {
+public:
+	Reports(const Options &options, std::string host);
+	~Reports();
+	Reports(const Reports &) = delete;
+	Reports &operator=(const Reports &) = delete;
+
+	// What the reports show of each sample (the union of every destination's needs).
+	ReportDetail detail() const;
+
+	// The report of the whole run, as before --interval: to -o's file, else stdout; a file
+	// that cannot be written sends the report to stdout instead. The exit status so far.
+	int single(const Profile &profile);
+
+	// One window of --interval ended at end_ns (CLOCK_REALTIME; it began at
+	// profile.start_time_ns): its report goes to each destination.
+	void window(const Profile &profile, const WindowAccount &account, int64_t end_ns);
+
+	// After the last window: waits a bounded time for the windows still being pushed.
+	// The exit status: 1 when a report could not be written.
+	int finish();
+
+	// stdout's reader has gone (| head): the run ends.
+	bool reader_gone() const { return reader_gone_; }
+
+	// Where pushed windows go (set by the run when --push is given): called with the
+	// window's gzipped pprof, its start and end (CLOCK_REALTIME) and its sample count.
+	using PushFn = std::function<void(std::string pprof_gz, int64_t start_ns, int64_t end_ns, uint64_t samples)>;
+	void set_push(PushFn push) { push_ = std::move(push); }
+
+private:
+	// Writes a report to path, saying so on stderr with `what`; false when it failed
+	// (said in one line).
+	bool write_file(const Profile &profile, const std::string &path, const std::string &what);
+	// Writes a report to stdout, after `opening` (a line) when given.
+	void write_stdout(const Profile &profile, const std::string &opening);
+
+	Options options_;
+	std::string host_;
+	PushFn push_;
+	int status_ = 0;
+	bool reader_gone_ = false;
+};

@@ -1,0 +1,21 @@
+// report/window.h: naming the windows of --interval: file names from strftime patterns,
+// and the line that opens each window's report on stdout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+// pattern with its strftime fields (%Y, %m, %d, %H, %M, %S, ...) filled from the local
+// time at realtime_ns (CLOCK_REALTIME). A pattern with no field comes back unchanged.
+std::string expand_time_fields(const std::string &pattern, int64_t realtime_ns);
+
+// RFC 3339 in local time with milliseconds: "2026-11-23T13:40:01.250+00:00".
+std::string rfc3339_time(int64_t realtime_ns);
+
+// How many samples a window holds, for its opening line and the "wrote" line:
+// "99 samples taken, 99 stored" (and ", 3 lost" when any were).
+std::string window_account(uint64_t taken, uint64_t stored, uint64_t lost);
+
+// The line that opens a window's report on stdout:
+// "# window 2026-11-23T13:40:01.000+00:00 2026-11-23T13:40:02.000+00:00: 99 samples taken, 99 stored"
+std::string window_line(int64_t start_ns, int64_t end_ns, const std::string &account);

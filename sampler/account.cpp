@@ -1,0 +1,140 @@
+// sampler/account.cpp: the stderr lines that account for what a run sampled.
+#include "sampler/account.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+// The account CLI.md asks for: the last stderr line when anything was lost.
+void report_losses(const RawProfile &raw, const Options &options)
+{
+
+	if (raw.truncated)
+		fprintf(stderr, "profile: %" PRIu64 " samples have stacks cut at %u frames "
+				"(raise --perf-max-stack-depth)\n", raw.truncated, raw.depth_limit);
+	const sample_stats &t = raw.totals;
+	const uint64_t lost = lost_samples(t);
+	// taken is the kernel's own count: should it ever differ from stored + lost, the line
+	// shows it rather than hide it.
+	if (!lost && raw.taken == raw.stored)
+		return;
+	std::string causes;
+	auto cause = [&](uint64_t n, const std::string &what) {
+		if (!n)
+			return;
+		causes += causes.empty() ? "" : "; ";
+		causes += std::to_string(n) + " " + what;
+	};
+	cause(t.lost_counts_full, "with the counts map full (raise --hash-storage-size, now " +
+					  std::to_string(options.hash_storage_size) + ")");
+	cause(t.lost_stack_collision, "in stack map collisions (raise --stack-storage-size, now " +
+					      std::to_string(options.stack_storage_size) + ")");
+	cause(t.lost_stack_full, "with the stack map full (raise --stack-storage-size, now " +
+					 std::to_string(options.stack_storage_size) + ")");
+	cause(t.lost_stack_other, "on other stack errors");
+	fprintf(stderr, "profile: %" PRIu64 " samples taken, %" PRIu64 " stored, %" PRIu64 " lost: %s\n",
+		raw.taken, raw.stored, lost, causes.c_str());
+}
+
+// How user stacks were walked, when tables were used: one stderr line.
+void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
+{
+	const sample_stats &t = raw.totals;
+	const uint64_t walked = t.unwound_tables + t.unwound_fp_pending + t.unwound_fp_no_table + t.unwound_cut;
+	if (!walked)
+		return;
+	auto share = [&](uint64_t n) { return 100.0 * double(n) / double(walked); };
+	std::string line = "profile: user stacks: ";
+	char part[160];
+	std::snprintf(part, sizeof(part), "%.1f %% from unwind tables", share(t.unwound_tables));
+	line += part;
+	if (t.unwound_fp_pending) {
+		std::snprintf(part, sizeof(part), ", %.1f %% by frame pointers while tables were built",
+			      share(t.unwound_fp_pending));
+		line += part;
+	}
+	if (t.unwound_fp_no_table) {
+		std::snprintf(part, sizeof(part), ", %.1f %% by frame pointers through code without tables (JIT, no CFI)",
+			      share(t.unwound_fp_no_table));
+		line += part;
+	}
+	std::snprintf(part, sizeof(part), ", %.1f %% cut short", share(t.unwound_cut));
+	line += part;
+	// In the kernel's array a row takes its size rounded up to 8 bytes.
+	std::snprintf(part, sizeof(part), " (%u tables, %.1f MiB", tables.ready,
+		      double(tables.rows) * ((sizeof(unwind_row) + 7) & ~size_t(7)) / (1 << 20));
+	line += part;
+	if (tables.from_cache) {
+		std::snprintf(part, sizeof(part), ", %u from the cache", tables.from_cache);
+		line += part;
+	}
+	line += ")";
+	fprintf(stderr, "%s\n", line.c_str());
+	if (tables.no_room)
+		fprintf(stderr, "profile: %u unwind tables (%" PRIu64 " rows) did not fit in the kernel: their code was "
+				"walked by frame pointers (raise --unwind-table-size, now %u)\n",
+			tables.no_room, tables.no_room_rows, tables.row_capacity);
+}
+
+// A run that collected nothing, or nothing but empty stacks, says why in one line: what it
+// sampled was gone, used no CPU, ran elsewhere than -C, or had no stack of the kind -K or
+// -U keeps. Samples taken and lost are report_losses' to tell.
+void explain_empty(const Profile &profile, const RawProfile &raw, const Options &options, TargetWatch &targets)
+{
+	auto say = [](const std::string &line) { fprintf(stderr, "profile: %s\n", line.c_str()); };
+	const uint64_t total = profile.total();
+	if (total) {
+		bool kernel_frames = false, user_frames = false;
+		for (const Sample &sample : profile.samples) {
+			kernel_frames |= !sample.kernel.empty();
+			user_frames |= !sample.user.empty();
+		}
+		if (!options.user_stacks && !kernel_frames)
+			say("none of the " + std::to_string(total) + " samples has a kernel stack: the code sampled "
+			    "ran in user space (without -K the report shows its user stacks)");
+		if (!options.kernel_stacks && !user_frames)
+			say("none of the " + std::to_string(total) + " samples has a user stack: the code sampled "
+			    "ran in the kernel, as kernel threads do (without -U the report shows its kernel stacks)");
+		return;
+	}
+	if (raw.taken)
+		return;
+	const std::string cpu = std::to_string(options.cpu);
+	if (targets.empty()) {
+		say(std::string("nothing sampled: ") + (options.cpu >= 0 ? "CPU " + cpu + " was" : "every CPU was") +
+		    " idle while sampled (the samples of idle CPUs are dropped without -I)");
+		return;
+	}
+	std::vector<uint32_t> exited = targets.exited(), running;
+	for (uint32_t id : targets.ids())
+		if (std::find(exited.begin(), exited.end(), id) == exited.end())
+			running.push_back(id);
+	auto who = [&](const std::vector<uint32_t> &ids) {
+		std::string text = targets.threads() ? "TID" : "PID";
+		text += ids.size() > 1 ? "s " : " ";
+		for (size_t i = 0; i < ids.size(); i++)
+			text += (i ? "," : "") + std::to_string(ids[i]);
+		return text;
+	};
+	if (running.empty()) {
+		say("nothing sampled: " + who(exited) + " exited before " + (exited.size() > 1 ? "their" : "its") +
+		    " first sample");
+		return;
+	}
+	const double used = targets.cpu_seconds();
+	char seconds[32];
+	std::snprintf(seconds, sizeof(seconds), "%.2f", used);
+	if (used < 0.005) // less than one clock tick
+		say("nothing sampled: " + who(running) + " used no CPU time while sampled (" +
+		    (running.size() > 1 ? "they" : "it") + " slept or waited; only time on a CPU is sampled)");
+	else if (options.cpu >= 0)
+		say("nothing sampled: " + who(running) + " used " + seconds + " s of CPU time, none of it on CPU " +
+		    cpu + " when a sample was taken (-C " + cpu + ")");
+	else
+		say("nothing sampled: " + who(running) + " used only " + seconds + " s of CPU time, less than a "
+		    "sample's worth (" + (options.frequency ? std::to_string(options.frequency) + " Hz" :
+							      "-c " + std::to_string(options.period)) +
+		    "): raise -f, or sample longer");
+}
+
