@@ -181,8 +181,12 @@ std::string check_against_machine(Options &options, std::vector<std::string> &no
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
 			return "CPU " + std::to_string(options.cpu) + " is not online (see /sys/devices/system/cpu/online)";
 	}
+	// With --interval, -o's strftime fields name each window's file: checked as now's.
 	if (!options.output_path.empty())
-		if (std::string error = check_output_file(options.output_path); !error.empty())
+		if (std::string error = check_output_file(options.interval_s ? expand_time_fields(options.output_path,
+												clock_ns(CLOCK_REALTIME))
+								     : options.output_path);
+		    !error.empty())
 			return error;
 	// A map size that takes gigabytes of kernel memory costs seconds to create and free, and
 	// one beyond what the machine has fails, or reclaims its page cache first.
