@@ -5,10 +5,16 @@
 # FORMAT_ARGS (default --folded) picks the report: e.g. FORMAT_ARGS=-v for the stacks with
 # addresses, which keep every process apart. PROFILE_DEBUG=1 ends its stderr with what
 # the profiler kept (keys, stacks, processes followed).
+# AGENT=1 soaks the continuous agent instead: `profile --agent` (19 Hz, a window every 15 s)
+# pushing every window to tests/receiver.py (PUSH_FORMAT pyroscope or parca) for DURATION
+# seconds (default 1800), with the same churn; it also reports the profiler's CPU (under
+# 0.5 % of a core is the target), the windows the receiver got and whether each request
+# followed the API, and the pusher's time per window.
 # Not part of `make test`: run it by hand (as root, or it uses sudo) after `make`.
 set -u
 cd "$(dirname "$0")/.."
-DURATION=${DURATION:-600}
+AGENT=${AGENT:-}
+DURATION=${DURATION:-$([ -n "$AGENT" ] && echo 1800 || echo 600)}
 INTERVAL=${INTERVAL:-10}
 PROFILE=${PROFILE:-./profile}
 OUT=${SOAK_OUTPUT:-build/soak}
@@ -33,9 +39,27 @@ churn() {
 	done
 }
 
-# shellcheck disable=SC2086 # FORMAT_ARGS is a list of options
-$SUDO "$PROFILE" -a -f 999 $FORMAT_ARGS "$DURATION" >"$OUT/report" 2>"$OUT/stderr" &
-launcher=$!
+receiver=""
+if [ -n "$AGENT" ]; then
+	PUSH_FORMAT=${PUSH_FORMAT:-pyroscope}
+	rm -rf "$OUT/received"
+	mkdir -p "$OUT/received"
+	python3 tests/receiver.py --dir "$OUT/received" --port 0 >"$OUT/receiver.out" 2>"$OUT/receiver.err" &
+	receiver=$!
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		port=$(awk '$1 == "port" { print $2; exit }' "$OUT/receiver.out")
+		[ -n "$port" ] && break
+		sleep 0.5
+	done
+	[ -n "$port" ] || { echo "soak: the receiver did not start:" >&2; cat "$OUT/receiver.err" >&2; exit 1; }
+	PROFILE_DEBUG=1 $SUDO "$PROFILE" --agent --push "http://127.0.0.1:$port" --push-format "$PUSH_FORMAT" \
+		"$DURATION" >"$OUT/report" 2>"$OUT/stderr" &
+	launcher=$!
+else
+	# shellcheck disable=SC2086 # FORMAT_ARGS is a list of options
+	$SUDO "$PROFILE" -a -f 999 $FORMAT_ARGS "$DURATION" >"$OUT/report" 2>"$OUT/stderr" &
+	launcher=$!
+fi
 sleep 1
 # With sudo in front, the profiler is sudo's child.
 pid=$(pgrep -n -x profile -P "$launcher" 2>/dev/null || echo "$launcher")
@@ -44,10 +68,17 @@ churn &
 churner=$!
 
 status_kb() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$pid/status" 2>/dev/null; }
+# utime + stime in clock ticks (fields 14 and 15; the comm in field 2 has no spaces here).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null; }
+hz=$(getconf CLK_TCK)
 fds() { $SUDO ls "/proc/$pid/fd" 2>/dev/null | wc -l; }
 
-echo "soak: pid $pid, ${DURATION} s at 999 Hz system-wide, sampled every ${INTERVAL} s"
-printf '%8s %10s %10s %6s\n' "seconds" "rss_kb" "hwm_kb" "fds" | tee "$OUT/samples"
+if [ -n "$AGENT" ]; then
+	echo "soak: pid $pid, ${DURATION} s as --agent (19 Hz, 15 s windows) pushing to $PUSH_FORMAT on port $port, sampled every ${INTERVAL} s"
+else
+	echo "soak: pid $pid, ${DURATION} s at 999 Hz system-wide, sampled every ${INTERVAL} s"
+fi
+printf '%8s %10s %10s %6s %10s\n' "seconds" "rss_kb" "hwm_kb" "fds" "cpu_ticks" | tee "$OUT/samples"
 # VmHWM is read every second until the profiler exits: the report phase after sampling
 # (read the maps, symbolize, write) has its own peak.
 start=$(date +%s)
@@ -61,7 +92,8 @@ while kill -0 "$pid" 2>/dev/null; do
 	if [ "$now" -ge "$DURATION" ]; then
 		[ -n "$sampling_ended" ] || sampling_ended=$(date +%s)
 	elif [ "$now" -ge "$next" ]; then
-		printf '%8s %10s %10s %6s\n' "$now" "$(status_kb VmRSS)" "$hwm" "$(fds)" | tee -a "$OUT/samples"
+		printf '%8s %10s %10s %6s %10s\n' "$now" "$(status_kb VmRSS)" "$hwm" "$(fds)" "$(cpu_ticks)" |
+			tee -a "$OUT/samples"
 		next=$((next + INTERVAL))
 	fi
 	sleep 1
@@ -71,6 +103,7 @@ wait "$launcher"
 rc=$?
 kill "$churner" 2>/dev/null
 wait "$churner" 2>/dev/null
+[ -n "$receiver" ] && { sleep 1; kill "$receiver" 2>/dev/null; wait "$receiver" 2>/dev/null; }
 
 echo "soak: exit status $rc; report phase $(($(date +%s) - sampling_ended)) s; report $(wc -l <"$OUT/report") lines," \
 	"$(wc -c <"$OUT/report") bytes"
@@ -98,4 +131,21 @@ awk -v skip="$((DURATION / 4))" '
 		exit !(rss_flat && fd_flat)
 	}' "$OUT/samples"
 flat=$?
-[ "$rc" = 0 ] && [ "$flat" = 0 ]
+[ -z "$AGENT" ] && { [ "$rc" = 0 ] && [ "$flat" = 0 ]; exit; }
+
+# The agent: its CPU over the run after warm-up, in % of one core.
+awk -v skip="$((DURATION / 4))" -v hz="$hz" '
+	NR > 1 && $1 >= skip && $5 != "" { if (n == 0) { t0 = $1; c0 = $5 } n++; t = $1; c = $5 }
+	END {
+		if (n < 2 || t == t0) { print "soak: too few samples for the CPU"; exit 1 }
+		pct = (c - c0) / hz / (t - t0) * 100
+		printf "soak: CPU %.3f %% of a core after warm-up (%s the 0.5 %% target)\n", pct, pct < 0.5 ? "under" : "OVER"
+		exit !(pct < 0.5)
+	}' "$OUT/samples"
+cpu_ok=$?
+windows=$(sed -n 's/^profile: \([0-9]*\) windows: .*/\1/p' "$OUT/stderr" | tail -1)
+received=$(find "$OUT/received" -name '*.json' | wc -l)
+bad=$(grep -L '"problems": \[\]' "$OUT/received"/*.json 2>/dev/null | wc -l)
+echo "soak: ${windows:-?} windows closed, $received requests received, $bad not following the API"
+grep -E '^profile: (push|windows)' "$OUT/stderr"
+[ "$rc" = 0 ] && [ "$flat" = 0 ] && [ "$cpu_ok" = 0 ] && [ "${windows:-x}" = "$received" ] && [ "$bad" = 0 ]
