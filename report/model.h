@@ -32,6 +32,8 @@ struct Sample {
 	std::vector<uint32_t> kernel;
 	std::vector<uint32_t> user;
 	uint64_t count = 0;
+	// The process's cgroup v2 path and the container id it names, "" when not known or none.
+	std::string cgroup{}, container{};
 };
 
 struct Profile {
@@ -40,6 +42,7 @@ struct Profile {
 
 	// How the run was made, for titles and pprof headers.
 	std::string command;         // the profile command line as typed
+	std::string host;            // the host name, "" when not known
 	uint64_t frequency = 0;      // Hz, 0 in period mode
 	uint64_t period = 0;         // events per sample in period mode, 0 in frequency mode
 	uint64_t period_ns = 0;      // CPU time one sample stands for
