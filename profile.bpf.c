@@ -15,6 +15,7 @@ const volatile bool user_stacks = true;
 const volatile bool include_idle = false;
 const volatile bool filter_pids = false;
 const volatile bool filter_tids = false;
+const volatile bool filter_cgroups = false;
 /* --unwind: UNWIND_FP runs do_sample; the others run do_sample_unwind. */
 const volatile __u32 unwind_mode = UNWIND_FP;
 /* Frames a stack keeps (--perf-max-stack-depth), at most UNWIND_MAX_DEPTH for the walk. */
@@ -62,6 +63,20 @@ struct {
 	__type(value, __u8);
 	__uint(max_entries, 1024);
 } tids SEC(".maps");
+
+/* --cgroup's groups, one slot each (max_entries is their number, set at load). A task is
+ * wanted when bpf_current_task_under_cgroup says it is in one of them or below: the kernel
+ * answers from the task's cgroup v2 group and the group's ancestors array, in constant
+ * time, and the map holds the groups themselves (opened by path), so no id can name
+ * another group later. The other way, bpf_get_current_ancestor_cgroup_id at each level
+ * against a hash of ids, takes a helper call and a lookup per level. Both helpers are
+ * offered to perf_event programs (bpf_tracing_func_proto); this one since Linux 4.9. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+	__uint(max_entries, 1);
+} cgroups SEC(".maps");
 
 /* The processes that have at least one counts entry: user space keeps what it learned of
  * an exited process only if it is here. Never fuller than counts (one pid per key at most). */
@@ -596,6 +611,21 @@ static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *
 
 #endif /* __TARGET_ARCH_x86 */
 
+/* True when the current task is in one of --cgroup's groups or below one. A slot past
+ * the map's end ends the loop (-E2BIG). */
+static __always_inline bool in_cgroups(void)
+{
+	for (__u32 i = 0; i < MAX_CGROUP_FILTERS; i++) {
+		long under = bpf_current_task_under_cgroup(&cgroups, i);
+
+		if (under == 1)
+			return true;
+		if (under < 0)
+			return false;
+	}
+	return false;
+}
+
 /* The filters both programs apply, then the per-CPU tally: null when the sample is not
  * wanted. */
 static __always_inline struct sample_stats *wanted_sample(__u32 *tgid_out)
@@ -610,6 +640,8 @@ static __always_inline struct sample_stats *wanted_sample(__u32 *tgid_out)
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return NULL;
 	if (filter_tids && !bpf_map_lookup_elem(&tids, &tid))
+		return NULL;
+	if (filter_cgroups && !in_cgroups())
 		return NULL;
 	/* A per-CPU array: the verifier inlines this lookup, and no other CPU shares the line. */
 	st = bpf_map_lookup_elem(&stats, &zero);
