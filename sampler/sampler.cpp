@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "profile.skel.h"
+#include "sampler/targets.h"
 #include "syms/fd.h"
 
 namespace {
@@ -130,6 +131,7 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 	skel->rodata->filter_pids = !options.pids.empty();
 	skel->rodata->filter_tids = !options.tids.empty();
 	skel->rodata->filter_cgroups = !options.cgroups.empty();
+	skel->rodata->pid_namespace = own_pid_namespace();
 	skel->rodata->unwind_mode = !unwinding ? UNWIND_FP
 				    : options.unwind == UnwindMode::Tables ? UNWIND_DWARF
 									     : UNWIND_AUTO;

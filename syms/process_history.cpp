@@ -243,7 +243,8 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 		if (!read_at(record, sizeof(header), body) ||
 		    !read_string(record, sizeof(header) + sizeof(body), trailer, entry.path))
 			return false;
-		if (!(body.prot & PROT_EXEC) || body.len == 0 || body.addr + body.len < body.addr)
+		// pid 0: a process outside the PID namespace of profile, which has no id for it.
+		if (!(body.prot & PROT_EXEC) || body.len == 0 || body.addr + body.len < body.addr || body.pid == 0)
 			return true;
 		entry.start = body.addr;
 		entry.end = body.addr + body.len;
@@ -265,6 +266,8 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 		std::string comm;
 		if (!read_at(record, sizeof(header), pid) || !read_string(record, sizeof(header) + 8, trailer, comm))
 			return false;
+		if (pid == 0) // outside profile's PID namespace
+			return true;
 		if (header.misc & PERF_RECORD_MISC_COMM_EXEC) {
 			ProcessImage image;
 			image.since_ns = time;

@@ -325,6 +325,18 @@ TEST_CASE("each process's cgroup is read when it is learned of and at its exec, 
 	CHECK(cgroup_of(none, 10, 100) == "<none>");
 }
 
+TEST_CASE("records of pid 0, processes outside profile's PID namespace, are left out")
+{
+	ProcessHistory h("");
+	REQUIRE(h.apply(mmap2(0, 0x5000, 0x1000, 0, "/usr/bin/host-program", 100)));
+	REQUIRE(h.apply(comm(0, "host-program", 110, true)));
+	CHECK(h.process_count() == 0);
+	// The first process of a new namespace, forked from outside it.
+	REQUIRE(h.apply(task(PERF_RECORD_FORK, 1, 0, 1, 200)));
+	REQUIRE(h.image_at(1, 250));
+	CHECK(h.image_at(1, 250)->maps->empty());
+}
+
 TEST_CASE("lost records are counted")
 {
 	ProcessHistory h;
