@@ -2,6 +2,7 @@
 /* profile.bpf.c: the per-sample path. Filter, take the stacks, count the key; nothing
  * leaves the kernel until user space reads the maps at the end. */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "profile.h"
@@ -15,6 +16,11 @@ const volatile bool user_stacks = true;
 const volatile bool include_idle = false;
 const volatile bool filter_pids = false;
 const volatile bool filter_tids = false;
+const volatile bool filter_cgroups = false;
+/* The inode of profile's PID namespace when it is not the initial one: the ids the program
+ * records (filters, keys, sampled_pids) are then that namespace's, as -p and /proc give
+ * them. 0: the initial namespace, whose ids bpf_get_current_pid_tgid gives. */
+const volatile __u32 pid_namespace = 0;
 /* --unwind: UNWIND_FP runs do_sample; the others run do_sample_unwind. */
 const volatile __u32 unwind_mode = UNWIND_FP;
 /* Frames a stack keeps (--perf-max-stack-depth), at most UNWIND_MAX_DEPTH for the walk. */
@@ -62,6 +68,20 @@ struct {
 	__type(value, __u8);
 	__uint(max_entries, 1024);
 } tids SEC(".maps");
+
+/* --cgroup's groups, one slot each (max_entries is their number, set at load). A task is
+ * wanted when bpf_current_task_under_cgroup says it is in one of them or below: the kernel
+ * answers from the task's cgroup v2 group and the group's ancestors array, in constant
+ * time, and the map holds the groups themselves (opened by path), so no id can name
+ * another group later. The other way, bpf_get_current_ancestor_cgroup_id at each level
+ * against a hash of ids, takes a helper call and a lookup per level. Both helpers are
+ * offered to perf_event programs (bpf_tracing_func_proto); this one since Linux 4.9. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+	__uint(max_entries, 1);
+} cgroups SEC(".maps");
 
 /* The processes that have at least one counts entry: user space keeps what it learned of
  * an exited process only if it is here. Never fuller than counts (one pid per key at most). */
@@ -599,6 +619,65 @@ static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *
 
 #endif /* __TARGET_ARCH_x86 */
 
+/* True when the current task is in one of --cgroup's groups or below one. A slot past
+ * the map's end ends the loop (-E2BIG). */
+static __always_inline bool in_cgroups(void)
+{
+	for (__u32 i = 0; i < MAX_CGROUP_FILTERS; i++) {
+		long under = bpf_current_task_under_cgroup(&cgroups, i);
+
+		if (under == 1)
+			return true;
+		if (under < 0)
+			return false;
+	}
+	return false;
+}
+
+/* The number of pid (a task's struct pid) in profile's PID namespace, by CO-RE reads:
+ * the namespaces a pid has a number in are levels 0 (the initial one) to pid->level, and
+ * profile's is found at its level by its inode. A nested namespace is seen by no helper
+ * (bpf_get_ns_current_pid_tgid answers only for tasks directly in the one namespace), so
+ * the levels are walked, the task's own first. Writes *level; false when the task is
+ * outside the namespace (in an ancestor, or a sibling). */
+static __always_inline bool pid_in_namespace(struct pid *pid, __u32 *nr, __u32 *level)
+{
+	int top = BPF_CORE_READ(pid, level);
+
+	for (int i = 0; i <= 32; i++) { /* MAX_PID_NS_LEVEL */
+		int at = top - i;
+		struct upid upid;
+
+		if (at < 0)
+			return false;
+		if (bpf_core_read(&upid, sizeof(upid), &pid->numbers[at]))
+			return false;
+		if (BPF_CORE_READ(upid.ns, ns.inum) == pid_namespace) {
+			*nr = upid.nr;
+			*level = at;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The current task's process and thread ids in profile's PID namespace; false when it is
+ * not in it. Only run with pid_namespace set. */
+static __always_inline bool ids_in_namespace(__u32 *tgid, __u32 *tid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct pid *leader = BPF_CORE_READ(task, group_leader, thread_pid);
+	__u32 level, nr;
+
+	if (!pid_in_namespace(BPF_CORE_READ(task, thread_pid), tid, &level))
+		return false;
+	/* Every thread of a process is in the same namespaces. */
+	if (bpf_core_read(&nr, sizeof(nr), &leader->numbers[level].nr))
+		return false;
+	*tgid = nr;
+	return true;
+}
+
 /* The filters both programs apply, then the per-CPU tally of the sample's generation: null
  * when the sample is not wanted. */
 static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid_out)
@@ -609,9 +688,13 @@ static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid
 
 	if (tid == 0 && !include_idle)
 		return NULL;
+	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
+		return NULL;
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return NULL;
 	if (filter_tids && !bpf_map_lookup_elem(&tids, &tid))
+		return NULL;
+	if (filter_cgroups && !in_cgroups())
 		return NULL;
 	/* A per-CPU array: the verifier inlines this lookup, and no other CPU shares the line. */
 	st = bpf_map_lookup_elem(&stats, &gen);

@@ -27,6 +27,7 @@
 #include "sampler/side_band.h"
 #include "sampler/targets.h"
 #include "sampler/unwinder.h"
+#include "syms/cgroup.h"
 #include "syms/fd.h"
 #include "syms/process_history.h"
 #include "syms/symbolizer.h"
@@ -176,6 +177,8 @@ std::string check_against_machine(Options &options, std::vector<std::string> &no
 	for (uint32_t tid : options.tids)
 		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
 			return "no thread with TID " + std::to_string(tid);
+	if (std::string wrong = resolve_cgroups(options.cgroups); !wrong.empty())
+		return wrong;
 	if (options.cpu >= 0) {
 		std::vector<int> online = online_cpus();
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())

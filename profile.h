@@ -43,6 +43,10 @@ struct sample_stats {
 	__u64 unwound_cut;          /* cut short otherwise: no rule, a failed read, the depth limit */
 };
 
+/* The most --cgroup groups the program checks a task against: one slot each in its
+ * cgroup array, checked in turn. */
+#define MAX_CGROUP_FILTERS 64
+
 /* --unwind: how user stacks are walked. */
 #define UNWIND_FP 0    /* bpf_get_stackid, frame pointers (the design card's path) */
 #define UNWIND_AUTO 1  /* unwind tables where an object has one, frame pointers elsewhere */

@@ -32,6 +32,8 @@ struct Sample {
 	std::vector<uint32_t> kernel;
 	std::vector<uint32_t> user;
 	uint64_t count = 0;
+	// The process's cgroup v2 path and the container id it names, "" when not known or none.
+	std::string cgroup{}, container{};
 };
 
 struct Profile {
@@ -40,6 +42,7 @@ struct Profile {
 
 	// How the run was made, for titles and pprof headers.
 	std::string command;         // the profile command line as typed
+	std::string host;            // the host name, "" when not known
 	uint64_t frequency = 0;      // Hz, 0 in period mode
 	uint64_t period = 0;         // events per sample in period mode, 0 in frequency mode
 	uint64_t period_ns = 0;      // CPU time one sample stands for
@@ -50,7 +53,6 @@ struct Profile {
 	// The one process the run sampled (-p of one process, or -L of its threads); 0 for a
 	// run over the whole machine or several processes, which is no one program's profile.
 	uint32_t single_pid = 0;
-	std::string host; // the machine sampled (gethostname)
 
 	uint64_t total() const
 	{

@@ -72,6 +72,12 @@ public:
 		string_id(""); // string_table[0] must be ""
 		pid_key_ = string_id("pid");
 		comm_key_ = string_id("comm");
+		cgroup_key_ = string_id("cgroup");
+		container_key_ = string_id("container_id");
+		if (!profile.host.empty()) {
+			host_key_ = string_id("host");
+			host_ = string_id(profile.host);
+		}
 		location_of_frame_.assign(profile.frames.size(), 0);
 	}
 
@@ -96,7 +102,7 @@ private:
 	const Profile &profile_;
 	std::unordered_map<std::string, int64_t> strings_;
 	std::vector<const std::string *> string_table_;
-	int64_t pid_key_ = 0, comm_key_ = 0;
+	int64_t pid_key_ = 0, comm_key_ = 0, cgroup_key_ = 0, container_key_ = 0, host_key_ = 0, host_ = 0;
 	std::unordered_map<std::string, uint64_t> mapping_index_, function_ids_, location_ids_;
 	std::vector<Mapping> mappings_;
 	uint64_t kernel_mapping_ = 0;
@@ -233,14 +239,24 @@ void PprofBuilder::add_sample(const Sample &sample)
 	scratch_.add_packed(sample_field::location_id, ids_);
 	values_ = {sample.count, sample.count * profile_.period_ns};
 	scratch_.add_packed(sample_field::value, values_);
+	// The process as labels: pid, comm, its cgroup and container where known, the host.
 	label_.clear();
 	label_.add_int(label_field::key, pid_key_);
 	label_.add_int(label_field::num, sample.pid);
 	scratch_.add_message(sample_field::label, label_);
-	label_.clear();
-	label_.add_int(label_field::key, comm_key_);
-	label_.add_int(label_field::str, string_id(sample.comm));
-	scratch_.add_message(sample_field::label, label_);
+	auto add_label = [&](int64_t key, int64_t value) {
+		label_.clear();
+		label_.add_int(label_field::key, key);
+		label_.add_int(label_field::str, value);
+		scratch_.add_message(sample_field::label, label_);
+	};
+	add_label(comm_key_, string_id(sample.comm));
+	if (!sample.cgroup.empty())
+		add_label(cgroup_key_, string_id(sample.cgroup));
+	if (!sample.container.empty())
+		add_label(container_key_, string_id(sample.container));
+	if (host_key_)
+		add_label(host_key_, host_);
 	samples_.add_message(profile_field::sample, scratch_);
 }
 

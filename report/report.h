@@ -12,7 +12,7 @@ struct ReportOptions {
 	bool delimited = false;   // -d: a delimiter between kernel and user frames
 	bool annotations = false; // -a: _[k] after kernel frames
 	bool verbose = false;     // -v: address, symbol+offset, module, file:line
-	bool fold_pid = false;    // -E: comm-PID as the root frame of folded stacks
+	bool fold_pid = false;    // -E: comm-PID[@CONTAINER] as the root frame of folded stacks
 };
 
 enum class ReportFormat { Stacks, Folded, Svg, Pprof };
@@ -24,6 +24,16 @@ struct ReportDetail {
 	bool addresses = true; // each frame's address and mapping (stacks with -v, pprof)
 };
 ReportDetail report_detail(ReportFormat format, const ReportOptions &options);
+
+// -E's root frame, comm-PID, names the container of a process in one: "@" and the first
+// 12 characters of its id, as docker ps shows it.
+inline void append_container(std::string &root, const Sample &sample)
+{
+	if (sample.container.empty())
+		return;
+	root += '@';
+	root.append(sample.container, 0, 12);
+}
 
 // BCC's multi-line layout: kernel frames then user frames, leaf first, hottest stack last.
 void write_stacks(std::ostream &out, const Profile &profile, const ReportOptions &options);

@@ -128,6 +128,7 @@ void render_folded(std::string &text, const Sample &sample, const std::vector<st
 	if (options.fold_pid) {
 		text += '-';
 		append_number(text, sample.pid);
+		append_container(text, sample);
 	}
 	for (auto it = sample.user.rbegin(); it != sample.user.rend(); ++it)
 		text += frames[*it];

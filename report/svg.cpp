@@ -280,8 +280,10 @@ FlameGraph build(const Profile &profile, const ReportOptions &options)
 			continue;
 		const size_t begin = path.size();
 		process = sample.comm;
-		if (options.fold_pid)
+		if (options.fold_pid) {
 			process += '-' + std::to_string(sample.pid);
+			append_container(process, sample);
+		}
 		path.push_back(graph.symbols.intern(process, BoxKind::Process));
 		for (auto it = sample.user.rbegin(); it != sample.user.rend(); ++it)
 			path.push_back(frame_symbol(*it));

@@ -143,10 +143,11 @@ private:
 	IdIndex index_;
 };
 
-// Samples of one comm, process (when the report shows it) and pair of stacks.
+// Samples of one comm, process and cgroup (when the report shows them) and pair of stacks.
 struct Entry {
-	uint32_t pid;  // the process; without PIDs shown, the first one counted here
-	uint32_t comm; // into the comm table
+	uint32_t pid;    // the process; without PIDs shown, the first one counted here
+	uint32_t comm;   // into the comm table
+	uint32_t cgroup; // 1 + index into the cgroup table; 0: not known
 	int32_t kernel_stack, user_stack;
 	uint64_t count;
 };
@@ -159,6 +160,7 @@ struct Collected::Impl {
 	ValueTable<UserFrameRef> user_frames;
 	StackTable stacks; // of kernel frame ids or of user frame ids, as the entry says
 	ValueTable<std::string> comms;
+	ValueTable<CgroupLabels> cgroups;
 	std::vector<KernelSymbolRecord> programs;
 	std::unordered_map<uint64_t, uint32_t> program_ids; // record order -> 1 + index
 	ValueTable<MapPlacement> placements;
@@ -167,6 +169,7 @@ struct Collected::Impl {
 
 	uint32_t program_id(const KernelSymbolRecord *record);
 	uint32_t placement_id(const UserLocation &where);
+	uint32_t cgroup_id(const CgroupLabels *labels);
 	void count(const Entry &entry);
 };
 
@@ -188,20 +191,31 @@ uint32_t Collected::Impl::placement_id(const UserLocation &where)
 	return 1 + placements.intern(p, mix(mix(p.start, p.end), p.offset));
 }
 
+uint32_t Collected::Impl::cgroup_id(const CgroupLabels *labels)
+{
+	if (!labels)
+		return 0;
+	uint64_t h = labels->path.size();
+	for (char c : labels->path)
+		h = mix(h, uint8_t(c));
+	return 1 + cgroups.intern(*labels, h);
+}
+
 void Collected::Impl::count(const Entry &e)
 {
+	// A process's cgroup is shown with it: a process that moved is two.
 	const bool by_pid = detail.pids;
-	uint64_t h = mix(mix(mix(0xcbf29ce484222325ull, by_pid ? e.pid : 0), e.comm),
+	uint64_t h = mix(mix(mix(mix(0xcbf29ce484222325ull, by_pid ? e.pid : 0), by_pid ? e.cgroup : 0), e.comm),
 			 uint64_t(uint32_t(e.kernel_stack)) << 32 | uint32_t(e.user_stack));
 	const uint32_t id = entry_index.find_or_add(
 		h,
 		[&](uint32_t i) {
 			const Entry &k = entries[i];
-			return (!by_pid || k.pid == e.pid) && k.comm == e.comm && k.kernel_stack == e.kernel_stack &&
-			       k.user_stack == e.user_stack;
+			return (!by_pid || (k.pid == e.pid && k.cgroup == e.cgroup)) && k.comm == e.comm &&
+			       k.kernel_stack == e.kernel_stack && k.user_stack == e.user_stack;
 		},
 		[&] {
-			entries.push_back({e.pid, e.comm, e.kernel_stack, e.user_stack, 0});
+			entries.push_back({e.pid, e.comm, e.cgroup, e.kernel_stack, e.user_stack, 0});
 			return uint32_t(entries.size() - 1);
 		});
 	entries[id].count += e.count;
@@ -235,6 +249,8 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 	};
 	std::unordered_map<ImageStack, int32_t, ImageStackHash> user_stacks;
 	std::unordered_map<int32_t, int32_t> timeless_kernel_stacks; // those with no BPF program frame
+	// Processes share their labels: each is hashed once a batch.
+	std::unordered_map<const CgroupLabels *, uint32_t> cgroup_ids;
 	std::vector<uint32_t> ids;
 
 	for (const RawProfile::Entry &raw : batch.entries) {
@@ -244,7 +260,13 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 		uint64_t comm_hash = comm.size();
 		for (char c : comm)
 			comm_hash = mix(comm_hash, uint8_t(c));
-		Entry entry{pid, d.comms.intern(comm, comm_hash), NO_STACK, NO_STACK, raw.value.count};
+		// The image also holds the process's cgroup, taken now: it may be gone by the end.
+		const ProcessImage *image = symbolizer.image_at(pid, time);
+		const CgroupLabels *labels = image ? image->cgroup.get() : nullptr;
+		auto [cgroup, new_labels] = cgroup_ids.try_emplace(labels, 0);
+		if (new_labels)
+			cgroup->second = d.cgroup_id(labels);
+		Entry entry{pid, d.comms.intern(comm, comm_hash), cgroup->second, NO_STACK, NO_STACK, raw.value.count};
 
 		if (const auto *addresses = batch_stack(raw.key.kernel_stack_id)) {
 			auto known = timeless_kernel_stacks.find(raw.key.kernel_stack_id);
@@ -267,7 +289,6 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 		}
 
 		if (const auto *addresses = batch_stack(raw.key.user_stack_id)) {
-			const ProcessImage *image = symbolizer.image_at(pid, time);
 			auto [it, inserted] = user_stacks.try_emplace({image, pid, raw.key.user_stack_id}, 0);
 			if (inserted) {
 				ids.clear();
@@ -326,6 +347,10 @@ Profile Collected::name(Symbolizer &symbolizer) const
 		Sample sample;
 		sample.pid = entry.pid;
 		sample.comm = d.comms[entry.comm];
+		if (entry.cgroup) {
+			sample.cgroup = d.cgroups[entry.cgroup - 1].path;
+			sample.container = d.cgroups[entry.cgroup - 1].container;
+		}
 		sample.count = entry.count;
 		const std::span<const uint32_t> kernel = d.stacks[entry.kernel_stack];
 		for (size_t i = 0; i < kernel.size(); i++) {

@@ -4,6 +4,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
@@ -18,6 +19,7 @@
 #include <utility>
 
 #include "profile.skel.h"
+#include "sampler/targets.h"
 #include "syms/fd.h"
 
 namespace {
@@ -114,6 +116,8 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
 	if (!options.tids.empty())
 		bpf_map__set_max_entries(skel->maps.tids, options.tids.size());
+	if (!options.cgroups.empty())
+		bpf_map__set_max_entries(skel->maps.cgroups, options.cgroups.size());
 	if (!lazy_maps) {
 		bpf_map *map;
 		bpf_object__for_each_map(map, skel->obj)
@@ -126,6 +130,8 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 	skel->rodata->include_idle = options.include_idle;
 	skel->rodata->filter_pids = !options.pids.empty();
 	skel->rodata->filter_tids = !options.tids.empty();
+	skel->rodata->filter_cgroups = !options.cgroups.empty();
+	skel->rodata->pid_namespace = own_pid_namespace();
 	skel->rodata->unwind_mode = !unwinding ? UNWIND_FP
 				    : options.unwind == UnwindMode::Tables ? UNWIND_DWARF
 									     : UNWIND_AUTO;
@@ -324,6 +330,15 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 	for (uint32_t tid : options.tids)
 		if (bpf_map__update_elem(skel->maps.tids, &tid, sizeof(tid), &one, 1, BPF_ANY))
 			throw RunError("cannot set the TID filter: " + errno_text(errno));
+	// The map holds each group by an fd of its directory (check_against_machine made
+	// them real cgroup v2 directories); the fd may close once it is in.
+	for (uint32_t slot = 0; slot < options.cgroups.size(); slot++) {
+		const std::string &path = options.cgroups[slot];
+		UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+		const int fd = dir.get();
+		if (!dir || bpf_map__update_elem(skel->maps.cgroups, &slot, sizeof(slot), &fd, sizeof(fd), BPF_ANY))
+			throw RunError("cannot set the cgroup filter to " + path + ": " + errno_text(errno));
+	}
 	impl_->skel = std::move(skel);
 }
 

@@ -4,6 +4,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -67,6 +68,18 @@ std::string resolve_pids(std::vector<uint32_t> &pids, std::vector<std::string> &
 	}
 	pids = std::move(processes);
 	return "";
+}
+
+uint32_t own_pid_namespace(const std::string &proc)
+{
+	// The initial PID namespace has a fixed inode, PROC_PID_INIT_INO (linux/proc_ns.h);
+	// from inside another, no parent can be asked for (NS_GET_PARENT refuses), and
+	// /proc/self/status's NSpid lists only the levels the /proc mount sees.
+	constexpr uint64_t initial = 0xEFFFFFFC;
+	struct stat st;
+	if (stat((proc + "/self/ns/pid").c_str(), &st) != 0 || st.st_ino == initial)
+		return 0;
+	return uint32_t(st.st_ino);
 }
 
 std::optional<double> cpu_time(uint32_t id, bool thread, const std::string &proc)

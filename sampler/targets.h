@@ -24,6 +24,11 @@ std::optional<TaskStatus> read_task_status(uint32_t id, const std::string &proc 
 std::string resolve_pids(std::vector<uint32_t> &pids, std::vector<std::string> &notes,
 			 const std::string &proc = "/proc");
 
+// The inode of the PID namespace profile runs in (proc/self/ns/pid) when it is not the
+// initial one; 0 when it is (or cannot be told). Inside a container -p and /proc give
+// that namespace's ids, and the BPF program translates the kernel's to them.
+uint32_t own_pid_namespace(const std::string &proc = "/proc");
+
 // CPU time, user and system, that a process (thread false: all its threads) or one thread
 // has used, in seconds, from /proc/ID/stat (/proc/ID/task/ID/stat); nothing once it is gone.
 std::optional<double> cpu_time(uint32_t id, bool thread, const std::string &proc = "/proc");

@@ -76,7 +76,19 @@ void ProcessHistory::add_snapshot(uint32_t pid, std::string comm, std::vector<Ma
 	image.since_ns = now_ns;
 	image.comm = std::move(comm);
 	image.maps = std::make_shared<std::vector<MapEntry>>(std::move(maps)); // not const: see add_mapping
+	image.cgroup = cgroup_now(pid, nullptr);
 	insert_image(pid, std::move(image));
+}
+
+std::shared_ptr<const CgroupLabels> ProcessHistory::cgroup_now(uint32_t pid,
+							       std::shared_ptr<const CgroupLabels> before) const
+{
+	if (proc_root_.empty())
+		return before;
+	std::optional<CgroupLabels> now = read_cgroup(pid, proc_root_);
+	if (!now || (before && *before == *now))
+		return before;
+	return std::make_shared<const CgroupLabels>(std::move(*now));
 }
 
 ProcessImage &ProcessHistory::insert_image(uint32_t pid, ProcessImage image)
@@ -107,6 +119,7 @@ ProcessImage *ProcessHistory::image_for_update(uint32_t pid, uint64_t time_ns)
 		ProcessImage earlier;
 		earlier.comm = image ? image->comm : "";
 		earlier.maps = empty_maps();
+		earlier.cgroup = image ? image->cgroup : cgroup_now(pid, nullptr);
 		insert_image(pid, std::move(earlier));
 	}
 	return const_cast<ProcessImage *>(image_at(pid, time_ns));
@@ -230,7 +243,8 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 		if (!read_at(record, sizeof(header), body) ||
 		    !read_string(record, sizeof(header) + sizeof(body), trailer, entry.path))
 			return false;
-		if (!(body.prot & PROT_EXEC) || body.len == 0 || body.addr + body.len < body.addr)
+		// pid 0: a process outside the PID namespace of profile, which has no id for it.
+		if (!(body.prot & PROT_EXEC) || body.len == 0 || body.addr + body.len < body.addr || body.pid == 0)
 			return true;
 		entry.start = body.addr;
 		entry.end = body.addr + body.len;
@@ -252,11 +266,15 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 		std::string comm;
 		if (!read_at(record, sizeof(header), pid) || !read_string(record, sizeof(header) + 8, trailer, comm))
 			return false;
+		if (pid == 0) // outside profile's PID namespace
+			return true;
 		if (header.misc & PERF_RECORD_MISC_COMM_EXEC) {
 			ProcessImage image;
 			image.since_ns = time;
 			image.comm = std::move(comm);
 			image.maps = empty_maps();
+			const ProcessImage *before = image_at(pid, time);
+			image.cgroup = cgroup_now(pid, before ? before->cgroup : nullptr);
 			insert_image(pid, std::move(image));
 			processes_[pid].exited = false;
 		} else {
@@ -291,9 +309,12 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 		if (const ProcessImage *parent = image_at(body.ppid, body.time)) {
 			image.comm = parent->comm;
 			image.maps = parent->maps;
+			image.cgroup = parent->cgroup;
 		} else {
 			image.maps = empty_maps();
 		}
+		// Gone already: in its parent's group, where a fork leaves a child.
+		image.cgroup = cgroup_now(body.pid, image.cgroup);
 		auto it = processes_.find(body.pid);
 		if (it != processes_.end() && it->second.exited) {
 			processes_.erase(it); // the pid was reused: the old process is gone

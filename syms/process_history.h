@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "syms/cgroup.h"
 #include "syms/maps.h"
 
 // One program image of a process: what it had mapped executable from `since_ns` (an exec,
@@ -21,6 +22,11 @@ struct ProcessImage {
 	// Executable mappings sorted by start, never overlapping. Shared with the parent's
 	// image after a fork until either side maps something (copy on write).
 	std::shared_ptr<const std::vector<MapEntry>> maps;
+	// Its cgroup v2 group and container, read when the process was first learned of and
+	// again at its exec (runtimes move a container's first process into its group before
+	// the exec); kept after it exits. Shared by the images that have the same. Null when
+	// /proc/PID/cgroup could not be read.
+	std::shared_ptr<const CgroupLabels> cgroup;
 
 	const MapEntry *find(uint64_t address) const;
 };
@@ -37,6 +43,9 @@ struct KernelSymbolRecord {
 
 class ProcessHistory {
 public:
+	// Reads each process's cgroup from proc_root/PID/cgroup; "" reads none.
+	explicit ProcessHistory(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
+
 	// The state of a process read from /proc at start, before any record about it.
 	void add_snapshot(uint32_t pid, std::string comm, std::vector<MapEntry> maps, uint64_t now_ns);
 
@@ -86,7 +95,10 @@ private:
 	ProcessImage *image_for_update(uint32_t pid, uint64_t time_ns);
 	ProcessImage &insert_image(uint32_t pid, ProcessImage image);
 	void add_mapping(uint32_t pid, uint64_t time_ns, MapEntry entry);
+	// pid's cgroup now; `before` when it cannot be read or is the same.
+	std::shared_ptr<const CgroupLabels> cgroup_now(uint32_t pid, std::shared_ptr<const CgroupLabels> before) const;
 
+	std::string proc_root_;
 	std::unordered_map<uint32_t, Process> processes_;
 	std::vector<KernelSymbolRecord> kernel_symbols_; // sorted by start, then order
 	uint64_t kernel_symbol_order_ = 0;

@@ -360,6 +360,7 @@ const std::string &Symbolizer::Impl::name_of(const ElfFile::Symbol &symbol)
 Symbolizer::Symbolizer(SymbolizerOptions options) : impl_(std::make_unique<Impl>())
 {
 	impl_->options = std::move(options);
+	impl_->read_now = ProcessHistory{impl_->options.proc_root};
 }
 
 Symbolizer::~Symbolizer() = default;
@@ -450,7 +451,7 @@ const ProcessImage *Symbolizer::image_at(uint32_t pid, uint64_t time_ns)
 
 void Symbolizer::forget_live_processes()
 {
-	impl_->read_now = ProcessHistory{};
+	impl_->read_now = ProcessHistory{impl_->options.proc_root};
 	impl_->live.clear();
 	impl_->gone_without_perf_map.clear();
 }

@@ -30,12 +30,14 @@ RawProfile::Entry entry(uint32_t pid, const char *comm, int32_t kernel, int32_t 
 	return e;
 }
 
-// Processes 1001 and 1002 ran libfixture.so, each at its own address (ASLR), and both
-// exited; 1003 and 1004 ran nothing the history knows. The symbolizer reads a fixture
-// kallsyms and an empty /proc.
+const std::string container = "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d";
+
+// Processes 1001 and 1002 ran libfixture.so, each at its own address (ASLR), 1001 in a
+// docker container and 1002 in a service, and both exited; 1003 and 1004 ran nothing the
+// history knows. The symbolizer reads a fixture kallsyms and a /proc of cgroup files.
 struct Run {
 	TempDir dir;
-	std::unique_ptr<ProcessHistory> history = std::make_unique<ProcessHistory>();
+	std::unique_ptr<ProcessHistory> history = std::make_unique<ProcessHistory>(dir / "proc");
 	std::unique_ptr<Symbolizer> symbolizer;
 	uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
 	uint64_t other = nm_address("libfixture.so.nm", "fixture_lib_other");
@@ -48,6 +50,8 @@ struct Run {
 					     "ffffffff81001080 T do_syscall_64\n"
 					     "ffffffff81001100 T _etext\n");
 		std::filesystem::create_directories(dir.path() / "proc");
+		write_file(dir / "proc/1001/cgroup", "0::/system.slice/docker-" + container + ".scope\n");
+		write_file(dir / "proc/1002/cgroup", "0::/system.slice/cron.service\n");
 		SymbolizerOptions options;
 		options.kallsyms_path = dir / "kallsyms";
 		options.proc_root = dir / "proc";
@@ -164,6 +168,50 @@ TEST_SUITE("unit")
 		CHECK(profile.frames[lost_a->user[0]].address == 0x10);
 		CHECK(profile.frames[lost_b->user[0]].address == 0x20);
 		CHECK(run.symbolizer->stats().elf_files_parsed == 1);
+	}
+
+	TEST_CASE("collected: each sample has its process's cgroup and container, also once it is forgotten")
+	{
+		Run run;
+		Profile profile = run.collect({.pids = true, .addresses = false});
+		const Sample *a = sample_of(profile, "worker", 1001), *b = sample_of(profile, "worker", 1002);
+		REQUIRE(a);
+		REQUIRE(b);
+		CHECK(a->cgroup == "/system.slice/docker-" + container + ".scope");
+		CHECK(a->container == container);
+		CHECK(b->cgroup == "/system.slice/cron.service");
+		CHECK(b->container == "");
+		// Unknown to the history and gone from /proc: no labels.
+		const Sample *lost = sample_of(profile, "lost", 1003);
+		REQUIRE(lost);
+		CHECK(lost->cgroup == "");
+		CHECK(lost->container == "");
+	}
+
+	TEST_CASE("collected: a process in two cgroups in turn is two samples where PIDs are shown")
+	{
+		// 1001 moved to another group and exec'd at 150: its samples before and after.
+		Run run;
+		write_file(run.dir / "proc/1001/cgroup", "0::/system.slice/other.service\n");
+		REQUIRE(run.history->apply(comm(1001, "worker", 150, true)));
+		RawProfile raw;
+		raw.stacks = {{program_address, syscall_address}};
+		raw.entries = {entry(1001, "worker", 0, NO_STACK, 3, 100), entry(1001, "worker", 0, NO_STACK, 5, 180)};
+		for (bool pids : {true, false}) {
+			CAPTURE(pids);
+			Collected collected({.pids = pids, .addresses = false});
+			collected.add(raw, *run.symbolizer);
+			Profile profile = collected.name(*run.symbolizer);
+			if (!pids) {
+				REQUIRE(profile.samples.size() == 1);
+				CHECK(profile.samples[0].count == 8);
+				continue;
+			}
+			REQUIRE(profile.samples.size() == 2);
+			for (const Sample &sample : profile.samples)
+				CHECK(sample.cgroup == (sample.count == 3 ? "/system.slice/docker-" + container + ".scope"
+									  : "/system.slice/other.service"));
+		}
 	}
 
 	TEST_CASE("collected: PIDs without addresses: a sample per process, frames shared")

@@ -403,6 +403,50 @@ TEST_CASE("pprof: samples hold leaf-first locations, count and cpu time, pid and
 	CHECK(p.locations.size() == 12);
 }
 
+TEST_CASE("pprof: a sample's cgroup, container id and host are labels where known; go tool pprof reads them")
+{
+	const std::string id = "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d";
+	Profile profile = tricky_profile();
+	profile.samples[0].cgroup = "/system.slice/docker-" + id + ".scope";
+	profile.samples[0].container = id;
+	profile.samples[1].cgroup = "/system.slice/cron.service";
+	profile.host = "node-7";
+	const Decoded p = decode(render(profile));
+	REQUIRE(p.samples.size() == profile.samples.size());
+	for (size_t i = 0; i < p.samples.size(); i++) {
+		CAPTURE(i);
+		std::map<std::string, std::string> labels;
+		for (const Decoded::Label &label : p.samples[i].labels)
+			labels[p.str(label.key)] = label.str ? p.str(label.str) : "#" + std::to_string(label.num);
+		std::map<std::string, std::string> expected = {
+			{"pid", "#" + std::to_string(profile.samples[i].pid)},
+			{"comm", profile.samples[i].comm},
+			{"host", "node-7"},
+		};
+		if (!profile.samples[i].cgroup.empty())
+			expected["cgroup"] = profile.samples[i].cgroup;
+		if (!profile.samples[i].container.empty())
+			expected["container_id"] = profile.samples[i].container;
+		CHECK(labels == expected);
+	}
+
+	TempDir dir;
+	write_file(dir / "labels.pb.gz", render(profile));
+	const CommandResult raw = go_pprof({"-raw"}, dir / "labels.pb.gz");
+	REQUIRE_MESSAGE(raw.status == 0, raw.err);
+	INFO("pprof -raw:\n" << raw.out);
+	CHECK(contains(raw.out, "cgroup:[/system.slice/docker-" + id + ".scope]"));
+	CHECK(contains(raw.out, "container_id:[" + id + "]"));
+	CHECK(contains(raw.out, "cgroup:[/system.slice/cron.service]"));
+	CHECK(contains(raw.out, "host:[node-7]"));
+	CHECK(contains(raw.out, "pid:[" + std::to_string(profile.samples[0].pid) + "]"));
+	// pprof's own selection by label: the container's samples alone.
+	const CommandResult top = go_pprof({"-top", "-sample_index=samples", "-tagfocus=container_id=" + id}, dir / "labels.pb.gz");
+	REQUIRE_MESSAGE(top.status == 0, top.err);
+	CHECK(contains(top.out, "Showing nodes accounting for " + std::to_string(profile.samples[0].count) +
+					", 40.00% of 1000 total"));
+}
+
 TEST_CASE("pprof: an inlined frame is a line of its caller's location, with file and line")
 {
 	const Decoded p = decode(render(tricky_profile()));

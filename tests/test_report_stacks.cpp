@@ -93,6 +93,25 @@ TEST_CASE("folded: root first, user then kernel, -d and -E")
 	      "hot-42;main;read_zeros;-;entry_SYSCALL_64_[k];clear_page_erms_[k] 30\n");
 }
 
+TEST_CASE("folded: -E's root names a process's container by its id's first 12 characters")
+{
+	Profile p = sample_profile();
+	p.samples[0].cgroup = "/system.slice/docker-9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d.scope";
+	p.samples[0].container = "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d";
+	p.samples[1].cgroup = "/system.slice/cron.service"; // a cgroup, no container: unchanged
+	ReportOptions options;
+	options.fold_pid = true;
+	std::ostringstream out;
+	write_folded(out, p, options);
+	CHECK(out.str() == "cold-42;[unknown];[libfoo.so+0x1a2b] 5\n"
+			   "hot-42@9ec39b91f3d7;main;read_zeros;entry_SYSCALL_64;clear_page_erms 30\n");
+	// Without -E, no process: no container.
+	out.str("");
+	write_folded(out, p, {});
+	CHECK(out.str() == "cold;[unknown];[libfoo.so+0x1a2b] 5\n"
+			   "hot;main;read_zeros;entry_SYSCALL_64;clear_page_erms 30\n");
+}
+
 TEST_CASE("folded: a ';' in a name cannot split a frame")
 {
 	Profile p;

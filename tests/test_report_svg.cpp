@@ -507,13 +507,22 @@ TEST_CASE("svg: labels are trimmed to their box with .., and left out under thre
 	CHECK(!find_box(boxes, "operator new(unsigned long)").has_text); // 1.2 px
 }
 
-TEST_CASE("svg: -E names each process comm-PID")
+TEST_CASE("svg: -E names each process comm-PID, and its container")
 {
 	ReportOptions options;
 	options.fold_pid = true;
 	const std::vector<Box> boxes = parse_boxes(render(tricky_profile(), options));
 	CHECK(find_box(boxes, "app-100").samples == 851);
 	CHECK(find_box(boxes, "x<y>&z-200").samples == 149);
+
+	// A process in a container: comm-PID@ and 12 characters of its id, as folded -E.
+	Profile in_container = tricky_profile();
+	for (Sample &sample : in_container.samples)
+		if (sample.pid == 100)
+			sample.container = "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d";
+	const std::vector<Box> labelled = parse_boxes(render(in_container, options));
+	CHECK(find_box(labelled, "app-100@9ec39b91f3d7").samples == 851);
+	CHECK(find_box(labelled, "x<y>&z-200").samples == 149);
 }
 
 TEST_CASE("svg: an empty profile still makes a valid picture that says so")

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -137,6 +138,25 @@ TEST_CASE("targets: -L's threads are watched one by one")
 			usleep(10000);
 	}
 	CHECK(exited);
+}
+
+TEST_CASE("targets: the PID namespace to translate to is profile's own, none for the initial one")
+{
+	// The initial namespace's inode is fixed (PROC_PID_INIT_INO): readlink tells it.
+	char link[64] = {};
+	REQUIRE(readlink("/proc/self/ns/pid", link, sizeof(link) - 1) > 0);
+	const uint32_t own = own_pid_namespace();
+	if (std::string(link) == "pid:[4026531836]")
+		CHECK(own == 0);
+	else
+		CHECK(std::string(link) == "pid:[" + std::to_string(own) + "]");
+	// Any other inode is a namespace of its own; no /proc, none.
+	TempDir proc;
+	write_file(proc / "self/ns/pid", "");
+	struct stat st;
+	REQUIRE(stat((proc / "self/ns/pid").c_str(), &st) == 0);
+	CHECK(own_pid_namespace(proc.path()) == uint32_t(st.st_ino));
+	CHECK(own_pid_namespace(proc / "none") == 0);
 }
 
 } // TEST_SUITE

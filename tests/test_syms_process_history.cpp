@@ -14,6 +14,7 @@
 #include "sampler/side_band.h"
 #include "syms/process_history.h"
 #include "tests/perf_records.h"
+#include "tests/support.h"
 
 namespace {
 
@@ -271,6 +272,69 @@ TEST_CASE("a process that maps code in a loop cannot grow its image without boun
 	// A mapping over a known one still replaces it.
 	REQUIRE(h.apply(mmap2(70, 0x100000, 0x1000, 0, "/new", n + 20)));
 	CHECK(path_at(h, 70, n + 30, 0x100000) == "/new");
+}
+
+TEST_CASE("each process's cgroup is read when it is learned of and at its exec, and kept after its exit")
+{
+	const std::string id = "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d";
+	TempDir proc;
+	auto move_to = [&](uint32_t pid, const std::string &path) {
+		write_file(proc / (std::to_string(pid) + "/cgroup"), "1:name=systemd:/x\n0::" + path + "\n");
+	};
+	auto cgroup_of = [](const ProcessHistory &h, uint32_t pid, uint64_t time) -> std::string {
+		const ProcessImage *image = h.image_at(pid, time);
+		if (!image)
+			return "<no process>";
+		return image->cgroup ? image->cgroup->path + "|" + image->cgroup->container : "<none>";
+	};
+	ProcessHistory h(proc.path().string());
+	move_to(10, "/system.slice/containerd.service");
+	h.add_snapshot(10, "containerd-shim", {}, 100);
+	CHECK(cgroup_of(h, 10, 100) == "/system.slice/containerd.service|");
+
+	// The runtime forks, moves the child into the container's group, and the child execs.
+	move_to(11, "/system.slice/containerd.service");
+	REQUIRE(h.apply(task(PERF_RECORD_FORK, 11, 10, 11, 200)));
+	CHECK(cgroup_of(h, 11, 250) == "/system.slice/containerd.service|");
+	CHECK(h.image_at(11, 250)->cgroup == h.image_at(10, 250)->cgroup); // shared, not copied
+	move_to(11, "/system.slice/docker-" + id + ".scope");
+	REQUIRE(h.apply(comm(11, "nginx", 300, true)));
+	CHECK(cgroup_of(h, 11, 250) == "/system.slice/containerd.service|");
+	CHECK(cgroup_of(h, 11, 350) == "/system.slice/docker-" + id + ".scope|" + id);
+
+	// A child forked in the container, gone before its fork record is read: its parent's.
+	REQUIRE(h.apply(task(PERF_RECORD_FORK, 12, 11, 12, 400)));
+	CHECK(cgroup_of(h, 12, 450) == "/system.slice/docker-" + id + ".scope|" + id);
+	// An exec whose process is gone by then keeps what it had.
+	REQUIRE(h.apply(comm(12, "worker", 500, true)));
+	CHECK(cgroup_of(h, 12, 550) == "/system.slice/docker-" + id + ".scope|" + id);
+
+	// A process first seen by a mapping (begun between the side band and the snapshot).
+	move_to(20, "/user.slice/user-1000.slice/session-3.scope");
+	REQUIRE(h.apply(mmap2(20, 0x5000, 0x1000, 0, "/usr/bin/vim", 600)));
+	CHECK(cgroup_of(h, 20, 650) == "/user.slice/user-1000.slice/session-3.scope|");
+
+	// Exited, its files gone: the labels stay for its samples.
+	REQUIRE(h.apply(task(PERF_RECORD_EXIT, 11, 10, 11, 700)));
+	std::filesystem::remove_all(proc / "11");
+	CHECK(cgroup_of(h, 11, 800) == "/system.slice/docker-" + id + ".scope|" + id);
+
+	// No proc root: nothing read.
+	ProcessHistory none("");
+	none.add_snapshot(10, "containerd-shim", {}, 100);
+	CHECK(cgroup_of(none, 10, 100) == "<none>");
+}
+
+TEST_CASE("records of pid 0, processes outside profile's PID namespace, are left out")
+{
+	ProcessHistory h("");
+	REQUIRE(h.apply(mmap2(0, 0x5000, 0x1000, 0, "/usr/bin/host-program", 100)));
+	REQUIRE(h.apply(comm(0, "host-program", 110, true)));
+	CHECK(h.process_count() == 0);
+	// The first process of a new namespace, forked from outside it.
+	REQUIRE(h.apply(task(PERF_RECORD_FORK, 1, 0, 1, 200)));
+	REQUIRE(h.image_at(1, 250));
+	CHECK(h.image_at(1, 250)->maps->empty());
 }
 
 TEST_CASE("lost records are counted")

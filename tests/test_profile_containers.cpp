@@ -1,0 +1,220 @@
+// tests/test_profile_containers.cpp: the real ./profile, as root, on workloads in a cgroup and
+// PID namespace of their own, as a container runtime makes them; and run inside one itself.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+
+#include "syms/cgroup.h"
+#include "tests/support.h"
+#include "tests/test_report_data.h"
+
+namespace {
+
+std::string random_container_id()
+{
+	std::random_device random;
+	std::string id;
+	while (id.size() < 64)
+		id += "0123456789abcdef"[random() % 16];
+	return id;
+}
+
+// A cgroup v2 group made for a test, with its parent: emptied (cgroup.kill) and removed
+// at the end, whatever the test's outcome.
+class TestCgroup {
+public:
+	TestCgroup(const std::string &mount, const std::string &leaf)
+		: parent_(mount + "/profile-test-" + std::to_string(getpid())), path_(parent_ + "/" + leaf)
+	{
+		std::filesystem::create_directories(path_);
+	}
+	~TestCgroup()
+	{
+		for (const std::string &dir : {path_, parent_}) {
+			std::ofstream(dir + "/cgroup.kill") << "1";
+			// A killed process leaves its group as it exits: wait for that.
+			for (int i = 0; i < 200 && rmdir(dir.c_str()) != 0 && errno == EBUSY; i++)
+				usleep(10000);
+		}
+	}
+	TestCgroup(const TestCgroup &) = delete;
+	TestCgroup &operator=(const TestCgroup &) = delete;
+	const std::string &path() const { return path_; }
+
+	// The process of that comm in the group, once it is there; 0 after 5 s without.
+	uint32_t process(const std::string &comm) const
+	{
+		for (int i = 0; i < 500; i++) {
+			for (const std::string &pid : split_lines(read_file(path_ + "/cgroup.procs")))
+				if (read_file("/proc/" + pid + "/comm") == comm + "\n")
+					return uint32_t(std::stoul(pid));
+			usleep(10000);
+		}
+		return 0;
+	}
+
+private:
+	std::string parent_, path_;
+};
+
+// go tool pprof -traces, one entry per sample: its labels, frames (leaf first), count.
+struct Trace {
+	std::map<std::string, std::string> labels;
+	std::vector<std::string> frames;
+	uint64_t count = 0;
+
+	std::string label(const std::string &key) const
+	{
+		auto it = labels.find(key);
+		return it == labels.end() ? "" : it->second;
+	}
+};
+
+std::vector<Trace> pprof_traces(const std::string &file)
+{
+	const std::string go = find_tool("go");
+	REQUIRE_MESSAGE(!go.empty(), "go is not installed (apt-get install golang-go); CI installs it, so this "
+				     "test fails rather than skips");
+	const CommandResult r = run_command({go, "tool", "pprof", "-traces", "-sample_index=samples", file}, 120);
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	std::vector<Trace> traces;
+	// Labels "%10s:  %s" (a longer key unpadded), frames "%10s   %s" with the count on the leaf.
+	const std::regex label("^ *([a-z_]+):  (.*)$"), frame("^ {0,9}([0-9]*) {3}(.*)$");
+	std::smatch m;
+	for (const std::string &line : split_lines(r.out)) {
+		if (line.starts_with("-----------+")) {
+			traces.emplace_back();
+		} else if (traces.empty()) {
+			continue; // the header
+		} else if (std::regex_match(line, m, label) && traces.back().frames.empty()) {
+			traces.back().labels[m[1]] = m[2];
+		} else if (std::regex_match(line, m, frame)) {
+			if (m[1].length())
+				traces.back().count = std::stoull(m[1]);
+			traces.back().frames.push_back(m[2]);
+		}
+	}
+	// The last separator opens no sample.
+	std::erase_if(traces, [](const Trace &t) { return t.frames.empty() && t.labels.empty(); });
+	return traces;
+}
+
+std::string cgroup2_mount_or_fail()
+{
+	const std::string mount = cgroup2_mount(read_file("/proc/self/mountinfo"));
+	REQUIRE_MESSAGE(!mount.empty(), "no cgroup2 file system is mounted: --cgroup needs one");
+	return mount;
+}
+
+std::string unshare_or_fail()
+{
+	const std::string unshare = find_tool("unshare");
+	REQUIRE_MESSAGE(!unshare.empty(), "unshare is not installed (util-linux)");
+	return unshare;
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("--cgroup samples a container's group alone; its samples carry the cgroup and container id")
+{
+	require_root();
+	const std::string mount = cgroup2_mount_or_fail(), unshare = unshare_or_fail();
+	const std::string id = random_container_id();
+	TestCgroup group(mount, "docker-" + id + ".scope");
+	// As a runtime starts a container: in its group before it runs, in PID and mount
+	// namespaces of its own.
+	Background inside({"/bin/sh", "-c",
+			   "echo $$ > " + group.path() + "/cgroup.procs && exec " + unshare +
+				   " --pid --fork --mount-proc --kill-child " + workload("split") + " 8"});
+	Background outside({workload("split"), "8"});
+	const uint32_t pid = group.process("split");
+	REQUIRE_MESSAGE(pid, "the workload never showed up in " << group.path());
+	const std::string cgroup = group.path().substr(mount.size()); // as /proc/PID/cgroup shows it
+	CHECK(read_file("/proc/" + std::to_string(pid) + "/cgroup").ends_with("0::" + cgroup + "\n"));
+
+	TempDir dir;
+	auto r = profile({"--cgroup", group.path(), "-f", "199", "-o", dir / "cpu.pb.gz", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	uint64_t hot = 0, total = 0;
+	for (const Trace &trace : pprof_traces(dir / "cpu.pb.gz")) {
+		const std::string trace_pid = trace.label("pid");
+		CAPTURE(trace_pid);
+		CHECK(trace_pid != std::to_string(outside.pid()));
+		CHECK(trace.label("cgroup") == cgroup);
+		CHECK(trace.label("container_id") == id);
+		total += trace.count;
+		if (trace_pid == std::to_string(pid) && !trace.frames.empty() &&
+		    trace.frames[0] == "split_hot_three")
+			hot += trace.count;
+	}
+	INFO("stderr: " << r.err);
+	CHECK(hot > 40); // 2 s at 199 Hz, three quarters in split_hot_three: a loaded machine gives fewer
+	CHECK(hot * 2 > total);
+
+	// The same group as /proc/PID/cgroup names it; -E's root shows the container.
+	r = profile({"--cgroup", cgroup, "-E", "-f", "199", "1"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	const std::vector<FoldedLine> lines = parse_folded(r.out);
+	CHECK(samples_of_with(lines, "split-" + std::to_string(pid) + "@" + id.substr(0, 12), "split_hot_three") > 20);
+	for (const FoldedLine &line : lines)
+		CHECK(line.frames[0].ends_with("@" + id.substr(0, 12)));
+}
+
+TEST_CASE("--cgroup with a path that is no cgroup v2 group: one line, exit 2")
+{
+	require_root();
+	const std::string mount = cgroup2_mount_or_fail();
+	struct Case {
+		std::string path, says;
+	} cases[] = {
+		{"/no/such/cgroup", "--cgroup /no/such/cgroup: no such cgroup (cgroup2 is mounted at " + mount + ")"},
+		{"/etc", "--cgroup /etc: not a cgroup v2 directory (cgroup2 is mounted at " + mount + ")"},
+	};
+	for (const Case &c : cases) {
+		auto r = profile({"--cgroup", c.path, "1"}, 20);
+		CHECK(r.status == 2);
+		CHECK(r.err == "profile: " + c.says + "\n");
+		CHECK(r.out.empty());
+	}
+}
+
+TEST_CASE("in a PID namespace of its own, profile takes -p and reports PIDs as the namespace numbers them")
+{
+	require_root();
+	const std::string unshare = unshare_or_fail();
+	// In the namespace the shell is PID 1, the workload 2; profile's -p and report use 2.
+	// A kernel PID is what bpf_get_current_pid_tgid gives: without translation -p 2 names
+	// some other process of the machine, or none, and the report is empty.
+	const std::string script = workload("split") + " 6 & echo $!; " + profile_bin() +
+				   " -p $! -E -f 199 2; echo; " + profile_bin() + " -E -f 199 1; kill $! 2>/dev/null; exit 0";
+	auto r = run_command({unshare, "--pid", "--fork", "--mount-proc", "--kill-child", "/bin/sh", "-c", script}, 60);
+	INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+	REQUIRE(r.status == 0);
+	const size_t first = r.out.find('\n'), blank = r.out.find("\n\n");
+	REQUIRE(first != std::string::npos);
+	REQUIRE(blank != std::string::npos);
+	const std::string pid = r.out.substr(0, first);
+	CHECK(pid == "2");
+	CHECK(contains(r.err, "Sampling at 199 Hertz of PID 2 by user + kernel stack for 2 secs.\n"));
+	const std::vector<FoldedLine> by_pid = parse_folded(r.out.substr(first + 1, blank - first));
+	CHECK(samples_of_with(by_pid, "split-2", "split_hot_three") > 40); // a loaded machine gives fewer
+	for (const FoldedLine &line : by_pid)
+		CHECK(line.frames[0] == "split-2");
+	// The whole machine, from inside: the namespace's processes only, by their PIDs there.
+	const std::vector<FoldedLine> all = parse_folded(r.out.substr(blank + 2));
+	CHECK(samples_of_with(all, "split-2", "split_hot_three") > 20);
+	for (const FoldedLine &line : all)
+		CHECK(std::regex_match(line.frames[0], std::regex("(split-2|sh-1|profile-[0-9])")));
+}
+
+} // TEST_SUITE
