@@ -50,7 +50,7 @@ TEST_OBJS := $(TEST_SRCS:%.cpp=$(OUTPUT)/%.o)
 # and none of what is measured; the modules under test keep CXXFLAGS.
 $(TEST_OBJS): CXXFLAGS += -O0
 
-.PHONY: all clean test check fixtures workloads
+.PHONY: all clean test check fixtures workloads install uninstall
 .DELETE_ON_ERROR:
 
 all: $(PROFILE)
@@ -165,6 +165,34 @@ endif
 .PHONY: bench
 bench: $(PROFILE) workloads
 	$(Q)$(SUDO) env PROFILE="$(abspath $(PROFILE))" WORKLOADS="$(abspath $(OUTPUT))/workloads" scripts/bench.sh
+
+# `make install`: profile as a system tool under $(DESTDIR)$(PREFIX): the program (a root
+# tool: sbin, section 8), its man page, and the systemd unit of its agent mode, whose
+# ExecStart names the program where it is installed. It builds only what `make` would,
+# so `make` as yourself, then `sudo make install`. systemd reads units from
+# /usr/local/lib/systemd/system as from /usr/lib/systemd/system.
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MAN8DIR ?= $(PREFIX)/share/man/man8
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+
+install: $(PROFILE)
+	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/profile)
+	$(Q)install -D -m 0755 $(PROFILE) $(DESTDIR)$(SBINDIR)/profile
+	$(call msg,INSTALL,$(DESTDIR)$(MAN8DIR)/profile.8)
+	$(Q)install -D -m 0644 doc/profile.8 $(DESTDIR)$(MAN8DIR)/profile.8
+	$(call msg,INSTALL,$(DESTDIR)$(UNITDIR)/profile-agent.service)
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' systemd/profile-agent.service.in | \
+		install -D -m 0644 /dev/stdin $(DESTDIR)$(UNITDIR)/profile-agent.service
+
+# Removes what install put there, and nothing else: not /etc/default/profile, which is yours.
+uninstall:
+	$(call msg,RM,$(DESTDIR)$(SBINDIR)/profile)
+	$(Q)rm -f $(DESTDIR)$(SBINDIR)/profile
+	$(call msg,RM,$(DESTDIR)$(MAN8DIR)/profile.8)
+	$(Q)rm -f $(DESTDIR)$(MAN8DIR)/profile.8
+	$(call msg,RM,$(DESTDIR)$(UNITDIR)/profile-agent.service)
+	$(Q)rm -f $(DESTDIR)$(UNITDIR)/profile-agent.service
 
 clean:
 	$(call msg,CLEAN)

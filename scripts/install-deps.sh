@@ -23,7 +23,9 @@ BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev li
 #                        internal functions (__libc_start_call_main) as perf names them
 #   rustc                builds the Rust fixtures whose names the demangler is tested on
 #   python3              Debian's own interpreter, unwound without frame pointers (tests/test_unwind)
-TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3"
+#   groff-base man-db    groff, nroff and man render profile(8) and must not warn (tests/test_install)
+#   systemd              systemd-analyze verify checks the installed profile-agent.service
+TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3 groff-base man-db systemd"
 
 packages=$BUILD
 what="build"

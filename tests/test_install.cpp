@@ -1,0 +1,372 @@
+// tests/test_install.cpp: profile as a system tool: the man page says what --help and the code
+// say, and renders cleanly; `make install` lays out the program, the page and the agent's
+// systemd unit, which systemd-analyze accepts.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "cli/options.h"
+#include "tests/support.h"
+#include "tests/test_report_data.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The source tree under test: the parent of the build folder `make check` names.
+fs::path source_tree()
+{
+	return fs::weakly_canonical(fs::path(output_dir()) / "..");
+}
+
+std::string man_page_path()
+{
+	return (source_tree() / "doc/profile.8").string();
+}
+
+// A tool the test needs: its path, or "" when it is missing, which CI counts as a failure
+// (scripts/install-deps.sh installs it there).
+std::string tool_for_test(const std::string &name, const std::string &package)
+{
+	std::string path = find_tool(name);
+	if (path.empty()) {
+		REQUIRE_MESSAGE(!getenv("CI"), name << " is missing (apt-get install " << package
+						     << "); CI installs it, so this test fails rather than skips");
+		MESSAGE("skipped: no " << name << " (apt-get install " << package << ")");
+	}
+	return path;
+}
+
+// "-f", "--frequency": the options a tag names ("-f, -F, --frequency HZ").
+std::set<std::string> option_names(const std::string &tag)
+{
+	static const std::regex option(R"((?:^|[\s,(])(--?[A-Za-z][A-Za-z0-9-]*))");
+	std::set<std::string> names;
+	for (auto it = std::sregex_iterator(tag.begin(), tag.end(), option); it != std::sregex_iterator(); ++it)
+		names.insert((*it)[1]);
+	return names;
+}
+
+// Option -> the group --help lists it under ("" for -h and -V, which follow the groups).
+std::map<std::string, std::string> help_options()
+{
+	std::map<std::string, std::string> options;
+	std::string group, previous;
+	bool in_options = false;
+	for (const std::string &line : split_lines(help_text())) {
+		if (line.starts_with("DURATION"))
+			in_options = true;
+		else if (line.starts_with("Examples"))
+			in_options = false;
+		if (in_options && !line.empty() && line[0] != ' ' && previous.empty())
+			group = line.substr(0, line.find(':'));
+		if (in_options && line.starts_with("  -")) {
+			if (previous.empty())
+				group = ""; // options after a blank line belong to no group
+			for (const std::string &name : option_names(line.substr(2, line.find("  ", 2) - 2)))
+				options[name] = group;
+		}
+		previous = line;
+	}
+	return options;
+}
+
+// The text a line of roff shows, near enough to read names from: no macro, no font
+// changes, no quotes, \- as -.
+std::string roff_text(std::string line)
+{
+	if (line.starts_with("."))
+		line = line.find(' ') == std::string::npos ? "" : line.substr(line.find(' ') + 1);
+	line = std::regex_replace(line, std::regex(R"(\\f[BIRP])"), "");
+	line = std::regex_replace(line, std::regex(R"(\\[%:&])"), "");
+	line = std::regex_replace(line, std::regex(R"(\\-)"), "-");
+	line = std::regex_replace(line, std::regex("\""), "");
+	return line;
+}
+
+struct ManPage {
+	std::vector<std::string> lines;                  // without comment lines
+	std::map<std::string, std::string> options;      // OPTIONS' tags -> their .SS
+	std::set<std::string> subsections;               // .SS names of OPTIONS
+	std::set<std::string> environment;               // ENVIRONMENT's tags
+};
+
+ManPage read_man_page()
+{
+	ManPage page;
+	std::string text = read_file(man_page_path());
+	REQUIRE_MESSAGE(!text.empty(), man_page_path() << " is missing");
+	for (const std::string &line : split_lines(text))
+		if (!line.starts_with(".\\\""))
+			page.lines.push_back(line);
+	std::string section, subsection;
+	for (size_t i = 0; i < page.lines.size(); i++) {
+		const std::string &line = page.lines[i];
+		if (line.starts_with(".SH ")) {
+			section = roff_text(line);
+			subsection = "";
+		} else if (line.starts_with(".SS ")) {
+			subsection = roff_text(line);
+			if (section == "OPTIONS")
+				page.subsections.insert(subsection);
+		} else if (line == ".TP" && i + 1 < page.lines.size()) {
+			const std::string tag = roff_text(page.lines[i + 1]);
+			if (section == "OPTIONS")
+				for (const std::string &name : option_names(tag))
+					page.options[name] = subsection;
+			if (section == "ENVIRONMENT")
+				page.environment.insert(tag);
+		}
+	}
+	return page;
+}
+
+bool same_name(std::string a, std::string b)
+{
+	for (std::string *s : {&a, &b})
+		for (char &c : *s)
+			c = char(std::tolower(static_cast<unsigned char>(c)));
+	return a == b;
+}
+
+// The PROFILE_* variables the program's sources read with getenv.
+std::set<std::string> variables_read()
+{
+	static const std::regex getenv_call(R"re(getenv\("(PROFILE_[A-Z0-9_]+)"\))re");
+	std::set<std::string> names;
+	std::vector<fs::path> files = {source_tree() / "profile.cpp"};
+	for (const char *dir : {"cli", "sampler", "syms", "report", "push"}) {
+		if (!fs::is_directory(source_tree() / dir))
+			continue;
+		for (const auto &entry : fs::recursive_directory_iterator(source_tree() / dir))
+			if (entry.path().extension() == ".cpp" || entry.path().extension() == ".h")
+				files.push_back(entry.path());
+	}
+	for (const fs::path &file : files) {
+		const std::string text = read_file(file.string());
+		for (auto it = std::sregex_iterator(text.begin(), text.end(), getenv_call); it != std::sregex_iterator(); ++it)
+			names.insert((*it)[1]);
+	}
+	return names;
+}
+
+mode_t mode_of(const std::string &path)
+{
+	struct stat st;
+	return stat(path.c_str(), &st) == 0 ? st.st_mode : 0;
+}
+
+// `make -C TREE args...` as the suite's own build would run it: the suite's make variables
+// (MAKEFLAGS, and with them -j's jobserver) stay out, SANITIZE=1 when testing build-asan/.
+CommandResult make_in_tree(std::vector<std::string> args)
+{
+	std::vector<std::string> argv = {find_tool("env"), "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL",
+					 find_tool("make"), "--no-print-directory", "-C", source_tree().string()};
+	if (fs::path(output_dir()).filename() == "build-asan")
+		argv.push_back("SANITIZE=1");
+	argv.insert(argv.end(), args.begin(), args.end());
+	return run_command(argv, 120);
+}
+
+// The unit's lines "Key=value" of one key.
+std::vector<std::string> unit_values(const std::string &unit, const std::string &key)
+{
+	std::vector<std::string> values;
+	for (const std::string &line : split_lines(unit))
+		if (line.starts_with(key + "="))
+			values.push_back(line.substr(key.size() + 1));
+	return values;
+}
+
+std::set<std::string> words(const std::string &text)
+{
+	std::set<std::string> set;
+	std::istringstream in(text);
+	for (std::string word; in >> word;)
+		set.insert(word);
+	return set;
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+
+TEST_CASE("install: profile(8)'s OPTIONS document every option of --help, under the group --help gives it, and no other")
+{
+	const std::map<std::string, std::string> help = help_options();
+	const ManPage page = read_man_page();
+	REQUIRE(help.size() > 40); // the parse found the options, short and long
+	for (const auto &[name, group] : help) {
+		CAPTURE(name);
+		auto documented = page.options.find(name);
+		CHECK_MESSAGE(documented != page.options.end(), name << " is in --help but not in profile(8)'s OPTIONS");
+		if (documented != page.options.end() && !group.empty())
+			CHECK_MESSAGE(same_name(documented->second, group), name << " is under \"" << documented->second
+										  << "\" in profile(8), under \"" << group
+										  << "\" in --help");
+	}
+	for (const auto &[name, subsection] : page.options)
+		CHECK_MESSAGE(help.count(name) == 1, name << " is documented in profile(8) but --help has no such option");
+	// Every group of --help is a subsection of OPTIONS.
+	std::set<std::string> groups;
+	for (const auto &[name, group] : help)
+		if (!group.empty())
+			groups.insert(group);
+	for (const std::string &group : groups) {
+		bool found = false;
+		for (const std::string &subsection : page.subsections)
+			found = found || same_name(subsection, group);
+		CHECK_MESSAGE(found, "--help's group \"" << group << "\" is no subsection of profile(8)'s OPTIONS");
+	}
+}
+
+TEST_CASE("install: every long option profile(8) names anywhere is one of profile's")
+{
+	const std::map<std::string, std::string> help = help_options();
+	// Other programs' options the page shows in commands.
+	const std::set<std::string> others = {"--now"};
+	for (const std::string &line : read_man_page().lines)
+		for (const std::string &name : option_names(roff_text(line)))
+			if (name.starts_with("--")) {
+				CAPTURE(line);
+				CHECK_MESSAGE((help.count(name) == 1 || others.count(name) == 1),
+					      name << " is named in profile(8) but is no option of profile");
+			}
+}
+
+TEST_CASE("install: profile(8)'s ENVIRONMENT lists every PROFILE_ variable the code reads, and no other")
+{
+	const std::set<std::string> read = variables_read();
+	REQUIRE(read.count("PROFILE_DEBUG") == 1); // the scan found the sources
+	const std::set<std::string> documented = read_man_page().environment;
+	for (const std::string &name : read)
+		CHECK_MESSAGE(documented.count(name) == 1, name << " is read by the code but not in profile(8)'s ENVIRONMENT");
+	for (const std::string &name : documented)
+		CHECK_MESSAGE(read.count(name) == 1, name << " is in profile(8)'s ENVIRONMENT but no code reads it");
+}
+
+TEST_CASE("install: groff, nroff at 80 columns and man render profile(8) without a warning")
+{
+	const std::string page = man_page_path();
+	const std::string groff = tool_for_test("groff", "groff-base");
+	if (groff.empty())
+		return;
+	CommandResult r = run_command({groff, "-man", "-ww", "-z", page});
+	CHECK_MESSAGE(r.status == 0, r.err);
+	CHECK_MESSAGE(r.err.empty(), "groff -man -ww -z: " << r.err);
+	// What man runs for an 80-column terminal.
+	r = run_command({find_tool("nroff"), "-man", "-rLL=78n", "-rLT=78n", "-ww", page});
+	CHECK_MESSAGE(r.status == 0, r.err);
+	CHECK_MESSAGE(r.err.empty(), "nroff at 80 columns: " << r.err);
+	CHECK(contains(r.out, "System Administration")); // the page was rendered
+	const std::string man = tool_for_test("man", "man-db");
+	if (man.empty())
+		return;
+	ScopedEnv width("MANWIDTH", "80");
+	r = run_command({man, "-l", page});
+	CHECK_MESSAGE(r.status == 0, r.err);
+	CHECK_MESSAGE(r.err.empty(), "MANWIDTH=80 man -l: " << r.err);
+}
+
+TEST_CASE("install: profile-agent.service.in: the agent's command line is profile's, its capabilities granted as bounded")
+{
+	const std::string unit = read_file((source_tree() / "systemd/profile-agent.service.in").string());
+	REQUIRE(!unit.empty());
+	const std::vector<std::string> exec = unit_values(unit, "ExecStart");
+	REQUIRE(exec.size() == 1);
+	CHECK(exec[0].starts_with("@SBINDIR@/profile "));
+	const std::map<std::string, std::string> help = help_options();
+	for (const std::string &name : option_names(exec[0]))
+		CHECK_MESSAGE(help.count(name) == 1, "the unit runs profile with " << name << ", which is no option");
+	CHECK(contains(exec[0], "--agent"));
+	// One set of capabilities, each both allowed and granted.
+	const std::vector<std::string> bounding = unit_values(unit, "CapabilityBoundingSet");
+	const std::vector<std::string> ambient = unit_values(unit, "AmbientCapabilities");
+	REQUIRE(bounding.size() == 1);
+	REQUIRE(ambient.size() == 1);
+	CHECK(words(bounding[0]) == words(ambient[0]));
+	CHECK(words(bounding[0]).count("CAP_BPF") == 1);
+	CHECK(words(bounding[0]).count("CAP_PERFMON") == 1);
+	CHECK(words(bounding[0]).count("CAP_SYS_ADMIN") == 0);
+}
+
+} // TEST_SUITE("unit")
+
+TEST_SUITE("integration") {
+
+TEST_CASE("install: make install puts the program, its man page and the agent's unit where PREFIX says; systemd-analyze verify accepts the unit; make uninstall removes them")
+{
+	const fs::path tree = source_tree();
+	const std::string binary = fs::weakly_canonical(profile_bin()).string();
+	const std::string target = fs::relative(binary, tree).string();
+	REQUIRE_MESSAGE(!target.starts_with(".."), profile_bin() << " is not in " << tree);
+	// install builds what is out of date, and the tree under test must not change under
+	// the running suite: the program must be current already.
+	CommandResult current = make_in_tree({"-q", target});
+	REQUIRE_MESSAGE(current.status == 0, target << " is not up to date with its sources (make -q: "
+						   << current.status << current.err << "): run make first");
+
+	TempDir dest;
+	CommandResult r = make_in_tree({"install", "DESTDIR=" + dest.path().string(), "PREFIX=/usr"});
+	REQUIRE_MESSAGE(r.status == 0, r.out << r.err);
+	const std::string sbin = dest / "usr/sbin/profile", man = dest / "usr/share/man/man8/profile.8",
+			  unit = dest / "usr/lib/systemd/system/profile-agent.service";
+	CHECK(contains(r.out, "  INSTALL  " + sbin));
+	CHECK((mode_of(sbin) & 07777) == 0755);
+	CHECK(S_ISREG(mode_of(sbin)));
+	CHECK(read_file(sbin) == read_file(binary));
+	CHECK((mode_of(man) & 07777) == 0644);
+	CHECK(read_file(man) == read_file(man_page_path()));
+	CHECK((mode_of(unit) & 07777) == 0644);
+	const std::string unit_text = read_file(unit);
+	const std::vector<std::string> exec = unit_values(unit_text, "ExecStart");
+	REQUIRE(exec.size() == 1);
+	CHECK(exec[0].starts_with("/usr/sbin/profile --agent "));
+	CHECK_MESSAGE(!std::regex_search(unit_text, std::regex("@[A-Z_]+@")), "a placeholder is left in the unit");
+
+	// The default prefix is /usr/local, which systemd searches for units as well.
+	TempDir local;
+	CHECK(make_in_tree({"install", "DESTDIR=" + local.path().string()}).status == 0);
+	CHECK(access((local / "usr/local/sbin/profile").c_str(), X_OK) == 0);
+	CHECK(unit_values(read_file(local / "usr/local/lib/systemd/system/profile-agent.service"), "ExecStart")
+		      .at(0)
+		      .starts_with("/usr/local/sbin/profile "));
+
+	// systemd-analyze checks that ExecStart's program exists and that man finds the page of
+	// Documentation=: a copy of the unit names the installed program, under DESTDIR, and
+	// MANPATH the installed page.
+	const std::string analyze = tool_for_test("systemd-analyze", "systemd");
+	if (!analyze.empty()) {
+		TempDir check;
+		const std::string copy = check / "profile-agent.service";
+		std::string copied;
+		for (const std::string &line : split_lines(unit_text))
+			copied += (line.starts_with("ExecStart=/usr/sbin/profile ")
+					   ? "ExecStart=" + sbin + line.substr(std::string("ExecStart=/usr/sbin/profile").size())
+					   : line) +
+				  "\n";
+		write_file(copy, copied);
+		ScopedEnv manpath("MANPATH", (dest / "usr/share/man").c_str());
+		CommandResult verify = run_command({analyze, "verify", copy});
+		CHECK_MESSAGE(verify.status == 0, verify.out << verify.err);
+		CHECK_MESSAGE(verify.err.empty(), "systemd-analyze verify: " << verify.err);
+		CHECK_MESSAGE(verify.out.empty(), "systemd-analyze verify: " << verify.out);
+	}
+
+	r = make_in_tree({"uninstall", "DESTDIR=" + dest.path().string(), "PREFIX=/usr"});
+	CHECK_MESSAGE(r.status == 0, r.out << r.err);
+	for (const std::string &path : {sbin, man, unit}) {
+		CAPTURE(path);
+		CHECK(!fs::exists(path));
+	}
+}
+
+} // TEST_SUITE("integration")
