@@ -359,6 +359,11 @@ TEST_CASE("without root or CAP_BPF+CAP_PERFMON it says so and exits 1")
 	auto r = run_command({profile_bin(), "1"}, 20, -1, 0, 65534);
 	CHECK(r.status == 1);
 	CHECK(r.err == "profile: needs root or CAP_BPF+CAP_PERFMON to load the BPF program (try: sudo ./profile)\n");
+	// Root whose bounding set lacks them (a systemd unit's CapabilityBoundingSet=) hears the same.
+	auto bounded = run_command({"/usr/bin/setpriv", "--bounding-set=-bpf,-sys_admin", "--inh-caps=-bpf,-sys_admin", "--",
+				    profile_bin(), "1"}, 20);
+	CHECK(bounded.status == 1);
+	CHECK(bounded.err == "profile: needs root or CAP_BPF+CAP_PERFMON to load the BPF program (try: sudo ./profile)\n");
 }
 
 // The ids of the BPF programs some live process holds (through a program or link fd),
