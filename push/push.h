@@ -1,5 +1,4 @@
-// push/push.h: sends each window, as gzipped pprof, to a Pyroscope or Parca server from a
-// thread of its own, keeping a bounded queue while the server is away.
+// push/push.h: sends each window, as gzipped pprof, to a Pyroscope or Parca server.
 #pragma once
 
 #include <condition_variable>

@@ -91,7 +91,7 @@ std::pair<size_t, uint64_t> PushQueue::clear()
 }
 
 struct Pusher::State {
-	State(const PushConfig &config) : queue(config.queue_windows, config.queue_bytes) {}
+	explicit State(const PushConfig &config) : queue(config.queue_windows, config.queue_bytes) {}
 	PushQueue queue;
 	Stats stats;
 	bool stopping = false;    // the worker is to end
