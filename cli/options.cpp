@@ -465,10 +465,11 @@ Continuous profiling: cut the run into windows, each its own report.
                           exactly one window; the last window ends with the run
   --push URL              send each window, as gzipped pprof, to a Grafana Pyroscope
                           server (its /ingest API: http://HOST:4040/ingest) or to a Parca
-                          server (its WriteRaw API: http://HOST:7070/profilestore.
-                          v1alpha1.ProfileStoreService/WriteRaw); nothing goes to stdout
-                          unless -o also names files. A failed push is retried, with
-                          backoff, from a queue; sampling never waits for the server
+                          server (its WriteRaw API, by gRPC-web: http://HOST:7070/parca.
+                          profilestore.v1alpha1.ProfileStoreService/WriteRaw); nothing
+                          goes to stdout unless -o also names files. A failed push is
+                          retried, with backoff, from a queue; sampling never waits for
+                          the server
   --push-format FORMAT    pyroscope | parca, for a URL whose path does not tell
                           (http://HOST:4040 gets /ingest added, and so on)
   --app NAME              the service name each window carries (default: the host name)

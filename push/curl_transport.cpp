@@ -1,0 +1,199 @@
+// push/curl_transport.cpp: requests through libcurl: one connection kept alive, stopped at
+// once from another thread.
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string_view>
+
+#include "push/push.h"
+
+namespace {
+
+constexpr size_t body_kept = 64 << 10; // of an answer: enough for its first line, or a trailer
+
+struct MultiDelete {
+	void operator()(CURLM *multi) const { curl_multi_cleanup(multi); }
+};
+struct EasyDelete {
+	void operator()(CURL *easy) const { curl_easy_cleanup(easy); }
+};
+struct ListDelete {
+	void operator()(curl_slist *list) const { curl_slist_free_all(list); }
+};
+
+PushResponse failure(std::string error)
+{
+	PushResponse response;
+	response.error = std::move(error);
+	return response;
+}
+
+size_t on_body(char *data, size_t size, size_t count, void *user)
+{
+	auto *response = static_cast<PushResponse *>(user);
+	const size_t n = size * count;
+	if (response->body.size() < body_kept)
+		response->body.append(data, std::min(n, body_kept - response->body.size()));
+	return n;
+}
+
+// Header lines, one at a time; a status line starts the headers of another answer (after a
+// 100 Continue), whose grpc-status counts alone.
+size_t on_header(char *data, size_t size, size_t count, void *user)
+{
+	auto *response = static_cast<PushResponse *>(user);
+	const size_t n = size * count;
+	std::string_view line(data, n);
+	while (!line.empty() && (line.back() == '\n' || line.back() == '\r'))
+		line.remove_suffix(1);
+	if (line.starts_with("HTTP/")) {
+		response->grpc_status.clear();
+		response->grpc_message.clear();
+		return n;
+	}
+	const size_t colon = line.find(':');
+	if (colon == std::string_view::npos)
+		return n;
+	std::string key(line.substr(0, colon));
+	for (char &c : key)
+		c = char(std::tolower(static_cast<unsigned char>(c)));
+	std::string_view value = line.substr(colon + 1);
+	while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+		value.remove_prefix(1);
+	if (key == "grpc-status")
+		response->grpc_status = value;
+	else if (key == "grpc-message")
+		response->grpc_message = value;
+	return n;
+}
+
+class CurlTransport : public PushTransport {
+public:
+	explicit CurlTransport(const PushConfig &config);
+	PushResponse send(const PushRequest &request) override;
+	void stop() override;
+
+private:
+	std::unique_ptr<CURLM, MultiDelete> multi_;
+	std::unique_ptr<CURL, EasyDelete> easy_;
+	std::atomic<bool> stopped_{false};
+	char error_[CURL_ERROR_SIZE] = {};
+};
+
+CurlTransport::CurlTransport(const PushConfig &config)
+	: multi_(curl_multi_init()), easy_(curl_easy_init())
+{
+	if (!multi_ || !easy_)
+		throw std::runtime_error("libcurl: cannot start");
+	CURL *e = easy_.get();
+	const long timeout_ms = std::max(1L, long(config.request_timeout_s * 1000));
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+			 std::min(timeout_ms, std::max(1L, long(config.connect_timeout_s * 1000))));
+	// HTTP/1.1 even over TLS: an older Parca hands HTTP/2 with a gRPC-ish content type to its
+	// native gRPC server, which gRPC-web is not.
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, long(CURL_HTTP_VERSION_1_1));
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, error_);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	// A request stopped while a host name is being looked up does not wait for the lookup.
+	curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
+	// TLS verification and the *_proxy variables stay as libcurl has them: on.
+}
+
+PushResponse CurlTransport::send(const PushRequest &request)
+{
+	PushResponse response;
+	if (stopped_)
+		return failure("stopped");
+	CURL *e = easy_.get();
+	std::unique_ptr<curl_slist, ListDelete> headers;
+	for (const std::string &header : request.headers) {
+		curl_slist *list = curl_slist_append(headers.get(), header.c_str());
+		if (!list)
+			return failure("out of memory");
+		headers.release();
+		headers.reset(list);
+	}
+	// No "Expect: 100-continue" wait before a large body.
+	if (curl_slist *list = curl_slist_append(headers.get(), "Expect:")) {
+		headers.release();
+		headers.reset(list);
+	}
+	error_[0] = '\0';
+	curl_easy_setopt(e, CURLOPT_URL, request.url.c_str());
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers.get());
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, request.body.data());
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.size()));
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &response);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, &response);
+
+	CURLM *m = multi_.get();
+	if (curl_multi_add_handle(m, e) != CURLM_OK)
+		return failure("libcurl: cannot start a request");
+	CURLcode result = CURLE_OK;
+	bool done = false;
+	while (!done && !stopped_) {
+		int running = 0;
+		if (CURLMcode rc = curl_multi_perform(m, &running); rc != CURLM_OK) {
+			response.error = curl_multi_strerror(rc);
+			break;
+		}
+		int left = 0;
+		while (CURLMsg *msg = curl_multi_info_read(m, &left)) {
+			if (msg->msg == CURLMSG_DONE) {
+				result = msg->data.result;
+				done = true;
+			}
+		}
+		// stop() wakes this poll at once; 1 s is only the longest sleep between checks.
+		if (!done)
+			curl_multi_poll(m, nullptr, 0, 1000, nullptr);
+	}
+	curl_multi_remove_handle(m, e);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, nullptr);
+	if (!done) {
+		if (response.error.empty())
+			response.error = "stopped";
+		return response;
+	}
+	if (result != CURLE_OK) {
+		response.error = error_[0] ? error_ : curl_easy_strerror(result);
+		// libcurl may say "Couldn't connect to server" alone: the system's word is clearer.
+		long os_errno = 0;
+		if (curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno) {
+			const std::string system = std::strerror(int(os_errno));
+			if (response.error.find(system) == std::string::npos)
+				response.error += " (" + system + ")";
+		}
+		return response;
+	}
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &response.status);
+	return response;
+}
+
+void CurlTransport::stop()
+{
+	stopped_ = true;
+	curl_multi_wakeup(multi_.get());
+}
+
+} // namespace
+
+std::unique_ptr<PushTransport> make_curl_transport(const PushConfig &config)
+{
+	static std::once_flag once;
+	std::call_once(once, [] {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+			throw std::runtime_error("libcurl: cannot initialize");
+	});
+	return std::make_unique<CurlTransport>(config);
+}

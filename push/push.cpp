@@ -1,0 +1,362 @@
+// push/push.cpp: the two servers' ingestion APIs: where a window goes, the request that
+// carries it, and what the answer means.
+//
+// Sources (read 2024-2025, the servers' own code where the documentation is silent):
+// Grafana Pyroscope, POST /ingest
+//   https://grafana.com/docs/pyroscope/latest/configure-server/about-server-api/
+//   (grafana/pyroscope docs/sources/configure-server/about-server-api.md): one endpoint,
+//   POST /ingest, metadata in the query: name (required, "app{k=v,...}"), from and until
+//   (required, Unix time), format (default folded; "pprof" here), sampleRate (Hz, default
+//   100), spyName, units (default samples), aggregationType (default sum; the table spells it
+//   "aggregrationType", the handler reads "aggregationType"). With format=pprof, units,
+//   aggregationType and sampleRate are ignored (the pprof's own sample types rule).
+//   Multi-tenant servers take the tenant in an X-Scope-OrgID header (set by a proxy).
+//   https://github.com/grafana/pyroscope/blob/main/pkg/ingester/pyroscope/ingest_handler.go:
+//   with format=pprof the raw request body is the profile, whatever its Content-Type (a
+//   multipart form with a `profile` field is read only when format is not given, see
+//   examples/api/ingest_pprof.py); 400 for bad metadata, 413 for too large a body, 422 when
+//   ingestion fails, other errors through their connect code (429 when rate-limited).
+//   pkg/pprof/pprof.go RawFromBytes: the body may be gzipped or not (gzip is sniffed).
+//   pkg/og/convert/pprof/profile.go createLabels: the series gets service_name = the app
+//   name before '{', __name__ = process_cpu for a "cpu" sample type, pyroscope_spy =
+//   spyName, and the labels inside the braces (but those starting "__"); so service_name
+//   is not repeated inside the braces here.
+// Parca, ProfileStoreService.WriteRaw
+//   https://github.com/parca-dev/parca/blob/main/proto/parca/profilestore/v1alpha1/profilestore.proto:
+//   package parca.profilestore.v1alpha1; WriteRawRequest { string tenant = 1 (deprecated);
+//   repeated RawProfileSeries series = 2; bool normalized = 3 } where RawProfileSeries {
+//   LabelSet labels = 1; repeated RawSample samples = 2 }, LabelSet { repeated Label labels
+//   = 1 }, Label { string name = 1; string value = 2 }, RawSample { bytes raw_profile = 1 }.
+//   https://github.com/parca-dev/parca/blob/main/pkg/server/server.go: one HTTP/1.1 + h2c
+//   port (7070) serves native gRPC (HTTP/2), gRPC-web (improbable-eng/grpc-web, any
+//   request whose Content-Type begins "application/grpc-web", WithAllowNonRootResource so
+//   a path prefix is fine), and the grpc-gateway JSON routes (mounted under /api since
+//   2023, at the root before: POST /api/profiles/writeraw). No Connect protocol.
+//   https://www.parca.dev/docs/parca: "The React based Parca web UI uses gRPC-web".
+//   gRPC-web is used here: the same path in every Parca version, the protobuf message
+//   itself, and an unambiguous grpc-status (a JSON POST to a route an older server lacks
+//   falls through to the UI and may come back 200). The request: POST
+//   /parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw, Content-Type
+//   application/grpc-web+proto, body one frame: a flags byte (0, uncompressed), a 4-byte
+//   big-endian length, the WriteRawRequest (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-WEB.md).
+//   The answer is HTTP 200 whatever happened; grpc-status comes as a header when nothing
+//   else does, else in a trailer frame (flags 0x80) of "key:value\r\n" lines at the end of
+//   the body (grpc-web/go/grpcweb/grpc_web_response.go finishRequest).
+//   pkg/normalizer (NormalizeWriteRawRequest): raw_profile is gzipped pprof; the series'
+//   __name__ label names the profile type (missing: InvalidArgument); other label names
+//   must be valid Prometheus names, none twice. Ingestion errors are Internal.
+//   The agent's __name__ for CPU: "parca_agent_cpu" (parca-dev/parca-agent
+//   docs/labelling.md, pkg/profiler/cpu Name()); Parca's UI names
+//   parca_agent_cpu:samples:count:cpu:nanoseconds:delta "CPU Samples".
+//   normalized = false: the addresses in profile's pprof are the processes' own, with
+//   their mappings, and Parca is to normalize them (true means already file offsets).
+//   gRPC status -> HTTP status, to judge both servers alike: grpc-gateway's
+//   runtime.HTTPStatusFromCode (runtime/errors.go).
+#include "push/push.h"
+
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+#include "report/protobuf.h"
+
+namespace {
+
+constexpr std::string_view pyroscope_path = "/ingest";
+constexpr std::string_view parca_path = "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw";
+constexpr std::string_view parca_gateway_path = "/profiles/writeraw";
+constexpr std::string_view parca_profile_name = "parca_agent_cpu";
+// Pyroscope's name for an eBPF profiler of native code (its former ebpfspy agent).
+constexpr std::string_view pyroscope_spy_name = "ebpfspy";
+
+struct CurlUrlDelete {
+	void operator()(CURLU *url) const { curl_url_cleanup(url); }
+};
+using CurlUrl = std::unique_ptr<CURLU, CurlUrlDelete>;
+
+// One part of a parsed URL, "" when it has none.
+std::string url_part(CURLU *url, CURLUPart part)
+{
+	char *text = nullptr;
+	if (curl_url_get(url, part, &text, 0) != CURLUE_OK || !text)
+		return "";
+	std::string out = text;
+	curl_free(text);
+	return out;
+}
+
+// Characters Pyroscope's name syntax gives a meaning (and spaces and control characters),
+// as --app refuses them, replaced by '_': a host name should hold none anyway.
+std::string label_value(std::string value)
+{
+	for (char &c : value)
+		if (static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f ||
+		    std::strchr("{}=,\"\\", c))
+			c = '_';
+	return value;
+}
+
+// RFC 3986 percent-encoding of a query value: unreserved characters stay.
+std::string query_value(std::string_view text)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	std::string out;
+	for (unsigned char c : text) {
+		if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+			out += char(c);
+		} else {
+			out += '%';
+			out += hex[c >> 4];
+			out += hex[c & 15];
+		}
+	}
+	return out;
+}
+
+std::string parca_body(const PushConfig &config, const PushWindow &window)
+{
+	// Field numbers from profilestore.proto (see the top of this file).
+	ProtoMessage labels, label, series, sample, request;
+	for (auto [name, value] : {std::pair<std::string_view, std::string_view>{"__name__", parca_profile_name},
+				   {"hostname", config.host},
+				   {"service_name", config.app}}) {
+		label.clear();
+		label.add_bytes(1, name);  // Label.name
+		label.add_bytes(2, value); // Label.value
+		labels.add_message(1, label); // LabelSet.labels
+	}
+	series.add_message(1, labels);             // RawProfileSeries.labels
+	sample.add_bytes(1, window.pprof_gz);      // RawSample.raw_profile
+	series.add_message(2, sample);             // RawProfileSeries.samples
+	request.add_message(2, series);            // WriteRawRequest.series
+	request.add_bool(3, false);                // WriteRawRequest.normalized (left out: false)
+
+	const std::string &message = request.data();
+	std::string frame(5, '\0'); // flags 0: not compressed
+	for (int i = 0; i < 4; i++)
+		frame[1 + i] = char(message.size() >> (24 - 8 * i));
+	return frame + message;
+}
+
+uint64_t sample_rate(const PushConfig &config)
+{
+	if (config.frequency)
+		return config.frequency;
+	if (config.period_ns)
+		return std::max<uint64_t>(1, std::llround(1e9 / double(config.period_ns)));
+	return 0;
+}
+
+// grpc-gateway's runtime.HTTPStatusFromCode.
+long http_status_of_grpc(long code)
+{
+	switch (code) {
+	case 0: return 200;   // OK
+	case 1: return 499;   // CANCELLED
+	case 3: return 400;   // INVALID_ARGUMENT
+	case 4: return 504;   // DEADLINE_EXCEEDED
+	case 5: return 404;   // NOT_FOUND
+	case 6: return 409;   // ALREADY_EXISTS
+	case 7: return 403;   // PERMISSION_DENIED
+	case 8: return 429;   // RESOURCE_EXHAUSTED
+	case 9: return 400;   // FAILED_PRECONDITION
+	case 10: return 409;  // ABORTED
+	case 11: return 400;  // OUT_OF_RANGE
+	case 12: return 501;  // UNIMPLEMENTED
+	case 14: return 503;  // UNAVAILABLE
+	case 16: return 401;  // UNAUTHENTICATED
+	default: return 500;  // UNKNOWN, INTERNAL, DATA_LOSS, and any other
+	}
+}
+
+// The trailer frame of a gRPC-web body: its grpc-status and grpc-message, if it has one.
+bool grpc_web_trailer(std::string_view body, std::string &status, std::string &message)
+{
+	size_t at = 0;
+	while (body.size() - at >= 5) {
+		const auto flags = static_cast<unsigned char>(body[at]);
+		uint32_t length = 0;
+		for (int i = 1; i <= 4; i++)
+			length = length << 8 | static_cast<unsigned char>(body[at + i]);
+		at += 5;
+		if (length > body.size() - at)
+			return false;
+		if (flags & 0x80) {
+			std::string_view trailer = body.substr(at, length);
+			bool found = false;
+			while (!trailer.empty()) {
+				size_t end = trailer.find("\r\n");
+				std::string_view line = trailer.substr(0, end);
+				trailer.remove_prefix(end == std::string_view::npos ? trailer.size() : end + 2);
+				size_t colon = line.find(':');
+				if (colon == std::string_view::npos)
+					continue;
+				std::string key(line.substr(0, colon));
+				for (char &c : key)
+					c = char(std::tolower(static_cast<unsigned char>(c)));
+				std::string_view value = line.substr(colon + 1);
+				while (!value.empty() && value.front() == ' ')
+					value.remove_prefix(1);
+				if (key == "grpc-status") {
+					status = value;
+					found = true;
+				} else if (key == "grpc-message") {
+					message = value;
+				}
+			}
+			return found;
+		}
+		at += length;
+	}
+	return false;
+}
+
+// The first line of an answer's body, short enough for one line of stderr.
+std::string first_line(std::string_view body)
+{
+	std::string_view line = body.substr(0, body.find_first_of("\r\n"));
+	std::string out;
+	for (char c : line.substr(0, 200))
+		out += static_cast<unsigned char>(c) < ' ' ? ' ' : c;
+	if (line.size() > 200)
+		out += "...";
+	return out;
+}
+
+bool retry_status(long status)
+{
+	return status >= 500 || status == 429 || status == 408;
+}
+
+} // namespace
+
+std::string resolve_push_target(PushConfig &config)
+{
+	CurlUrl url(curl_url());
+	if (!url)
+		return "--push: out of memory";
+	if (CURLUcode rc = curl_url_set(url.get(), CURLUPART_URL, config.url.c_str(), 0); rc != CURLUE_OK)
+		return "--push: cannot read the URL '" + config.url + "': " + curl_url_strerror(rc);
+	const std::string scheme = url_part(url.get(), CURLUPART_SCHEME);
+	if (scheme != "http" && scheme != "https")
+		return "--push: '" + config.url + "' is not an http:// or https:// URL";
+	if (url_part(url.get(), CURLUPART_HOST).empty())
+		return "--push: '" + config.url + "' names no host";
+	if (!url_part(url.get(), CURLUPART_QUERY).empty() || !url_part(url.get(), CURLUPART_FRAGMENT).empty())
+		return "--push: '" + config.url + "' has a query or fragment: give the server's URL, "
+		       "profile adds what each API needs";
+
+	std::string path = url_part(url.get(), CURLUPART_PATH);
+	while (!path.empty() && path.back() == '/')
+		path.pop_back();
+	auto ends_with = [&](std::string_view tail) { return std::string_view(path).ends_with(tail); };
+	const bool pyroscope = ends_with(pyroscope_path);
+	const bool parca = ends_with("/WriteRaw") || ends_with(parca_gateway_path);
+	if (config.format == PushFormat::Auto) {
+		if (!pyroscope && !parca)
+			return "--push: cannot tell from '" + config.url + "' whether it is a Pyroscope or a "
+			       "Parca server: add --push-format pyroscope|parca, or end the URL with " +
+			       std::string(pyroscope_path) + " (Pyroscope) or " + std::string(parca_path) +
+			       " (Parca)";
+		config.format = pyroscope ? PushFormat::Pyroscope : PushFormat::Parca;
+	}
+	if (config.format == PushFormat::Pyroscope) {
+		if (parca)
+			return "--push: '" + config.url + "' is a Parca path, but --push-format says pyroscope";
+		if (!pyroscope)
+			path += pyroscope_path;
+	} else {
+		if (pyroscope)
+			return "--push: '" + config.url + "' is Pyroscope's /ingest, but --push-format says parca";
+		if (ends_with(parca_gateway_path))
+			return "--push: '" + config.url + "' is Parca's JSON gateway; profile speaks Parca's "
+			       "gRPC-web API: give the server's URL (http://HOST:7070) or end it with " +
+			       std::string(parca_path);
+		if (ends_with("/WriteRaw") && !ends_with(parca_path))
+			return "--push: '" + config.url + "' names another service's WriteRaw: Parca's is " +
+			       std::string(parca_path);
+		if (!ends_with(parca_path))
+			path += parca_path;
+	}
+	curl_url_set(url.get(), CURLUPART_PATH, path.c_str(), 0);
+	config.url = url_part(url.get(), CURLUPART_URL);
+
+	if (config.host.empty()) {
+		char name[256] = {};
+		if (gethostname(name, sizeof(name) - 1) != 0 || !name[0])
+			return "--push: cannot read this machine's host name: give --app";
+		config.host = name;
+	}
+	config.host = label_value(config.host);
+	if (config.app.empty())
+		config.app = config.host;
+	return "";
+}
+
+std::string url_for_humans(const std::string &text)
+{
+	CurlUrl url(curl_url());
+	if (!url || curl_url_set(url.get(), CURLUPART_URL, text.c_str(), 0) != CURLUE_OK)
+		return text;
+	curl_url_set(url.get(), CURLUPART_USER, nullptr, 0);
+	curl_url_set(url.get(), CURLUPART_PASSWORD, nullptr, 0);
+	std::string out = url_part(url.get(), CURLUPART_URL);
+	return out.empty() ? text : out;
+}
+
+PushRequest build_push_request(const PushConfig &config, const PushWindow &window)
+{
+	PushRequest request;
+	const std::string user_agent = std::string("User-Agent: profile/") + PROFILE_VERSION;
+	if (config.format == PushFormat::Parca) {
+		request.url = config.url;
+		request.headers = {"Content-Type: application/grpc-web+proto", "X-Grpc-Web: 1", user_agent};
+		request.body = parca_body(config, window);
+		return request;
+	}
+	auto seconds = [](int64_t ns) { return std::to_string(ns / 1000000000); };
+	request.url = config.url;
+	request.url += "?name=" + query_value(config.app + "{hostname=" + config.host + "}");
+	request.url += "&from=" + seconds(window.start_ns);
+	request.url += "&until=" + seconds(window.end_ns);
+	request.url += "&format=pprof";
+	if (uint64_t rate = sample_rate(config))
+		request.url += "&sampleRate=" + std::to_string(rate);
+	request.url += "&spyName=" + std::string(pyroscope_spy_name);
+	request.url += "&units=samples&aggregationType=sum";
+	request.headers = {"Content-Type: application/octet-stream", user_agent};
+	request.body = window.pprof_gz;
+	return request;
+}
+
+PushVerdict judge_push_response(PushFormat format, const PushResponse &response)
+{
+	if (!response.error.empty())
+		return {PushOutcome::Retry, response.error};
+	long status = response.status;
+	std::string reason = "HTTP " + std::to_string(status);
+	if (format == PushFormat::Parca && status == 200) {
+		std::string grpc_status = response.grpc_status, grpc_message = response.grpc_message;
+		if (grpc_status.empty() && !grpc_web_trailer(response.body, grpc_status, grpc_message))
+			return {PushOutcome::Refused, "HTTP 200 without a grpc-status: not Parca's gRPC-web API?"};
+		if (grpc_status == "0")
+			return {PushOutcome::Delivered, ""};
+		char *end = nullptr;
+		const long code = std::strtol(grpc_status.c_str(), &end, 10);
+		status = http_status_of_grpc(*end ? 2 : code);
+		reason = "gRPC status " + grpc_status;
+		if (!grpc_message.empty())
+			reason += ": " + first_line(grpc_message);
+	} else if (status >= 200 && status < 300) {
+		return {PushOutcome::Delivered, ""};
+	} else if (std::string line = first_line(response.body); !line.empty()) {
+		reason += ": " + line;
+	}
+	return {retry_status(status) ? PushOutcome::Retry : PushOutcome::Refused, reason};
+}

@@ -1,0 +1,174 @@
+// push/push.h: sends each window, as gzipped pprof, to a Pyroscope or Parca server.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cli/options.h"
+
+struct PushConfig {
+	std::string url;                  // as typed; the full endpoint once resolved
+	PushFormat format = PushFormat::Auto;
+	std::string app;                  // service name; "" -> host name
+	std::string host;                 // host name; "" -> gethostname()
+	uint32_t queue_windows = 20;      // --push-queue
+	uint64_t queue_bytes = 64ull << 20; // --push-queue-bytes
+	uint64_t frequency = 0;           // Hz; 0 when sampling every period_ns of CPU time
+	uint64_t period_ns = 0;
+	double request_timeout_s = 30;    // a whole request
+	double connect_timeout_s = 5;     // its connection (never more than the whole)
+	double backoff_min_s = 1;         // the wait after a first failure, doubling...
+	double backoff_max_s = 60;        // ...up to this
+	// Where the stderr lines go (each without its newline), from the delivery thread too;
+	// empty: stderr.
+	std::function<void(const std::string &)> log;
+};
+
+// Checks the URL and settles the format: "" when all is well, with config.url the full
+// endpoint (http://h:4040 with --push-format pyroscope -> http://h:4040/ingest) and
+// config.app and config.host filled in; otherwise one line saying what is wrong (the caller
+// prints it after "profile: " and exits 2).
+std::string resolve_push_target(PushConfig &config);
+
+// One window of the run, its report already written with write_pprof.
+struct PushWindow {
+	std::string pprof_gz;
+	int64_t start_ns = 0, end_ns = 0; // CLOCK_REALTIME
+	uint64_t samples = 0;
+};
+
+// Delivers windows in the order pushed, oldest first, retrying with backoff while the
+// server fails. Nothing it does waits for the network in the caller's thread: push() takes
+// a mutex, finish() is bounded by its seconds, the destructor stops a request under way at
+// once. Its stderr lines begin "profile: push: " and say what changed, never one per retry.
+class PushTransport;
+class Pusher {
+public:
+	// config: as resolve_push_target left it. transport: how requests go out; nullptr for
+	// libcurl.
+	explicit Pusher(PushConfig config, std::unique_ptr<PushTransport> transport = nullptr);
+	~Pusher();
+	Pusher(const Pusher &) = delete;
+	Pusher &operator=(const Pusher &) = delete;
+
+	// Queues the window. When the queue is then over --push-queue windows or
+	// --push-queue-bytes, the oldest windows waiting are dropped, each named in one line.
+	void push(PushWindow window);
+	// The end of the run: goes on delivering for up to `seconds`, then stops; what is left is
+	// dropped, in one line. Windows pushed afterwards are dropped as well. Called by the
+	// destructor (with 0) when the caller did not.
+	void finish(double seconds);
+
+	struct Stats {
+		uint64_t sent = 0;          // windows the server took
+		uint64_t attempts = 0;      // requests made
+		uint64_t failures = 0;      // requests that did not deliver their window
+		uint64_t dropped = 0;       // windows lost: queue full, refused, left at finish()
+		uint64_t dropped_bytes = 0;
+		uint64_t refused = 0;       // of the dropped, those the server refused (4xx)
+		double last_ms = 0, max_ms = 0, total_ms = 0; // request times, every attempt
+		size_t queued = 0, queued_bytes = 0; // waiting, and the one in flight
+	};
+	Stats stats() const;
+
+private:
+	void run();
+	void log(const std::string &line) const;
+
+	PushConfig config_;
+	std::string where_; // the URL, as stderr shows it
+	std::unique_ptr<PushTransport> transport_;
+	mutable std::mutex mutex_;
+	std::condition_variable wake_;   // the worker: a window, the end
+	std::condition_variable settled_; // finish(): the queue emptied
+	struct State;
+	std::unique_ptr<State> state_;
+	std::thread worker_;
+};
+
+// --- the pieces, each testable without a network -----------------------------------------
+
+// A POST request: the URL with its query, "Name: value" headers, the body.
+struct PushRequest {
+	std::string url;
+	std::vector<std::string> headers;
+	std::string body;
+};
+
+// The request that delivers window to a resolved target.
+PushRequest build_push_request(const PushConfig &config, const PushWindow &window);
+
+// What came back: a status and what the verdict reads, or the transport's error.
+struct PushResponse {
+	std::string error;       // "" when the server answered
+	long status = 0;         // HTTP status
+	std::string grpc_status; // the grpc-status header ("" when absent)
+	std::string grpc_message;
+	std::string body;        // its first 64 KiB
+};
+
+enum class PushOutcome {
+	Delivered,
+	Retry,   // the server failed or could not be reached: the window waits
+	Refused, // the server answered that this window is wrong: it is dropped
+};
+struct PushVerdict {
+	PushOutcome outcome = PushOutcome::Retry;
+	std::string reason; // what failed, for stderr: "HTTP 503: overloaded"
+};
+PushVerdict judge_push_response(PushFormat format, const PushResponse &response);
+
+// The wait before retry after `failures` failed attempts in a row (1 or more): backoff_min_s
+// doubling to backoff_max_s, times a jitter factor from [0.8, 1.2) picked by unit in [0, 1).
+double backoff_delay(const PushConfig &config, unsigned failures, double unit);
+
+// The windows waiting, oldest first, and the one being sent: bounded by count and bytes.
+class PushQueue {
+public:
+	PushQueue(size_t max_windows, uint64_t max_bytes)
+		: max_windows_(max_windows), max_bytes_(max_bytes) {}
+	// Adds a window; returns the oldest waiting ones it pushed out, oldest first. The window in
+	// flight is never pushed out, nor the one just added.
+	std::vector<PushWindow> push(PushWindow window);
+	bool waiting() const { return !windows_.empty(); }
+	// The oldest window, now in flight, to be settled by done() or put_back().
+	PushWindow take();
+	void done();
+	void put_back(PushWindow window); // its send failed: first in line again
+	// Every window (in flight or not) gone, for finish(): the count and the bytes.
+	std::pair<size_t, uint64_t> clear();
+	size_t count() const { return windows_.size() + (in_flight_ ? 1 : 0); }
+	uint64_t bytes() const { return bytes_; }
+
+private:
+	size_t max_windows_;
+	uint64_t max_bytes_;
+	std::deque<PushWindow> windows_;
+	bool in_flight_ = false;
+	uint64_t in_flight_bytes_ = 0;
+	uint64_t bytes_ = 0; // waiting and in flight
+};
+
+// How requests leave. send() blocks until the answer, an error, the timeout, or stop();
+// stop() (from any thread) makes the send under way and every later one return at once.
+class PushTransport {
+public:
+	virtual ~PushTransport() = default;
+	virtual PushResponse send(const PushRequest &request) = 0;
+	virtual void stop() = 0;
+};
+std::unique_ptr<PushTransport> make_curl_transport(const PushConfig &config);
+
+// The URL without its user name and password, for stderr.
+std::string url_for_humans(const std::string &url);
+
+// "2024-05-01T13:00:00 (15 s, 1234 samples, 56 KiB)": how stderr names a window.
+std::string describe_window(const PushWindow &window);

@@ -1,0 +1,261 @@
+// push/pusher.cpp: the queue of windows and the thread that delivers them, with backoff.
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+
+#include "push/push.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string size_text(uint64_t bytes)
+{
+	if (bytes >= 10ull << 20)
+		return std::to_string((bytes + (1 << 19)) >> 20) + " MiB";
+	return std::to_string((bytes + 1023) >> 10) + " KiB";
+}
+
+} // namespace
+
+std::string describe_window(const PushWindow &window)
+{
+	const time_t start = time_t(window.start_ns / 1000000000);
+	tm local{};
+	char when[32] = "?";
+	if (localtime_r(&start, &local))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &local);
+	const long long seconds = std::llround(double(window.end_ns - window.start_ns) / 1e9);
+	return std::string(when) + " (" + std::to_string(seconds) + " s, " +
+	       std::to_string(window.samples) + " samples, " + size_text(window.pprof_gz.size()) + ")";
+}
+
+double backoff_delay(const PushConfig &config, unsigned failures, double unit)
+{
+	double delay = config.backoff_min_s;
+	for (unsigned i = 1; i < failures && delay < config.backoff_max_s; i++)
+		delay *= 2;
+	delay = std::min(delay, config.backoff_max_s);
+	// Jitter, so that agents a server failure struck together do not return together.
+	return std::min(delay * (0.8 + 0.4 * unit), config.backoff_max_s);
+}
+
+std::vector<PushWindow> PushQueue::push(PushWindow window)
+{
+	bytes_ += window.pprof_gz.size();
+	windows_.push_back(std::move(window));
+	std::vector<PushWindow> out;
+	while (windows_.size() > 1 && (count() > max_windows_ || bytes_ > max_bytes_)) {
+		bytes_ -= windows_.front().pprof_gz.size();
+		out.push_back(std::move(windows_.front()));
+		windows_.pop_front();
+	}
+	return out;
+}
+
+PushWindow PushQueue::take()
+{
+	PushWindow window = std::move(windows_.front());
+	windows_.pop_front();
+	in_flight_ = true;
+	in_flight_bytes_ = window.pprof_gz.size();
+	return window;
+}
+
+void PushQueue::done()
+{
+	bytes_ -= in_flight_bytes_;
+	in_flight_ = false;
+	in_flight_bytes_ = 0;
+}
+
+void PushQueue::put_back(PushWindow window)
+{
+	in_flight_ = false;
+	in_flight_bytes_ = 0;
+	windows_.push_front(std::move(window));
+}
+
+std::pair<size_t, uint64_t> PushQueue::clear()
+{
+	std::pair<size_t, uint64_t> gone{count(), bytes_};
+	windows_.clear();
+	in_flight_ = false;
+	in_flight_bytes_ = bytes_ = 0;
+	return gone;
+}
+
+struct Pusher::State {
+	explicit State(const PushConfig &config) : queue(config.queue_windows, config.queue_bytes) {}
+	PushQueue queue;
+	Stats stats;
+	bool stopping = false;    // the worker is to end
+	bool finished = false;    // finish() has run: later windows are dropped
+	unsigned streak = 0;      // failed attempts in a row
+	Clock::time_point next_attempt{};
+	std::mt19937 random{std::random_device{}()};
+};
+
+Pusher::Pusher(PushConfig config, std::unique_ptr<PushTransport> transport)
+	: config_(std::move(config)), where_(url_for_humans(config_.url)), transport_(std::move(transport))
+{
+	if (config_.format == PushFormat::Auto)
+		throw std::invalid_argument("Pusher: resolve_push_target first");
+	if (!transport_)
+		transport_ = make_curl_transport(config_);
+	state_ = std::make_unique<State>(config_);
+	worker_ = std::thread(&Pusher::run, this);
+}
+
+Pusher::~Pusher()
+{
+	finish(0);
+}
+
+void Pusher::log(const std::string &line) const
+{
+	if (config_.log)
+		config_.log("profile: push: " + line);
+	else
+		std::fprintf(stderr, "profile: push: %s\n", line.c_str());
+}
+
+void Pusher::push(PushWindow window)
+{
+	std::vector<std::string> lines;
+	{
+		std::lock_guard lock(mutex_);
+		State &s = *state_;
+		if (s.finished) {
+			s.stats.dropped++;
+			s.stats.dropped_bytes += window.pprof_gz.size();
+			lines.push_back("window " + describe_window(window) + " came after the end: dropped");
+		} else {
+			for (const PushWindow &old : s.queue.push(std::move(window))) {
+				s.stats.dropped++;
+				s.stats.dropped_bytes += old.pprof_gz.size();
+				lines.push_back("queue full (--push-queue " + std::to_string(config_.queue_windows) +
+						", --push-queue-bytes " + size_text(config_.queue_bytes) +
+						"): dropped window " + describe_window(old));
+			}
+			wake_.notify_one();
+		}
+	}
+	for (const std::string &line : lines)
+		log(line);
+}
+
+void Pusher::finish(double seconds)
+{
+	std::unique_lock lock(mutex_);
+	State &s = *state_;
+	if (s.finished)
+		return;
+	s.finished = true;
+	// One attempt now, whatever the backoff said: this is the last chance.
+	s.next_attempt = Clock::now();
+	wake_.notify_all();
+	const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+							   std::chrono::duration<double>(std::max(seconds, 0.0)));
+	settled_.wait_until(lock, deadline, [&] { return s.queue.count() == 0; });
+	s.stopping = true;
+	wake_.notify_all();
+	lock.unlock();
+	transport_->stop();
+	if (worker_.joinable())
+		worker_.join();
+	lock.lock();
+	auto [windows, bytes] = s.queue.clear();
+	s.stats.dropped += windows;
+	s.stats.dropped_bytes += bytes;
+	lock.unlock();
+	if (windows)
+		log(std::to_string(windows) + (windows == 1 ? " window" : " windows") + " (" +
+		    size_text(bytes) + ") not delivered to " + where_ + " by the end: dropped");
+}
+
+Pusher::Stats Pusher::stats() const
+{
+	std::lock_guard lock(mutex_);
+	Stats stats = state_->stats;
+	stats.queued = state_->queue.count();
+	stats.queued_bytes = state_->queue.bytes();
+	return stats;
+}
+
+void Pusher::run()
+{
+	State &s = *state_;
+	std::unique_lock lock(mutex_);
+	while (!s.stopping) {
+		if (!s.queue.waiting()) {
+			wake_.wait(lock);
+			continue;
+		}
+		if (Clock::now() < s.next_attempt) {
+			wake_.wait_until(lock, s.next_attempt);
+			continue;
+		}
+		PushWindow window = s.queue.take();
+		lock.unlock();
+
+		const PushRequest request = build_push_request(config_, window);
+		const auto start = Clock::now();
+		const PushResponse response = transport_->send(request);
+		const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+		const PushVerdict verdict = judge_push_response(config_.format, response);
+
+		std::vector<std::string> lines;
+		lock.lock();
+		s.stats.attempts++;
+		s.stats.last_ms = ms;
+		s.stats.max_ms = std::max(s.stats.max_ms, ms);
+		s.stats.total_ms += ms;
+		switch (verdict.outcome) {
+		case PushOutcome::Delivered:
+			s.queue.done();
+			s.stats.sent++;
+			if (s.streak)
+				lines.push_back("delivered again after " + std::to_string(s.streak) +
+						(s.streak == 1 ? " failed attempt" : " failed attempts") + " (" +
+						std::to_string(s.queue.count()) + " more waiting)");
+			s.streak = 0;
+			break;
+		case PushOutcome::Refused:
+			s.queue.done();
+			s.stats.failures++;
+			s.stats.refused++;
+			s.stats.dropped++;
+			s.stats.dropped_bytes += window.pprof_gz.size();
+			lines.push_back(where_ + " refused window " + describe_window(window) + ": " +
+					verdict.reason + "; dropped");
+			s.streak = 0;
+			break;
+		case PushOutcome::Retry:
+			s.stats.failures++;
+			s.queue.put_back(std::move(window));
+			if (s.stopping) // stopped under way: finish() counts what is left
+				break;
+			if (++s.streak == 1)
+				lines.push_back("cannot deliver to " + where_ + ": " + verdict.reason +
+						"; retrying with backoff (" + std::to_string(s.queue.count()) +
+						(s.queue.count() == 1 ? " window" : " windows") + " waiting)");
+			const double unit = std::uniform_real_distribution<double>(0, 1)(s.random);
+			s.next_attempt = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+								std::chrono::duration<double>(backoff_delay(config_, s.streak, unit)));
+			break;
+		}
+		settled_.notify_all();
+		if (!lines.empty()) {
+			lock.unlock();
+			for (const std::string &line : lines)
+				log(line);
+			lock.lock();
+		}
+	}
+}

@@ -1,0 +1,821 @@
+// tests/test_push.cpp: push/: the URLs, requests and verdicts of both APIs, the queue and
+// backoff rules, the delivery thread against a scripted transport, and then real HTTP
+// through libcurl to tests/receiver.py, which judges each request against the API.
+#include <doctest/doctest.h>
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "push/push.h"
+#include "report/report.h"
+#include "tests/support.h"
+#include "tests/test_report_data.h"
+
+namespace {
+
+constexpr const char *parca_method = "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw";
+
+// resolve_push_target's result: the error, or "" and the resolved config.
+std::pair<std::string, PushConfig> resolved(const std::string &url, PushFormat format = PushFormat::Auto)
+{
+	PushConfig config;
+	config.url = url;
+	config.format = format;
+	config.host = "test-host";
+	config.app = "web";
+	std::string error = resolve_push_target(config);
+	return {error, config};
+}
+
+// A small profile: two stacks of one process, UTF-8 names only.
+std::string small_pprof(int64_t start_ns, uint64_t scale = 1)
+{
+	Profile p;
+	p.frequency = 49;
+	p.period_ns = 1000000000 / 49;
+	p.duration_s = 15;
+	p.start_time_ns = start_ns;
+	auto frame = [&](FrameKind kind, const char *name, uint64_t address) {
+		Frame f;
+		f.kind = kind;
+		f.name = name;
+		f.address = address;
+		if (kind == FrameKind::User) {
+			f.module = "/usr/bin/app";
+			f.map_start = 0x555555554000;
+			f.map_end = 0x555555600000;
+			f.module_offset = address - f.map_start;
+		}
+		p.frames.push_back(f);
+		return uint32_t(p.frames.size() - 1);
+	};
+	const uint32_t syscall = frame(FrameKind::Kernel, "do_syscall_64", 0xffffffff81000220);
+	const uint32_t main = frame(FrameKind::User, "main", 0x555555555100);
+	const uint32_t work = frame(FrameKind::User, "hot_work", 0x555555556200);
+	p.samples.push_back({100, "app", {}, {work, main}, 30 * scale});
+	p.samples.push_back({100, "app", {syscall}, {main}, 12 * scale});
+	std::ostringstream out;
+	write_pprof(out, p);
+	return out.str();
+}
+
+int64_t realtime_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Window i of a run that began 10 minutes ago, 15 s each.
+PushWindow window(int i)
+{
+	static const int64_t base = realtime_ns() / 1000000000 * 1000000000 - 600000000000;
+	PushWindow w;
+	w.start_ns = base + int64_t(i) * 15000000000;
+	w.end_ns = w.start_ns + 15000000000;
+	w.pprof_gz = small_pprof(w.start_ns);
+	w.samples = 42;
+	return w;
+}
+
+// Protobuf fields, one level: (number, varint value or bytes).
+struct Field {
+	uint32_t number = 0;
+	uint64_t value = 0;
+	std::string bytes;
+};
+std::vector<Field> fields(std::string_view data)
+{
+	std::vector<Field> out;
+	auto varint = [&](size_t &at) {
+		uint64_t v = 0;
+		for (int shift = 0; at < data.size(); shift += 7) {
+			const auto byte = static_cast<unsigned char>(data[at++]);
+			v |= uint64_t(byte & 0x7f) << shift;
+			if (!(byte & 0x80))
+				break;
+		}
+		return v;
+	};
+	for (size_t at = 0; at < data.size();) {
+		const uint64_t key = varint(at);
+		Field f;
+		f.number = uint32_t(key >> 3);
+		if ((key & 7) == 0) {
+			f.value = varint(at);
+		} else {
+			REQUIRE((key & 7) == 2);
+			const uint64_t length = varint(at);
+			REQUIRE(at + length <= data.size());
+			f.bytes = data.substr(at, length);
+			at += length;
+		}
+		out.push_back(f);
+	}
+	return out;
+}
+
+bool has_header(const PushRequest &request, const std::string &header)
+{
+	return std::find(request.headers.begin(), request.headers.end(), header) != request.headers.end();
+}
+
+// stderr lines a Pusher wrote, kept for the test.
+struct LogLines {
+	std::mutex mutex;
+	std::vector<std::string> lines;
+	std::function<void(const std::string &)> sink()
+	{
+		return [this](const std::string &line) {
+			std::lock_guard lock(mutex);
+			lines.push_back(line);
+		};
+	}
+	std::vector<std::string> get()
+	{
+		std::lock_guard lock(mutex);
+		return lines;
+	}
+	size_t count(const std::string &part)
+	{
+		auto all = get();
+		return std::count_if(all.begin(), all.end(), [&](const std::string &l) { return contains(l, part); });
+	}
+};
+
+// Waits up to seconds for done().
+template <class F>
+bool eventually(F done, double seconds = 5)
+{
+	const double end = now() + seconds;
+	while (!done()) {
+		if (now() > end)
+			return false;
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+	return true;
+}
+
+// A transport that answers from a list (then 200), or holds each request until stop().
+struct FakeTransport : PushTransport {
+	struct Shared {
+		std::mutex mutex;
+		std::condition_variable stopped_cv;
+		std::vector<PushResponse> answers;
+		std::vector<PushRequest> requests;
+		bool hold = false, stopped = false;
+	};
+	std::shared_ptr<Shared> shared = std::make_shared<Shared>();
+
+	PushResponse send(const PushRequest &request) override
+	{
+		std::unique_lock lock(shared->mutex);
+		shared->requests.push_back(request);
+		PushResponse response;
+		if (shared->hold)
+			shared->stopped_cv.wait(lock, [&] { return shared->stopped; });
+		if (shared->stopped) {
+			response.error = "stopped";
+		} else if (!shared->answers.empty()) {
+			response = shared->answers.front();
+			shared->answers.erase(shared->answers.begin());
+		} else {
+			response.status = 200;
+		}
+		return response;
+	}
+	void stop() override
+	{
+		std::lock_guard lock(shared->mutex);
+		shared->stopped = true;
+		shared->stopped_cv.notify_all();
+	}
+};
+
+PushResponse http(long status, std::string body = "")
+{
+	PushResponse r;
+	r.status = status;
+	r.body = std::move(body);
+	return r;
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+
+TEST_CASE("push: Pyroscope URLs: /ingest tells the format, or gets added to the server's URL")
+{
+	auto [error, config] = resolved("http://pyro:4040/ingest");
+	CHECK(error == "");
+	CHECK(config.format == PushFormat::Pyroscope);
+	CHECK(config.url == "http://pyro:4040/ingest");
+
+	CHECK(resolved("http://pyro:4040", PushFormat::Pyroscope).second.url == "http://pyro:4040/ingest");
+	CHECK(resolved("http://pyro:4040/", PushFormat::Pyroscope).second.url == "http://pyro:4040/ingest");
+	CHECK(resolved("https://example.com/pyroscope/", PushFormat::Pyroscope).second.url ==
+	      "https://example.com/pyroscope/ingest");
+	CHECK(resolved("http://pyro:4040/ingest/", PushFormat::Pyroscope).second.url == "http://pyro:4040/ingest");
+	// Credentials stay in the URL for libcurl's basic authentication.
+	CHECK(resolved("https://user:key@profiles.example.net", PushFormat::Pyroscope).second.url ==
+	      "https://user:key@profiles.example.net/ingest");
+	CHECK(contains(resolved("http://pyro:4040/ingest", PushFormat::Parca).first, "--push-format says parca"));
+	// ...and out of stderr.
+	CHECK(url_for_humans("https://user:key@profiles.example.net/ingest") == "https://profiles.example.net/ingest");
+	CHECK(url_for_humans("http://pyro:4040/ingest") == "http://pyro:4040/ingest");
+}
+
+TEST_CASE("push: Parca URLs: WriteRaw's gRPC method path tells the format, or gets added")
+{
+	auto [error, config] = resolved(std::string("http://parca:7070") + parca_method);
+	CHECK(error == "");
+	CHECK(config.format == PushFormat::Parca);
+	CHECK(config.url == std::string("http://parca:7070") + parca_method);
+
+	CHECK(resolved("http://parca:7070", PushFormat::Parca).second.url ==
+	      std::string("http://parca:7070") + parca_method);
+	CHECK(resolved("https://parca.example.com/prefix/", PushFormat::Parca).second.url ==
+	      std::string("https://parca.example.com/prefix") + parca_method);
+	// --help's example lacked the package's "parca." once: named, with the right path.
+	std::string wrong = resolved("http://parca:7070/profilestore.v1alpha1.ProfileStoreService/WriteRaw").first;
+	CHECK(contains(wrong, "another service"));
+	CHECK(contains(wrong, parca_method));
+	// The JSON gateway's route is recognized as Parca's and refused, saying what to give.
+	std::string gateway = resolved("http://parca:7070/api/profiles/writeraw").first;
+	CHECK(contains(gateway, "gRPC-web"));
+	CHECK(contains(gateway, "http://HOST:7070"));
+	CHECK(contains(resolved(std::string("http://parca:7070") + parca_method, PushFormat::Pyroscope).first,
+		       "--push-format says pyroscope"));
+}
+
+TEST_CASE("push: URLs that cannot be used are one line each")
+{
+	CHECK(contains(resolved("http://server:4040").first, "add --push-format pyroscope|parca"));
+	CHECK(contains(resolved("http://server:4040/somewhere").first, "/ingest (Pyroscope)"));
+	CHECK(contains(resolved("ftp://server/ingest").first, "not an http:// or https:// URL"));
+	CHECK(resolved("http:///ingest").first != "");
+	CHECK(contains(resolved("http://server:4040/ingest?tenant=a").first, "query"));
+	CHECK(contains(resolved("http://server:4040/ingest#x").first, "fragment"));
+	CHECK(resolved("http://server:port/ingest").first != "");
+	for (std::string url : {"http://server:4040", "http://server:4040/ingest?x", "ftp://a/ingest"}) {
+		std::string error = resolved(url).first;
+		CAPTURE(url);
+		CHECK(error.find('\n') == std::string::npos);
+		CHECK(error.starts_with("--push: "));
+	}
+}
+
+TEST_CASE("push: the host name defaults to this machine's, the service name to the host name")
+{
+	PushConfig config;
+	config.url = "http://pyro:4040/ingest";
+	REQUIRE(resolve_push_target(config) == "");
+	char name[256] = {};
+	REQUIRE(gethostname(name, sizeof(name) - 1) == 0);
+	CHECK(config.host == name);
+	CHECK(config.app == config.host);
+
+	config = PushConfig();
+	config.url = "http://pyro:4040/ingest";
+	config.host = "odd{host},=x";
+	config.app = "web";
+	REQUIRE(resolve_push_target(config) == "");
+	CHECK(config.host == "odd_host___x"); // would break Pyroscope's name{label=value}
+	CHECK(config.app == "web");
+}
+
+TEST_CASE("push: the Pyroscope request: /ingest?name=app{hostname=...}&from&until&format=pprof, the body raw")
+{
+	auto [error, config] = resolved("http://pyro:4040/ingest");
+	REQUIRE(error == "");
+	config.frequency = 49;
+	PushWindow w;
+	w.start_ns = 1700000000500000000;
+	w.end_ns = 1700000015200000000;
+	w.pprof_gz = small_pprof(w.start_ns);
+	PushRequest request = build_push_request(config, w);
+	CHECK(request.url == "http://pyro:4040/ingest?name=web%7Bhostname%3Dtest-host%7D"
+			     "&from=1700000000&until=1700000015&format=pprof&sampleRate=49"
+			     "&spyName=ebpfspy&units=samples&aggregationType=sum");
+	CHECK(has_header(request, "Content-Type: application/octet-stream"));
+	CHECK(has_header(request, std::string("User-Agent: profile/") + PROFILE_VERSION));
+	CHECK(request.headers.size() == 2);
+	CHECK(request.body == w.pprof_gz);
+
+	// Sampling every N ns of CPU time: the rate it comes to.
+	config.frequency = 0;
+	config.period_ns = 10000000;
+	CHECK(contains(build_push_request(config, w).url, "&sampleRate=100&"));
+}
+
+TEST_CASE("push: the Parca request: one gRPC-web frame holding WriteRawRequest, labels and the gzipped pprof")
+{
+	auto [error, config] = resolved("http://parca:7070", PushFormat::Parca);
+	REQUIRE(error == "");
+	PushWindow w = window(0);
+	PushRequest request = build_push_request(config, w);
+	CHECK(request.url == std::string("http://parca:7070") + parca_method);
+	CHECK(has_header(request, "Content-Type: application/grpc-web+proto"));
+	CHECK(has_header(request, "X-Grpc-Web: 1"));
+	CHECK(has_header(request, std::string("User-Agent: profile/") + PROFILE_VERSION));
+
+	const std::string &body = request.body;
+	REQUIRE(body.size() > 5);
+	CHECK(body[0] == 0); // not compressed, not a trailer
+	uint32_t length = 0;
+	for (int i = 1; i <= 4; i++)
+		length = length << 8 | static_cast<unsigned char>(body[i]);
+	CHECK(length == body.size() - 5);
+
+	// WriteRawRequest { series = 2 } with normalized = 3 false, so absent; no tenant.
+	std::vector<Field> request_fields = fields(std::string_view(body).substr(5));
+	REQUIRE(request_fields.size() == 1);
+	CHECK(request_fields[0].number == 2);
+	// RawProfileSeries { labels = 1, samples = 2 }
+	std::vector<Field> series = fields(request_fields[0].bytes);
+	REQUIRE(series.size() == 2);
+	CHECK(series[0].number == 1);
+	CHECK(series[1].number == 2);
+	std::map<std::string, std::string> labels;
+	for (const Field &label : fields(series[0].bytes)) {
+		REQUIRE(label.number == 1); // LabelSet.labels
+		std::vector<Field> parts = fields(label.bytes);
+		REQUIRE(parts.size() == 2);
+		CHECK(parts[0].number == 1); // Label.name
+		CHECK(parts[1].number == 2); // Label.value
+		labels[parts[0].bytes] = parts[1].bytes;
+	}
+	CHECK(labels == std::map<std::string, std::string>{
+				{"__name__", "parca_agent_cpu"}, {"hostname", "test-host"}, {"service_name", "web"}});
+	std::vector<Field> sample = fields(series[1].bytes);
+	REQUIRE(sample.size() == 1);
+	CHECK(sample[0].number == 1); // RawSample.raw_profile
+	CHECK(sample[0].bytes == w.pprof_gz);
+}
+
+TEST_CASE("push: answers: 2xx delivered; 5xx, 429, 408 and no answer retried; other 4xx refuse the window")
+{
+	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
+		CAPTURE(int(format));
+		for (long status : {500L, 502L, 503L, 504L, 429L, 408L})
+			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Retry);
+		for (long status : {400L, 401L, 403L, 404L, 413L, 422L, 301L})
+			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Refused);
+		PushResponse down;
+		down.error = "Failed to connect to pyro port 4040 after 0 ms: Connection refused";
+		PushVerdict verdict = judge_push_response(format, down);
+		CHECK(verdict.outcome == PushOutcome::Retry);
+		CHECK(verdict.reason == down.error);
+	}
+	CHECK(judge_push_response(PushFormat::Pyroscope, http(200)).outcome == PushOutcome::Delivered);
+	CHECK(judge_push_response(PushFormat::Pyroscope, http(204)).outcome == PushOutcome::Delivered);
+	PushVerdict refused = judge_push_response(PushFormat::Pyroscope,
+						  http(400, "{\"code\":\"invalid_argument\",\"message\":\"bad\"}\nmore"));
+	CHECK(refused.outcome == PushOutcome::Refused);
+	CHECK(refused.reason == "HTTP 400: {\"code\":\"invalid_argument\",\"message\":\"bad\"}");
+	CHECK(judge_push_response(PushFormat::Pyroscope, http(503, "overloaded\r\n")).reason == "HTTP 503: overloaded");
+}
+
+TEST_CASE("push: Parca's answers: grpc-status in a header or the trailer frame, judged as grpc-gateway maps it")
+{
+	auto grpc = [](const char *status, const char *message = "") {
+		PushResponse r = http(200);
+		r.grpc_status = status;
+		r.grpc_message = message;
+		return r;
+	};
+	auto trailer = [](const std::string &text) {
+		PushResponse r = http(200);
+		r.body = std::string(5, '\0'); // the empty WriteRawResponse
+		r.body += '\x80';
+		for (int i = 3; i >= 0; i--)
+			r.body += char(text.size() >> (8 * i));
+		r.body += text;
+		return r;
+	};
+	CHECK(judge_push_response(PushFormat::Parca, grpc("0")).outcome == PushOutcome::Delivered);
+	CHECK(judge_push_response(PushFormat::Parca, trailer("grpc-status:0\r\ngrpc-message:\r\n")).outcome ==
+	      PushOutcome::Delivered);
+	// Unavailable, resource exhausted, deadline exceeded, internal, unknown, unimplemented
+	// (501, a 5xx as the others).
+	for (const char *status : {"14", "8", "4", "13", "2", "12"})
+		CHECK(judge_push_response(PushFormat::Parca, grpc(status)).outcome == PushOutcome::Retry);
+	// Invalid argument, unauthenticated, permission denied, failed precondition.
+	for (const char *status : {"3", "16", "7", "9"})
+		CHECK(judge_push_response(PushFormat::Parca, grpc(status)).outcome == PushOutcome::Refused);
+	PushVerdict bad = judge_push_response(PushFormat::Parca,
+					      trailer("grpc-status: 3\r\ngrpc-message: missing name label\r\n"));
+	CHECK(bad.outcome == PushOutcome::Refused);
+	CHECK(bad.reason == "gRPC status 3: missing name label");
+	// 200 with no grpc-status at all: something else answered (the UI, a proxy).
+	PushVerdict other = judge_push_response(PushFormat::Parca, http(200, "<!doctype html>"));
+	CHECK(other.outcome == PushOutcome::Refused);
+	CHECK(contains(other.reason, "not Parca's gRPC-web API"));
+}
+
+TEST_CASE("push: backoff doubles from the first wait to the longest, with jitter of +-20%")
+{
+	PushConfig config; // 1 s to 60 s
+	CHECK(backoff_delay(config, 1, 0.5) == doctest::Approx(1));
+	CHECK(backoff_delay(config, 2, 0.5) == doctest::Approx(2));
+	CHECK(backoff_delay(config, 3, 0.5) == doctest::Approx(4));
+	CHECK(backoff_delay(config, 6, 0.5) == doctest::Approx(32));
+	CHECK(backoff_delay(config, 7, 0.5) == doctest::Approx(60));
+	CHECK(backoff_delay(config, 1000, 0.5) == doctest::Approx(60));
+	CHECK(backoff_delay(config, 1, 0) == doctest::Approx(0.8));
+	CHECK(backoff_delay(config, 1, 0.999) == doctest::Approx(1.2).epsilon(0.01));
+	CHECK(backoff_delay(config, 1000, 0.999) == doctest::Approx(60)); // never past the longest
+}
+
+TEST_CASE("push: the queue drops its oldest waiting windows past the count or the bytes, never the one in flight")
+{
+	auto w = [](size_t bytes, int64_t id) {
+		PushWindow x;
+		x.pprof_gz.assign(bytes, 'x');
+		x.start_ns = id;
+		return x;
+	};
+	auto ids = [](const std::vector<PushWindow> &windows) {
+		std::vector<int64_t> out;
+		for (const PushWindow &x : windows)
+			out.push_back(x.start_ns);
+		return out;
+	};
+	PushQueue by_count(2, 1 << 20);
+	CHECK(by_count.push(w(10, 1)).empty());
+	CHECK(by_count.push(w(10, 2)).empty());
+	CHECK(ids(by_count.push(w(10, 3))) == std::vector<int64_t>{1});
+	CHECK(ids(by_count.push(w(10, 4))) == std::vector<int64_t>{2});
+	CHECK(by_count.count() == 2);
+	CHECK(by_count.bytes() == 20);
+	CHECK(by_count.take().start_ns == 3); // oldest first
+
+	PushQueue by_bytes(100, 100);
+	by_bytes.push(w(40, 1));
+	by_bytes.push(w(40, 2));
+	CHECK(ids(by_bytes.push(w(40, 3))) == std::vector<int64_t>{1});
+	CHECK(ids(by_bytes.push(w(90, 4))) == std::vector<int64_t>{2, 3});
+	CHECK(by_bytes.bytes() == 90);
+	CHECK(ids(by_bytes.push(w(500, 5))) == std::vector<int64_t>{4}); // the newest stays, alone
+	CHECK(by_bytes.count() == 1);
+
+	PushQueue flight(2, 1 << 20);
+	flight.push(w(10, 1));
+	PushWindow sending = flight.take();
+	CHECK(flight.push(w(10, 2)).empty());
+	CHECK(ids(flight.push(w(10, 3))) == std::vector<int64_t>{2}); // 1 is in flight
+	CHECK(flight.count() == 2);
+	flight.put_back(std::move(sending)); // it failed: first in line again
+	CHECK(flight.take().start_ns == 1);
+	flight.done();
+	CHECK(flight.count() == 1);
+	CHECK(flight.bytes() == 10);
+	CHECK(flight.clear() == std::pair<size_t, uint64_t>{1, 10});
+	CHECK(flight.count() == 0);
+}
+
+TEST_CASE("push: a failure streak is one line as it starts and one as delivery resumes; windows go in order")
+{
+	auto [error, config] = resolved("http://pyro:4040/ingest");
+	REQUIRE(error == "");
+	config.backoff_min_s = 0.01;
+	config.backoff_max_s = 0.02;
+	LogLines log;
+	config.log = log.sink();
+	auto transport = std::make_unique<FakeTransport>();
+	auto shared = transport->shared;
+	PushResponse refused_connection;
+	refused_connection.error = "Connection refused";
+	shared->answers = {http(503, "busy"), refused_connection, http(500)};
+	Pusher pusher(config, std::move(transport));
+	for (int i = 0; i < 3; i++)
+		pusher.push(window(i));
+	pusher.finish(5);
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.sent == 3);
+	CHECK(s.attempts == 6);
+	CHECK(s.failures == 3);
+	CHECK(s.dropped == 0);
+	CHECK(s.queued == 0);
+	std::vector<std::string> lines = log.get();
+	REQUIRE(lines.size() == 2);
+	CHECK(lines[0].starts_with("profile: push: cannot deliver to http://pyro:4040/ingest: HTTP 503: busy;"));
+	CHECK(lines[0].ends_with(" waiting)")); // 1 to 3, as the pushes and the first failure fall
+	CHECK(lines[1] == "profile: push: delivered again after 3 failed attempts (2 more waiting)");
+	// The window that failed went again first: the order pushed is the order delivered.
+	std::vector<std::string> froms;
+	for (const PushRequest &r : shared->requests)
+		froms.push_back(r.url.substr(r.url.find("&from="), 17));
+	CHECK(froms[0] == froms[3]);
+	CHECK(froms[3] < froms[4]);
+	CHECK(froms[4] < froms[5]);
+}
+
+TEST_CASE("push: a window the server refuses (4xx) is dropped, counted and named; the next goes on")
+{
+	auto [error, config] = resolved("http://pyro:4040/ingest");
+	REQUIRE(error == "");
+	LogLines log;
+	config.log = log.sink();
+	auto transport = std::make_unique<FakeTransport>();
+	transport->shared->answers = {http(400, "name: bad label\nstack")};
+	Pusher pusher(config, std::move(transport));
+	pusher.push(window(0));
+	pusher.push(window(1));
+	pusher.finish(5);
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.sent == 1);
+	CHECK(s.refused == 1);
+	CHECK(s.dropped == 1);
+	CHECK(s.dropped_bytes == window(0).pprof_gz.size());
+	std::vector<std::string> lines = log.get();
+	REQUIRE(lines.size() == 1);
+	CHECK(contains(lines[0], "refused window "));
+	CHECK(contains(lines[0], "(15 s, 42 samples, "));
+	CHECK(contains(lines[0], ": HTTP 400: name: bad label; dropped"));
+}
+
+TEST_CASE("push: a request that never ends holds neither push() nor finish() past its seconds")
+{
+	auto [error, config] = resolved("http://pyro:4040/ingest");
+	REQUIRE(error == "");
+	LogLines log;
+	config.log = log.sink();
+	auto transport = std::make_unique<FakeTransport>();
+	auto shared = transport->shared;
+	shared->hold = true;
+	std::optional<Pusher> pusher(std::in_place, config, std::move(transport));
+	pusher->push(window(0));
+	REQUIRE(eventually([&] {
+		std::lock_guard lock(shared->mutex);
+		return shared->requests.size() == 1;
+	}));
+	double start = now();
+	pusher->push(window(1));
+	CHECK(now() - start < 0.05);
+	pusher->finish(0.2);
+	CHECK(now() - start < 0.5);
+	CHECK(pusher->stats().dropped == 2);
+	CHECK(log.count("2 windows (") == 1);
+	CHECK(log.count("not delivered to http://pyro:4040/ingest by the end: dropped") == 1);
+	pusher->push(window(2)); // after the end
+	CHECK(pusher->stats().dropped == 3);
+	start = now();
+	pusher.reset();
+	CHECK(now() - start < 0.1);
+}
+
+} // TEST_SUITE
+
+// --- real HTTP to tests/receiver.py ------------------------------------------------------
+
+namespace {
+
+// tests/receiver.py on 127.0.0.1, its records in a directory of its own.
+class Receiver {
+public:
+	explicit Receiver(const std::string &script = "", int port = 0, const std::string &dir = "")
+		: dir_(dir)
+	{
+		start(script, port);
+	}
+	void start(const std::string &script, int port)
+	{
+		const std::string python = find_tool("python3");
+		REQUIRE_MESSAGE(!python.empty(), "python3 is not installed (scripts/install-deps.sh --test installs it)");
+		process_.emplace(std::vector<std::string>{python, output_dir() + "/../tests/receiver.py", "--dir",
+							  dir(), "--port", std::to_string(port), "--script", script});
+		const std::string line = process_->read_line();
+		REQUIRE_MESSAGE(line.starts_with("port "), "receiver.py said '" << line << "'");
+		port_ = std::stoi(line.substr(5));
+	}
+	void kill() { process_.reset(); }
+	int port() const { return port_; }
+	std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+	std::string dir() const { return dir_.empty() ? temp_.path().string() : dir_; }
+	// Every request's record, in arrival order.
+	std::vector<std::string> records() const
+	{
+		std::vector<std::string> names;
+		for (const auto &entry : std::filesystem::directory_iterator(dir()))
+			if (entry.path().extension() == ".json")
+				names.push_back(entry.path().string());
+		std::sort(names.begin(), names.end());
+		std::vector<std::string> out;
+		for (const std::string &name : names)
+			out.push_back(read_file(name));
+		return out;
+	}
+
+private:
+	TempDir temp_;
+	std::string dir_;
+	std::optional<Background> process_;
+	int port_ = 0;
+	// The requests go straight to 127.0.0.1, whatever proxy the environment names.
+	ScopedEnv no_proxy_{"no_proxy", "127.0.0.1"};
+};
+
+PushConfig receiver_config(const Receiver &receiver, PushFormat format, LogLines &log)
+{
+	PushConfig config;
+	config.url = receiver.url();
+	config.format = format;
+	config.host = "test-host";
+	config.app = "web";
+	config.frequency = 49;
+	config.request_timeout_s = 10;
+	config.connect_timeout_s = 2;
+	config.backoff_min_s = 0.05;
+	config.backoff_max_s = 0.2;
+	config.log = log.sink();
+	REQUIRE(resolve_push_target(config) == "");
+	return config;
+}
+
+const char *const empty_verdict = "\"verdict\": []";
+
+} // namespace
+
+TEST_SUITE("component") {
+
+TEST_CASE("push: windows reach Pyroscope's /ingest and Parca's WriteRaw over HTTP, each request as the API says")
+{
+	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
+		const bool parca = format == PushFormat::Parca;
+		CAPTURE(parca);
+		Receiver receiver;
+		LogLines log;
+		Pusher pusher(receiver_config(receiver, format, log), nullptr);
+		for (int i = 0; i < 3; i++)
+			pusher.push(window(i));
+		pusher.finish(10);
+		Pusher::Stats s = pusher.stats();
+		CHECK(s.sent == 3);
+		CHECK(s.attempts == 3);
+		CHECK(s.dropped == 0);
+		CHECK(s.total_ms > 0);
+		CHECK(log.get().empty());
+		std::vector<std::string> records = receiver.records();
+		REQUIRE(records.size() == 3);
+		for (size_t i = 0; i < records.size(); i++) {
+			const std::string &r = records[i];
+			INFO(r);
+			CHECK(contains(r, empty_verdict));
+			CHECK(contains(r, parca ? "\"api\": \"parca\"" : "\"api\": \"pyroscope\""));
+			CHECK(contains(r, "\"samples/count\""));
+			CHECK(contains(r, "\"cpu/nanoseconds\""));
+			if (parca) {
+				CHECK(contains(r, "\"__name__\": \"parca_agent_cpu\""));
+				CHECK(contains(r, "\"service_name\": \"web\""));
+				CHECK(contains(r, "\"normalized\": false"));
+			} else {
+				CHECK(contains(r, "\"app\": \"web\""));
+				CHECK(contains(r, "\"from\": [\n   \"" + std::to_string(window(int(i)).start_ns / 1000000000)));
+			}
+			CHECK(contains(r, "\"hostname\": \"test-host\""));
+			CHECK(std::filesystem::file_size(receiver.dir() + "/000" + std::to_string(i + 1) + ".pb") > 100);
+		}
+	}
+}
+
+TEST_CASE("push: the profile the receiver keeps is one go tool pprof reads")
+{
+	const std::string go = find_tool("go");
+	if (go.empty()) {
+		REQUIRE_MESSAGE(!getenv("CI"), "go is missing");
+		MESSAGE("skipped: no go");
+		return;
+	}
+	Receiver receiver;
+	LogLines log;
+	Pusher pusher(receiver_config(receiver, PushFormat::Parca, log), nullptr);
+	pusher.push(window(0));
+	pusher.finish(10);
+	REQUIRE(pusher.stats().sent == 1);
+	CommandResult r = run_command({go, "tool", "pprof", "-raw", receiver.dir() + "/0001.pb"}, 120);
+	INFO(r.err);
+	CHECK(r.status == 0);
+	CHECK(contains(r.out, "hot_work"));
+	CHECK(contains(r.out, "samples/count cpu/nanoseconds"));
+}
+
+TEST_CASE("push: a server failing 3 times: every window arrives, one line as failures start, one as they end")
+{
+	Receiver receiver("500*3");
+	LogLines log;
+	Pusher pusher(receiver_config(receiver, PushFormat::Pyroscope, log), nullptr);
+	pusher.push(window(0));
+	pusher.push(window(1));
+	pusher.finish(10);
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.sent == 2);
+	CHECK(s.failures == 3);
+	CHECK(s.dropped == 0);
+	std::vector<std::string> lines = log.get();
+	REQUIRE(lines.size() == 2);
+	CHECK(contains(lines[0], "cannot deliver to " + receiver.url() + "/ingest: HTTP 500: scripted 500;"));
+	CHECK(lines[1] == "profile: push: delivered again after 3 failed attempts (1 more waiting)");
+	std::vector<std::string> records = receiver.records();
+	REQUIRE(records.size() == 5);
+	for (const std::string &r : records)
+		CHECK(contains(r, empty_verdict));
+}
+
+TEST_CASE("push: a stalled server: push() returns at once, finish(1) within 2 s, what was left counted")
+{
+	Receiver receiver("stall:20");
+	LogLines log;
+	PushConfig config = receiver_config(receiver, PushFormat::Parca, log);
+	config.request_timeout_s = 30;
+	Pusher pusher(config, nullptr);
+	double start = now();
+	pusher.push(window(0));
+	CHECK(now() - start < 0.05);
+	REQUIRE(eventually([&] { return receiver.records().size() == 1; }));
+	start = now();
+	pusher.push(window(1));
+	CHECK(now() - start < 0.05);
+	start = now();
+	pusher.finish(1);
+	const double took = now() - start;
+	CHECK(took >= 0.9);
+	CHECK(took < 2);
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.sent == 0);
+	CHECK(s.dropped == 2);
+	CHECK(s.queued == 0);
+	CHECK(log.count("2 windows (") == 1);
+}
+
+TEST_CASE("push: a receiver killed and started again on its port: the windows queued meanwhile arrive")
+{
+	TempDir dir;
+	Receiver first("", 0, dir.path().string());
+	const int port = first.port();
+	LogLines log;
+	Pusher pusher(receiver_config(first, PushFormat::Pyroscope, log), nullptr);
+	pusher.push(window(0));
+	REQUIRE(eventually([&] { return pusher.stats().sent == 1; }));
+	first.kill();
+	pusher.push(window(1));
+	pusher.push(window(2));
+	REQUIRE(eventually([&] { return pusher.stats().failures >= 1; }));
+	Receiver second("", port, dir.path().string());
+	pusher.finish(10);
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.sent == 3);
+	CHECK(s.dropped == 0);
+	std::vector<std::string> lines = log.get();
+	REQUIRE(lines.size() == 2);
+	INFO(lines[0]);
+	CHECK(contains(lines[0], "Connection refused"));
+	CHECK(lines[0].ends_with(" waiting)"));
+	CHECK(contains(lines[1], "delivered again after"));
+	std::vector<std::string> records = second.records();
+	REQUIRE(records.size() == 3);
+	for (int i = 0; i < 3; i++) {
+		CHECK(contains(records[i], empty_verdict));
+		CHECK(contains(records[i], "\"from\": [\n   \"" + std::to_string(window(i).start_ns / 1000000000)));
+	}
+}
+
+TEST_CASE("push: a queue of 2 with 5 windows pushed while the server is away: 3 dropped, counted, each named")
+{
+	TempDir dir;
+	Receiver receiver("", 0, dir.path().string());
+	const int port = receiver.port();
+	receiver.kill();
+	LogLines log;
+	PushConfig config = receiver_config(receiver, PushFormat::Parca, log);
+	config.queue_windows = 2;
+	Pusher pusher(config, nullptr);
+	for (int i = 0; i < 5; i++)
+		pusher.push(window(i));
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.dropped == 3);
+	CHECK(s.queued == 2);
+	uint64_t bytes = 0;
+	for (int i = 0; i < 5; i++)
+		bytes += window(i).pprof_gz.size();
+	CHECK(s.dropped_bytes + s.queued_bytes == bytes);
+	CHECK(log.count("queue full (--push-queue 2, --push-queue-bytes 64 MiB): dropped window ") == 3);
+	// The server comes back: the two kept, the newest among them, arrive.
+	Receiver again("", port, dir.path().string());
+	pusher.finish(10);
+	CHECK(pusher.stats().sent == 2);
+	std::vector<std::string> records = again.records();
+	REQUIRE(records.size() == 2);
+	CHECK(contains(records[1], empty_verdict));
+}
+
+} // TEST_SUITE
