@@ -19,6 +19,7 @@
 #include "report/delivery.h"
 #include "report/output_file.h"
 #include "report/window.h"
+#include "push/push.h"
 #include "report/report.h"
 #include "sampler/account.h"
 #include "sampler/collected.h"
@@ -168,6 +169,21 @@ uint64_t available_memory()
 	return at == std::string::npos ? 0 : std::strtoull(meminfo.c_str() + at + 13, nullptr, 10) * 1024;
 }
 
+// What the pusher is told of the run.
+PushConfig push_config(const Options &options)
+{
+	PushConfig config;
+	config.url = options.push_url;
+	config.format = options.push_format;
+	config.app = options.app;
+	config.host = host_name();
+	config.queue_windows = options.push_queue;
+	config.queue_bytes = options.push_queue_bytes;
+	config.frequency = options.frequency;
+	config.period_ns = options.frequency ? 0 : options.period;
+	return config;
+}
+
 // Values the parser cannot judge alone: they depend on this machine. "" when all is well;
 // notes gets what stderr should say before the run (a thread id -p made its process).
 std::string check_against_machine(Options &options, std::vector<std::string> &notes)
@@ -191,6 +207,15 @@ std::string check_against_machine(Options &options, std::vector<std::string> &no
 								     : options.output_path);
 		    !error.empty())
 			return error;
+	// --push: the URL says, or --push-format, which server it is; settled here for run().
+	if (!options.push_url.empty()) {
+		PushConfig push = push_config(options);
+		if (std::string wrong = resolve_push_target(push); !wrong.empty())
+			return wrong;
+		options.push_url = push.url;
+		options.push_format = push.format;
+		options.app = push.app;
+	}
 	// A map size that takes gigabytes of kernel memory costs seconds to create and free, and
 	// one beyond what the machine has fails, or reclaims its page cache first.
 	MapMemoryVerdict map_cost = judge_map_memory(map_sizes(options), available_memory());
@@ -272,6 +297,15 @@ int run(const Options &options)
 	TargetWatch targets(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
 	const std::string host = host_name();
 	Reports reports(options, host);
+	// Windows go to the server from a thread of the pusher's own: a slow or dead server
+	// never holds up sampling or the cuts.
+	std::optional<Pusher> pusher;
+	if (!options.push_url.empty()) {
+		pusher.emplace(push_config(options));
+		reports.set_push([&](std::string pprof_gz, int64_t start_ns, int64_t end_ns, uint64_t samples) {
+			pusher->push(PushWindow{std::move(pprof_gz), start_ns, end_ns, samples});
+		});
+	}
 	auto join_kernel_symbols = [&] {
 		if (kernel_symbols.joinable())
 			kernel_symbols.join();
@@ -384,6 +418,16 @@ int run(const Options &options)
 	if (unwinder)
 		report_unwinding(run_account, tables);
 	int status = options.interval_s ? reports.finish() : reports.single(profile);
+	if (pusher) {
+		// What is still queued gets a last chance, bounded: a service manager's stop
+		// timeout (30 s in the unit) must not run out first.
+		pusher->finish(10);
+		const Pusher::Stats push = pusher->stats();
+		fprintf(stderr, "profile: push: %" PRIu64 " windows sent to %s (%" PRIu64 " requests, %" PRIu64
+				" failed, %" PRIu64 " windows dropped); a request took %.1f ms on average, %.1f ms at most\n",
+			push.sent, url_for_humans(options.push_url).c_str(), push.attempts, push.failures, push.dropped,
+			push.attempts ? push.total_ms / double(push.attempts) : 0.0, push.max_ms);
+	}
 	if (options.interval_s)
 		fprintf(stderr, "profile: %" PRIu64 " windows: %s\n", windows,
 			window_account(run_account.taken, run_account.stored, lost_samples(run_account.totals)).c_str());

@@ -145,7 +145,7 @@ awk -v skip="$((DURATION / 4))" -v hz="$hz" '
 cpu_ok=$?
 windows=$(sed -n 's/^profile: \([0-9]*\) windows: .*/\1/p' "$OUT/stderr" | tail -1)
 received=$(find "$OUT/received" -name '*.json' | wc -l)
-bad=$(grep -L '"problems": \[\]' "$OUT/received"/*.json 2>/dev/null | wc -l)
+bad=$(grep -L '"verdict": \[\]' "$OUT/received"/*.json 2>/dev/null | wc -l)
 echo "soak: ${windows:-?} windows closed, $received requests received, $bad not following the API"
 grep -E '^profile: (push|windows)' "$OUT/stderr"
 [ "$rc" = 0 ] && [ "$flat" = 0 ] && [ "$cpu_ok" = 0 ] && [ "${windows:-x}" = "$received" ] && [ "$bad" = 0 ]

@@ -65,48 +65,6 @@ private:
 	std::string parent_, path_;
 };
 
-// go tool pprof -traces, one entry per sample: its labels, frames (leaf first), count.
-struct Trace {
-	std::map<std::string, std::string> labels;
-	std::vector<std::string> frames;
-	uint64_t count = 0;
-
-	std::string label(const std::string &key) const
-	{
-		auto it = labels.find(key);
-		return it == labels.end() ? "" : it->second;
-	}
-};
-
-std::vector<Trace> pprof_traces(const std::string &file)
-{
-	const std::string go = find_tool("go");
-	REQUIRE_MESSAGE(!go.empty(), "go is not installed (apt-get install golang-go); CI installs it, so this "
-				     "test fails rather than skips");
-	const CommandResult r = run_command({go, "tool", "pprof", "-traces", "-sample_index=samples", file}, 120);
-	REQUIRE_MESSAGE(r.status == 0, r.err);
-	std::vector<Trace> traces;
-	// Labels "%10s:  %s" (a longer key unpadded), frames "%10s   %s" with the count on the leaf.
-	const std::regex label("^ *([a-z_]+):  (.*)$"), frame("^ {0,9}([0-9]*) {3}(.*)$");
-	std::smatch m;
-	for (const std::string &line : split_lines(r.out)) {
-		if (line.starts_with("-----------+")) {
-			traces.emplace_back();
-		} else if (traces.empty()) {
-			continue; // the header
-		} else if (std::regex_match(line, m, label) && traces.back().frames.empty()) {
-			traces.back().labels[m[1]] = m[2];
-		} else if (std::regex_match(line, m, frame)) {
-			if (m[1].length())
-				traces.back().count = std::stoull(m[1]);
-			traces.back().frames.push_back(m[2]);
-		}
-	}
-	// The last separator opens no sample.
-	std::erase_if(traces, [](const Trace &t) { return t.frames.empty() && t.labels.empty(); });
-	return traces;
-}
-
 std::string cgroup2_mount_or_fail()
 {
 	const std::string mount = cgroup2_mount(read_file("/proc/self/mountinfo"));

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -816,6 +817,174 @@ TEST_CASE("push: a queue of 2 with 5 windows pushed while the server is away: 3 
 	std::vector<std::string> records = again.records();
 	REQUIRE(records.size() == 2);
 	CHECK(contains(records[1], empty_verdict));
+}
+
+} // TEST_SUITE
+
+// --- the real ./profile pushing its windows ------------------------------------------------
+
+namespace {
+
+// The .pb files a receiver kept, in arrival order.
+std::vector<std::string> kept_profiles(const Receiver &receiver)
+{
+	std::vector<std::string> files;
+	for (const auto &entry : std::filesystem::directory_iterator(receiver.dir()))
+		if (entry.path().extension() == ".pb")
+			files.push_back(entry.path().string());
+	std::sort(files.begin(), files.end());
+	return files;
+}
+
+// "profile: push: 3 windows sent to URL (4 requests, 1 failed, 0 windows dropped); ..."
+struct PushLine {
+	uint64_t sent = 0, requests = 0, failed = 0, dropped = 0;
+	bool found = false;
+};
+PushLine push_line(const std::string &err)
+{
+	static const std::regex line("profile: push: ([0-9]+) windows sent to \\S+ \\(([0-9]+) requests, ([0-9]+) "
+				     "failed, ([0-9]+) windows dropped\\)");
+	std::smatch m;
+	PushLine p;
+	if (std::regex_search(err, m, line))
+		p = {std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3]), std::stoull(m[4]), true};
+	return p;
+}
+
+// "profile: 5 windows: 480 samples taken, 480 stored" -> {5, 480}
+std::pair<uint64_t, uint64_t> windows_line(const std::string &err)
+{
+	std::smatch m;
+	if (std::regex_search(err, m, std::regex("profile: ([0-9]+) windows: [0-9]+ samples taken, ([0-9]+) stored")))
+		return {std::stoull(m[1]), std::stoull(m[2])};
+	return {0, 0};
+}
+
+std::string this_host()
+{
+	char name[256] = "";
+	gethostname(name, sizeof(name) - 1);
+	return name;
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go tool pprof finds split's hot functions with pid, comm and host")
+{
+	require_root();
+	for (const char *format : {"pyroscope", "parca"}) {
+		CAPTURE(format);
+		Receiver receiver;
+		Background split({workload("split"), "6"});
+		auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push", receiver.url(),
+				  "--push-format", format, "--app", "split.cpu", "3"});
+		INFO("stderr: " << r.err);
+		REQUIRE(r.status == 0);
+		CHECK(r.out.empty()); // the windows went to the server only
+		const auto [windows, stored] = windows_line(r.err);
+		CHECK(windows == 3);
+		const PushLine push = push_line(r.err);
+		CHECK(push.sent == 3);
+		CHECK(push.dropped == 0);
+		std::vector<std::string> records = receiver.records();
+		REQUIRE(records.size() == 3);
+		for (const std::string &record : records) {
+			INFO(record);
+			CHECK(contains(record, empty_verdict));
+			CHECK(contains(record, std::string("\"api\": \"") + format + "\""));
+		}
+		uint64_t three = 0, one = 0, samples = 0;
+		for (const std::string &file : kept_profiles(receiver))
+			for (const Trace &t : pprof_traces(file)) {
+				samples += t.count;
+				CHECK(t.label("pid") == std::to_string(split.pid()));
+				CHECK(t.label("comm") == "split");
+				CHECK(t.label("host") == this_host());
+				if (!t.frames.empty() && t.frames[0] == "split_hot_three")
+					three += t.count;
+				if (!t.frames.empty() && t.frames[0] == "split_hot_one")
+					one += t.count;
+			}
+		// Every sample of the run was pushed, once; three parts to one.
+		CHECK(samples == stored);
+		CHECK(three + one >= 150);
+		CHECK(double(three) / double(three + one) == doctest::Approx(0.75).epsilon(0.15));
+	}
+}
+
+TEST_CASE("--push to a server that fails a while: no window is lost while the queue has room")
+{
+	require_root();
+	Receiver receiver("500*3,ok");
+	Background split({workload("split"), "7"});
+	auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push",
+			  receiver.url() + "/ingest", "5"});
+	INFO("stderr: " << r.err);
+	REQUIRE(r.status == 0);
+	const PushLine push = push_line(r.err);
+	CHECK(push.sent == 5);
+	CHECK(push.dropped == 0);
+	CHECK(push.failed == 3);
+	// One line when the failures began, one when delivery resumed: never one per retry.
+	const std::vector<std::string> lines = split_lines(r.err);
+	CHECK(std::count_if(lines.begin(), lines.end(),
+			    [](const std::string &l) { return l.starts_with("profile: push: "); }) == 3);
+	CHECK(contains(r.err, "HTTP 500"));
+	uint64_t ok = 0;
+	for (const std::string &record : receiver.records())
+		ok += contains(record, "\"answer\": \"ok\"") && contains(record, empty_verdict);
+	CHECK(ok == 5);
+}
+
+TEST_CASE("--push to a server that fails, stalls, then dies: windows past the queue's cap are counted and named, sampling never stops")
+{
+	require_root();
+	TempDir dir;
+	Receiver receiver("500*2,stall:30");
+	const int port = receiver.port();
+	Background split({workload("split"), "12"});
+	PipedProcess run(profile_command({"-p", std::to_string(split.pid()), "-f", "99", "--folded", "--interval", "1",
+					  "-o", dir / "w-%s.folded", "--push", receiver.url() + "/ingest",
+					  "--push-queue", "3", "9"}));
+	std::string out, err;
+	// Failing, then stalled: at 5 s the server dies mid-request; at 7 s it is back.
+	const double start = now();
+	while (now() - start < 5)
+		run.pump(100, &out, &err);
+	receiver.kill();
+	while (now() - start < 7)
+		run.pump(100, &out, &err);
+	Receiver again("ok", port, receiver.dir());
+	while (run.open())
+		run.pump(100, &out, &err);
+	REQUIRE(run.wait() == 0);
+	INFO("stderr: " << err);
+
+	// Sampling went on through all of it: nine windows, each with split's samples.
+	const auto [windows, stored] = windows_line(err);
+	CHECK(windows == 9);
+	size_t files = 0;
+	for (const auto &entry : std::filesystem::directory_iterator(dir.path())) {
+		files++;
+		CHECK(total(parse_folded(read_file(entry.path()))) >= 30);
+	}
+	CHECK(files == 9);
+	// Each window was delivered or dropped, and every drop was said.
+	const PushLine push = push_line(err);
+	REQUIRE(push.found);
+	CHECK(push.dropped > 0);
+	CHECK(push.sent + push.dropped == windows);
+	const std::vector<std::string> lines = split_lines(err);
+	CHECK(uint64_t(std::count_if(lines.begin(), lines.end(), [](const std::string &l) {
+		      return contains(l, "dropped window ");
+	      })) == push.dropped);
+	uint64_t ok = 0;
+	for (const std::string &record : again.records())
+		ok += contains(record, "\"answer\": \"ok\"") && contains(record, empty_verdict);
+	CHECK(ok == push.sent);
 }
 
 } // TEST_SUITE

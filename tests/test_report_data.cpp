@@ -1,6 +1,8 @@
 // tests/test_report_data.cpp: made-up profiles and tool lookups for the SVG and pprof tests.
 #include "tests/test_report_data.h"
 
+#include <doctest/doctest.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,10 +11,13 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_set>
 #include <vector>
+
+#include "tests/support.h"
 
 namespace {
 
@@ -202,5 +207,34 @@ std::string find_tool(const std::string &name)
 			return candidate;
 	}
 	return "";
+}
+
+std::vector<Trace> pprof_traces(const std::string &file)
+{
+	const std::string go = find_tool("go");
+	REQUIRE_MESSAGE(!go.empty(), "go is not installed (apt-get install golang-go); CI installs it, so this "
+				     "test fails rather than skips");
+	const CommandResult r = run_command({go, "tool", "pprof", "-traces", "-sample_index=samples", file}, 120);
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	std::vector<Trace> traces;
+	// Labels "%10s:  %s" (a longer key unpadded), frames "%10s   %s" with the count on the leaf.
+	const std::regex label("^ *([a-z_]+):  (.*)$"), frame("^ {0,9}([0-9]*) {3}(.*)$");
+	std::smatch m;
+	for (const std::string &line : split_lines(r.out)) {
+		if (line.starts_with("-----------+")) {
+			traces.emplace_back();
+		} else if (traces.empty()) {
+			continue; // the header
+		} else if (std::regex_match(line, m, label) && traces.back().frames.empty()) {
+			traces.back().labels[m[1]] = m[2];
+		} else if (std::regex_match(line, m, frame)) {
+			if (m[1].length())
+				traces.back().count = std::stoull(m[1]);
+			traces.back().frames.push_back(m[2]);
+		}
+	}
+	// The last separator opens no sample.
+	std::erase_if(traces, [](const Trace &t) { return t.frames.empty() && t.labels.empty(); });
+	return traces;
 }
 

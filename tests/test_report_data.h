@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "report/model.h"
@@ -20,3 +21,19 @@ Profile many_stacks_profile(size_t stacks, uint64_t seed = 1);
 
 // The tool's absolute path from PATH, or "" when it is not installed.
 std::string find_tool(const std::string &name);
+
+// go tool pprof -traces, one entry per sample: its labels, frames (leaf first), count.
+struct Trace {
+	std::map<std::string, std::string> labels;
+	std::vector<std::string> frames;
+	uint64_t count = 0;
+
+	std::string label(const std::string &key) const
+	{
+		auto it = labels.find(key);
+		return it == labels.end() ? "" : it->second;
+	}
+};
+
+// The samples of a pprof file as go tool pprof reads them (a missing go fails the test).
+std::vector<Trace> pprof_traces(const std::string &file);
