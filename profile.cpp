@@ -392,9 +392,12 @@ int run(const Options &options)
 	else
 		fprintf(stderr, "%s\n", header_line(options).c_str());
 	// The table unwinder waits for user space to send a new process's mappings and its
-	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps.
-	if (wait_for_end(options, stop_signals, to_stdout, targets, window->start_mono,
-			 unwinder ? 20000000 : 100000000, follow_processes) == End::TargetsExited)
+	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps. Below
+	// 50 Hz (an agent's 19) a process meets few samples in 20 ms, and waking 50 times a
+	// second would be most of the profiler's own CPU: every 50 ms there.
+	const int64_t tick_ns = !unwinder ? 100000000 : options.frequency && options.frequency < 50 ? 50000000 : 20000000;
+	if (wait_for_end(options, stop_signals, to_stdout, targets, window->start_mono, tick_ns, follow_processes) ==
+	    End::TargetsExited)
 		fprintf(stderr, "profile: every %s sampled has exited\n", targets.threads() ? "thread" : "process");
 	sampler.detach();
 	const int64_t end = clock_ns(CLOCK_MONOTONIC), end_real = clock_ns(CLOCK_REALTIME);

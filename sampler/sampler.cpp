@@ -160,6 +160,7 @@ struct Sampler::Impl {
 	// about again every 100 ms, they cost one lookup).
 	mutable std::unordered_set<uint32_t> sampled_until_drain;
 	int64_t last_drain_ns = 0;
+	int64_t last_fill_check_ns = 0;
 	uint64_t drains = 0;
 
 	// The tally of one generation, summed over CPUs; with `reset`, zeroed after reading
@@ -620,8 +621,12 @@ std::optional<RawProfile> Sampler::tick()
 	if (!d.can_drain || d.links.empty())
 		return std::nullopt;
 	const int64_t now = int64_t(monotonic_ns());
-	if (now - d.last_drain_ns < 1000000000)
+	// A drain at most every second; the fill looked at ten times a second at most (a read
+	// of every CPU's tally, which 50 ticks a second would make a good part of an idle
+	// agent's CPU).
+	if (now - d.last_drain_ns < 1000000000 || now - d.last_fill_check_ns < 100000000)
 		return std::nullopt;
+	d.last_fill_check_ns = now;
 	// The generation in use counts from its last drain.
 	const sample_stats t = d.tally(d.skel->bss->generation);
 	const uint64_t capacity = std::min(d.options.stack_storage_size, d.options.hash_storage_size);

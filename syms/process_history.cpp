@@ -312,9 +312,11 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 			image.cgroup = parent->cgroup;
 		} else {
 			image.maps = empty_maps();
+			image.cgroup = cgroup_now(body.pid, nullptr);
 		}
-		// Gone already: in its parent's group, where a fork leaves a child.
-		image.cgroup = cgroup_now(body.pid, image.cgroup);
+		// A fork leaves the child in its parent's group: read only where the parent is
+		// unknown. A container runtime moves its process before the exec, which reads it
+		// again (a file read per fork was a fifth of a busy machine's agent CPU).
 		auto it = processes_.find(body.pid);
 		if (it != processes_.end() && it->second.exited) {
 			processes_.erase(it); // the pid was reused: the old process is gone
