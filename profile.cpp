@@ -357,23 +357,30 @@ int run(const Options &options)
 	// its samples ran in; after that, an exited process is needed only while the maps
 	// may still hold samples of it. At each --interval the maps are cut: the window's
 	// report holds exactly the samples taken in it.
+	auto has_samples = [&](uint32_t pid) { return sampler.has_samples(pid); };
 	auto follow_processes = [&] {
 		std::optional<RawProfile> batch = sampler.tick();
 		side_band.poll(history);
+		history.settle_labels(has_samples, uint64_t(clock_ns(CLOCK_MONOTONIC)));
 		if (unwinder)
 			unwinder->tick(history);
 		if (batch)
 			add_batch(*batch);
+		bool drained = batch.has_value();
 		if (const int64_t now = clock_ns(CLOCK_MONOTONIC); now >= next_cut) {
 			const int64_t now_real = clock_ns(CLOCK_REALTIME);
 			RawProfile last = sampler.cut();
 			side_band.poll(history);
+			history.settle_labels(has_samples, uint64_t(now));
 			add_batch(last);
 			close_window(now, now_real);
+			drained = true;
 			while (next_cut <= now)
 				next_cut += interval_ns;
 		}
-		history.forget_exited([&](uint32_t pid) { return sampler.has_samples(pid); });
+		// A process kept for its samples in the kernel is asked about again once they
+		// have been drained.
+		history.forget_exited(has_samples, drained);
 		return !reports.reader_gone();
 	};
 
@@ -394,8 +401,8 @@ int run(const Options &options)
 	// The table unwinder waits for user space to send a new process's mappings and its
 	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps. Below
 	// 50 Hz (an agent's 19) a process meets few samples in 20 ms, and waking 50 times a
-	// second would be most of the profiler's own CPU: every 50 ms there.
-	const int64_t tick_ns = !unwinder ? 100000000 : options.frequency && options.frequency < 50 ? 50000000 : 20000000;
+	// second was a good part of the profiler's own CPU: every 100 ms there.
+	const int64_t tick_ns = !unwinder || (options.frequency && options.frequency < 50) ? 100000000 : 20000000;
 	if (wait_for_end(options, stop_signals, to_stdout, targets, window->start_mono, tick_ns, follow_processes) ==
 	    End::TargetsExited)
 		fprintf(stderr, "profile: every %s sampled has exited\n", targets.threads() ? "thread" : "process");
@@ -410,6 +417,7 @@ int run(const Options &options)
 
 	RawProfile raw = sampler.read();
 	side_band.poll(history);
+	history.settle_labels(has_samples, uint64_t(clock_ns(CLOCK_MONOTONIC)));
 	add_batch(raw);
 	phases.mark("read");
 	join_kernel_symbols();

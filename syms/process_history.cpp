@@ -274,7 +274,9 @@ bool ProcessHistory::apply(std::span<const uint8_t> record)
 			image.comm = std::move(comm);
 			image.maps = empty_maps();
 			const ProcessImage *before = image_at(pid, time);
-			image.cgroup = cgroup_now(pid, before ? before->cgroup : nullptr);
+			image.cgroup = before ? before->cgroup : nullptr;
+			if (!proc_root_.empty())
+				labels_pending_.push_back({pid, time}); // read by settle_labels
 			insert_image(pid, std::move(image));
 			processes_[pid].exited = false;
 		} else {
@@ -405,15 +407,39 @@ const KernelSymbolRecord *ProcessHistory::kernel_symbol(uint64_t address, uint64
 	return best;
 }
 
-void ProcessHistory::forget_exited(const std::function<bool(uint32_t pid)> &keep)
+void ProcessHistory::forget_exited(const std::function<bool(uint32_t pid)> &keep, bool ask_kept_again)
 {
-	std::erase_if(exited_unforgotten_, [&](uint32_t pid) {
+	const size_t from = ask_kept_again ? 0 : std::min(exited_kept_, exited_unforgotten_.size());
+	auto kept_end = std::remove_if(exited_unforgotten_.begin() + from, exited_unforgotten_.end(), [&](uint32_t pid) {
 		auto it = processes_.find(pid);
 		if (it == processes_.end() || !it->second.exited)
 			return true; // forgotten already, or its pid taken by a new process
 		if (keep(pid))
 			return false;
 		processes_.erase(it);
+		return true;
+	});
+	exited_unforgotten_.erase(kept_end, exited_unforgotten_.end());
+	exited_kept_ = exited_unforgotten_.size();
+}
+
+void ProcessHistory::settle_labels(const std::function<bool(uint32_t pid)> &sampled, uint64_t now_ns, uint64_t after_ns)
+{
+	std::erase_if(labels_pending_, [&](const PendingLabels &pending) {
+		auto it = processes_.find(pending.pid);
+		if (it == processes_.end())
+			return true;
+		// The image this exec began; a later exec has its own entry.
+		auto &images = it->second.images;
+		auto image = std::find_if(images.begin(), images.end(),
+					  [&](const ProcessImage &i) { return i.since_ns == pending.exec_ns; });
+		if (image == images.end())
+			return true;
+		const bool young = now_ns - std::min(now_ns, pending.exec_ns) < after_ns;
+		if ((young || it->second.exited) && !sampled(pending.pid))
+			return it->second.exited; // gone unsampled: it keeps what it had
+		// Sampled (an exited one may still be readable, not yet reaped), or old enough.
+		image->cgroup = cgroup_now(pending.pid, image->cgroup);
 		return true;
 	});
 }

@@ -72,9 +72,18 @@ public:
 	static constexpr size_t kMaxMappingsPerImage = 4096;
 
 	// Drops the processes that have exited and that `keep` does not want (those with
-	// samples not yet normalized); those it keeps are asked about again at the next call.
-	// What bounds memory on a long run.
-	void forget_exited(const std::function<bool(uint32_t pid)> &keep);
+	// samples not yet normalized). Those it kept are asked about again only with
+	// `ask_kept_again` (when the answer may have changed: after a drain); those exited
+	// since the last call always. What bounds memory on a long run.
+	void forget_exited(const std::function<bool(uint32_t pid)> &keep, bool ask_kept_again = true);
+
+	// A process keeps the labels it had at exec until they are read here, as soon as
+	// `sampled` says it has samples, or once it has run `after_ns` (a container runtime
+	// moves its process into the container's group before the exec). Most processes a
+	// busy machine runs are gone before either and are never read: a file read per exec
+	// was the largest part of an agent's CPU. Call before a batch is added.
+	void settle_labels(const std::function<bool(uint32_t pid)> &sampled, uint64_t now_ns,
+			   uint64_t after_ns = 1000000000);
 
 	// The time a record carries in its sample_id trailer; 0 if it has none.
 	static uint64_t record_time(std::span<const uint8_t> record);
@@ -104,6 +113,12 @@ private:
 	uint64_t kernel_symbol_order_ = 0;
 	uint64_t longest_kernel_symbol_ = 0;
 	std::vector<uint32_t> exited_unforgotten_;
+	size_t exited_kept_ = 0; // the first ones of exited_unforgotten_, kept at the last call
+	struct PendingLabels {
+		uint32_t pid;
+		uint64_t exec_ns;
+	};
+	std::vector<PendingLabels> labels_pending_;
 	uint64_t lost_ = 0;
 	uint64_t dropped_mappings_ = 0;
 };

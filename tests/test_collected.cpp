@@ -194,6 +194,8 @@ TEST_SUITE("unit")
 		Run run;
 		write_file(run.dir / "proc/1001/cgroup", "0::/system.slice/other.service\n");
 		REQUIRE(run.history->apply(comm(1001, "worker", 150, true)));
+		// Read once it shows up with samples, as the run does before adding a batch.
+		run.history->settle_labels([](uint32_t) { return true; }, 200);
 		RawProfile raw;
 		raw.stacks = {{program_address, syscall_address}};
 		raw.entries = {entry(1001, "worker", 0, NO_STACK, 3, 100), entry(1001, "worker", 0, NO_STACK, 5, 180)};

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
 
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
@@ -274,7 +275,7 @@ TEST_CASE("a process that maps code in a loop cannot grow its image without boun
 	CHECK(path_at(h, 70, n + 30, 0x100000) == "/new");
 }
 
-TEST_CASE("each process's cgroup is read when it is learned of and at its exec, and kept after its exit")
+TEST_CASE("each process's cgroup is read when it is learned of and after its exec, and kept after its exit")
 {
 	const std::string id = "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d";
 	TempDir proc;
@@ -299,14 +300,33 @@ TEST_CASE("each process's cgroup is read when it is learned of and at its exec, 
 	CHECK(h.image_at(11, 250)->cgroup == h.image_at(10, 250)->cgroup); // shared, not copied
 	move_to(11, "/system.slice/docker-" + id + ".scope");
 	REQUIRE(h.apply(comm(11, "nginx", 300, true)));
+	// Read once it has samples, or has run a while; until then, what it had.
+	std::set<uint32_t> sampled;
+	auto has_samples = [&](uint32_t pid) { return sampled.count(pid) > 0; };
+	CHECK(cgroup_of(h, 11, 350) == "/system.slice/containerd.service|");
+	h.settle_labels(has_samples, 400, 1000);
+	CHECK(cgroup_of(h, 11, 350) == "/system.slice/containerd.service|");
+	sampled.insert(11);
+	h.settle_labels(has_samples, 400, 1000);
 	CHECK(cgroup_of(h, 11, 250) == "/system.slice/containerd.service|");
 	CHECK(cgroup_of(h, 11, 350) == "/system.slice/docker-" + id + ".scope|" + id);
+	// Not sampled, but running for longer than after_ns: read then.
+	move_to(13, "/system.slice/containerd.service");
+	REQUIRE(h.apply(task(PERF_RECORD_FORK, 13, 10, 13, 310)));
+	move_to(13, "/system.slice/crio-" + id + ".scope");
+	REQUIRE(h.apply(comm(13, "sleep", 320, true)));
+	h.settle_labels(has_samples, 1000, 1000);
+	CHECK(cgroup_of(h, 13, 330) == "/system.slice/containerd.service|");
+	h.settle_labels(has_samples, 1320, 1000);
+	CHECK(cgroup_of(h, 13, 330) == "/system.slice/crio-" + id + ".scope|" + id);
 
 	// A child forked in the container, gone before its fork record is read: its parent's.
 	REQUIRE(h.apply(task(PERF_RECORD_FORK, 12, 11, 12, 400)));
 	CHECK(cgroup_of(h, 12, 450) == "/system.slice/docker-" + id + ".scope|" + id);
 	// An exec whose process is gone by then keeps what it had.
 	REQUIRE(h.apply(comm(12, "worker", 500, true)));
+	sampled.insert(12);
+	h.settle_labels(has_samples, 510, 1000);
 	CHECK(cgroup_of(h, 12, 550) == "/system.slice/docker-" + id + ".scope|" + id);
 
 	// A process first seen by a mapping (begun between the side band and the snapshot).
