@@ -16,11 +16,11 @@
 #include <thread>
 
 #include "cli/options.h"
+#include "push/push.h"
 #include "report/delivery.h"
 #include "report/output_file.h"
-#include "report/window.h"
-#include "push/push.h"
 #include "report/report.h"
+#include "report/window.h"
 #include "sampler/account.h"
 #include "sampler/collected.h"
 #include "sampler/map_memory.h"
