@@ -428,7 +428,7 @@ int run(const Options &options)
 
 	if (unwinder)
 		report_unwinding(run_account, tables);
-	int status = options.interval_s ? reports.finish() : reports.single(profile);
+	int status = options.interval_s ? reports.status() : reports.single(profile);
 	if (pusher) {
 		// What is still queued gets a last chance, bounded: a service manager's stop
 		// timeout (30 s in the unit) must not run out first.

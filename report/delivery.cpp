@@ -100,8 +100,3 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 		write_stdout(profile, opening);
 	}
 }
-
-int Reports::finish()
-{
-	return status_;
-}

@@ -35,9 +35,8 @@ public:
 	// profile.start_time_ns): its report goes to each destination.
 	void window(const Profile &profile, const WindowAccount &account, int64_t end_ns);
 
-	// After the last window: waits a bounded time for the windows still being pushed.
-	// The exit status: 1 when a report could not be written.
-	int finish();
+	// The exit status so far: 1 when a report could not be written.
+	int status() const { return status_; }
 
 	// stdout's reader has gone (| head): the run ends.
 	bool reader_gone() const { return reader_gone_; }
