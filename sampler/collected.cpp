@@ -6,6 +6,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "syms/process_history.h"
@@ -15,6 +16,14 @@ namespace {
 uint64_t mix(uint64_t h, uint64_t value)
 {
 	return (h ^ value) * 0x100000001b3ull;
+}
+
+uint64_t text_hash(std::string_view text)
+{
+	uint64_t h = text.size();
+	for (char c : text)
+		h = mix(h, uint8_t(c));
+	return h;
 }
 
 // Ids of items kept elsewhere (0, 1, 2... in the order added), found by content: open
@@ -195,10 +204,7 @@ uint32_t Collected::Impl::cgroup_id(const CgroupLabels *labels)
 {
 	if (!labels)
 		return 0;
-	uint64_t h = labels->path.size();
-	for (char c : labels->path)
-		h = mix(h, uint8_t(c));
-	return 1 + cgroups.intern(*labels, h);
+	return 1 + cgroups.intern(*labels, text_hash(labels->path));
 }
 
 void Collected::Impl::count(const Entry &e)
@@ -257,16 +263,13 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 		const uint32_t pid = raw.key.pid;
 		const uint64_t time = raw.value.first_ns;
 		const std::string comm(raw.key.comm, strnlen(raw.key.comm, sizeof(raw.key.comm)));
-		uint64_t comm_hash = comm.size();
-		for (char c : comm)
-			comm_hash = mix(comm_hash, uint8_t(c));
 		// The image also holds the process's cgroup, taken now: it may be gone by the end.
 		const ProcessImage *image = symbolizer.image_at(pid, time);
 		const CgroupLabels *labels = image ? image->cgroup.get() : nullptr;
 		auto [cgroup, new_labels] = cgroup_ids.try_emplace(labels, 0);
 		if (new_labels)
 			cgroup->second = d.cgroup_id(labels);
-		Entry entry{pid, d.comms.intern(comm, comm_hash), cgroup->second, NO_STACK, NO_STACK, raw.value.count};
+		Entry entry{pid, d.comms.intern(comm, text_hash(comm)), cgroup->second, NO_STACK, NO_STACK, raw.value.count};
 
 		if (const auto *addresses = batch_stack(raw.key.kernel_stack_id)) {
 			auto known = timeless_kernel_stacks.find(raw.key.kernel_stack_id);

@@ -468,6 +468,20 @@ std::vector<Key> all_keys(int fd)
 
 } // namespace
 
+void add_stats(sample_stats &sum, const sample_stats &s)
+{
+	sum.seen += s.seen;
+	sum.lost_counts_full += s.lost_counts_full;
+	sum.lost_stack_collision += s.lost_stack_collision;
+	sum.lost_stack_full += s.lost_stack_full;
+	sum.lost_stack_other += s.lost_stack_other;
+	sum.new_keys += s.new_keys;
+	sum.unwound_tables += s.unwound_tables;
+	sum.unwound_fp_pending += s.unwound_fp_pending;
+	sum.unwound_fp_no_table += s.unwound_fp_no_table;
+	sum.unwound_cut += s.unwound_cut;
+}
+
 sample_stats Sampler::Impl::tally(uint32_t generation, bool reset) const
 {
 	sample_stats sum{};
@@ -476,18 +490,8 @@ sample_stats Sampler::Impl::tally(uint32_t generation, bool reset) const
 	const uint32_t key = generation & 1;
 	const int fd = bpf_map__fd(skel->maps.stats);
 	if (bpf_map_lookup_elem(fd, &key, per_cpu.data()) == 0)
-		for (const sample_stats &s : per_cpu) {
-			sum.seen += s.seen;
-			sum.lost_counts_full += s.lost_counts_full;
-			sum.lost_stack_collision += s.lost_stack_collision;
-			sum.lost_stack_full += s.lost_stack_full;
-			sum.lost_stack_other += s.lost_stack_other;
-			sum.new_keys += s.new_keys;
-			sum.unwound_tables += s.unwound_tables;
-			sum.unwound_fp_pending += s.unwound_fp_pending;
-			sum.unwound_fp_no_table += s.unwound_fp_no_table;
-			sum.unwound_cut += s.unwound_cut;
-		}
+		for (const sample_stats &s : per_cpu)
+			add_stats(sum, s);
 	if (reset) {
 		std::fill(per_cpu.begin(), per_cpu.end(), sample_stats{});
 		bpf_map_update_elem(fd, &key, per_cpu.data(), BPF_ANY);
@@ -497,17 +501,7 @@ sample_stats Sampler::Impl::tally(uint32_t generation, bool reset) const
 
 void RawProfile::add_account(const RawProfile &other)
 {
-	const sample_stats &o = other.totals;
-	totals.seen += o.seen;
-	totals.lost_counts_full += o.lost_counts_full;
-	totals.lost_stack_collision += o.lost_stack_collision;
-	totals.lost_stack_full += o.lost_stack_full;
-	totals.lost_stack_other += o.lost_stack_other;
-	totals.new_keys += o.new_keys;
-	totals.unwound_tables += o.unwound_tables;
-	totals.unwound_fp_pending += o.unwound_fp_pending;
-	totals.unwound_fp_no_table += o.unwound_fp_no_table;
-	totals.unwound_cut += o.unwound_cut;
+	add_stats(totals, other.totals);
 	taken += other.taken;
 	stored += other.stored;
 	truncated += other.truncated;

@@ -90,6 +90,9 @@ private:
 	std::vector<int> cpus_;
 };
 
+// Adds every field of s to sum: the CPUs' tallies, the batches' accounts.
+void add_stats(sample_stats &sum, const sample_stats &s);
+
 // Samples the program could not store, every cause together.
 inline uint64_t lost_samples(const sample_stats &s)
 {
