@@ -218,11 +218,13 @@ struct {
 	__uint(max_entries, 2);
 } scratch SEC(".maps");
 
-/* What user space told the walk: processes' executable mappings, objects, table rows.
- * The walk finds a pc's mapping in a copy user space keeps from the side band, not with
- * bpf_find_vma: that helper takes the mmap lock and, in the timer's interrupt, leaves its
- * release to an irq_work that can be queued once per interrupt, so a second call in the
- * same sample fails with -EBUSY. One lookup per frame needs the copy. */
+/* What the walk knows of processes' executable mappings, kept in the kernel: user space
+ * sends those of processes already running when profile starts, and the hooks below keep
+ * them from then on (exec, fork, mmap, exit), so a new process of a known binary unwinds
+ * from its first sample with no round trip through user space. The walk looks a pc up in
+ * this copy, not with bpf_find_vma or the task's VMA iterator: both take the mmap lock
+ * and, in the timer's interrupt, leave its release to an irq_work that can be queued once
+ * per interrupt (the iterator is refused there outright). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
@@ -230,6 +232,16 @@ struct {
 	__uint(max_entries, 8192);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } unwind_processes SEC(".maps");
+
+/* Files -> their object ids, as user space registers them: a file's one table serves every
+ * process that maps it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct unwind_file);
+	__type(value, __u32);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} unwind_files SEC(".maps");
 
 #define UNWIND_MAX_OBJECTS 16384
 struct {
@@ -239,21 +251,39 @@ struct {
 	__uint(max_entries, UNWIND_MAX_OBJECTS);
 } unwind_objects SEC(".maps");
 
+/* Each object's rows, in an array of its own made by user space to fit them: table memory
+ * grows with what is loaded, and no table waits for room in a shared one. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__type(key, __u32);
-	__type(value, struct unwind_row);
-	__uint(max_entries, 1);	/* --unwind-table-size, set at load */
-} unwind_rows SEC(".maps");
+	__uint(max_entries, UNWIND_MAX_OBJECTS);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_ARRAY);
+		__uint(key_size, sizeof(__u32));
+		__uint(value_size, sizeof(struct unwind_row));
+		__uint(max_entries, 1);
+		/* Each its own size, and written by user space through a mapping of it. */
+		__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	});
+} unwind_tables SEC(".maps");
 
 /* Asked of user space, once each until it answers: processes sampled whose mappings the
- * walk does not have. User space then builds the tables of every object they map. */
+ * walk does not have (running before profile started, and not yet sent). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
 	__type(value, __u8);
 	__uint(max_entries, 4096);
 } wanted_processes SEC(".maps");
+
+/* Asked of user space too: files the walk met that have no object yet, with a mapping of
+ * each through which user space opens it and builds its table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct unwind_file);
+	__type(value, struct unwind_file_seen);
+	__uint(max_entries, 4096);
+} wanted_files SEC(".maps");
 
 /* Stores frames[] (zeros past n, the key size) and sets *id to its id; false, after
  * counting the cause, when the store is full. */
@@ -305,12 +335,36 @@ struct walk {
 	bool fp_pending, fp_no_table, cut, done;
 };
 
+/* The object of a mapping's file: 0 for no file; when the file has none yet, user space is
+ * asked for one (through the mapping, which it opens) and UNWIND_MAX_OBJECTS says "being
+ * built". */
+static __always_inline __u32 object_of_file(__u32 pid, struct unwind_mapping *m)
+{
+	struct unwind_file file = {};
+	struct unwind_file_seen seen = {};
+	__u32 *object;
+
+	if (m->inode == 0)
+		return 0;
+	file.inode = m->inode;
+	file.dev = m->dev;
+	object = bpf_map_lookup_elem(&unwind_files, &file);
+	if (object)
+		return *object;
+	seen.pid = pid;
+	seen.start = m->start;
+	seen.end = m->end;
+	bpf_map_update_elem(&wanted_files, &file, &seen, BPF_NOEXIST);
+	return UNWIND_MAX_OBJECTS;
+}
+
 /* A binary search for the last element starting at or before `at`, in [lo, hi): one
  * bpf_loop step each, so the verifier checks one step, not every path through the loop. */
 struct search {
 	__u64 at;
 	__u32 lo, hi;
-	void *base; /* unwind_process: its mappings; null: the unwind_rows map */
+	void *base;    /* unwind_process: its mappings; null: an object's rows */
+	__u32 object;  /* whose rows */
 };
 
 static long search_step(__u32 index, struct search *s)
@@ -326,8 +380,12 @@ static long search_step(__u32 index, struct search *s)
 
 		start = proc->mappings[mid & (UNWIND_MAX_MAPPINGS - 1)].start;
 	} else {
-		struct unwind_row *row = bpf_map_lookup_elem(&unwind_rows, &mid);
+		void *rows = bpf_map_lookup_elem(&unwind_tables, &s->object);
+		struct unwind_row *row;
 
+		if (!rows)
+			return 1;
+		row = bpf_map_lookup_elem(rows, &mid);
 		if (!row)
 			return 1;
 		start = row->pc;
@@ -358,23 +416,27 @@ static __always_inline bool find_mapping(struct walk *w, __u64 pc)
 	w->map_start = m->start;
 	w->map_end = m->end;
 	w->map_offset = m->offset;
-	w->object = m->object;
+	w->object = object_of_file(w->pid, m);
 	return true;
 }
 
 /* The row of the object's table that holds offset, or null. Tables of up to 2^24 rows. */
-static __always_inline struct unwind_row *find_row(struct unwind_object *obj, __u64 offset)
+static __always_inline struct unwind_row *find_row(__u32 object, struct unwind_object *obj, __u64 offset)
 {
 	struct search s = {};
 	struct unwind_row *row;
+	void *rows;
 
 	if (obj->row_count == 0 || offset > 0xffffffffULL)
 		return NULL;
 	s.at = offset;
-	s.lo = obj->first_row;
-	s.hi = obj->first_row + obj->row_count;
+	s.hi = obj->row_count;
+	s.object = object;
 	bpf_loop(24, search_step, &s, 0);
-	row = bpf_map_lookup_elem(&unwind_rows, &s.lo);
+	rows = bpf_map_lookup_elem(&unwind_tables, &object);
+	if (!rows)
+		return NULL;
+	row = bpf_map_lookup_elem(rows, &s.lo);
 	if (!row || row->pc > offset)
 		return NULL;
 	return row;
@@ -433,13 +495,22 @@ static long walk_step(__u32 index, struct walk *w)
 				w->cut = true;
 				return 1;
 			} else {
-				w->fp_no_table = true; /* a leaf in a mapping made since we read them */
+				/* A leaf in a mapping the list lacks (made while user space sent the list):
+				 * user space is asked to send it again. */
+				__u8 one = 1;
+
+				bpf_map_update_elem(&wanted_processes, &w->pid, &one, BPF_NOEXIST);
+				w->fp_no_table = true;
 			}
 			goto fp;
 		}
 	}
 	if (w->object == 0) {
 		w->fp_no_table = true;
+		goto fp;
+	}
+	if (w->object == UNWIND_MAX_OBJECTS) {
+		w->fp_pending = true;
 		goto fp;
 	}
 	obj = bpf_map_lookup_elem(&unwind_objects, &w->object);
@@ -453,7 +524,7 @@ static long walk_step(__u32 index, struct walk *w)
 		w->fp_no_table = true;
 		goto fp;
 	}
-	row = find_row(obj, lookup - w->map_start + w->map_offset);
+	row = find_row(w->object, obj, lookup - w->map_start + w->map_offset);
 	if (!row)
 		goto no_rule;
 	switch (row->cfa_type) {
@@ -461,14 +532,14 @@ static long walk_step(__u32 index, struct walk *w)
 		w->done = true;
 		return 1;
 	case UNWIND_CFA_RSP:
-		cfa = w->sp + row->cfa_offset;
+		cfa = w->sp + row->cfa_offset * UNWIND_SLOT;
 		break;
 	case UNWIND_CFA_RBP:
 		if (w->bp == 0) {
 			w->cut = true;
 			return 1;
 		}
-		cfa = w->bp + row->cfa_offset;
+		cfa = w->bp + row->cfa_offset * UNWIND_SLOT;
 		break;
 	case UNWIND_CFA_PLT:
 		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row->cfa_offset ? 8 : 0);
@@ -481,7 +552,7 @@ static long walk_step(__u32 index, struct walk *w)
 		return 1;
 	}
 	if (row->rbp_type == UNWIND_RBP_AT_CFA) {
-		if (bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + row->rbp_offset))) {
+		if (bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + row->rbp_offset * UNWIND_SLOT))) {
 			w->cut = true;
 			return 1;
 		}
@@ -523,6 +594,7 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	__u32 user = 1;
 	struct frames *frames;
 	struct unwind_process *proc;
+	__u32 seq = 0;
 
 	/* User addresses are the lower half of the address space, kernel ones the upper. A
 	 * sample taken in the kernel starts from the registers saved on entering it. */
@@ -545,13 +617,23 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	w.pid = tgid;
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	/* Known with no mapping: user space could not read them (gone before it looked). */
-	w.process_known = proc && proc->count > 0;
-	if (!proc) {
+	if (proc) {
+		seq = proc->seq;
+		/* Odd: an mmap on another CPU is rewriting the list; this sample waits like one
+		 * whose tables are being built. */
+		w.process_known = proc->count > 0 && !(seq & 1);
+	} else {
 		__u8 one = 1;
 
 		bpf_map_update_elem(&wanted_processes, &tgid, &one, BPF_NOEXIST);
 	}
 	bpf_loop(UNWIND_MAX_DEPTH, walk_step, &w, 0);
+	/* The list changed under the walk: what it found there may not hold. */
+	if (w.process_known) {
+		proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+		if (!proc || proc->seq != seq)
+			w.cut = true;
+	}
 
 	frames = bpf_map_lookup_elem(&scratch, &user);
 	if (!frames)
@@ -615,6 +697,156 @@ static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *
 	}
 
 	return count_key(counts, &key, st);
+}
+
+/* ---- The mappings of processes, kept by the kernel (see unwind_processes) ---- */
+
+#define VM_EXEC 0x00000004
+
+/* Whether the hooks follow this process: every process, unless -p names some. Under a PID
+ * namespace of its own profile keys processes by that namespace's ids, which these hooks
+ * do not translate: user space sends the mappings there. */
+static __always_inline bool follows(__u32 tgid)
+{
+	if (unwind_mode == UNWIND_FP || pid_namespace)
+		return false;
+	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+}
+
+/* An mmap in progress: the mapping to add, the list it goes into, and where. */
+struct insert {
+	struct unwind_process *proc;
+	struct unwind_mapping m;
+	__u32 kept, at;
+};
+
+/* Keeps mapping i unless the new one overlaps it (replaced by mmap MAP_FIXED, mprotect,
+ * or unmapped earlier at that place), compacting the list in place. */
+static long keep_step(__u32 i, struct insert *ins)
+{
+	struct unwind_process *proc = ins->proc;
+	struct unwind_mapping *m;
+
+	if (i >= proc->count || i >= UNWIND_MAX_MAPPINGS)
+		return 1;
+	m = &proc->mappings[i & (UNWIND_MAX_MAPPINGS - 1)];
+	if (m->start < ins->m.end && ins->m.start < m->end)
+		return 0;
+	if (m->start < ins->m.start)
+		ins->at = ins->kept + 1;
+	if (ins->kept != i)
+		proc->mappings[ins->kept & (UNWIND_MAX_MAPPINGS - 1)] = *m;
+	ins->kept++;
+	return 0;
+}
+
+/* Moves mapping (kept - 1 - i) one place up, from the end down to `at`. */
+static long shift_step(__u32 i, struct insert *ins)
+{
+	struct unwind_process *proc = ins->proc;
+	__u32 from = ins->kept - 1 - i;
+
+	if (i >= ins->kept || from < ins->at || from + 1 >= UNWIND_MAX_MAPPINGS)
+		return 1;
+	proc->mappings[(from + 1) & (UNWIND_MAX_MAPPINGS - 1)] = proc->mappings[from & (UNWIND_MAX_MAPPINGS - 1)];
+	return 0;
+}
+
+/* A new mapping: every mmap, and mprotect making memory executable, reaches here (as it
+ * reaches perf's PERF_RECORD_MMAP2). The caller holds the mmap lock for writing, so the
+ * lists of one process are never written by two CPUs at once. */
+SEC("fentry/perf_event_mmap")
+int BPF_PROG(on_mmap, struct vm_area_struct *vma)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct insert ins = {};
+	struct file *file;
+	__u64 offset;
+
+	if (!(vma->vm_flags & VM_EXEC) || vma->vm_mm != task->mm || !follows(tgid))
+		return 0;
+	ins.proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	if (!ins.proc)
+		return 0; /* running since before profile: user space sends its list whole */
+	ins.m.start = vma->vm_start;
+	ins.m.end = vma->vm_end;
+	file = vma->vm_file;
+	offset = vma->vm_pgoff << 12;
+	if (file && offset <= 0xffffffffULL) {
+		ins.m.inode = file->f_inode->i_ino;
+		ins.m.dev = file->f_inode->i_sb->s_dev;
+		ins.m.offset = offset;
+	}
+
+	ins.proc->seq++;
+	bpf_loop(UNWIND_MAX_MAPPINGS, keep_step, &ins, 0);
+	if (ins.kept < UNWIND_MAX_MAPPINGS) {
+		bpf_loop(UNWIND_MAX_MAPPINGS, shift_step, &ins, 0);
+		if (ins.at < UNWIND_MAX_MAPPINGS)
+			ins.proc->mappings[ins.at & (UNWIND_MAX_MAPPINGS - 1)] = ins.m;
+		ins.kept++;
+	}
+	ins.proc->count = ins.kept;
+	ins.proc->seq++;
+	return 0;
+}
+
+/* A zeroed list, the value an exec starts from (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_process);
+	__uint(max_entries, 1);
+} empty_process SEC(".maps");
+
+/* An exec: the old image's mappings are gone, and the new image's come next (the binary,
+ * its interpreter, then every library ld.so maps), each through on_mmap. setup_new_exec
+ * runs once the new mm is in place and before the binary is mapped. */
+SEC("fentry/setup_new_exec")
+int BPF_PROG(on_exec, struct linux_binprm *bprm)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+	struct unwind_process *empty;
+
+	if (!follows(tgid))
+		return 0;
+	empty = bpf_map_lookup_elem(&empty_process, &zero);
+	if (empty)
+		bpf_map_update_elem(&unwind_processes, &tgid, empty, BPF_ANY);
+	return 0;
+}
+
+/* A new process (not a thread) starts with its parent's mappings. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
+	struct unwind_process *proc;
+
+	if (child->pid != child->tgid || !follows(child_tgid))
+		return 0;
+	proc = bpf_map_lookup_elem(&unwind_processes, &parent_tgid);
+	if (!proc)
+		return 0;
+	bpf_map_update_elem(&unwind_processes, &child_tgid, proc, BPF_ANY);
+	/* Copied while another thread of the parent was adding a mapping: not to be trusted. */
+	proc = bpf_map_lookup_elem(&unwind_processes, &child_tgid);
+	if (proc && (proc->seq & 1))
+		bpf_map_delete_elem(&unwind_processes, &child_tgid);
+	return 0;
+}
+
+/* The last thread of a process exits: its list goes (its pid may come back as another). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (unwind_mode == UNWIND_FP || pid_namespace || task->signal->live.counter != 0)
+		return 0;
+	bpf_map_delete_elem(&unwind_processes, &tgid);
+	return 0;
 }
 
 #endif /* __TARGET_ARCH_x86 */

@@ -135,7 +135,6 @@ MapSizes map_sizes(const Options &options)
 	MapSizes sizes;
 	sizes.stack_entries = options.stack_storage_size;
 	sizes.count_entries = options.hash_storage_size;
-	sizes.unwind_rows = options.unwind_table_size;
 	utsname name{};
 	int major = 0, minor = 0;
 	if (uname(&name) == 0)
@@ -167,6 +166,14 @@ uint64_t available_memory()
 		return 0;
 	const size_t at = meminfo.find("MemAvailable:");
 	return at == std::string::npos ? 0 : std::strtoull(meminfo.c_str() + at + 13, nullptr, 10) * 1024;
+}
+
+// Where unwind tables are kept between runs, across boots: systemd's CacheDirectory= for
+// the agent's unit ($CACHE_DIRECTORY), else /var/cache/profile.
+std::string unwind_cache_dir()
+{
+	const char *dir = getenv("CACHE_DIRECTORY");
+	return std::string(dir && *dir == '/' ? dir : "/var/cache/profile") + "/unwind";
 }
 
 // What the pusher is told of the run.
@@ -289,7 +296,7 @@ int run(const Options &options)
 	std::optional<Unwinder> unwinder;
 	if (Sampler::UnwindMaps maps = sampler.unwind_maps(); maps.processes >= 0) {
 		const bool cache = geteuid() == 0 && !getenv("PROFILE_NO_UNWIND_CACHE");
-		unwinder.emplace(maps, cache ? "/run/profile/unwind" : "");
+		unwinder.emplace(maps, cache ? unwind_cache_dir() : "");
 		unwinder->prepare(history, options.pids);
 		startup.mark("unwind tables asked");
 	}

@@ -77,16 +77,20 @@ enum unwind_rbp_type {
 };
 struct unwind_row {
 	__u32 pc;
-	__s32 cfa_offset;
-	__s16 rbp_offset;
-	__u8 cfa_type; /* enum unwind_cfa_type */
-	__u8 rbp_type; /* enum unwind_rbp_type */
+	/* In 8-byte slots (x86-64 keeps its stack 8-aligned; a CFA that is not, or lies past
+	 * 512 KiB, is compiled as UNWIND_CFA_NONE); UNWIND_CFA_PLT's threshold in bytes. */
+	__u16 cfa_offset;
+	__s8 rbp_offset;    /* in 8-byte slots from the CFA; else UNWIND_RBP_UNDEFINED */
+	__u8 cfa_type : 4;  /* enum unwind_cfa_type */
+	__u8 rbp_type : 4;  /* enum unwind_rbp_type */
 };
+/* Eight bytes a row: a compiler's table of half a million rows takes 4 MiB. */
+#define UNWIND_SLOT 8
 /* The return address is always at CFA - 8 on x86-64; a row whose CFI says otherwise is
  * compiled as UNWIND_CFA_NONE. */
 
 /* An object (a file mapped executable) as the table walk sees it, by an id user space
- * gives it; its rows are unwind_rows[first_row, first_row + row_count). */
+ * gives it; its row_count rows are in unwind_tables[id], an array of their own. */
 enum unwind_object_state {
 	UNWIND_OBJECT_BUILDING = 0, /* being built (or not yet asked for) */
 	UNWIND_OBJECT_READY = 1,    /* the rows are in place */
@@ -94,27 +98,48 @@ enum unwind_object_state {
 	UNWIND_OBJECT_NO_ROOM = 3,  /* the table did not fit in --unwind-table-size */
 };
 struct unwind_object {
-	__u32 first_row;
 	__u32 row_count;
 	__u32 state; /* enum unwind_object_state */
 };
 
-/* One executable mapping of a process: [start, end) maps the file from `offset`. Object
- * 0 is none: anonymous code (JIT), the vDSO, a file with no table. */
+/* One executable mapping of a process: [start, end) maps the file (dev, inode) from
+ * `offset`. The file's table is found by its identity in unwind_files, so every process
+ * that maps a file shares its one table. inode 0 is no file: anonymous code (JIT), the
+ * vDSO, or an offset past 4 GiB. dev is the kernel's encoding, major << 20 | minor. */
 struct unwind_mapping {
 	__u64 start;
 	__u64 end;
+	__u64 inode;
 	__u32 offset;
-	__u32 object;
+	__u32 dev;
 };
 
-/* The executable mappings of a process, sorted by start, as user space last read them
- * (from the side band). Those past UNWIND_MAX_MAPPINGS are left out. */
+/* The executable mappings of a process, sorted by start. User space sends those of a
+ * process that was running before profile started; from then on the kernel keeps them
+ * (exec empties them, fork copies them, mmap adds one). seq is odd while the kernel
+ * rewrites the list. Those past UNWIND_MAX_MAPPINGS are left out. */
 #define UNWIND_MAX_MAPPINGS 256
 struct unwind_process {
 	__u32 count;
-	__u32 pad;
+	__u32 seq;
 	struct unwind_mapping mappings[UNWIND_MAX_MAPPINGS];
+};
+
+/* A file as the kernel knows it: the key of unwind_files (-> its object id) and of
+ * wanted_files. */
+struct unwind_file {
+	__u64 inode;
+	__u32 dev;
+	__u32 pad;
+};
+
+/* Where user space can open a file the walk met without a table: a mapping of it in a
+ * live process (/proc/PID/map_files/START-END). */
+struct unwind_file_seen {
+	__u32 pid;
+	__u32 pad;
+	__u64 start;
+	__u64 end;
 };
 
 #endif /* PROFILE_H */

@@ -39,7 +39,7 @@ struct Options {
 	uint32_t hash_storage_size = 40960;
 	uint32_t max_stack_depth = 127;
 	UnwindMode unwind = UnwindMode::Auto;
-	uint32_t unwind_table_size = 1048576; // rows
+	uint32_t unwind_table_size = 8388608; // rows, at most, over every table loaded
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
 	// Continuous profiling.
 	uint64_t interval_s = 0;     // --interval: a report every N seconds; 0: one at the end

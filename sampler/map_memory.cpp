@@ -18,12 +18,13 @@ constexpr uint64_t hash_entry_header = 48;   // struct htab_elem, before its key
 constexpr uint64_t counts_key = 24, counts_value = 16; // stack_key, stack_count (profile.h)
 constexpr uint64_t pid_key = 8, pid_value = 8;         // __u32 and __u8, each rounded up to 8
 constexpr uint64_t store_value = 8;                    // the stack's __u32 id, rounded up
-constexpr uint64_t unwind_row = 16;                    // struct unwind_row's 12 bytes, rounded up
-// The unwinder's maps of fixed size: unwind_objects (an array of 16384 12-byte objects),
-// unwind_processes' 8192 buckets, wanted_processes (4096 preallocated entries of a __u32
-// key and a __u8 value).
-constexpr uint64_t unwinder_fixed = 16384 * 16 + 8192 * hash_bucket + 4096 * hash_bucket +
-				    4096 * (hash_entry_header + pid_key + pid_value);
+// The unwinder's maps of fixed size: unwind_objects (an array of 16384 8-byte objects),
+// unwind_tables (16384 pointers), the buckets of unwind_processes (8192) and unwind_files
+// (16384), wanted_processes (4096 preallocated entries of a __u32 key and a __u8 value),
+// wanted_files (4096 of a 16-byte key and a 24-byte value), and the empty list exec copies.
+constexpr uint64_t unwinder_fixed = 16384 * 8 + 16384 * 8 + 8192 * hash_bucket + 16384 * hash_bucket +
+				    4096 * hash_bucket + 4096 * (hash_entry_header + pid_key + pid_value) +
+				    4096 * hash_bucket + 4096 * (hash_entry_header + 16 + 24) + 8200;
 
 uint64_t buckets(uint64_t entries)
 {
@@ -82,7 +83,6 @@ MapMemory map_memory(const MapSizes &sizes)
 	memory.counts = hash_map(sizes.count_entries, counts_key, counts_value, pre) +
 			hash_map(second(sizes.count_entries), counts_key, counts_value, pre) +
 			hash_map(sizes.count_entries, pid_key, pid_value, pre);
-	memory.unwind_rows = (sizes.unwinding ? sizes.unwind_rows : 1) * unwind_row;
 	memory.other = sizes.unwinding ? unwinder_fixed : 0;
 	return memory;
 }
@@ -129,9 +129,6 @@ MapMemoryVerdict judge_map_memory(const MapSizes &sizes, uint64_t available)
 		{"--hash-storage-size " + std::to_string(sizes.count_entries), memory.counts,
 		 byte_size(per_count) + " an entry", &MapSizes::count_entries},
 	};
-	if (sizes.unwinding)
-		parts.push_back({"--unwind-table-size " + std::to_string(sizes.unwind_rows), memory.unwind_rows,
-				 byte_size(unwind_row) + " a row", &MapSizes::unwind_rows});
 
 	MapMemoryVerdict verdict;
 	if (available && memory.total() > available / 2) {

@@ -10,7 +10,6 @@ struct MapSizes {
 	uint32_t stack_entries = 16384;    // --stack-storage-size
 	uint32_t depth = 127;              // frames per stack: --perf-max-stack-depth, as the kernel allows
 	uint32_t count_entries = 40960;    // --hash-storage-size
-	uint32_t unwind_rows = 1048576;    // --unwind-table-size
 	bool unwinding = false;            // stacks walked from unwind tables (not --unwind fp)
 	uint32_t generations = 2;          // sets of maps: 2 when they are drained while sampling
 	bool preallocated_hashes = false;  // hash maps allocate every entry at creation (kernels before 6.1)
@@ -21,14 +20,13 @@ struct MapSizes {
 // and an entry of 16 bytes plus 8 per frame for every stack, all allocated at once; a hash
 // map is an array of 16-byte buckets, with its entries (48 bytes, the key and the value)
 // allocated as keys arrive (the counts), or at once when preallocated (the stores of
-// stacks by content, when unwinding; every hash map before 6.1); an array map (the unwind
-// table) holds its rows, each rounded up to 8 bytes, from the start.
+// stacks by content, when unwinding; every hash map before 6.1). Unwind tables are not
+// counted: each is an array made to fit its rows as it loads, within --unwind-table-size.
 struct MapMemory {
 	uint64_t stacks = 0;      // the stack maps, or the stores of stacks by content
 	uint64_t counts = 0;      // the counts maps and sampled_pids
-	uint64_t unwind_rows = 0; // the unwind table
 	uint64_t other = 0;       // the unwinder's small maps
-	uint64_t total() const { return stacks + counts + unwind_rows + other; }
+	uint64_t total() const { return stacks + counts + other; }
 };
 MapMemory map_memory(const MapSizes &sizes);
 

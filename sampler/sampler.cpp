@@ -81,7 +81,7 @@ std::string errno_text(int err)
 // `two_generations` (nothing can be drained) the second set of maps is left as small as
 // the kernel allows: it is never used.
 Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps, bool two_generations,
-			 bool unwinding)
+			 bool unwinding, bool follow)
 {
 	Skeleton skel(profile_bpf__open());
 	if (!skel)
@@ -104,13 +104,15 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 		bpf_map__set_max_entries(skel->maps.store1, 1);
 		bpf_map__set_max_entries(skel->maps.counts1, 1);
 	}
-	bpf_map__set_max_entries(skel->maps.unwind_rows, unwinding ? options.unwind_table_size : 1);
 	if (!unwinding)
-		for (bpf_map *map : {skel->maps.unwind_processes, skel->maps.unwind_objects,
-				     skel->maps.wanted_processes})
+		for (bpf_map *map : {skel->maps.unwind_processes, skel->maps.unwind_objects, skel->maps.unwind_files,
+				     skel->maps.unwind_tables,
+				     skel->maps.wanted_processes, skel->maps.wanted_files})
 			bpf_map__set_max_entries(map, 1);
 	bpf_program__set_autoload(skel->progs.do_sample, !unwinding);
 	bpf_program__set_autoload(skel->progs.do_sample_unwind, unwinding);
+	for (bpf_program *hook : {skel->progs.on_mmap, skel->progs.on_exec, skel->progs.on_fork, skel->progs.on_exit})
+		bpf_program__set_autoload(hook, unwinding && follow);
 	bpf_map__set_max_entries(skel->maps.sampled_pids, options.hash_storage_size);
 	if (!options.pids.empty())
 		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
@@ -144,6 +146,8 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 struct Sampler::Impl {
 	Skeleton skel;
 	std::vector<Link> links;
+	// The hooks through which the kernel keeps processes' mappings for the table walk.
+	std::vector<Link> hooks;
 	uint32_t depth = DEFAULT_STACK_DEPTH;
 	Options options;
 	// Stacks walked from unwind tables and kept by content, rather than bpf_get_stackid's.
@@ -295,12 +299,20 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 
 	const long membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	impl_->can_drain = membarrier > 0 && (membarrier & MEMBARRIER_CMD_GLOBAL) && !getenv("PROFILE_NO_DRAIN");
-	Skeleton skel = open_configured(options, impl_->depth, true, impl_->can_drain, impl_->unwinding);
+	// The kernel keeps the mappings of new processes where it can hook exec, fork and mmap;
+	// elsewhere user space sends them, later.
+	bool follow = impl_->unwinding && !getenv("PROFILE_NO_KERNEL_MAPPINGS");
+	Skeleton skel = open_configured(options, impl_->depth, true, impl_->can_drain, impl_->unwinding, follow);
 	int err = profile_bpf__load(skel.get());
+	if (err && follow) {
+		follow = false;
+		skel = open_configured(options, impl_->depth, true, impl_->can_drain, impl_->unwinding, follow);
+		err = profile_bpf__load(skel.get());
+	}
 	if (err == -EINVAL) {
 		// Before 6.1 perf_event programs may only use preallocated hash maps: pay
 		// for the preallocation there.
-		skel = open_configured(options, impl_->depth, false, impl_->can_drain, impl_->unwinding);
+		skel = open_configured(options, impl_->depth, false, impl_->can_drain, impl_->unwinding, follow);
 		err = profile_bpf__load(skel.get());
 	}
 	if (err && impl_->unwinding && options.unwind == UnwindMode::Auto) {
@@ -309,10 +321,11 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 				"table unwinder (%s; PROFILE_DEBUG=1 shows why)\n",
 			errno_text(err).c_str());
 		impl_->unwinding = false;
-		skel = open_configured(options, impl_->depth, true, impl_->can_drain, false);
+		follow = false;
+		skel = open_configured(options, impl_->depth, true, impl_->can_drain, false, false);
 		err = profile_bpf__load(skel.get());
 		if (err == -EINVAL) {
-			skel = open_configured(options, impl_->depth, false, impl_->can_drain, false);
+			skel = open_configured(options, impl_->depth, false, impl_->can_drain, false, false);
 			err = profile_bpf__load(skel.get());
 		}
 	}
@@ -341,6 +354,17 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 		if (!dir || bpf_map__update_elem(skel->maps.cgroups, &slot, sizeof(slot), &fd, sizeof(fd), BPF_ANY))
 			throw RunError("cannot set the cgroup filter to " + path + ": " + errno_text(errno));
 	}
+	// Attached now, before user space reads /proc: a process that starts from here on is
+	// followed by the kernel, one that ran before is in what user space reads.
+	if (follow)
+		for (bpf_program *hook : {skel->progs.on_mmap, skel->progs.on_exec, skel->progs.on_fork, skel->progs.on_exit}) {
+			Link link(bpf_program__attach(hook));
+			if (!link) {
+				impl_->hooks.clear();
+				break;
+			}
+			impl_->hooks.push_back(std::move(link));
+		}
 	impl_->skel = std::move(skel);
 }
 
@@ -669,9 +693,12 @@ Sampler::UnwindMaps Sampler::unwind_maps() const
 	const profile_bpf &skel = *impl_->skel;
 	maps.processes = bpf_map__fd(skel.maps.unwind_processes);
 	maps.objects = bpf_map__fd(skel.maps.unwind_objects);
-	maps.rows = bpf_map__fd(skel.maps.unwind_rows);
+	maps.tables = bpf_map__fd(skel.maps.unwind_tables);
 	maps.wanted_processes = bpf_map__fd(skel.maps.wanted_processes);
-	maps.row_capacity = bpf_map__max_entries(skel.maps.unwind_rows);
+	maps.files = bpf_map__fd(skel.maps.unwind_files);
+	maps.wanted_files = bpf_map__fd(skel.maps.wanted_files);
+	maps.kernel_follows = !impl_->hooks.empty();
+	maps.row_capacity = impl_->options.unwind_table_size;
 	maps.object_capacity = bpf_map__max_entries(skel.maps.unwind_objects);
 	maps.process_capacity = bpf_map__max_entries(skel.maps.unwind_processes);
 	return maps;

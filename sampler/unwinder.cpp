@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -106,7 +108,6 @@ struct Unwinder::Impl {
 	};
 	std::vector<Object> objects{Object{}}; // [0]: none
 	std::map<FileKey, uint32_t> object_ids;
-	uint32_t next_row = 0;
 
 	// The mappings each process's walk has, as the history held them when sent (null: sent
 	// with none, the history never knew it).
@@ -127,13 +128,20 @@ struct Unwinder::Impl {
 	Stats stats;
 
 	uint32_t object_of(uint32_t pid, const MapEntry &m);
-	void send_process(uint32_t pid, const ProcessImage *image);
+	void send_process(uint32_t pid, const ProcessImage *image, uint64_t flags);
+	void answer_file(const unwind_file &file, const unwind_file_seen &seen);
 	void ask(uint32_t object);
-	void load(Built &built);
-	void set_state(uint32_t object, uint32_t state, uint32_t first_row = 0, uint32_t rows = 0);
+	UniqueFd fill(Built &built);
+	void set_state(uint32_t object, uint32_t state, uint32_t rows = 0);
 	void build_loop();
 	void load_built();
 };
+
+// The kernel's encoding of a device number (MKDEV), as struct super_block's s_dev holds it.
+uint32_t kernel_dev(const MapEntry &m)
+{
+	return m.dev_major << 20 | m.dev_minor;
+}
 
 uint32_t Unwinder::Impl::object_of(uint32_t pid, const MapEntry &m)
 {
@@ -143,6 +151,9 @@ uint32_t Unwinder::Impl::object_of(uint32_t pid, const MapEntry &m)
 	if (inserted) {
 		objects.push_back({m, pid});
 		set_state(it->second, UNWIND_OBJECT_BUILDING);
+		// From now on the walk finds the file's object wherever it is mapped.
+		unwind_file file{m.inode, kernel_dev(m), 0};
+		bpf_map_update_elem(maps.files, &file, &it->second, BPF_ANY);
 	} else {
 		objects[it->second].pid = pid;
 		objects[it->second].mapping = m;
@@ -150,7 +161,7 @@ uint32_t Unwinder::Impl::object_of(uint32_t pid, const MapEntry &m)
 	return it->second;
 }
 
-void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image)
+void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image, uint64_t flags)
 {
 	unwind_process value{};
 	if (image && image->maps) {
@@ -164,22 +175,51 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image)
 			unwind_mapping &out = value.mappings[value.count++];
 			out.start = m.start;
 			out.end = m.end;
+			if (!m.file_backed() || m.offset > UINT32_MAX)
+				continue; // no file: frame pointers
 			out.offset = uint32_t(m.offset);
-			out.object = m.offset > UINT32_MAX ? 0 : object_of(pid, m);
+			out.inode = m.inode;
+			out.dev = kernel_dev(m);
 			// A sampled process will run code of most objects it maps: their tables are
 			// asked for now rather than each at its first sample, a round trip later.
-			if (out.object)
-				ask(out.object);
+			if (uint32_t object = object_of(pid, m))
+				ask(object);
 		}
 	}
 	sent[pid] = image ? image->maps : nullptr;
-	if (bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY) == 0 && value.count)
+	if (bpf_map_update_elem(maps.processes, &pid, &value, flags) == 0 && value.count)
 		stats.processes++;
 }
 
-void Unwinder::Impl::set_state(uint32_t object, uint32_t state, uint32_t first_row, uint32_t rows)
+// A file the walk met with no object: opened through the mapping the kernel saw it in.
+void Unwinder::Impl::answer_file(const unwind_file &file, const unwind_file_seen &seen)
 {
-	unwind_object value{first_row, rows, state};
+	char range[96];
+	std::snprintf(range, sizeof(range), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, seen.pid, uint64_t(seen.start),
+		      uint64_t(seen.end));
+	MapEntry m;
+	m.start = seen.start;
+	m.end = seen.end;
+	m.inode = file.inode;
+	m.dev_major = file.dev >> 20;
+	m.dev_minor = file.dev & 0xfffff;
+	m.perms = {'r', '-', 'x', 'p'};
+	char path[4096];
+	const ssize_t length = readlink(range, path, sizeof(path) - 1);
+	if (length <= 0)
+		return; // gone: the walk asks again if another process maps it
+	m.path.assign(path, size_t(length));
+	if (m.path.size() > 10 && m.path.compare(m.path.size() - 10, 10, " (deleted)") == 0) {
+		m.path.resize(m.path.size() - 10);
+		m.deleted = true;
+	}
+	if (uint32_t object = object_of(seen.pid, m))
+		ask(object);
+}
+
+void Unwinder::Impl::set_state(uint32_t object, uint32_t state, uint32_t rows)
+{
+	unwind_object value{rows, state};
 	bpf_map_update_elem(maps.objects, &object, &value, BPF_ANY);
 }
 
@@ -219,42 +259,81 @@ void Unwinder::Impl::ask(uint32_t object)
 	work.notify_one();
 }
 
-// Puts a built table's rows into the kernel's array, then marks the object ready: the
-// walk reads no row of it before.
-void Unwinder::Impl::load(Built &built)
+// Puts a built table's rows into an array of its own in the kernel: the array, or none
+// when the table is empty, over the cap, or cannot be made (its object's state is set).
+UniqueFd Unwinder::Impl::fill(Built &built)
 {
 	if (!built.table || built.table->rows.empty()) {
 		set_state(built.object, UNWIND_OBJECT_NO_TABLE);
 		stats.no_table++;
-		return;
+		return {};
 	}
 	const std::vector<unwind_row> &rows = built.table->rows;
-	if (rows.size() > maps.row_capacity - next_row) {
+	LIBBPF_OPTS(bpf_map_create_opts, create, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	UniqueFd table;
+	if (rows.size() <= maps.row_capacity - stats.rows)
+		table.reset(bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(uint32_t), sizeof(unwind_row),
+					   uint32_t(rows.size()), &create));
+	if (!table) {
 		set_state(built.object, UNWIND_OBJECT_NO_ROOM);
 		stats.no_room++;
 		stats.no_room_rows += rows.size();
-		return;
+		return {};
 	}
-	std::vector<uint32_t> keys(std::min<size_t>(rows.size(), 65536));
-	for (size_t first = 0; first < rows.size(); first += keys.size()) {
-		uint32_t count = uint32_t(std::min(keys.size(), rows.size() - first));
-		for (uint32_t i = 0; i < count; i++)
-			keys[i] = next_row + uint32_t(first) + i;
-		if (bpf_map_update_batch(maps.rows, keys.data(), &rows[first], &count, nullptr) != 0) {
-			// Older kernels: one row at a time.
-			for (uint32_t i = 0; i < count; i++)
-				if (bpf_map_update_elem(maps.rows, &keys[i], &rows[first + i], BPF_ANY) != 0) {
-					set_state(built.object, UNWIND_OBJECT_NO_TABLE);
-					stats.no_table++;
-					return;
-				}
-		}
+	// Written through a mapping of the array: a copy, where updates cost a syscall a batch
+	// and a copy a row.
+	const size_t bytes = rows.size() * sizeof(unwind_row);
+	void *at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, table.get(), 0);
+	if (at == MAP_FAILED) {
+		set_state(built.object, UNWIND_OBJECT_NO_TABLE);
+		stats.no_table++;
+		return {};
 	}
-	set_state(built.object, UNWIND_OBJECT_READY, next_row, uint32_t(rows.size()));
-	next_row += uint32_t(rows.size());
+	std::memcpy(at, rows.data(), bytes);
+	munmap(at, bytes);
 	stats.rows += rows.size();
-	stats.ready++;
-	stats.from_cache += built.from_cache;
+	return table;
+}
+
+// Loads the tables built since the last call, then marks their objects ready: the walk reads
+// no row of one before. Every update of a map of maps waits for an RCU grace period
+// (programs still running must be done with the old inner map): one batch waits once.
+void Unwinder::Impl::load_built()
+{
+	std::vector<Built> built;
+	{
+		std::lock_guard<std::mutex> guard(lock);
+		built.swap(done);
+	}
+	std::vector<uint32_t> objects;
+	std::vector<UniqueFd> tables;
+	std::vector<int> fds;
+	std::vector<uint32_t> rows;
+	for (Built &b : built)
+		if (UniqueFd table = fill(b)) {
+			objects.push_back(b.object);
+			fds.push_back(table.get());
+			rows.push_back(uint32_t(b.table->rows.size()));
+			stats.from_cache += b.from_cache;
+			tables.push_back(std::move(table));
+		}
+	if (objects.empty())
+		return;
+	uint32_t count = uint32_t(objects.size());
+	bool in = bpf_map_update_batch(maps.tables, objects.data(), fds.data(), &count, nullptr) == 0;
+	for (size_t i = 0; i < objects.size(); i++) {
+		if (!in)
+			in = bpf_map_update_elem(maps.tables, &objects[i], &fds[i], BPF_ANY) == 0;
+		if (in) {
+			set_state(objects[i], UNWIND_OBJECT_READY, rows[i]);
+			stats.ready++;
+		} else {
+			set_state(objects[i], UNWIND_OBJECT_NO_TABLE);
+			stats.no_table++;
+			stats.rows -= rows[i];
+		}
+		in = in && count == objects.size();
+	}
 }
 
 void Unwinder::Impl::build_loop()
@@ -319,15 +398,17 @@ void Unwinder::stop()
 void Unwinder::prepare(const ProcessHistory &history, const std::vector<uint32_t> &pids)
 {
 	Impl &d = *impl_;
-	for (uint32_t pid : pids) {
+	// The processes running now: those of -p, or every one the snapshot found. A process
+	// the kernel has followed since its exec has a list already, newer than the snapshot.
+	for (uint32_t pid : pids.empty() ? history.live_pids() : pids) {
 		const ProcessImage *image = history.image_at(pid, UINT64_MAX);
 		if (!image)
 			continue;
-		d.send_process(pid, image);
+		d.send_process(pid, image, BPF_NOEXIST);
 	}
-	// The processes are there already: their first samples are whole if their tables are
-	// in before sampling starts. A table that takes longer (seconds, for a compiler's
-	// hundreds of thousands of rows, the first time) comes in while sampling goes on.
+	// Their first samples are whole if their tables are in before sampling starts. A table
+	// that takes longer (seconds, for a compiler's hundreds of thousands of rows, the first
+	// time) comes in while sampling goes on.
 	{
 		std::unique_lock<std::mutex> guard(d.lock);
 		d.finished.wait_for(guard, std::chrono::seconds(2), [&] { return d.building == 0; });
@@ -338,8 +419,9 @@ void Unwinder::prepare(const ProcessHistory &history, const std::vector<uint32_t
 void Unwinder::tick(const ProcessHistory &history)
 {
 	Impl &d = *impl_;
-	// Processes whose mappings changed since they were sent (mmap, exec), or that exited.
-	for (auto it = d.sent.begin(); it != d.sent.end();) {
+	// Where the kernel cannot follow processes itself: processes whose mappings changed
+	// since they were sent (mmap, exec), or that exited.
+	for (auto it = d.sent.begin(); !d.maps.kernel_follows && it != d.sent.end();) {
 		const uint32_t pid = it->first;
 		const ProcessImage *image = history.exited(pid) ? nullptr : history.image_at(pid, UINT64_MAX);
 		// One sent with no mappings is forgotten once it is gone from /proc.
@@ -350,20 +432,23 @@ void Unwinder::tick(const ProcessHistory &history)
 			continue;
 		}
 		if (image && image->maps != it->second)
-			d.send_process(pid, image);
+			d.send_process(pid, image, BPF_ANY);
 		++it;
 	}
+	if (d.maps.kernel_follows)
+		d.sent.clear();
 
-	// Processes the walk met without their mappings. One the history does not know yet
-	// (its records are still on their way) is asked about again for ten ticks (200 ms); then
-	// it is sent with none, and stacks of it take frame-pointer steps.
+	// Processes the walk met without their mappings (or with a leaf outside them). One the
+	// history does not know yet (its records are still on their way) is asked about again
+	// for ten ticks (200 ms); then it is sent with none, and stacks of it take
+	// frame-pointer steps.
 	uint32_t pid, next;
 	std::vector<uint32_t> answered;
 	for (void *prev = nullptr; bpf_map_get_next_key(d.maps.wanted_processes, prev, &next) == 0; prev = &pid) {
 		pid = next;
 		const ProcessImage *image = history.image_at(pid, UINT64_MAX);
 		if (image || ++d.unknown_ticks[pid] > 10) {
-			d.send_process(pid, image);
+			d.send_process(pid, image, BPF_ANY);
 			d.unknown_ticks.erase(pid);
 			answered.push_back(pid);
 		}
@@ -371,19 +456,23 @@ void Unwinder::tick(const ProcessHistory &history)
 	for (uint32_t done : answered)
 		bpf_map_delete_elem(d.maps.wanted_processes, &done);
 
+	// Files the walk met with no table: each gets its object, and its table is built.
+	unwind_file file, next_file;
+	std::vector<unwind_file> files;
+	for (void *prev = nullptr; bpf_map_get_next_key(d.maps.wanted_files, prev, &next_file) == 0; prev = &file) {
+		file = next_file;
+		files.push_back(file);
+	}
+	for (const unwind_file &f : files) {
+		unwind_file_seen seen;
+		if (bpf_map_lookup_elem(d.maps.wanted_files, &f, &seen) == 0)
+			d.answer_file(f, seen);
+		bpf_map_delete_elem(d.maps.wanted_files, &f);
+	}
+
 	d.load_built();
 }
 
-void Unwinder::Impl::load_built()
-{
-	std::vector<Built> built;
-	{
-		std::lock_guard<std::mutex> guard(lock);
-		built.swap(done);
-	}
-	for (Built &b : built)
-		load(b);
-}
 
 Unwinder::Stats Unwinder::stats() const
 {

@@ -125,6 +125,15 @@ ProcessImage *ProcessHistory::image_for_update(uint32_t pid, uint64_t time_ns)
 	return const_cast<ProcessImage *>(image_at(pid, time_ns));
 }
 
+std::vector<uint32_t> ProcessHistory::live_pids() const
+{
+	std::vector<uint32_t> pids;
+	for (const auto &[pid, process] : processes_)
+		if (!process.exited)
+			pids.push_back(pid);
+	return pids;
+}
+
 bool ProcessHistory::exited(uint32_t pid) const
 {
 	auto it = processes_.find(pid);

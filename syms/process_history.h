@@ -59,6 +59,8 @@ public:
 	const ProcessImage *image_at(uint32_t pid, uint64_t time_ns) const;
 
 	bool exited(uint32_t pid) const;
+	// The processes known and not exited, in no order.
+	std::vector<uint32_t> live_pids() const;
 
 	// The kernel symbol that covered address at time_ns: JIT memory is reused, so one
 	// address can name several programs in a run. Of those loaded at time_ns the newest;

@@ -23,7 +23,7 @@
 namespace {
 
 // Changes whenever what a file holds, or how rows are compiled, does: old files then miss.
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 constexpr char kMagic[8] = {'P', 'R', 'O', 'F', 'U', 'W', 'T', '\n'};
 constexpr size_t kMaxKeySize = 200;
 

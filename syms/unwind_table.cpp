@@ -512,11 +512,6 @@ void check_entries(CfiImage &image, bool eh_frame, uint64_t address)
 
 // --- rows: what each one says -----------------------------------------------------------------
 
-bool fits_s32(int64_t value)
-{
-	return value >= std::numeric_limits<int32_t>::min() && value <= std::numeric_limits<int32_t>::max();
-}
-
 // CFA = rsp + 8, + 8 once the stub has pushed: what binutils writes for a lazy .plt,
 // `DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_litN; DW_OP_ge;
 // DW_OP_lit3; DW_OP_shl; DW_OP_plus`, where N is the offset of the push's end in each
@@ -583,10 +578,10 @@ unwind_row rule_of(Dwarf_Frame *frame, int ra_column)
 		offset = int64_t(ops[0].number);
 	}
 	if (register_number == kRegRsp || register_number == kRegRbp) {
-		if (!fits_s32(offset))
+		if (offset < 0 || offset % UNWIND_SLOT || offset / UNWIND_SLOT > std::numeric_limits<uint16_t>::max())
 			return none;
 		row.cfa_type = register_number == kRegRsp ? UNWIND_CFA_RSP : UNWIND_CFA_RBP;
-		row.cfa_offset = int32_t(offset);
+		row.cfa_offset = uint16_t(offset / UNWIND_SLOT);
 	} else if (int threshold = plt_threshold(ops, count)) {
 		row.cfa_type = UNWIND_CFA_PLT;
 		row.cfa_offset = threshold;
@@ -600,11 +595,11 @@ unwind_row rule_of(Dwarf_Frame *frame, int ra_column)
 	if (dwarf_frame_register(frame, kRegRbp, ops_mem, &ops, &count) == 0) {
 		if (count == 0 && ops == nullptr) {
 			row.rbp_type = UNWIND_RBP_SAME;
-		} else if (std::optional<int64_t> at = saved_at_cfa(ops, count)) {
-			if (*at < std::numeric_limits<int16_t>::min() || *at > std::numeric_limits<int16_t>::max())
-				return none;
+		} else if (std::optional<int64_t> at = saved_at_cfa(ops, count);
+			   at && *at % UNWIND_SLOT == 0 && *at / UNWIND_SLOT >= std::numeric_limits<int8_t>::min() &&
+			   *at / UNWIND_SLOT <= std::numeric_limits<int8_t>::max()) {
 			row.rbp_type = UNWIND_RBP_AT_CFA;
-			row.rbp_offset = int16_t(*at);
+			row.rbp_offset = int8_t(*at / UNWIND_SLOT);
 		}
 	}
 	return row;

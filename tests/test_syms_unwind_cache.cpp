@@ -54,7 +54,7 @@ TEST_CASE("unwind cache: a table stored is the table loaded, in a private file o
 	const std::string cache = dir / "profile/unwind"; // neither exists yet
 	const UnwindTable table = fixture_table("unwind-nofp");
 	const std::string key = unwind_table_key(open_read_only(fixture_path("unwind-nofp").c_str()).get());
-	CHECK(key == "u1-b-" + read_build_id("unwind-nofp"));
+	CHECK(key == "u2-b-" + read_build_id("unwind-nofp"));
 
 	CHECK(!load_cached_unwind_table(cache, key));
 	store_unwind_table(cache, key, table);
@@ -70,8 +70,8 @@ TEST_CASE("unwind cache: a table stored is the table loaded, in a private file o
 	store_unwind_table(cache, key, other);
 	CHECK(same_table(load_cached_unwind_table(cache, key), other));
 	// An empty table is a table too.
-	store_unwind_table(cache, "u1-b-00", UnwindTable{});
-	std::optional<UnwindTable> empty = load_cached_unwind_table(cache, "u1-b-00");
+	store_unwind_table(cache, "u2-b-00", UnwindTable{});
+	std::optional<UnwindTable> empty = load_cached_unwind_table(cache, "u2-b-00");
 	REQUIRE(empty);
 	CHECK(empty->rows.empty());
 	CHECK(empty->source == "");
@@ -87,7 +87,7 @@ TEST_CASE("unwind cache: the key is the build id, else the file's identity, whic
 	write_file(path, "not an ELF file\n");
 	UniqueFd fd = open_read_only(path.c_str());
 	const std::string key = unwind_table_key(fd.get());
-	CHECK(key.rfind("u1-f-", 0) == 0);
+	CHECK(key.rfind("u2-f-", 0) == 0);
 	CHECK(key == unwind_table_key(fd.get()));
 	CHECK(key.find('/') == std::string::npos);
 	write_file(path, "not an ELF file either\n");
@@ -97,15 +97,15 @@ TEST_CASE("unwind cache: the key is the build id, else the file's identity, whic
 	CHECK(unwind_table_key(directory.get()) == "");
 
 	struct stat st {};
-	CHECK(unwind_table_key("0123abcd", st) == "u1-b-0123abcd");
-	CHECK(unwind_table_key("../../etc", st).rfind("u1-f-", 0) == 0); // not hex: not a build id
+	CHECK(unwind_table_key("0123abcd", st) == "u2-b-0123abcd");
+	CHECK(unwind_table_key("../../etc", st).rfind("u2-f-", 0) == 0); // not hex: not a build id
 }
 
 TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 {
 	TempDir dir;
 	const UnwindTable table = fixture_table("unwind-nofp");
-	const std::string key = "u1-b-1234";
+	const std::string key = "u2-b-1234";
 
 	REQUIRE(mkdir((dir / "open").c_str(), 0700) == 0);
 	REQUIRE(chmod((dir / "open").c_str(), 0777) == 0);
@@ -127,8 +127,8 @@ TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 	// A symlink to a private directory of ours.
 	REQUIRE(symlink((dir / "private").c_str(), (dir / "link").c_str()) == 0);
 	CHECK(!load_cached_unwind_table(dir / "link", key));
-	store_unwind_table(dir / "link", "u1-b-5678", table);
-	CHECK(!std::filesystem::exists(dir / "private/u1-b-5678"));
+	store_unwind_table(dir / "link", "u2-b-5678", table);
+	CHECK(!std::filesystem::exists(dir / "private/u2-b-5678"));
 }
 
 TEST_CASE("unwind cache: a file that is a symlink, open to others, or not ours is not read; a symlink is replaced, not written through")
@@ -136,7 +136,7 @@ TEST_CASE("unwind cache: a file that is a symlink, open to others, or not ours i
 	TempDir dir;
 	const std::string cache = dir / "cache";
 	const UnwindTable table = fixture_table("unwind-nofp");
-	const std::string key = "u1-b-abcd";
+	const std::string key = "u2-b-abcd";
 	store_unwind_table(cache, key, table);
 	const std::string file = cache + "/" + key;
 	REQUIRE(load_cached_unwind_table(cache, key));
@@ -174,7 +174,7 @@ TEST_CASE("unwind cache: a file that does not check out is a miss, and storing a
 	TempDir dir;
 	const std::string cache = dir / "cache";
 	const UnwindTable table = fixture_table("unwind-nofp");
-	const std::string key = "u1-b-feed";
+	const std::string key = "u2-b-feed";
 	store_unwind_table(cache, key, table);
 	const std::string file = cache + "/" + key;
 	const std::string good = read_file(file);

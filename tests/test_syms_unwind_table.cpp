@@ -142,6 +142,7 @@ ReadelfFrames read_frames(const std::string &text, const std::string &wanted_sec
 
 // --- what a row should be -----------------------------------------------------------------------
 
+// Offsets in 8-byte slots, as rows hold them.
 unwind_row rule(uint8_t cfa_type, int32_t cfa_offset = 0, uint8_t rbp_type = UNWIND_RBP_SAME, int16_t rbp_offset = 0)
 {
 	unwind_row row{};
@@ -157,8 +158,10 @@ std::string describe(const unwind_row &row)
 	static const char *const cfa[] = {"none", "rsp", "rbp", "plt", "end"};
 	static const char *const rbp[] = {"same", "cfa", "undefined"};
 	std::ostringstream text;
-	text << (row.cfa_type < 5 ? cfa[row.cfa_type] : "?") << "+" << row.cfa_offset << " rbp "
-	     << (row.rbp_type < 3 ? rbp[row.rbp_type] : "?") << row.rbp_offset;
+	// In bytes, as readelf prints them (but the PLT rule's threshold, bytes already).
+	text << (row.cfa_type < 5 ? cfa[row.cfa_type] : "?") << "+"
+	     << row.cfa_offset * (row.cfa_type == UNWIND_CFA_PLT ? 1 : UNWIND_SLOT) << " rbp "
+	     << (row.rbp_type < 3 ? rbp[row.rbp_type] : "?") << row.rbp_offset * UNWIND_SLOT;
 	return text.str();
 }
 
@@ -181,9 +184,10 @@ Expected expected_rule(const ReadelfRow &columns)
 	unwind_row row{};
 	if (rbp == "u" || rbp == "s") {
 		row.rbp_type = UNWIND_RBP_SAME;
-	} else if (rbp[0] == 'c') {
+	} else if (rbp[0] == 'c' && std::stoi(rbp.substr(1)) % UNWIND_SLOT == 0 &&
+		   std::abs(std::stoi(rbp.substr(1)) / UNWIND_SLOT) <= 127) {
 		row.rbp_type = UNWIND_RBP_AT_CFA;
-		row.rbp_offset = int16_t(std::stoi(rbp.substr(1)));
+		row.rbp_offset = int8_t(std::stoi(rbp.substr(1)) / UNWIND_SLOT);
 	} else {
 		row.rbp_type = UNWIND_RBP_UNDEFINED;
 	}
@@ -192,8 +196,11 @@ Expected expected_rule(const ReadelfRow &columns)
 		return {row, true};
 	}
 	if (cfa.rfind("rsp+", 0) == 0 || cfa.rfind("rbp+", 0) == 0) {
+		const int bytes = std::stoi(cfa.substr(4));
+		if (bytes % UNWIND_SLOT || bytes / UNWIND_SLOT > 65535)
+			return {rule(UNWIND_CFA_NONE)};
 		row.cfa_type = cfa[1] == 's' ? UNWIND_CFA_RSP : UNWIND_CFA_RBP;
-		row.cfa_offset = std::stoi(cfa.substr(4));
+		row.cfa_offset = uint16_t(bytes / UNWIND_SLOT);
 		return {row};
 	}
 	return {rule(UNWIND_CFA_NONE)};
@@ -402,8 +409,8 @@ TEST_CASE("unwind table: PLT stubs, the lazy PLT and IBT's")
 		// PLT0 pushes twice, then each stub pushes once before its jump.
 		const unwind_row *row = find_unwind_row(table.rows, start);
 		REQUIRE(row);
-		CHECK(same_unwind_rule(*row, rule(UNWIND_CFA_RSP, 16)));
-		CHECK(same_unwind_rule(*find_unwind_row(table.rows, start + 6), rule(UNWIND_CFA_RSP, 24)));
+		CHECK(same_unwind_rule(*row, rule(UNWIND_CFA_RSP, 16 / UNWIND_SLOT)));
+		CHECK(same_unwind_rule(*find_unwind_row(table.rows, start + 6), rule(UNWIND_CFA_RSP, 24 / UNWIND_SLOT)));
 		for (uint64_t at : {start + 16, start + 16 + threshold, end - 1})
 			CHECK(same_unwind_rule(*find_unwind_row(table.rows, at), rule(UNWIND_CFA_PLT, threshold)));
 		CHECK(find_unwind_row(table.rows, end)->cfa_type != UNWIND_CFA_PLT);
@@ -477,8 +484,8 @@ TEST_CASE("unwind table: a stripped file's rows from its debug file's .debug_fra
 
 TEST_CASE("unwind table: rows from spans merge equal neighbours and start every gap with no rule")
 {
-	const unwind_row rsp8 = rule(UNWIND_CFA_RSP, 8), rsp16 = rule(UNWIND_CFA_RSP, 16),
-			 rbp16 = rule(UNWIND_CFA_RBP, 16, UNWIND_RBP_AT_CFA, -16);
+	const unwind_row rsp8 = rule(UNWIND_CFA_RSP, 1), rsp16 = rule(UNWIND_CFA_RSP, 2),
+			 rbp16 = rule(UNWIND_CFA_RBP, 2, UNWIND_RBP_AT_CFA, -2);
 	// Out of order; two FDEs back to back with one rule; a gap; an overlap.
 	std::vector<unwind_row> rows = unwind_rows_of({{0x2000, 0x2010, rbp16},
 						       {0x1000, 0x1001, rsp8},
@@ -509,7 +516,7 @@ TEST_CASE("unwind table: rows from spans merge equal neighbours and start every 
 			       {0x100000000, 0x100000010, rsp16}});
 	REQUIRE(rows.size() == 4);
 	CHECK(rows[1].pc == 0x20);
-	CHECK(rows[1].cfa_type == UNWIND_CFA_NONE);
+	CHECK(unsigned(rows[1].cfa_type) == UNWIND_CFA_NONE);
 	CHECK(rows[2].pc == 0x40);
 	CHECK(rows[3].pc == 0x50);
 	CHECK(unwind_rows_of({}).empty());
