@@ -332,7 +332,7 @@ struct walk {
 	__u32 pid;
 	__u32 n;
 	bool process_known;
-	bool fp_pending, fp_no_table, cut, done;
+	bool pending, fp_no_table, cut, done;
 };
 
 /* The object of a mapping's file: 0 for no file; when the file has none yet, user space is
@@ -488,7 +488,7 @@ static long walk_step(__u32 index, struct walk *w)
 		if (!find_mapping(w, lookup)) {
 			w->map_end = 0;
 			if (!w->process_known) {
-				w->fp_pending = true;
+				goto pending;
 			} else if (index > 0) {
 				/* Not code this process has mapped executable: what a frame-pointer walk
 				 * through code without frame pointers reads. */
@@ -509,17 +509,13 @@ static long walk_step(__u32 index, struct walk *w)
 		w->fp_no_table = true;
 		goto fp;
 	}
-	if (w->object == UNWIND_MAX_OBJECTS) {
-		w->fp_pending = true;
-		goto fp;
-	}
+	if (w->object == UNWIND_MAX_OBJECTS)
+		goto pending;
 	obj = bpf_map_lookup_elem(&unwind_objects, &w->object);
 	if (!obj)
 		goto no_rule;
-	if (obj->state == UNWIND_OBJECT_BUILDING) {
-		w->fp_pending = true;
-		goto fp;
-	}
+	if (obj->state == UNWIND_OBJECT_BUILDING)
+		goto pending;
 	if (obj->state != UNWIND_OBJECT_READY) {
 		w->fp_no_table = true;
 		goto fp;
@@ -566,6 +562,13 @@ static long walk_step(__u32 index, struct walk *w)
 		return 1;
 	}
 	return 0;
+
+pending:
+	/* Code whose table is not in yet: frame pointers would guess through code that has
+	 * CFI. The stack stops here, marked truncated, and counted as waiting for tables. */
+	w->pending = true;
+	w->cut = true;
+	return 1;
 
 no_rule:
 	if (unwind_mode == UNWIND_DWARF) {
@@ -645,8 +648,8 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		w.n++;
 	}
 	/* A stack cut short while its tables were being built counts as waiting for them. */
-	if (w.fp_pending) {
-		st->unwound_fp_pending++;
+	if (w.pending) {
+		st->unwound_pending++;
 	} else if (w.cut) {
 		st->unwound_cut++;
 	} else if (w.fp_no_table) {

@@ -38,7 +38,7 @@ struct sample_stats {
 	/* How the user stacks of --unwind auto|dwarf were walked, one count per sample that
 	 * has a user stack (not losses: every one of them may also be stored). */
 	__u64 unwound_tables;       /* every step from unwind tables, to the stack's end */
-	__u64 unwound_fp_pending;   /* frame-pointer steps (whole or cut): a table not built yet */
+	__u64 unwound_pending;      /* cut short at code whose table was not built yet */
 	__u64 unwound_fp_no_table;  /* some frame-pointer steps: code with no table (JIT, no CFI) */
 	__u64 unwound_cut;          /* cut short otherwise: no rule, a failed read, the depth limit */
 };

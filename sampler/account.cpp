@@ -41,7 +41,7 @@ void report_losses(const RawProfile &raw, const Options &options)
 void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 {
 	const sample_stats &t = raw.totals;
-	const uint64_t walked = t.unwound_tables + t.unwound_fp_pending + t.unwound_fp_no_table + t.unwound_cut;
+	const uint64_t walked = t.unwound_tables + t.unwound_pending + t.unwound_fp_no_table + t.unwound_cut;
 	if (!walked)
 		return;
 	auto share = [&](uint64_t n) { return 100.0 * double(n) / double(walked); };
@@ -49,9 +49,9 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 	char part[160];
 	std::snprintf(part, sizeof(part), "%.1f %% from unwind tables", share(t.unwound_tables));
 	line += part;
-	if (t.unwound_fp_pending) {
-		std::snprintf(part, sizeof(part), ", %.1f %% by frame pointers while tables were built",
-			      share(t.unwound_fp_pending));
+	if (t.unwound_pending) {
+		std::snprintf(part, sizeof(part), ", %.1f %% cut short while tables were built",
+			      share(t.unwound_pending));
 		line += part;
 	}
 	if (t.unwound_fp_no_table) {
@@ -59,11 +59,10 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 			      share(t.unwound_fp_no_table));
 		line += part;
 	}
-	std::snprintf(part, sizeof(part), ", %.1f %% cut short", share(t.unwound_cut));
+	std::snprintf(part, sizeof(part), ", %.1f %% cut short otherwise", share(t.unwound_cut));
 	line += part;
-	// In the kernel's array a row takes its size rounded up to 8 bytes.
-	std::snprintf(part, sizeof(part), " (%u tables, %.1f MiB", tables.ready,
-		      double(tables.rows) * ((sizeof(unwind_row) + 7) & ~size_t(7)) / (1 << 20));
+	std::snprintf(part, sizeof(part), " (%u tables, %.1f MiB in the kernel", tables.ready,
+		      double(tables.rows) * sizeof(unwind_row) / (1 << 20));
 	line += part;
 	if (tables.from_cache) {
 		std::snprintf(part, sizeof(part), ", %u from the cache", tables.from_cache);

@@ -501,7 +501,7 @@ void add_stats(sample_stats &sum, const sample_stats &s)
 	sum.lost_stack_other += s.lost_stack_other;
 	sum.new_keys += s.new_keys;
 	sum.unwound_tables += s.unwound_tables;
-	sum.unwound_fp_pending += s.unwound_fp_pending;
+	sum.unwound_pending += s.unwound_pending;
 	sum.unwound_fp_no_table += s.unwound_fp_no_table;
 	sum.unwound_cut += s.unwound_cut;
 }

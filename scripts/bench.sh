@@ -286,7 +286,7 @@ kernel_cost() {
 	fi
 	OURS_NS=$(calc "%.0f" "($ours_ns1 - $ours_ns0) / ($ours_cnt1 - $ours_cnt0)")
 	PEER_NS=$(calc "%.0f" "($peer_ns1 - $peer_ns0) / ($peer_cnt1 - $peer_cnt0)")
-	OURS_WALKED=$(sed -n 's/^profile: user stacks: \([0-9.]* % from unwind tables\)\(, [0-9.]* % by frame pointers while tables were built\)\{0,1\}.*/\1\2/p' "$TMP/kcost.err")
+	OURS_WALKED=$(sed -n 's/^profile: user stacks: \([0-9.]* % from unwind tables\)\(, [0-9.]* % cut short while tables were built\)\{0,1\}.*/\1\2/p' "$TMP/kcost.err")
 	log "  $first attached first: profile $OURS_NS ns, bpftrace $PEER_NS ns$(sed -n 's/^profile: user stacks: /; /p' "$TMP/kcost.err")"
 }
 

@@ -107,6 +107,27 @@ TEST_CASE("--unwind auto: a program built without frame pointers is unwound to i
 	CHECK(contains(r.err, "% from unwind tables"));
 }
 
+TEST_CASE("whole machine: short-lived processes of a program without frame pointers reach their roots")
+{
+	require_root();
+	// Forty processes one after another, each 0.15 s: every one is new to the profiler, and
+	// most start after it, so none of them can have been sent from /proc before sampling.
+	Background loop({"/bin/sh", "-c", "for i in $(seq 40); do " + workload("nofp") + " 0.15; done"});
+	auto r = profile({"-U", "-F", "499", "--folded", "3"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	INFO("stderr:\n" << r.err << "stacks not reaching the root:\n" << worst_lines(lines));
+	RootShare root = root_share(lines, "nofp");
+	REQUIRE(root.samples > 300);
+	CHECK(root.share() >= 0.9);
+	// The account says how many stacks waited for a table: few, and none guessed through.
+	const size_t at = r.err.find("% cut short while tables were built");
+	if (at != std::string::npos) {
+		const size_t from = r.err.rfind(", ", at) + 2;
+		CHECK(std::stod(r.err.substr(from, at - from)) < 5.0);
+	}
+}
+
 TEST_CASE("--unwind fp: the frame-pointer path loses the callers of code built without frame pointers")
 {
 	require_root();
