@@ -3,8 +3,14 @@
 // through libcurl to tests/receiver.py, which judges each request against the API.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <tuple>
 
 #include <algorithm>
 #include <chrono>
@@ -369,8 +375,11 @@ TEST_CASE("push: answers: 2xx delivered; 5xx, 429, 408 and no answer retried; ot
 		CAPTURE(int(format));
 		for (long status : {500L, 502L, 503L, 504L, 429L, 408L})
 			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Retry);
-		for (long status : {400L, 401L, 403L, 404L, 413L, 422L, 301L})
+		for (long status : {400L, 404L, 413L, 422L, 301L})
 			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Refused);
+		// Credentials refused: no window would fare better.
+		for (long status : {401L, 403L})
+			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Halt);
 		PushResponse down;
 		down.error = "Failed to connect to pyro port 4040 after 0 ms: Connection refused";
 		PushVerdict verdict = judge_push_response(format, down);
@@ -410,9 +419,15 @@ TEST_CASE("push: Parca's answers: grpc-status in a header or the trailer frame, 
 	// (501, a 5xx as the others).
 	for (const char *status : {"14", "8", "4", "13", "2", "12"})
 		CHECK(judge_push_response(PushFormat::Parca, grpc(status)).outcome == PushOutcome::Retry);
-	// Invalid argument, unauthenticated, permission denied, failed precondition.
-	for (const char *status : {"3", "16", "7", "9"})
+	// Invalid argument, failed precondition.
+	for (const char *status : {"3", "9"})
 		CHECK(judge_push_response(PushFormat::Parca, grpc(status)).outcome == PushOutcome::Refused);
+	// Unauthenticated, permission denied: the credentials.
+	for (const char *status : {"16", "7"}) {
+		PushVerdict verdict = judge_push_response(PushFormat::Parca, grpc(status, "invalid token"));
+		CHECK(verdict.outcome == PushOutcome::Halt);
+		CHECK(verdict.reason.starts_with("the server refused the credentials (gRPC status "));
+	}
 	PushVerdict bad = judge_push_response(PushFormat::Parca,
 					      trailer("grpc-status: 3\r\ngrpc-message: missing name label\r\n"));
 	CHECK(bad.outcome == PushOutcome::Refused);
@@ -573,6 +588,277 @@ TEST_CASE("push: a request that never ends holds neither push() nor finish() pas
 	start = now();
 	pusher.reset();
 	CHECK(now() - start < 0.1);
+}
+
+TEST_CASE("push: an auth file: 'Bearer TOKEN' or 'USER:PASSWORD', 'Name: value' headers, comments; what is wrong names a line, never a secret")
+{
+	PushAuth auth = parse_push_auth("Bearer tok-123\n");
+	CHECK(auth.error == "");
+	CHECK(auth.headers == std::vector<std::string>{"Authorization: Bearer tok-123"});
+	// RFC 7617: base64 of user:password.
+	CHECK(parse_push_auth("Aladdin:open sesame").headers ==
+	      std::vector<std::string>{"Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="});
+	CHECK(base64("") == "");
+	CHECK(base64("f") == "Zg==");
+	CHECK(base64("fo") == "Zm8=");
+	CHECK(base64("foo") == "Zm9v");
+	// A password may hold colons; the line's ends are trimmed, CRLF too.
+	CHECK(parse_push_auth("  12345:glc_a:b=  \r\n").headers ==
+	      std::vector<std::string>{"Authorization: Basic " + base64("12345:glc_a:b=")});
+	auth = parse_push_auth("# Grafana Cloud\n\nX-Scope-OrgID: tenant-a\nbearer tok\nX-Api-Key:\tk1\n");
+	CHECK(auth.error == "");
+	CHECK(auth.headers == std::vector<std::string>{"Authorization: Bearer tok", "X-Scope-OrgID: tenant-a",
+						       "X-Api-Key:\tk1"});
+	// Headers alone, and an Authorization of another scheme.
+	CHECK(parse_push_auth("X-Api-Key: k1").headers == std::vector<std::string>{"X-Api-Key: k1"});
+	CHECK(parse_push_auth("Authorization: Token abc").headers ==
+	      std::vector<std::string>{"Authorization: Token abc"});
+
+	CHECK(parse_push_auth("").error == "holds no credential and no header");
+	CHECK(parse_push_auth("# nothing\n").error == "holds no credential and no header");
+	CHECK(parse_push_auth("Bearer a\nuser:pw").error.starts_with("line 2: a second credential"));
+	CHECK(parse_push_auth("Bearer a\nAuthorization: Basic eA==").error.starts_with("line 2: a second credential"));
+	CHECK(parse_push_auth("Bearer ").error == "line 1: a bearer token is printable ASCII without spaces");
+	CHECK(parse_push_auth("Bearer a b").error == "line 1: a bearer token is printable ASCII without spaces");
+	const std::string alone = parse_push_auth("\nsekrit-token-alone\n").error;
+	CHECK(alone == "line 2: expected 'Bearer TOKEN', 'USER:PASSWORD' or a 'Name: value' header");
+	CHECK(!contains(alone, "sekrit"));
+	CHECK(parse_push_auth("Content-Length: 3").error == "line 1: profile sets Content-Length itself");
+	CHECK(parse_push_auth(":pw").error.starts_with("line 1: expected"));
+}
+
+TEST_CASE("push: --push-header's form: a token, a colon, a value of printable characters; none profile sets itself")
+{
+	CHECK(check_push_header("X-Scope-OrgID: tenant-a") == "");
+	CHECK(check_push_header("X-Scope-OrgID:tenant-a") == "");
+	CHECK(check_push_header("x-gateway-route: a b c, ü") == "");
+	CHECK(check_push_header("X-Scope-OrgID") == "expected 'Name: value'");
+	CHECK(check_push_header(": x") == "expected 'Name: value', the name made of letters, digits and -");
+	CHECK(check_push_header("X Scope: x") == "expected 'Name: value', the name made of letters, digits and -");
+	CHECK(check_push_header("X-Scope-OrgID: ") == "the header 'X-Scope-OrgID' has no value");
+	CHECK(check_push_header("X-A: b\r\nHost: evil") == "the value of 'X-A' holds a control character");
+	CHECK(check_push_header("X-A: b\nc") == "the value of 'X-A' holds a control character");
+	for (const char *own : {"Host: h", "content-type: x", "Content-Length: 1", "Transfer-Encoding: chunked",
+				"Expect: 100-continue", "User-Agent: x", "X-Grpc-Web: 1", "Connection: close"})
+		CHECK(contains(check_push_header(own), "itself"));
+}
+
+namespace {
+
+// A POSIX ACL as the system.posix_acl_access attribute holds it: version 2, then (tag,
+// perm, id) entries, little-endian as the machine.
+std::string acl(std::vector<std::tuple<uint16_t, uint16_t, uint32_t>> entries)
+{
+	std::string out(4, '\0');
+	const uint32_t version = 2;
+	std::memcpy(out.data(), &version, 4);
+	for (auto [tag, perm, id] : entries) {
+		char entry[8];
+		std::memcpy(entry, &tag, 2);
+		std::memcpy(entry + 2, &perm, 2);
+		std::memcpy(entry + 4, &id, 4);
+		out.append(entry, 8);
+	}
+	return out;
+}
+
+struct stat file_stat(mode_t mode, uid_t uid)
+{
+	struct stat st {};
+	st.st_mode = mode;
+	st.st_uid = uid;
+	return st;
+}
+
+constexpr uint16_t USER_OBJ = 1, USER = 2, GROUP_OBJ = 4, GROUP = 8, MASK = 16, OTHER = 32;
+
+} // namespace
+
+TEST_CASE("push: a file of secrets: owned by root or this user, read and written by no one else (mode and ACL)")
+{
+	CHECK(check_secret_file(file_stat(S_IFREG | 0600, 0), "", 0) == "");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0), "", 0) == "");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0700, 0), "", 0) == "");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0640, 0), "", 0) ==
+	      "its mode 0640 lets its group read or write it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0604, 0), "", 0) ==
+	      "its mode 0604 lets others read or write it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0602, 0), "", 0) != "");
+	CHECK(check_secret_file(file_stat(S_IFDIR | 0700, 0), "", 0) == "it is not a regular file");
+	// Owned by another user, who could write anything into it: refused, even as root.
+	CHECK(check_secret_file(file_stat(S_IFREG | 0600, 1000), "", 0) ==
+	      "it is owned by uid 1000, not root: another user could change it");
+	// The service's own user (a systemd credential, chowned to it): accepted.
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 61234), "", 61234) == "");
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0400, 1000), "", 61234), "not root nor uid 61234"));
+	// systemd's other way: owned by root, read by the service's user through an ACL (the
+	// mode's group bits are then the ACL's mask).
+	const std::string systemd = acl({{USER_OBJ, 4, 0}, {USER, 4, 61234}, {GROUP_OBJ, 0, 0}, {MASK, 4, 0}, {OTHER, 0, 0}});
+	CHECK(check_secret_file(file_stat(S_IFREG | 0440, 0), systemd, 61234) == "");
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0), systemd, 5000), "its ACL lets uid 61234 read"));
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0),
+					 acl({{USER_OBJ, 6, 0}, {GROUP_OBJ, 4, 0}, {MASK, 4, 0}, {OTHER, 0, 0}}), 0),
+		       "its ACL lets a group read"));
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0),
+					 acl({{USER_OBJ, 6, 0}, {GROUP_OBJ, 0, 0}, {GROUP, 4, 100}, {MASK, 4, 0}, {OTHER, 0, 0}}), 0),
+		       "its ACL lets a group read"));
+	// An entry the mask takes everything from gives nothing.
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0),
+				acl({{USER_OBJ, 6, 0}, {USER, 4, 1000}, {GROUP_OBJ, 4, 0}, {MASK, 0, 0}, {OTHER, 0, 0}}), 0) == "");
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0444, 0),
+					 acl({{USER_OBJ, 4, 0}, {GROUP_OBJ, 0, 0}, {MASK, 0, 0}, {OTHER, 4, 0}}), 0),
+		       "lets others read"));
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0), "xx", 0) == "its ACL cannot be read");
+}
+
+TEST_CASE("push: the secret files on disk: their mode, owner and ACL are checked on the file opened")
+{
+	TempDir dir;
+	const std::string path = dir / "push-auth";
+	write_file(path, "Bearer tok\n");
+	REQUIRE(chmod(path.c_str(), 0600) == 0);
+	std::string text;
+	CHECK(read_secret_file(path, text) == "");
+	CHECK(text == "Bearer tok\n");
+	REQUIRE(chmod(path.c_str(), 0644) == 0);
+	CHECK(read_secret_file(path, text) ==
+	      path + " holds secrets, but its mode 0644 lets its group read or write it: chmod 600 it");
+	CHECK(read_secret_file(dir / "none", text) == "cannot open " + (dir / "none") + ": No such file or directory");
+	REQUIRE(chmod(path.c_str(), 0600) == 0);
+	if (geteuid() == 0) {
+		REQUIRE(chown(path.c_str(), 65534, 65534) == 0);
+		CHECK(contains(read_secret_file(path, text), "owned by uid 65534, not root"));
+		REQUIRE(chown(path.c_str(), 0, 0) == 0);
+		// An ACL that lets nobody (65534) read it, as setfacl -m u:nobody:r would: refused.
+		const std::string nobody = acl({{USER_OBJ, 6, 0}, {USER, 4, 65534}, {GROUP_OBJ, 0, 0}, {MASK, 4, 0}, {OTHER, 0, 0}});
+		if (setxattr(path.c_str(), "system.posix_acl_access", nobody.data(), nobody.size(), 0) == 0) {
+			CHECK(contains(read_secret_file(path, text), "its ACL lets uid 65534 read or write it"));
+		} else {
+			MESSAGE("skipped the ACL: " << std::strerror(errno));
+		}
+	}
+}
+
+TEST_CASE("push: Retry-After: delta-seconds or an HTTP date, from now; anything else ignored")
+{
+	const time_t now = 1445412450; // Wed, 21 Oct 2015 07:27:30 GMT
+	CHECK(parse_retry_after("5", now) == 5.0);
+	CHECK(parse_retry_after(" 120 ", now) == 120.0);
+	CHECK(parse_retry_after("0", now) == 0.0);
+	CHECK(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now) == 30.0);
+	CHECK(parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now) == 0.0); // past
+	CHECK(parse_retry_after("99999999999999", now) == 1e9);
+	CHECK(!parse_retry_after("", now));
+	CHECK(!parse_retry_after("soon", now));
+	CHECK(!parse_retry_after("-5", now));
+	// The verdict carries it for a retry only.
+	PushResponse busy = http(429, "slow down");
+	busy.retry_after = "7";
+	PushVerdict verdict = judge_push_response(PushFormat::Pyroscope, busy);
+	CHECK(verdict.outcome == PushOutcome::Retry);
+	CHECK(verdict.retry_after_s == 7.0);
+	CHECK(judge_push_response(PushFormat::Pyroscope, http(503)).retry_after_s == -1);
+}
+
+TEST_CASE("push: redirects are followed within the server only: same scheme, host and port")
+{
+	CHECK(redirect_refusal("https://pyro.example/ingest?a=1", "https://pyro.example/v2/ingest?a=1") == "");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "https://PYRO.example:443/ingest/") == "");
+	CHECK(redirect_refusal("http://127.0.0.1:4040/ingest", "http://127.0.0.1:4040/x") == "");
+	CHECK(redirect_refusal("https://127.0.0.1:4040/ingest", "https://localhost:4040/ingest") ==
+	      "another host: localhost");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "https://evil.example/ingest") == "another host: evil.example");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "http://pyro.example/ingest") == "another scheme: http");
+	CHECK(redirect_refusal("http://pyro.example/ingest", "https://pyro.example/ingest") == "another scheme: https");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "https://pyro.example:8443/ingest") == "another port: 8443");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "gopher://") != "");
+	// What the transport could not follow stops the pushes, as refused credentials do.
+	PushResponse moved = http(307);
+	moved.redirect_refused = "https://localhost:4040/ingest (another host: localhost): not followed";
+	PushVerdict verdict = judge_push_response(PushFormat::Pyroscope, moved);
+	CHECK(verdict.outcome == PushOutcome::Halt);
+	CHECK(verdict.reason == "the server redirected the push to " + moved.redirect_refused);
+}
+
+TEST_CASE("push: each request carries --push-header's and the auth file's headers, for both APIs")
+{
+	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
+		auto [error, config] = resolved("https://p:4040", format);
+		REQUIRE(error == "");
+		config.headers = {"X-Scope-OrgID: tenant-a", "Authorization: Bearer tok"};
+		const PushRequest request = build_push_request(config, window(0));
+		CHECK(has_header(request, "X-Scope-OrgID: tenant-a"));
+		CHECK(has_header(request, "Authorization: Bearer tok"));
+		CHECK(!contains(request.url, "tok"));
+	}
+}
+
+TEST_CASE("push: credentials refused (401): one line, no more requests; windows wait in the queue and end counted refused")
+{
+	auto [error, config] = resolved("http://pyro:4040/ingest");
+	REQUIRE(error == "");
+	config.backoff_min_s = 0.01;
+	config.backoff_max_s = 0.02;
+	config.queue_windows = 3;
+	LogLines log;
+	config.log = log.sink();
+	auto transport = std::make_unique<FakeTransport>();
+	auto shared = transport->shared;
+	shared->answers = {http(401, "invalid token\n")};
+	Pusher pusher(config, std::move(transport));
+	pusher.push(window(0));
+	REQUIRE(eventually([&] { return pusher.stats().attempts == 1; }));
+	for (int i = 1; i < 5; i++)
+		pusher.push(window(i));
+	std::this_thread::sleep_for(std::chrono::milliseconds(200));
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.attempts == 1); // never again: no loop against a server that said no
+	CHECK(s.queued == 3);
+	CHECK(s.dropped == 2); // past --push-queue 3
+	CHECK(s.refused == 2);
+	const double start = now();
+	pusher.finish(5);
+	CHECK(now() - start < 0.5); // nothing to wait for
+	s = pusher.stats();
+	CHECK(s.sent == 0);
+	CHECK(s.dropped == 5);
+	CHECK(s.refused == 5);
+	CHECK(shared->requests.size() == 1);
+	std::vector<std::string> lines = log.get();
+	REQUIRE(lines.size() == 4);
+	CHECK(lines[0] == "profile: push: http://pyro:4040/ingest: the server refused the credentials (HTTP 401: invalid "
+			  "token): check --push-auth-file, then restart profile; no more windows are sent this run (1 waiting)");
+	CHECK(contains(lines[1], "queue full"));
+	CHECK(contains(lines[2], "queue full"));
+	CHECK(contains(lines[3], "3 windows ("));
+	CHECK(contains(lines[3], "not delivered to http://pyro:4040/ingest (the server refused the credentials): dropped"));
+}
+
+TEST_CASE("push: Retry-After sets the next attempt's wait, bounded by the backoff's longest")
+{
+	for (auto [asked, expected] : {std::pair{"1", 1.0}, {"60", 1.5}}) {
+		CAPTURE(asked);
+		auto [error, config] = resolved("http://pyro:4040/ingest");
+		REQUIRE(error == "");
+		config.backoff_min_s = 0.01;
+		config.backoff_max_s = 1.5;
+		LogLines log;
+		config.log = log.sink();
+		auto transport = std::make_unique<FakeTransport>();
+		PushResponse busy = http(429, "slow down");
+		busy.retry_after = asked;
+		transport->shared->answers = {busy};
+		Pusher pusher(config, std::move(transport));
+		const double start = now();
+		pusher.push(window(0));
+		REQUIRE(eventually([&] { return pusher.stats().sent == 1; }, 5));
+		const double took = now() - start;
+		CHECK(took >= expected - 0.05);
+		CHECK(took < expected + 0.5);
+		REQUIRE(!log.get().empty());
+		CHECK(contains(log.get()[0], "HTTP 429: slow down; retrying with backoff (1 window waiting; the server asked "
+					     "for a wait of " + std::string(asked) + " s)"));
+	}
 }
 
 } // TEST_SUITE
@@ -836,19 +1122,20 @@ std::vector<std::string> kept_profiles(const Receiver &receiver)
 	return files;
 }
 
-// "profile: push: 3 windows sent to URL (4 requests, 1 failed, 0 windows dropped); ..."
+// "profile: push: 3 windows sent to URL (4 requests, 1 failed, 0 windows dropped, 0 of them
+// refused); ..."
 struct PushLine {
-	uint64_t sent = 0, requests = 0, failed = 0, dropped = 0;
+	uint64_t sent = 0, requests = 0, failed = 0, dropped = 0, refused = 0;
 	bool found = false;
 };
 PushLine push_line(const std::string &err)
 {
 	static const std::regex line("profile: push: ([0-9]+) windows sent to \\S+ \\(([0-9]+) requests, ([0-9]+) "
-				     "failed, ([0-9]+) windows dropped\\)");
+				     "failed, ([0-9]+) windows dropped, ([0-9]+) of them refused\\)");
 	std::smatch m;
 	PushLine p;
 	if (std::regex_search(err, m, line))
-		p = {std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3]), std::stoull(m[4]), true};
+		p = {std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3]), std::stoull(m[4]), std::stoull(m[5]), true};
 	return p;
 }
 
