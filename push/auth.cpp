@@ -191,10 +191,13 @@ std::string check_secret_file(const struct stat &st, std::string_view acl, uid_t
 		       ": another user could change it";
 	const std::string fix = ": chmod 600 it";
 	if (acl.empty()) {
-		if (st.st_mode & 0066)
-			return "its mode " + octal_mode(st.st_mode) + " lets " +
-			       ((st.st_mode & 0060) ? "its group" : "others") + " read or write it" + fix;
-		return "";
+		if (!(st.st_mode & 0066))
+			return "";
+		const bool group = st.st_mode & 0060, others = st.st_mode & 0006;
+		const bool read = st.st_mode & 0044, write = st.st_mode & 0022;
+		return "its mode " + octal_mode(st.st_mode) + " lets " +
+		       (group && others ? "its group and others" : group ? "its group" : "others") +
+		       (read && write ? " read and write it" : read ? " read it" : " write it") + fix;
 	}
 	// An ACL (acl(5)): the group bits of the mode are its mask, and named entries may give
 	// other users and groups access. systemd gives a service's user its credentials so.

@@ -679,10 +679,10 @@ TEST_CASE("push: a file of secrets: owned by root or this user, read and written
 	CHECK(check_secret_file(file_stat(S_IFREG | 0600, 0), "", 0) == "");
 	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0), "", 0) == "");
 	CHECK(check_secret_file(file_stat(S_IFREG | 0700, 0), "", 0) == "");
-	CHECK(check_secret_file(file_stat(S_IFREG | 0640, 0), "", 0) ==
-	      "its mode 0640 lets its group read or write it: chmod 600 it");
-	CHECK(check_secret_file(file_stat(S_IFREG | 0604, 0), "", 0) ==
-	      "its mode 0604 lets others read or write it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0640, 0), "", 0) == "its mode 0640 lets its group read it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0604, 0), "", 0) == "its mode 0604 lets others read it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0666, 0), "", 0) ==
+	      "its mode 0666 lets its group and others read and write it: chmod 600 it");
 	CHECK(check_secret_file(file_stat(S_IFREG | 0602, 0), "", 0) != "");
 	CHECK(check_secret_file(file_stat(S_IFDIR | 0700, 0), "", 0) == "it is not a regular file");
 	// Owned by another user, who could write anything into it: refused, even as root.
@@ -722,7 +722,7 @@ TEST_CASE("push: the secret files on disk: their mode, owner and ACL are checked
 	CHECK(text == "Bearer tok\n");
 	REQUIRE(chmod(path.c_str(), 0644) == 0);
 	CHECK(read_secret_file(path, text) ==
-	      path + " holds secrets, but its mode 0644 lets its group read or write it: chmod 600 it");
+	      path + " holds secrets, but its mode 0644 lets its group and others read it: chmod 600 it");
 	CHECK(read_secret_file(dir / "none", text) == "cannot open " + (dir / "none") + ": No such file or directory");
 	REQUIRE(chmod(path.c_str(), 0600) == 0);
 	if (geteuid() == 0) {
@@ -870,8 +870,10 @@ namespace {
 // tests/receiver.py on 127.0.0.1, its records in a directory of its own.
 class Receiver {
 public:
-	explicit Receiver(const std::string &script = "", int port = 0, const std::string &dir = "")
-		: dir_(dir)
+	// extra: receiver.py's other options (--tls ... serves https).
+	explicit Receiver(const std::string &script = "", int port = 0, const std::string &dir = "",
+			  std::vector<std::string> extra = {})
+		: dir_(dir), extra_(std::move(extra))
 	{
 		start(script, port);
 	}
@@ -879,15 +881,21 @@ public:
 	{
 		const std::string python = find_tool("python3");
 		REQUIRE_MESSAGE(!python.empty(), "python3 is not installed (scripts/install-deps.sh --test installs it)");
-		process_.emplace(std::vector<std::string>{python, output_dir() + "/../tests/receiver.py", "--dir",
-							  dir(), "--port", std::to_string(port), "--script", script});
+		std::vector<std::string> argv{python, output_dir() + "/../tests/receiver.py", "--dir", dir(),
+					      "--port", std::to_string(port), "--script", script};
+		argv.insert(argv.end(), extra_.begin(), extra_.end());
+		process_.emplace(argv);
 		const std::string line = process_->read_line();
 		REQUIRE_MESSAGE(line.starts_with("port "), "receiver.py said '" << line << "'");
 		port_ = std::stoi(line.substr(5));
 	}
 	void kill() { process_.reset(); }
 	int port() const { return port_; }
-	std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+	std::string url() const
+	{
+		const bool tls = std::find(extra_.begin(), extra_.end(), "--tls") != extra_.end();
+		return (tls ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_);
+	}
 	std::string dir() const { return dir_.empty() ? temp_.path().string() : dir_; }
 	// Every request's record, in arrival order.
 	std::vector<std::string> records() const
@@ -906,10 +914,62 @@ public:
 private:
 	TempDir temp_;
 	std::string dir_;
+	std::vector<std::string> extra_;
 	std::optional<Background> process_;
 	int port_ = 0;
 	// The requests go straight to 127.0.0.1, whatever proxy the environment names.
-	ScopedEnv no_proxy_{"no_proxy", "127.0.0.1"};
+	ScopedEnv no_proxy_{"no_proxy", "127.0.0.1,localhost"};
+};
+
+// A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate
+// (CN profile-agent) it signed, made with the openssl command in a directory of their own;
+// the keys mode 0600, as secrets are kept.
+struct Certs {
+	TempDir dir;
+	std::string ca = dir / "ca.pem", server = dir / "server.pem", server_key = dir / "server.key",
+		    client = dir / "client.pem", client_key = dir / "client.key";
+	Certs()
+	{
+		const std::string openssl = find_tool("openssl");
+		REQUIRE_MESSAGE(!openssl.empty(), "openssl is not installed (scripts/install-deps.sh --test installs it)");
+		const std::vector<std::string> key = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
+		auto run = [&](std::vector<std::string> args) {
+			args.insert(args.begin(), openssl);
+			CommandResult r = run_command(args, 30);
+			REQUIRE_MESSAGE(r.status == 0, "openssl: " << r.err);
+		};
+		auto with_key = [&](std::vector<std::string> args) {
+			args.insert(args.begin() + 1, key.begin(), key.end());
+			return args;
+		};
+		run(with_key({"req", "-x509", "-keyout", dir / "ca.key", "-out", ca, "-days", "2", "-subj", "/CN=profile-test-ca"}));
+		run(with_key({"req", "-keyout", server_key, "-out", dir / "server.csr", "-subj", "/CN=127.0.0.1", "-addext",
+			      "subjectAltName=IP:127.0.0.1,DNS:localhost"}));
+		run({"x509", "-req", "-in", dir / "server.csr", "-CA", ca, "-CAkey", dir / "ca.key", "-CAcreateserial",
+		     "-out", server, "-days", "2", "-copy_extensions", "copy"});
+		run(with_key({"req", "-keyout", client_key, "-out", dir / "client.csr", "-subj", "/CN=profile-agent"}));
+		run({"x509", "-req", "-in", dir / "client.csr", "-CA", ca, "-CAkey", dir / "ca.key", "-CAcreateserial",
+		     "-out", client, "-days", "2"});
+		for (const std::string &k : {server_key, client_key})
+			REQUIRE(chmod(k.c_str(), 0600) == 0);
+	}
+	// receiver.py's options for HTTPS that demands this client certificate, and with
+	// authorization, this Authorization header (passed in a file: no command line shows it).
+	std::vector<std::string> receiver_args(std::vector<std::string> more = {}, const std::string &authorization = "")
+	{
+		std::vector<std::string> args = {"--tls", server + "," + server_key, "--client-ca", ca};
+		args.insert(args.end(), more.begin(), more.end());
+		if (!authorization.empty())
+			args.insert(args.end(), {"--auth-file", auth_file(authorization)});
+		return args;
+	}
+	std::string auth_file(const std::string &authorization)
+	{
+		const std::string path = dir / ("expected-auth-" + std::to_string(auth_files++));
+		write_file(path, authorization + "\n");
+		return path;
+	}
+	int auth_files = 0;
 };
 
 PushConfig receiver_config(const Receiver &receiver, PushFormat format, LogLines &log)
@@ -1105,6 +1165,211 @@ TEST_CASE("push: a queue of 2 with 5 windows pushed while the server is away: 3 
 	CHECK(contains(records[1], empty_verdict));
 }
 
+TEST_CASE("push: HTTPS with a private CA and a client certificate: the bearer token and the tenant arrive, and the window")
+{
+	Certs certs;
+	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
+		CAPTURE(int(format));
+		Receiver receiver("", 0, "",
+				  certs.receiver_args({"--require-header", "X-Scope-OrgID: tenant-a"}, "Bearer tok-3e1f"));
+		LogLines log;
+		PushConfig config = receiver_config(receiver, format, log);
+		config.headers = {"X-Scope-OrgID: tenant-a"};
+		PushAuth auth = parse_push_auth("Bearer tok-3e1f\n");
+		config.headers.insert(config.headers.end(), auth.headers.begin(), auth.headers.end());
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.push(window(1));
+		pusher.finish(10);
+		CHECK(pusher.stats().sent == 2);
+		CHECK(log.get().empty());
+		const std::vector<std::string> records = receiver.records();
+		REQUIRE(records.size() == 2);
+		for (const std::string &r : records) {
+			INFO(r);
+			CHECK(contains(r, empty_verdict));
+			CHECK(contains(r, "\"tls\": true"));
+			CHECK(contains(r, "\"client_cert\": \"profile-agent\""));
+			CHECK(contains(r, "\"Authorization\": \"Bearer tok-3e1f\""));
+			CHECK(contains(r, "\"X-Scope-OrgID\": \"tenant-a\""));
+			CHECK(contains(r, "\"answer\": \"ok\""));
+			CHECK(contains(r, "\"samples/count\""));
+		}
+	}
+}
+
+TEST_CASE("push: HTTPS with basic auth from an auth file's USER:PASSWORD")
+{
+	Certs certs;
+	Receiver receiver("", 0, "", {"--tls", certs.server + "," + certs.server_key, "--auth-file",
+				      certs.auth_file("Basic " + base64("12345:glc_pa:ss"))});
+	LogLines log;
+	PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+	config.headers = parse_push_auth("# Grafana Cloud: instance id and token\n12345:glc_pa:ss\n").headers;
+	config.ca_file = certs.ca;
+	Pusher pusher(config, nullptr);
+	pusher.push(window(0));
+	pusher.finish(10);
+	CHECK(pusher.stats().sent == 1);
+	const std::vector<std::string> records = receiver.records();
+	REQUIRE(records.size() == 1);
+	CHECK(contains(records[0], "\"answer\": \"ok\""));
+	CHECK(contains(records[0], "\"client_cert\": null"));
+}
+
+TEST_CASE("push: HTTPS that cannot be trusted or that wants a client certificate: retried, one line that says why")
+{
+	Certs certs;
+	// The system's CAs do not know the test's CA.
+	{
+		Receiver receiver("", 0, "", certs.receiver_args());
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.finish(0.5);
+		CHECK(pusher.stats().sent == 0);
+		REQUIRE(!log.get().empty());
+		INFO(log.get()[0]);
+		CHECK(contains(log.get()[0], "certificate"));
+		CHECK(contains(log.get()[0], "retrying with backoff"));
+		CHECK(receiver.records().empty());
+	}
+	// Trusted, but without the client certificate the server demands.
+	{
+		Receiver receiver("", 0, "", certs.receiver_args());
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.ca_file = certs.ca;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.finish(0.5);
+		CHECK(pusher.stats().sent == 0);
+		REQUIRE(!log.get().empty());
+		CHECK(contains(log.get()[0], "cannot deliver to " + receiver.url() + "/ingest: "));
+		CHECK(receiver.records().empty());
+	}
+}
+
+TEST_CASE("push: a wrong token gets 401: one line, one request, the windows counted refused at the end")
+{
+	Certs certs;
+	Receiver receiver("", 0, "", certs.receiver_args({}, "Bearer right"));
+	LogLines log;
+	PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+	config.headers = parse_push_auth("Bearer wrong-9c2d").headers;
+	config.ca_file = certs.ca;
+	config.cert_file = certs.client;
+	config.key_file = certs.client_key;
+	Pusher pusher(config, nullptr);
+	pusher.push(window(0));
+	REQUIRE(eventually([&] { return pusher.stats().attempts == 1; }));
+	pusher.push(window(1));
+	pusher.push(window(2));
+	std::this_thread::sleep_for(std::chrono::milliseconds(500)); // several backoffs' worth
+	pusher.finish(10);
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.attempts == 1);
+	CHECK(s.sent == 0);
+	CHECK(s.dropped == 3);
+	CHECK(s.refused == 3);
+	CHECK(receiver.records().size() == 1);
+	const std::vector<std::string> lines = log.get();
+	REQUIRE(lines.size() == 2);
+	CHECK(lines[0] == "profile: push: " + receiver.url() + "/ingest: the server refused the credentials (HTTP 401: "
+			  "scripted 401): check --push-auth-file, then restart profile; no more windows are sent this run "
+			  "(1 waiting)");
+	CHECK(contains(lines[1], "3 windows ("));
+	CHECK(contains(lines[1], "(the server refused the credentials): dropped"));
+	for (const std::string &line : lines)
+		CHECK(!contains(line, "wrong-9c2d"));
+}
+
+TEST_CASE("push: 429 with Retry-After, in seconds and as an HTTP date: the next attempt waits that long")
+{
+	Certs certs;
+	for (const char *step : {"429:1", "429:date:2"}) {
+		CAPTURE(step);
+		Receiver receiver(step, 0, "", certs.receiver_args());
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		config.backoff_min_s = 0.05;
+		config.backoff_max_s = 5;
+		Pusher pusher(config, nullptr);
+		const double start = now();
+		pusher.push(window(0));
+		REQUIRE(eventually([&] { return pusher.stats().sent == 1; }, 8));
+		const double took = now() - start;
+		// An HTTP date has whole seconds: 2 s ahead is 1 to 2 s away.
+		CHECK(took >= 0.9);
+		CHECK(took < 3);
+		const std::vector<std::string> lines = log.get();
+		REQUIRE(lines.size() == 2);
+		CHECK(contains(lines[0], "HTTP 429: slow down; retrying with backoff (1 window waiting; the server asked for a wait of "));
+		CHECK(contains(lines[1], "delivered again after 1 failed attempt"));
+		CHECK(receiver.records().size() == 2);
+	}
+}
+
+TEST_CASE("push: a 307 to the same server is followed with the body and the credentials; one to another host is not")
+{
+	Certs certs;
+	{
+		Receiver receiver("307:same", 0, "", certs.receiver_args({}, "Bearer tok"));
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.headers = parse_push_auth("Bearer tok").headers;
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.finish(10);
+		CHECK(pusher.stats().sent == 1);
+		CHECK(pusher.stats().attempts == 1);
+		CHECK(log.get().empty());
+		const std::vector<std::string> records = receiver.records();
+		REQUIRE(records.size() == 2);
+		CHECK(contains(records[0], "\"answer\": \"307:same\""));
+		CHECK(contains(records[1], "\"answer\": \"ok\""));
+		CHECK(contains(records[1], empty_verdict));
+		CHECK(contains(records[1], "\"Authorization\": \"Bearer tok\""));
+	}
+	{
+		// localhost is this very receiver: had the redirect been followed, it would have
+		// recorded a second request.
+		Receiver receiver("307:other", 0, "", certs.receiver_args({}, "Bearer tok"));
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.headers = parse_push_auth("Bearer tok").headers;
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.push(window(1));
+		pusher.finish(10);
+		Pusher::Stats s = pusher.stats();
+		CHECK(s.sent == 0);
+		CHECK(s.attempts == 1);
+		CHECK(s.refused == 2);
+		CHECK(receiver.records().size() == 1);
+		const std::vector<std::string> lines = log.get();
+		REQUIRE(lines.size() == 2);
+		CHECK(lines[0].starts_with("profile: push: " + receiver.url() + "/ingest: the server redirected the push to "
+					   "https://localhost:" + std::to_string(receiver.port()) + "/ingest (another host: "
+					   "localhost): not followed, so that the credentials go nowhere else; no more "
+					   "windows are sent this run ("));
+		CHECK(contains(lines[1], "(the server redirected elsewhere): dropped"));
+	}
+}
+
 } // TEST_SUITE
 
 // --- the real ./profile pushing its windows ------------------------------------------------
@@ -1272,6 +1537,142 @@ TEST_CASE("--push to a server that fails, stalls, then dies: windows past the qu
 	for (const std::string &record : again.records())
 		ok += contains(record, "\"answer\": \"ok\"") && contains(record, empty_verdict);
 	CHECK(ok == push.sent);
+}
+
+TEST_CASE("--push over HTTPS with --push-auth-file, --push-header and a client certificate: every window arrives with the token and the tenant; the token is in no process's cmdline, nor on stderr")
+{
+	require_root();
+	Certs certs;
+	TempDir dir;
+	const std::string token = "tok-" + std::to_string(getpid()) + "-" + std::to_string(realtime_ns() % 1000000007);
+	const std::string auth_file = dir / "push-auth";
+	write_file(auth_file, "# the agent's token\nBearer " + token + "\n");
+	REQUIRE(chmod(auth_file.c_str(), 0600) == 0);
+	Receiver receiver("", 0, "",
+			  certs.receiver_args({"--require-header", "X-Scope-OrgID: tenant-a"}, "Bearer " + token));
+	Background split({workload("split"), "6"});
+	PipedProcess run(profile_command({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push",
+					  receiver.url() + "/ingest", "--push-auth-file", auth_file, "--push-header",
+					  "X-Scope-OrgID: tenant-a", "--push-ca", certs.ca, "--push-cert", certs.client,
+					  "--push-key", certs.client_key, "--app", "split.cpu", "3"}));
+	std::string out, err;
+	// While the agent runs (and has pushed), every process's command line, as ps reads it.
+	while (receiver.records().empty() && run.open())
+		run.pump(100, &out, &err);
+	size_t processes = 0;
+	bool found_profile = false;
+	for (const auto &entry : std::filesystem::directory_iterator("/proc")) {
+		const std::string name = entry.path().filename();
+		if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0])))
+			continue;
+		const std::string cmdline = read_file(entry.path() / "cmdline");
+		processes++;
+		CHECK_MESSAGE(!contains(cmdline, token), "the token is in /proc/" << name << "/cmdline");
+		found_profile = found_profile || (int(std::stoi(name)) == run.pid() && contains(cmdline, "--push-auth-file"));
+	}
+	CHECK(processes > 10);
+	CHECK(found_profile);
+	while (run.open())
+		run.pump(100, &out, &err);
+	REQUIRE(run.wait() == 0);
+	INFO("stderr: " << err);
+	CHECK(!contains(err, token));
+	CHECK(!contains(out, token));
+	const PushLine push = push_line(err);
+	CHECK(push.sent == 3);
+	CHECK(push.dropped == 0);
+	CHECK(push.refused == 0);
+	const std::vector<std::string> records = receiver.records();
+	REQUIRE(records.size() == 3);
+	for (const std::string &record : records) {
+		INFO(record);
+		CHECK(contains(record, empty_verdict));
+		CHECK(contains(record, "\"answer\": \"ok\""));
+		CHECK(contains(record, "\"Authorization\": \"Bearer " + token + "\""));
+		CHECK(contains(record, "\"X-Scope-OrgID\": \"tenant-a\""));
+		CHECK(contains(record, "\"client_cert\": \"profile-agent\""));
+	}
+	uint64_t samples = 0;
+	for (const std::string &file : kept_profiles(receiver))
+		for (const Trace &t : pprof_traces(file)) {
+			samples += t.count;
+			CHECK(t.label("comm") == "split");
+		}
+	CHECK(samples >= 50);
+}
+
+TEST_CASE("--push with a token the server refuses: one line, the run goes on to its end, every window counted refused")
+{
+	require_root();
+	Certs certs;
+	TempDir dir;
+	const std::string auth_file = dir / "push-auth";
+	write_file(auth_file, "Bearer wrong-5b7e\n");
+	REQUIRE(chmod(auth_file.c_str(), 0400) == 0);
+	Receiver receiver("", 0, "", certs.receiver_args({}, "Bearer right"));
+	Background split({workload("split"), "6"});
+	auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push", receiver.url() + "/ingest",
+			  "--push-auth-file", auth_file, "--push-ca", certs.ca, "--push-cert", certs.client, "--push-key",
+			  certs.client_key, "3"});
+	INFO("stderr: " << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(windows_line(r.err).first == 3);
+	const PushLine push = push_line(r.err);
+	CHECK(push.sent == 0);
+	CHECK(push.requests == 1);
+	CHECK(push.dropped == 3);
+	CHECK(push.refused == 3);
+	CHECK(receiver.records().size() == 1);
+	const std::vector<std::string> lines = split_lines(r.err);
+	CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string &l) {
+		      return contains(l, "the server refused the credentials (HTTP 401");
+	      }) == 1);
+	CHECK(!contains(r.err, "wrong-5b7e"));
+}
+
+TEST_CASE("--push's files checked before anything loads: an auth file others may read, a missing CA, a bad header: one line, exit 2")
+{
+	require_root();
+	TempDir dir;
+	const std::string auth_file = dir / "push-auth";
+	write_file(auth_file, "Bearer tok-0a1b\n");
+	REQUIRE(chmod(auth_file.c_str(), 0644) == 0);
+	const std::vector<std::string> push = {"--interval", "1", "--push", "https://127.0.0.1:9/ingest"};
+	auto with = [&](std::vector<std::string> more) {
+		more.insert(more.begin(), push.begin(), push.end());
+		more.push_back("1");
+		return more;
+	};
+	struct Case {
+		std::vector<std::string> args;
+		std::string line;
+	};
+	const std::vector<Case> cases = {
+		{with({"--push-auth-file", auth_file}), "profile: --push-auth-file: " + auth_file +
+								" holds secrets, but its mode 0644 lets its group and others read it: chmod 600 it"},
+		{with({"--push-auth-file", dir / "none"}), "profile: --push-auth-file: cannot open " + (dir / "none") +
+								   ": No such file or directory"},
+		{with({"--push-ca", dir / "ca.pem"}), "profile: --push-ca: cannot open " + (dir / "ca.pem") +
+							      ": No such file or directory"},
+		{with({"--push-header", "X-Scope-OrgID tenant"}),
+		 "profile: invalid --push-header: expected 'Name: value' (see profile --help)"},
+		{with({"--push-header", "Authorization: Bearer tok-0a1b"}),
+		 "profile: --push-header Authorization: a secret on the command line, where every user can read it (ps, "
+		 "/proc/PID/cmdline): put it in --push-auth-file (see profile --help)"},
+	};
+	for (const Case &c : cases) {
+		auto r = profile(c.args, 10);
+		CAPTURE(r.err);
+		CHECK(r.status == 2);
+		CHECK(r.err == c.line + "\n");
+		CHECK(r.seconds < 1); // nothing loaded
+	}
+	REQUIRE(chmod(auth_file.c_str(), 0600) == 0);
+	REQUIRE(chown(auth_file.c_str(), 65534, 65534) == 0);
+	auto r = profile(with({"--push-auth-file", auth_file}), 10);
+	CHECK(r.status == 2);
+	CHECK(r.err == "profile: --push-auth-file: " + auth_file +
+			       " holds secrets, but it is owned by uid 65534, not root: another user could change it\n");
 }
 
 } // TEST_SUITE
