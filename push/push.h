@@ -195,6 +195,7 @@ std::string check_push_header(std::string_view header);
 // What an auth file holds: its Authorization header and other headers, or what is wrong.
 // Lines: "Bearer TOKEN", or "USER:PASSWORD" (no space after the first colon), at most one
 // of them; "Name: value" (a colon, then a space) headers; blank lines and "#" comments.
+// A file of comments alone holds nothing, and is no error.
 struct PushAuth {
 	std::vector<std::string> headers; // "Authorization: ..." first when there is one
 	std::string error;                // "line 2: ...", never quoting a secret

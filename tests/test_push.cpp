@@ -614,8 +614,11 @@ TEST_CASE("push: an auth file: 'Bearer TOKEN' or 'USER:PASSWORD', 'Name: value' 
 	CHECK(parse_push_auth("Authorization: Token abc").headers ==
 	      std::vector<std::string>{"Authorization: Token abc"});
 
-	CHECK(parse_push_auth("").error == "holds no credential and no header");
-	CHECK(parse_push_auth("# nothing\n").error == "holds no credential and no header");
+	// Comments alone: nothing to send (the systemd unit's fallback), and no error.
+	CHECK(parse_push_auth("").error == "");
+	auth = parse_push_auth("# none: /etc/credstore/profile-agent.push-auth is missing\n");
+	CHECK(auth.error == "");
+	CHECK(auth.headers.empty());
 	CHECK(parse_push_auth("Bearer a\nuser:pw").error.starts_with("line 2: a second credential"));
 	CHECK(parse_push_auth("Bearer a\nAuthorization: Basic eA==").error.starts_with("line 2: a second credential"));
 	CHECK(parse_push_auth("Bearer ").error == "line 1: a bearer token is printable ASCII without spaces");
