@@ -531,6 +531,19 @@ Continuous profiling: cut the run into windows, each its own report.
   --push-queue N          windows kept while the server is unreachable (default 20); a
                           window pushed out of a full queue is counted on stderr
   --push-queue-bytes SIZE their bytes at most (default 64M; K, M and G suffixes)
+  --push-header 'NAME: VALUE'  a header every push carries (repeatable): a tenant
+                          (X-Scope-OrgID: ID), a gateway's route. Not for secrets: the
+                          command line is every user's to read
+  --push-auth-file FILE   the server's credentials: a line 'Bearer TOKEN' or
+                          'USER:PASSWORD' (basic auth), and 'NAME: VALUE' lines for
+                          headers that hold secrets; '#' starts a comment. FILE must be
+                          owned by root (or by the user profile runs as) and readable by
+                          no one else. A server that refuses them (401, 403) gets no more
+                          windows this run: one line says so
+  --push-ca FILE          trust https:// servers whose certificates this CA (PEM) signed
+                          instead of the system's CAs
+  --push-cert FILE        a client certificate (PEM), for a server that asks for one
+  --push-key FILE         its private key, kept as --push-auth-file is
   --cgroup PATH           only tasks in this cgroup v2 group or below it, filtered in the
                           kernel; a directory of the cgroup2 mount, or a path as
                           /proc/PID/cgroup shows it (repeatable: any of them)
