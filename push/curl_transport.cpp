@@ -24,6 +24,12 @@ struct MultiDelete {
 struct EasyDelete {
 	void operator()(CURL *easy) const { curl_easy_cleanup(easy); }
 };
+struct UrlDelete {
+	void operator()(CURLU *url) const { curl_url_cleanup(url); }
+};
+struct CurlFree {
+	void operator()(char *text) const { curl_free(text); }
+};
 struct ListDelete {
 	void operator()(curl_slist *list) const { curl_slist_free_all(list); }
 };
@@ -122,6 +128,19 @@ CurlTransport::CurlTransport(const PushConfig &config)
 	if (!config.cert_file.empty()) {
 		curl_easy_setopt(e, CURLOPT_SSLCERT, config.cert_file.c_str());
 		curl_easy_setopt(e, CURLOPT_SSLKEY, config.key_file.c_str());
+	}
+	// A user name and password in the URL: set on the handle as well, so that a redirect
+	// send() follows (within the server) carries them too.
+	std::unique_ptr<CURLU, UrlDelete> url(curl_url());
+	char *user = nullptr, *password = nullptr;
+	if (url && curl_url_set(url.get(), CURLUPART_URL, config.url.c_str(), 0) == CURLUE_OK &&
+	    curl_url_get(url.get(), CURLUPART_USER, &user, CURLU_URLDECODE) == CURLUE_OK) {
+		std::unique_ptr<char, CurlFree> user_text(user);
+		if (curl_url_get(url.get(), CURLUPART_PASSWORD, &password, CURLU_URLDECODE) == CURLUE_OK) {
+			std::unique_ptr<char, CurlFree> password_text(password);
+			curl_easy_setopt(e, CURLOPT_USERNAME, user);
+			curl_easy_setopt(e, CURLOPT_PASSWORD, password);
+		}
 	}
 	// Redirects are followed by send(), not libcurl: libcurl would carry the Authorization
 	// header (a custom header to it) to any host a Location names.

@@ -1345,6 +1345,24 @@ TEST_CASE("push: a 307 to the same server is followed with the body and the cred
 		CHECK(contains(records[1], "\"Authorization\": \"Bearer tok\""));
 	}
 	{
+		// A user name and password in the URL go with a redirect within the server too.
+		Receiver receiver("307:same", 0, "", certs.receiver_args({}, "Basic " + base64("u:pa55")));
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.url.insert(std::string("https://").size(), "u:pa55@");
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.finish(10);
+		CHECK(pusher.stats().sent == 1);
+		const std::vector<std::string> records = receiver.records();
+		REQUIRE(records.size() == 2);
+		CHECK(contains(records[0], "\"answer\": \"307:same\""));
+		CHECK(contains(records[1], "\"answer\": \"ok\""));
+	}
+	{
 		// localhost is this very receiver: had the redirect been followed, it would have
 		// recorded a second request.
 		Receiver receiver("307:other", 0, "", certs.receiver_args({}, "Bearer tok"));
@@ -1602,6 +1620,29 @@ TEST_CASE("--push over HTTPS with --push-auth-file, --push-header and a client c
 			CHECK(t.label("comm") == "split");
 		}
 	CHECK(samples >= 50);
+}
+
+TEST_CASE("--push with a password in the URL: it works, one line says where the password belongs, and neither stderr nor the pushed pprof holds it")
+{
+	require_root();
+	TempDir dir;
+	const std::string expected = dir / "expected";
+	write_file(expected, "Basic " + base64("u:pa55w0rd-7f") + "\n");
+	Receiver receiver("", 0, "", {"--auth-file", expected});
+	Background split({workload("split"), "4"});
+	const std::string url = "http://u:pa55w0rd-7f@127.0.0.1:" + std::to_string(receiver.port()) + "/ingest";
+	auto r = profile({"-p", std::to_string(split.pid()), "--interval", "1", "--push", url, "2"});
+	INFO("stderr: " << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(push_line(r.err).sent == 2);
+	CHECK(contains(r.err, "profile: --push: the URL's password is on the command line, which every user of this "
+			      "machine can read (ps, /proc/PID/cmdline): put it in --push-auth-file\n"));
+	CHECK(!contains(r.err, "pa55w0rd-7f"));
+	// The command line is each pprof's comment: there without the password.
+	for (const std::string &file : kept_profiles(receiver)) {
+		CHECK(contains(read_file(file), "--push http://127.0.0.1:" + std::to_string(receiver.port()) + "/ingest"));
+		CHECK(!contains(read_file(file), "pa55w0rd-7f"));
+	}
 }
 
 TEST_CASE("--push with a token the server refuses: one line, the run goes on to its end, every window counted refused")
