@@ -60,6 +60,8 @@ struct PushWindow {
 // server fails. Nothing it does waits for the network in the caller's thread: push() takes
 // a mutex, finish() is bounded by its seconds, the destructor stops a request under way at
 // once. Its stderr lines begin "profile: push: " and say what changed, never one per retry.
+// A server that refuses the credentials (or redirects elsewhere) is sent nothing more: the
+// windows wait, within the queue's bounds, and end counted as refused.
 class PushTransport;
 class Pusher {
 public:
