@@ -222,6 +222,9 @@ std::string check_against_machine(Options &options, std::vector<std::string> &no
 		if (std::string wrong = load_push_files(push, options.push_auth_file); !wrong.empty())
 			return wrong;
 		options.push_auth_headers = push.headers;
+		if (!push.headers.empty() && push.url.starts_with("http://"))
+			notes.push_back("--push-auth-file: its credentials go to " + url_for_humans(push.url) +
+					" unencrypted: an https:// URL keeps them from the network");
 		if (url_for_humans(push.url) != push.url && push.url.find('@') != std::string::npos)
 			notes.push_back("--push: the URL's password is on the command line, which every user of "
 					"this machine can read (ps, /proc/PID/cmdline): put it in --push-auth-file");

@@ -1643,6 +1643,19 @@ TEST_CASE("--push with a password in the URL: it works, one line says where the 
 		CHECK(contains(read_file(file), "--push http://127.0.0.1:" + std::to_string(receiver.port()) + "/ingest"));
 		CHECK(!contains(read_file(file), "pa55w0rd-7f"));
 	}
+
+	// The same password from an auth file, over http://: one line says it is unencrypted.
+	const std::string auth_file = dir / "push-auth";
+	write_file(auth_file, "u:pa55w0rd-7f\n");
+	REQUIRE(chmod(auth_file.c_str(), 0600) == 0);
+	const std::string plain = "http://127.0.0.1:" + std::to_string(receiver.port()) + "/ingest";
+	r = profile({"-p", std::to_string(split.pid()), "--interval", "1", "--push", plain, "--push-auth-file", auth_file, "1"});
+	REQUIRE(r.status == 0);
+	CHECK(push_line(r.err).sent == 1);
+	CHECK(contains(r.err, "profile: --push-auth-file: its credentials go to " + plain +
+				      " unencrypted: an https:// URL keeps them from the network\n"));
+	CHECK(!contains(r.err, "pa55w0rd-7f"));
+	CHECK(receiver.records().size() == 3);
 }
 
 TEST_CASE("--push with a token the server refuses: one line, the run goes on to its end, every window counted refused")
