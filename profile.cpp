@@ -186,6 +186,11 @@ PushConfig push_config(const Options &options)
 	config.host = host_name();
 	config.queue_windows = options.push_queue;
 	config.queue_bytes = options.push_queue_bytes;
+	config.headers = options.push_headers;
+	config.headers.insert(config.headers.end(), options.push_auth_headers.begin(), options.push_auth_headers.end());
+	config.ca_file = options.push_ca;
+	config.cert_file = options.push_cert;
+	config.key_file = options.push_key;
 	config.frequency = options.frequency;
 	config.period_ns = options.frequency ? 0 : options.period;
 	return config;
@@ -219,6 +224,17 @@ std::string check_against_machine(Options &options, std::vector<std::string> &no
 		PushConfig push = push_config(options);
 		if (std::string wrong = resolve_push_target(push); !wrong.empty())
 			return wrong;
+		// The auth file is read once, here, before anything loads.
+		push.headers.clear();
+		if (std::string wrong = load_push_files(push, options.push_auth_file); !wrong.empty())
+			return wrong;
+		options.push_auth_headers = push.headers;
+		if (!push.headers.empty() && push.url.starts_with("http://"))
+			notes.push_back("--push-auth-file: its credentials go to " + url_for_humans(push.url) +
+					" unencrypted: an https:// URL keeps them from the network");
+		if (url_for_humans(push.url) != push.url && push.url.find('@') != std::string::npos)
+			notes.push_back("--push: the URL's password is on the command line, which every user of "
+					"this machine can read (ps, /proc/PID/cmdline): put it in --push-auth-file");
 		options.push_url = push.url;
 		options.push_format = push.format;
 		options.app = push.app;
@@ -442,9 +458,10 @@ int run(const Options &options)
 		pusher->finish(10);
 		const Pusher::Stats push = pusher->stats();
 		fprintf(stderr, "profile: push: %" PRIu64 " windows sent to %s (%" PRIu64 " requests, %" PRIu64
-				" failed, %" PRIu64 " windows dropped); a request took %.1f ms on average, %.1f ms at most\n",
+				" failed, %" PRIu64 " windows dropped, %" PRIu64 " of them refused); a request took %.1f ms on "
+				"average, %.1f ms at most\n",
 			push.sent, url_for_humans(options.push_url).c_str(), push.attempts, push.failures, push.dropped,
-			push.attempts ? push.total_ms / double(push.attempts) : 0.0, push.max_ms);
+			push.refused, push.attempts ? push.total_ms / double(push.attempts) : 0.0, push.max_ms);
 	}
 	if (options.interval_s)
 		fprintf(stderr, "profile: %" PRIu64 " windows: %s\n", windows,

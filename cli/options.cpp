@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "push/push.h"
+
 namespace {
 
 enum LongOnly {
@@ -24,6 +26,11 @@ enum LongOnly {
 	OPT_APP,
 	OPT_PUSH_QUEUE,
 	OPT_PUSH_QUEUE_BYTES,
+	OPT_PUSH_HEADER,
+	OPT_PUSH_AUTH_FILE,
+	OPT_PUSH_CA,
+	OPT_PUSH_CERT,
+	OPT_PUSH_KEY,
 	OPT_CGROUP,
 	OPT_AGENT,
 };
@@ -56,6 +63,11 @@ const option long_options[] = {
 	{"app", required_argument, nullptr, OPT_APP},
 	{"push-queue", required_argument, nullptr, OPT_PUSH_QUEUE},
 	{"push-queue-bytes", required_argument, nullptr, OPT_PUSH_QUEUE_BYTES},
+	{"push-header", required_argument, nullptr, OPT_PUSH_HEADER},
+	{"push-auth-file", required_argument, nullptr, OPT_PUSH_AUTH_FILE},
+	{"push-ca", required_argument, nullptr, OPT_PUSH_CA},
+	{"push-cert", required_argument, nullptr, OPT_PUSH_CERT},
+	{"push-key", required_argument, nullptr, OPT_PUSH_KEY},
 	{"cgroup", required_argument, nullptr, OPT_CGROUP},
 	{"agent", no_argument, nullptr, OPT_AGENT},
 	{"help", no_argument, nullptr, 'h'},
@@ -138,7 +150,7 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 	int opt;
 	while ((opt = getopt_long(argc, argv, ":f:F:c:p:L:C:IUKEdavo:hV", long_options, nullptr)) != -1) {
 		std::string_view arg = optarg ? optarg : "";
-		auto bad_value = [&](const char *what) {
+		auto bad_value = [&](const std::string &what) {
 			return UsageError{"invalid value '" + std::string(arg) + "' for " +
 					  option_name(opt == 'F' ? 'f' : opt, "") + ": " + what};
 		};
@@ -292,6 +304,31 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			options.push_queue_bytes = *n;
 			break;
 		}
+		case OPT_PUSH_HEADER: {
+			// The value is not quoted back: it may be a secret.
+			if (std::string wrong = check_push_header(arg); !wrong.empty())
+				return UsageError{"invalid --push-header: " + wrong};
+			// Whatever is typed here is in /proc/PID/cmdline, for every user to read.
+			std::string name(arg.substr(0, arg.find(':')));
+			std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+			if (name == "authorization" || name == "proxy-authorization" || name == "cookie")
+				return UsageError{"--push-header " + std::string(arg.substr(0, arg.find(':'))) +
+						  ": a secret on the command line, where every user can read it (ps, "
+						  "/proc/PID/cmdline): put it in --push-auth-file"};
+			options.push_headers.emplace_back(arg);
+			break;
+		}
+		case OPT_PUSH_AUTH_FILE:
+		case OPT_PUSH_CA:
+		case OPT_PUSH_CERT:
+		case OPT_PUSH_KEY:
+			if (arg.empty())
+				return bad_value("expected a file");
+			(opt == OPT_PUSH_AUTH_FILE ? options.push_auth_file
+			 : opt == OPT_PUSH_CA	   ? options.push_ca
+			 : opt == OPT_PUSH_CERT	   ? options.push_cert
+						   : options.push_key) = arg;
+			break;
 		case OPT_CGROUP:
 			if (arg.empty())
 				return bad_value("expected a cgroup v2 directory or path");
@@ -346,6 +383,24 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 		return UsageError{"--push sends one window every --interval seconds: give --interval (or --agent)"};
 	if (options.push_format != PushFormat::Auto && options.push_url.empty())
 		return UsageError{"--push-format says how to --push: give --push URL too"};
+	for (auto [given, name] : {std::pair{!options.push_headers.empty(), "--push-header"},
+				   {!options.push_auth_file.empty(), "--push-auth-file"},
+				   {!options.push_ca.empty(), "--push-ca"},
+				   {!options.push_cert.empty(), "--push-cert"},
+				   {!options.push_key.empty(), "--push-key"}})
+		if (given && options.push_url.empty())
+			return UsageError{std::string(name) + " is for --push: give --push URL too"};
+	if (options.push_cert.empty() != options.push_key.empty())
+		return UsageError{"--push-cert and --push-key go together: the client certificate and its key"};
+	if (!options.push_url.empty() && options.push_url.starts_with("http://") &&
+	    !(options.push_ca + options.push_cert).empty())
+		return UsageError{std::string(options.push_ca.empty() ? "--push-cert" : "--push-ca") +
+				  " is for an https:// --push URL"};
+	// Report titles and pprof comments carry the command line: never the URL's password.
+	if (options.push_url.find('@') != std::string::npos)
+		if (std::string shown = url_for_humans(options.push_url); shown != options.push_url)
+			for (size_t at; (at = options.command_line.find(options.push_url)) != std::string::npos;)
+				options.command_line.replace(at, options.push_url.size(), shown);
 	options.user_stacks = !kernel_only;
 	options.kernel_stacks = !user_only;
 
@@ -476,6 +531,19 @@ Continuous profiling: cut the run into windows, each its own report.
   --push-queue N          windows kept while the server is unreachable (default 20); a
                           window pushed out of a full queue is counted on stderr
   --push-queue-bytes SIZE their bytes at most (default 64M; K, M and G suffixes)
+  --push-header 'NAME: VALUE'  a header every push carries (repeatable): a tenant
+                          (X-Scope-OrgID: ID), a gateway's route. Not for secrets: the
+                          command line is every user's to read
+  --push-auth-file FILE   the server's credentials: a line 'Bearer TOKEN' or
+                          'USER:PASSWORD' (basic auth), and 'NAME: VALUE' lines for
+                          headers that hold secrets; '#' starts a comment. FILE must be
+                          owned by root (or by the user profile runs as) and readable by
+                          no one else. A server that refuses them (401, 403) gets no more
+                          windows this run: one line says so
+  --push-ca FILE          trust https:// servers whose certificates this CA (PEM) signed
+                          instead of the system's CAs
+  --push-cert FILE        a client certificate (PEM), for a server that asks for one
+  --push-key FILE         its private key, kept as --push-auth-file is
   --cgroup PATH           only tasks in this cgroup v2 group or below it, filtered in the
                           kernel; a directory of the cgroup2 mount, or a path as
                           /proc/PID/cgroup shows it (repeatable: any of them)

@@ -48,6 +48,10 @@ struct Options {
 	std::string app;             // --app: the service name windows carry; "" = the host name
 	uint32_t push_queue = 20;    // --push-queue: windows kept while the backend is unreachable
 	uint64_t push_queue_bytes = 64ull << 20; // --push-queue-bytes: their bytes at most
+	std::vector<std::string> push_headers; // --push-header 'Name: value', each checked
+	std::string push_auth_file;  // --push-auth-file: credentials and secret headers
+	std::vector<std::string> push_auth_headers; // its lines, once the run has read it (secrets)
+	std::string push_ca, push_cert, push_key; // --push-ca, --push-cert, --push-key: TLS files
 	std::vector<std::string> cgroups; // --cgroup: only tasks under these cgroup v2 groups
 	bool agent = false;          // --agent: 19 Hz, --interval 15, system-wide, no end
 	std::string command_line;    // as typed, for report titles

@@ -1,5 +1,6 @@
 // push/curl_transport.cpp: requests through libcurl: one connection kept alive, stopped at
-// once from another thread.
+// once from another thread, TLS as --push-ca, --push-cert and --push-key say, redirects
+// followed only within the server.
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -15,12 +16,19 @@
 namespace {
 
 constexpr size_t body_kept = 64 << 10; // of an answer: enough for its first line, or a trailer
+constexpr int redirects_max = 5;
 
 struct MultiDelete {
 	void operator()(CURLM *multi) const { curl_multi_cleanup(multi); }
 };
 struct EasyDelete {
 	void operator()(CURL *easy) const { curl_easy_cleanup(easy); }
+};
+struct UrlDelete {
+	void operator()(CURLU *url) const { curl_url_cleanup(url); }
+};
+struct CurlFree {
+	void operator()(char *text) const { curl_free(text); }
 };
 struct ListDelete {
 	void operator()(curl_slist *list) const { curl_slist_free_all(list); }
@@ -54,6 +62,7 @@ size_t on_header(char *data, size_t size, size_t count, void *user)
 	if (line.starts_with("HTTP/")) {
 		response->grpc_status.clear();
 		response->grpc_message.clear();
+		response->retry_after.clear();
 		return n;
 	}
 	const size_t colon = line.find(':');
@@ -69,6 +78,8 @@ size_t on_header(char *data, size_t size, size_t count, void *user)
 		response->grpc_status = value;
 	else if (key == "grpc-message")
 		response->grpc_message = value;
+	else if (key == "retry-after")
+		response->retry_after = value;
 	return n;
 }
 
@@ -79,6 +90,10 @@ public:
 	void stop() override;
 
 private:
+	// One request to url, without following a redirect; "" or why it could not be made.
+	PushResponse perform(const std::string &url, const PushRequest &request, const curl_slist *headers,
+			     std::string &redirect);
+
 	std::unique_ptr<CURLM, MultiDelete> multi_;
 	std::unique_ptr<CURL, EasyDelete> easy_;
 	std::atomic<bool> stopped_{false};
@@ -106,15 +121,36 @@ CurlTransport::CurlTransport(const PushConfig &config)
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	// A request stopped while a host name is being looked up does not wait for the lookup.
 	curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
-	// TLS verification and the *_proxy variables stay as libcurl has them: on.
+	// TLS verification and the *_proxy variables stay as libcurl has them: on. The system's
+	// CAs unless --push-ca names others.
+	if (!config.ca_file.empty())
+		curl_easy_setopt(e, CURLOPT_CAINFO, config.ca_file.c_str());
+	if (!config.cert_file.empty()) {
+		curl_easy_setopt(e, CURLOPT_SSLCERT, config.cert_file.c_str());
+		curl_easy_setopt(e, CURLOPT_SSLKEY, config.key_file.c_str());
+	}
+	// A user name and password in the URL: set on the handle as well, so that a redirect
+	// send() follows (within the server) carries them too.
+	std::unique_ptr<CURLU, UrlDelete> url(curl_url());
+	char *user = nullptr, *password = nullptr;
+	if (url && curl_url_set(url.get(), CURLUPART_URL, config.url.c_str(), 0) == CURLUE_OK &&
+	    curl_url_get(url.get(), CURLUPART_USER, &user, CURLU_URLDECODE) == CURLUE_OK) {
+		std::unique_ptr<char, CurlFree> user_text(user);
+		if (curl_url_get(url.get(), CURLUPART_PASSWORD, &password, CURLU_URLDECODE) == CURLUE_OK) {
+			std::unique_ptr<char, CurlFree> password_text(password);
+			curl_easy_setopt(e, CURLOPT_USERNAME, user);
+			curl_easy_setopt(e, CURLOPT_PASSWORD, password);
+		}
+	}
+	// Redirects are followed by send(), not libcurl: libcurl would carry the Authorization
+	// header (a custom header to it) to any host a Location names.
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 }
 
 PushResponse CurlTransport::send(const PushRequest &request)
 {
-	PushResponse response;
 	if (stopped_)
 		return failure("stopped");
-	CURL *e = easy_.get();
 	std::unique_ptr<curl_slist, ListDelete> headers;
 	for (const std::string &header : request.headers) {
 		curl_slist *list = curl_slist_append(headers.get(), header.c_str());
@@ -128,9 +164,39 @@ PushResponse CurlTransport::send(const PushRequest &request)
 		headers.release();
 		headers.reset(list);
 	}
+	// A redirect within the server (a path moved, a trailing slash) is followed, the body
+	// sent again; one to another scheme, host or port is not: the credentials go with it.
+	// Where a refused redirect pointed, for stderr: without credentials or the query.
+	auto shown = [](const std::string &url) {
+		const std::string text = url_for_humans(url);
+		return text.substr(0, text.find('?'));
+	};
+	std::string url = request.url;
+	for (int hop = 0;; hop++) {
+		std::string redirect;
+		PushResponse response = perform(url, request, headers.get(), redirect);
+		if (redirect.empty() || !response.error.empty())
+			return response;
+		if (std::string why = redirect_refusal(url, redirect); !why.empty())
+			response.redirect_refused = shown(redirect) + " (" + why +
+						    "): not followed, so that the credentials go nowhere else";
+		else if (hop == redirects_max)
+			response.redirect_refused = shown(redirect) + ": more than " +
+						    std::to_string(redirects_max) + " redirects, not followed";
+		if (!response.redirect_refused.empty())
+			return response;
+		url = redirect;
+	}
+}
+
+PushResponse CurlTransport::perform(const std::string &url, const PushRequest &request, const curl_slist *headers,
+				    std::string &redirect)
+{
+	PushResponse response;
+	CURL *e = easy_.get();
 	error_[0] = '\0';
-	curl_easy_setopt(e, CURLOPT_URL, request.url.c_str());
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers.get());
+	curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, request.body.data());
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.size()));
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &response);
@@ -177,6 +243,12 @@ PushResponse CurlTransport::send(const PushRequest &request)
 		return response;
 	}
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &response.status);
+	// 301, 302, 307 and 308 keep the POST, as Go's and Python's clients do; 303 asks for a
+	// GET, which no API here answers: judged as the 3xx it is.
+	const char *location = nullptr;
+	if ((response.status == 301 || response.status == 302 || response.status == 307 || response.status == 308) &&
+	    curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location)
+		redirect = location;
 	return response;
 }
 

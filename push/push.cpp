@@ -317,6 +317,7 @@ PushRequest build_push_request(const PushConfig &config, const PushWindow &windo
 	if (config.format == PushFormat::Parca) {
 		request.url = config.url;
 		request.headers = {"Content-Type: application/grpc-web+proto", "X-Grpc-Web: 1", user_agent};
+		request.headers.insert(request.headers.end(), config.headers.begin(), config.headers.end());
 		request.body = parca_body(config, window);
 		return request;
 	}
@@ -331,6 +332,7 @@ PushRequest build_push_request(const PushConfig &config, const PushWindow &windo
 	request.url += "&spyName=" + std::string(pyroscope_spy_name);
 	request.url += "&units=samples&aggregationType=sum";
 	request.headers = {"Content-Type: application/octet-stream", user_agent};
+	request.headers.insert(request.headers.end(), config.headers.begin(), config.headers.end());
 	request.body = window.pprof_gz;
 	return request;
 }
@@ -339,6 +341,8 @@ PushVerdict judge_push_response(PushFormat format, const PushResponse &response)
 {
 	if (!response.error.empty())
 		return {PushOutcome::Retry, response.error};
+	if (!response.redirect_refused.empty())
+		return {PushOutcome::Halt, "the server redirected the push to " + response.redirect_refused};
 	long status = response.status;
 	std::string reason = "HTTP " + std::to_string(status);
 	if (format == PushFormat::Parca && status == 200) {
@@ -358,5 +362,12 @@ PushVerdict judge_push_response(PushFormat format, const PushResponse &response)
 	} else if (std::string line = first_line(response.body); !line.empty()) {
 		reason += ": " + line;
 	}
-	return {retry_status(status) ? PushOutcome::Retry : PushOutcome::Refused, reason};
+	if (status == 401 || status == 403)
+		return {PushOutcome::Halt, "the server refused the credentials (" + reason +
+						   "): check --push-auth-file, then restart profile"};
+	PushVerdict verdict{retry_status(status) ? PushOutcome::Retry : PushOutcome::Refused, reason};
+	if (verdict.outcome == PushOutcome::Retry && !response.retry_after.empty())
+		if (std::optional<double> wait = parse_retry_after(response.retry_after, time(nullptr)))
+			verdict.retry_after_s = *wait;
+	return verdict;
 }

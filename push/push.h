@@ -1,13 +1,19 @@
 // push/push.h: sends each window, as gzipped pprof, to a Pyroscope or Parca server.
 #pragma once
 
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -27,6 +33,11 @@ struct PushConfig {
 	double connect_timeout_s = 5;     // its connection (never more than the whole)
 	double backoff_min_s = 1;         // the wait after a first failure, doubling...
 	double backoff_max_s = 60;        // ...up to this
+	// "Name: value" lines every request carries: --push-header's, then the auth file's
+	// (its Authorization among them). Secrets: never written to stderr.
+	std::vector<std::string> headers;
+	std::string ca_file;              // --push-ca: trust this CA's certificates, not the system's
+	std::string cert_file, key_file;  // --push-cert, --push-key: a client certificate (mTLS)
 	// Where the stderr lines go (each without its newline), from the delivery thread too;
 	// empty: stderr.
 	std::function<void(const std::string &)> log;
@@ -49,6 +60,8 @@ struct PushWindow {
 // server fails. Nothing it does waits for the network in the caller's thread: push() takes
 // a mutex, finish() is bounded by its seconds, the destructor stops a request under way at
 // once. Its stderr lines begin "profile: push: " and say what changed, never one per retry.
+// A server that refuses the credentials (or redirects elsewhere) is sent nothing more: the
+// windows wait, within the queue's bounds, and end counted as refused.
 class PushTransport;
 class Pusher {
 public:
@@ -73,7 +86,8 @@ public:
 		uint64_t failures = 0;      // requests that did not deliver their window
 		uint64_t dropped = 0;       // windows lost: queue full, refused, left at finish()
 		uint64_t dropped_bytes = 0;
-		uint64_t refused = 0;       // of the dropped, those the server refused (4xx)
+		uint64_t refused = 0;       // of the dropped, those the server refused (4xx, or
+		                            // left queued once it refused the credentials)
 		double last_ms = 0, max_ms = 0, total_ms = 0; // request times, every attempt
 		size_t queued = 0, queued_bytes = 0; // waiting, and the one in flight
 	};
@@ -113,16 +127,23 @@ struct PushResponse {
 	std::string grpc_status; // the grpc-status header ("" when absent)
 	std::string grpc_message;
 	std::string body;        // its first 64 KiB
+	std::string retry_after; // the Retry-After header ("" when absent)
+	// A redirect the transport would not follow, and why: "" when there was none.
+	std::string redirect_refused;
 };
 
 enum class PushOutcome {
 	Delivered,
 	Retry,   // the server failed or could not be reached: the window waits
 	Refused, // the server answered that this window is wrong: it is dropped
+	// The server will take no window as things are (it refused the credentials, or sent
+	// them elsewhere): nothing more is sent this run, the windows wait in the queue.
+	Halt,
 };
 struct PushVerdict {
 	PushOutcome outcome = PushOutcome::Retry;
 	std::string reason; // what failed, for stderr: "HTTP 503: overloaded"
+	double retry_after_s = -1; // Retry: the wait the server asked for; -1 when it did not
 };
 PushVerdict judge_push_response(PushFormat format, const PushResponse &response);
 
@@ -166,6 +187,45 @@ public:
 	virtual void stop() = 0;
 };
 std::unique_ptr<PushTransport> make_curl_transport(const PushConfig &config);
+
+// --- credentials, headers, TLS files, redirects (push/auth.cpp) ---------------------------
+
+// "" when header is a "Name: value" line profile may send: a token for the name, a value
+// of printable characters; otherwise why not, in a few words.
+std::string check_push_header(std::string_view header);
+
+// What an auth file holds: its Authorization header and other headers, or what is wrong.
+// Lines: "Bearer TOKEN", or "USER:PASSWORD" (no space after the first colon), at most one
+// of them; "Name: value" (a colon, then a space) headers; blank lines and "#" comments.
+// A file of comments alone holds nothing, and is no error.
+struct PushAuth {
+	std::vector<std::string> headers; // "Authorization: ..." first when there is one
+	std::string error;                // "line 2: ...", never quoting a secret
+};
+PushAuth parse_push_auth(std::string_view text);
+
+// Whether a file may hold secrets, from its fstat and its POSIX ACL (the
+// system.posix_acl_access attribute, "" when it has none): owned by root or by euid (a
+// systemd credential may be the service user's), a regular file, and no one else may read
+// or write it: neither group nor others, nor any ACL entry of another user or a group.
+// "" when it may; otherwise why not ("its mode 0644 lets ...").
+std::string check_secret_file(const struct stat &st, std::string_view acl, uid_t euid);
+// Reads path into text after check_secret_file: "" or one line naming path.
+std::string read_secret_file(const std::string &path, std::string &text);
+
+// --push-auth-file, --push-ca, --push-cert and --push-key, checked before anything loads:
+// reads the auth file into config.headers, and opens the TLS files (the key as a secret).
+// "" or one line.
+std::string load_push_files(PushConfig &config, const std::string &auth_file);
+
+// Retry-After's seconds from now: delta-seconds, or an HTTP date; nullopt when unreadable.
+std::optional<double> parse_retry_after(std::string_view value, time_t now);
+
+// Whether a request to from may follow a redirect to to: "" when both have the same scheme,
+// host and port; otherwise why not ("another host: localhost").
+std::string redirect_refusal(const std::string &from, const std::string &to);
+
+std::string base64(std::string_view data);
 
 // The URL without its user name and password, for stderr.
 std::string url_for_humans(const std::string &url);

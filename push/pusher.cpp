@@ -97,6 +97,7 @@ struct Pusher::State {
 	bool stopping = false;    // the worker is to end
 	bool finished = false;    // finish() has run: later windows are dropped
 	unsigned streak = 0;      // failed attempts in a row
+	std::string halted;       // why the server will take nothing (PushOutcome::Halt), in short
 	Clock::time_point next_attempt{};
 	std::mt19937 random{std::random_device{}()};
 };
@@ -139,6 +140,7 @@ void Pusher::push(PushWindow window)
 			for (const PushWindow &old : s.queue.push(std::move(window))) {
 				s.stats.dropped++;
 				s.stats.dropped_bytes += old.pprof_gz.size();
+				s.stats.refused += !s.halted.empty();
 				lines.push_back("queue full (--push-queue " + std::to_string(config_.queue_windows) +
 						", --push-queue-bytes " + size_text(config_.queue_bytes) +
 						"): dropped window " + describe_window(old));
@@ -162,7 +164,7 @@ void Pusher::finish(double seconds)
 	wake_.notify_all();
 	const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
 							   std::chrono::duration<double>(std::max(seconds, 0.0)));
-	settled_.wait_until(lock, deadline, [&] { return s.queue.count() == 0; });
+	settled_.wait_until(lock, deadline, [&] { return s.queue.count() == 0 || !s.halted.empty(); });
 	s.stopping = true;
 	wake_.notify_all();
 	lock.unlock();
@@ -173,10 +175,14 @@ void Pusher::finish(double seconds)
 	auto [windows, bytes] = s.queue.clear();
 	s.stats.dropped += windows;
 	s.stats.dropped_bytes += bytes;
+	const std::string halted = s.halted;
+	if (!halted.empty())
+		s.stats.refused += windows;
 	lock.unlock();
 	if (windows)
-		log(std::to_string(windows) + (windows == 1 ? " window" : " windows") + " (" +
-		    size_text(bytes) + ") not delivered to " + where_ + " by the end: dropped");
+		log(std::to_string(windows) + (windows == 1 ? " window" : " windows") + " (" + size_text(bytes) +
+		    ") not delivered to " + where_ + (halted.empty() ? " by the end" : " (" + halted + ")") +
+		    ": dropped");
 }
 
 Pusher::Stats Pusher::stats() const
@@ -193,7 +199,7 @@ void Pusher::run()
 	State &s = *state_;
 	std::unique_lock lock(mutex_);
 	while (!s.stopping) {
-		if (!s.queue.waiting()) {
+		if (!s.queue.waiting() || !s.halted.empty()) {
 			wake_.wait(lock);
 			continue;
 		}
@@ -236,7 +242,7 @@ void Pusher::run()
 					verdict.reason + "; dropped");
 			s.streak = 0;
 			break;
-		case PushOutcome::Retry:
+		case PushOutcome::Retry: {
 			s.stats.failures++;
 			s.queue.put_back(std::move(window));
 			if (s.stopping) // stopped under way: finish() counts what is left
@@ -245,9 +251,31 @@ void Pusher::run()
 				lines.push_back("cannot deliver to " + where_ + ": " + verdict.reason +
 						"; retrying with backoff (" + std::to_string(s.queue.count()) +
 						(s.queue.count() == 1 ? " window" : " windows") + " waiting)");
+			// The wait the server asked for (429, 503), within the backoff's bounds: a
+			// Retry-After of hours would hold windows past the queue's room.
 			const double unit = std::uniform_real_distribution<double>(0, 1)(s.random);
+			const double delay = verdict.retry_after_s >= 0
+						     ? std::clamp(verdict.retry_after_s, config_.backoff_min_s, config_.backoff_max_s)
+						     : backoff_delay(config_, s.streak, unit);
+			if (s.streak == 1 && verdict.retry_after_s >= 0)
+				lines.back().insert(lines.back().size() - 1, "; the server asked for a wait of " +
+										std::to_string(std::llround(verdict.retry_after_s)) + " s");
 			s.next_attempt = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-								std::chrono::duration<double>(backoff_delay(config_, s.streak, unit)));
+								std::chrono::duration<double>(delay));
+			break;
+		}
+		case PushOutcome::Halt:
+			// Every later window would get the same answer: one line, no retries; what is
+			// queued stays (within the queue's bounds) and is counted refused at the end.
+			s.stats.failures++;
+			s.queue.put_back(std::move(window));
+			if (s.halted.empty()) {
+				s.halted = verdict.reason.starts_with("the server refused the credentials")
+						   ? "the server refused the credentials"
+						   : "the server redirected elsewhere";
+				lines.push_back(where_ + ": " + verdict.reason + "; no more windows are sent this run (" +
+						std::to_string(s.queue.count()) + " waiting)");
+			}
 			break;
 		}
 		settled_.notify_all();

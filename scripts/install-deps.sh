@@ -25,7 +25,9 @@ BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev li
 #   python3              Debian's own interpreter, unwound without frame pointers (tests/test_unwind)
 #   groff-base man-db    groff, nroff and man render profile(8) and must not warn (tests/test_install)
 #   systemd              systemd-analyze verify checks the installed profile-agent.service
-TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3 groff-base man-db systemd"
+#   openssl              makes the CA and the server and client certificates of the HTTPS
+#                        receiver that --push's TLS and credentials are tested against
+TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3 groff-base man-db systemd openssl"
 
 packages=$BUILD
 what="build"

@@ -3,7 +3,8 @@
 server (ProfileStoreService/WriteRaw over gRPC-web), records every request and judges it
 against the API push/push.cpp cites, and answers as a script says.
 
-usage: receiver.py --dir DIR [--port N] [--script STEPS]
+usage: receiver.py --dir DIR [--port N] [--script STEPS] [--tls CERT,KEY [--client-ca CA]]
+                   [--auth-file FILE] [--require-header 'Name: value']...
 
 Listens on 127.0.0.1:N (0: any free port; the address is reused, so a test can kill the
 receiver and start it again on the same port) and prints "port N" as its first line.
@@ -16,15 +17,26 @@ STEPS, comma-separated, apply to successive requests; after the last, every answ
   ok        the server's success answer        500, 429, 400...  that HTTP status
   grpc:N    HTTP 200 with grpc-status N        stall:S           wait S seconds, then ok
   close     close the connection unanswered
+  429:N     429 with Retry-After: N (seconds)   429:date:N  the same as an HTTP date, N s ahead
+  307:same  307 to the same URL on the same host, port and scheme
+  307:other 307 to the same URL with the host "localhost" (the request went to 127.0.0.1)
 Each step may repeat: 500*3 is 500,500,500. "ok" alone answers ok from then on.
+
+--tls serves HTTPS with that certificate and key; --client-ca then demands a client
+certificate that CA signed (the record's "client_cert" is its subject's CN). --auth-file: a
+request whose Authorization header is not exactly what FILE holds (its first line) gets
+401 and no script step (a file, so that no command line shows the secret);
+--require-header: one without this header gets 401 ("no org id", as Pyroscope says).
 
 Python's standard library only.
 """
 import argparse
+import email.utils
 import gzip
 import json
 import os
 import re
+import ssl
 import sys
 import threading
 import time
@@ -330,8 +342,9 @@ class Script:
             if what == "ok" and not star:
                 self.steps.append("ok-forever")
                 continue
-            if not (what in ("ok", "close") or what.isdigit() or re.fullmatch(r"grpc:\d+", what)
-                    or re.fullmatch(r"stall:[0-9.]+", what)):
+            if not (what in ("ok", "close", "307:same", "307:other") or what.isdigit()
+                    or re.fullmatch(r"grpc:\d+", what) or re.fullmatch(r"stall:[0-9.]+", what)
+                    or re.fullmatch(r"429:(date:)?\d+", what)):
                 raise SystemExit("receiver: bad script step %r" % step)
             self.steps += [what] * n
 
@@ -350,13 +363,23 @@ class Receiver(ThreadingHTTPServer):
     allow_reuse_address = True
     daemon_threads = True
 
-    def __init__(self, port, directory, script):
+    def __init__(self, port, directory, script, tls=None, auth=None, required=()):
         super().__init__(("127.0.0.1", port), Handler)
         self.directory = directory
         self.script = script
+        self.tls = tls
+        self.auth = auth
+        self.required = required
         self.lock = threading.Lock()
         numbers = [int(f[:4]) for f in os.listdir(directory) if re.fullmatch(r"\d{4}\.json", f)]
         self.count = max(numbers, default=0)
+
+    def get_request(self):
+        sock, address = self.socket.accept()
+        if self.tls:
+            # The handshake happens in the request's thread (Handler.setup), not here.
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
 
     def next_number(self):
         with self.lock:
@@ -369,6 +392,26 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def setup(self):
+        super().setup()
+        self.client_cert = None
+        if self.server.tls:
+            try:
+                self.connection.do_handshake()
+            except (ssl.SSLError, OSError) as e:
+                # A client that refused our certificate, or had none: no request.
+                self.handshake_error = str(e)
+                self.close_connection = True
+                return
+            cert = self.connection.getpeercert()
+            if cert:
+                self.client_cert = dict(x[0] for x in cert.get("subject", ())).get("commonName")
+
+    def handle(self):
+        if getattr(self, "handshake_error", None):
+            return
+        super().handle()
 
     def do_POST(self):
         self.handle_request()
@@ -407,7 +450,16 @@ class Handler(BaseHTTPRequestHandler):
                 problems.append("path %r is neither %s nor %s" % (url.path, PYROSCOPE_PATH, PARCA_PATH))
         except ValueError as e:
             problems.append("malformed: %s" % e)
-        step = self.server.script.next()
+        record["client_cert"] = self.client_cert
+        record["tls"] = bool(self.server.tls)
+        refusal = None
+        if self.server.auth is not None and self.headers.get("Authorization") != self.server.auth:
+            refusal = "401"
+        for header in self.server.required:
+            name, _, value = header.partition(":")
+            if self.headers.get(name.strip()) != value.strip():
+                refusal = "401"
+        step = refusal or self.server.script.next()
         record["answer"] = step
         record["verdict"] = problems
         number = self.server.next_number()
@@ -436,6 +488,16 @@ class Handler(BaseHTTPRequestHandler):
                        b"\x00\x00\x00\x00\x00" + b"\x80" + len(trailer).to_bytes(4, "big") + trailer)
         elif step == "ok":
             self.reply(200, "text/plain", b"")
+        elif step.startswith("429:"):
+            wait = int(step.rsplit(":", 1)[1])
+            retry_after = (email.utils.formatdate(time.time() + wait, usegmt=True)
+                           if step.startswith("429:date:") else str(wait))
+            self.reply(429, "text/plain", b"slow down\n", {"Retry-After": retry_after})
+        elif step.startswith("307:"):
+            host = "localhost" if step == "307:other" else self.headers.get("Host", "").rsplit(":", 1)[0]
+            where = "%s://%s:%d%s" % ("https" if self.server.tls else "http", host,
+                                      self.server.server_address[1], self.path)
+            self.reply(307, "text/plain", b"moved\n", {"Location": where})
         elif step.startswith("grpc:"):
             self.reply(200, "application/grpc-web+proto", b"",
                        {"grpc-status": step[5:], "grpc-message": "scripted failure"})
@@ -462,9 +524,25 @@ def main():
     parser.add_argument("--dir", required=True)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--script", default="")
+    parser.add_argument("--tls", default="")
+    parser.add_argument("--client-ca", default="")
+    parser.add_argument("--auth-file", default="")
+    parser.add_argument("--require-header", action="append", default=[])
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    server = Receiver(args.port, args.dir, Script(args.script))
+    tls = None
+    if args.tls:
+        cert, key = args.tls.split(",")
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(cert, key)
+        if args.client_ca:
+            tls.verify_mode = ssl.CERT_REQUIRED
+            tls.load_verify_locations(args.client_ca)
+    auth = None
+    if args.auth_file:
+        with open(args.auth_file) as f:
+            auth = f.readline().rstrip("\r\n")
+    server = Receiver(args.port, args.dir, Script(args.script), tls, auth, args.require_header)
     print("port %d" % server.server_address[1], flush=True)
     try:
         server.serve_forever()

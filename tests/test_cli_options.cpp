@@ -202,6 +202,43 @@ TEST_CASE("continuous profiling: --interval, --push, --app, the queue, --cgroup,
 	CHECK(error({"--push-queue-bytes", "M"}).find("for --push-queue-bytes") != std::string::npos);
 	CHECK(error({"--push-queue", "0"}).find("for --push-queue") != std::string::npos);
 
+	// The push's headers, credentials and TLS files: checked here for their form; the files
+	// themselves before anything loads (tests/test_push.cpp).
+	const std::vector<std::string> https = {"--push", "https://p:4040/ingest", "--interval", "1"};
+	auto with = [&](std::vector<std::string> more) {
+		more.insert(more.begin(), https.begin(), https.end());
+		return more;
+	};
+	o = ok(with({"--push-header", "X-Scope-OrgID: tenant-a", "--push-header", "X-Gateway:b"}));
+	CHECK(o.push_headers == std::vector<std::string>{"X-Scope-OrgID: tenant-a", "X-Gateway:b"});
+	o = ok(with({"--push-auth-file", "/etc/profile/push-auth", "--push-ca", "ca.pem", "--push-cert", "c.pem",
+		     "--push-key", "c.key"}));
+	CHECK(o.push_auth_file == "/etc/profile/push-auth");
+	CHECK(o.push_ca == "ca.pem");
+	CHECK(o.push_cert == "c.pem");
+	CHECK(o.push_key == "c.key");
+	CHECK(error(with({"--push-header", "X-Scope-OrgID"})) == "invalid --push-header: expected 'Name: value'");
+	CHECK(error(with({"--push-header", "X Scope: a"})).find("the name made of letters") != std::string::npos);
+	CHECK(error(with({"--push-header", "X-Scope-OrgID:  "})).find("has no value") != std::string::npos);
+	CHECK(error(with({"--push-header", "Content-Type: text/plain"})).find("profile sets Content-Type itself") !=
+	      std::string::npos);
+	// A secret typed as a header: refused, and not repeated on stderr.
+	const std::string secret = error(with({"--push-header", "Authorization: Bearer tok-123"}));
+	CHECK(secret.find("put it in --push-auth-file") != std::string::npos);
+	CHECK(secret.find("tok-123") == std::string::npos);
+	CHECK(error(with({"--push-header", "cookie: s=tok-123"})).find("tok-123") == std::string::npos);
+	CHECK(error({"--push-header", "X-A: b"}) == "--push-header is for --push: give --push URL too");
+	CHECK(error({"--push-auth-file", "f"}) == "--push-auth-file is for --push: give --push URL too");
+	CHECK(error(with({"--push-cert", "c.pem"})).find("--push-cert and --push-key go together") != std::string::npos);
+	CHECK(error(with({"--push-key", "c.key"})).find("--push-cert and --push-key go together") != std::string::npos);
+	CHECK(error({"--push", "http://p:4040/ingest", "--interval", "1", "--push-ca", "ca.pem"}) ==
+	      "--push-ca is for an https:// --push URL");
+	CHECK(error(with({"--push-ca", ""})).find("expected a file") != std::string::npos);
+	// Report titles and pprof comments carry the command line, never a URL's password.
+	o = ok({"--push", "https://u:pa55@p:4040/ingest", "--interval", "1"});
+	CHECK(o.command_line.find("pa55") == std::string::npos);
+	CHECK(o.command_line.find("--push https://p:4040/ingest") != std::string::npos);
+
 	o = ok({"--cgroup", "/sys/fs/cgroup/a", "--cgroup", "/b.slice"});
 	CHECK(o.cgroups == std::vector<std::string>{"/sys/fs/cgroup/a", "/b.slice"});
 	CHECK(header_line(o).find("in 2 cgroups") != std::string::npos);

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/options.h"
+#include "push/push.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"
 
@@ -287,6 +288,17 @@ TEST_CASE("install: profile-agent.service.in: the agent's command line is profil
 	for (const std::string &name : option_names(exec[0]))
 		CHECK_MESSAGE(help.count(name) == 1, "the unit runs profile with " << name << ", which is no option");
 	CHECK(contains(exec[0], "--agent"));
+	// The server's credentials: from systemd's credentials, never the command line; without
+	// the file, a fallback that --push-auth-file reads as no credentials.
+	CHECK(contains(exec[0], "--push-auth-file ${CREDENTIALS_DIRECTORY}/push-auth"));
+	CHECK(unit_values(unit, "LoadCredential") ==
+	      std::vector<std::string>{"push-auth:/etc/credstore/profile-agent.push-auth"});
+	const std::vector<std::string> fallback = unit_values(unit, "SetCredential");
+	REQUIRE(fallback.size() == 1);
+	REQUIRE(fallback[0].starts_with("push-auth:"));
+	const PushAuth none = parse_push_auth(fallback[0].substr(std::string("push-auth:").size()));
+	CHECK(none.error == "");
+	CHECK(none.headers.empty());
 	// One set of capabilities, each both allowed and granted.
 	const std::vector<std::string> bounding = unit_values(unit, "CapabilityBoundingSet");
 	const std::vector<std::string> ambient = unit_values(unit, "AmbientCapabilities");

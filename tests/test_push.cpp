@@ -3,8 +3,14 @@
 // through libcurl to tests/receiver.py, which judges each request against the API.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <tuple>
 
 #include <algorithm>
 #include <chrono>
@@ -369,8 +375,11 @@ TEST_CASE("push: answers: 2xx delivered; 5xx, 429, 408 and no answer retried; ot
 		CAPTURE(int(format));
 		for (long status : {500L, 502L, 503L, 504L, 429L, 408L})
 			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Retry);
-		for (long status : {400L, 401L, 403L, 404L, 413L, 422L, 301L})
+		for (long status : {400L, 404L, 413L, 422L, 301L})
 			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Refused);
+		// Credentials refused: no window would fare better.
+		for (long status : {401L, 403L})
+			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Halt);
 		PushResponse down;
 		down.error = "Failed to connect to pyro port 4040 after 0 ms: Connection refused";
 		PushVerdict verdict = judge_push_response(format, down);
@@ -410,9 +419,15 @@ TEST_CASE("push: Parca's answers: grpc-status in a header or the trailer frame, 
 	// (501, a 5xx as the others).
 	for (const char *status : {"14", "8", "4", "13", "2", "12"})
 		CHECK(judge_push_response(PushFormat::Parca, grpc(status)).outcome == PushOutcome::Retry);
-	// Invalid argument, unauthenticated, permission denied, failed precondition.
-	for (const char *status : {"3", "16", "7", "9"})
+	// Invalid argument, failed precondition.
+	for (const char *status : {"3", "9"})
 		CHECK(judge_push_response(PushFormat::Parca, grpc(status)).outcome == PushOutcome::Refused);
+	// Unauthenticated, permission denied: the credentials.
+	for (const char *status : {"16", "7"}) {
+		PushVerdict verdict = judge_push_response(PushFormat::Parca, grpc(status, "invalid token"));
+		CHECK(verdict.outcome == PushOutcome::Halt);
+		CHECK(verdict.reason.starts_with("the server refused the credentials (gRPC status "));
+	}
 	PushVerdict bad = judge_push_response(PushFormat::Parca,
 					      trailer("grpc-status: 3\r\ngrpc-message: missing name label\r\n"));
 	CHECK(bad.outcome == PushOutcome::Refused);
@@ -575,6 +590,280 @@ TEST_CASE("push: a request that never ends holds neither push() nor finish() pas
 	CHECK(now() - start < 0.1);
 }
 
+TEST_CASE("push: an auth file: 'Bearer TOKEN' or 'USER:PASSWORD', 'Name: value' headers, comments; what is wrong names a line, never a secret")
+{
+	PushAuth auth = parse_push_auth("Bearer tok-123\n");
+	CHECK(auth.error == "");
+	CHECK(auth.headers == std::vector<std::string>{"Authorization: Bearer tok-123"});
+	// RFC 7617: base64 of user:password.
+	CHECK(parse_push_auth("Aladdin:open sesame").headers ==
+	      std::vector<std::string>{"Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="});
+	CHECK(base64("") == "");
+	CHECK(base64("f") == "Zg==");
+	CHECK(base64("fo") == "Zm8=");
+	CHECK(base64("foo") == "Zm9v");
+	// A password may hold colons; the line's ends are trimmed, CRLF too.
+	CHECK(parse_push_auth("  12345:glc_a:b=  \r\n").headers ==
+	      std::vector<std::string>{"Authorization: Basic " + base64("12345:glc_a:b=")});
+	auth = parse_push_auth("# Grafana Cloud\n\nX-Scope-OrgID: tenant-a\nbearer tok\nX-Api-Key:\tk1\n");
+	CHECK(auth.error == "");
+	CHECK(auth.headers == std::vector<std::string>{"Authorization: Bearer tok", "X-Scope-OrgID: tenant-a",
+						       "X-Api-Key:\tk1"});
+	// Headers alone, and an Authorization of another scheme.
+	CHECK(parse_push_auth("X-Api-Key: k1").headers == std::vector<std::string>{"X-Api-Key: k1"});
+	CHECK(parse_push_auth("Authorization: Token abc").headers ==
+	      std::vector<std::string>{"Authorization: Token abc"});
+
+	// Comments alone: nothing to send (the systemd unit's fallback), and no error.
+	CHECK(parse_push_auth("").error == "");
+	auth = parse_push_auth("# none: /etc/credstore/profile-agent.push-auth is missing\n");
+	CHECK(auth.error == "");
+	CHECK(auth.headers.empty());
+	CHECK(parse_push_auth("Bearer a\nuser:pw").error.starts_with("line 2: a second credential"));
+	CHECK(parse_push_auth("Bearer a\nAuthorization: Basic eA==").error.starts_with("line 2: a second credential"));
+	CHECK(parse_push_auth("Bearer ").error == "line 1: a bearer token is printable ASCII without spaces");
+	CHECK(parse_push_auth("Bearer a b").error == "line 1: a bearer token is printable ASCII without spaces");
+	const std::string alone = parse_push_auth("\nsekrit-token-alone\n").error;
+	CHECK(alone == "line 2: expected 'Bearer TOKEN', 'USER:PASSWORD' or a 'Name: value' header");
+	CHECK(!contains(alone, "sekrit"));
+	CHECK(parse_push_auth("Content-Length: 3").error == "line 1: profile sets Content-Length itself");
+	CHECK(parse_push_auth(":pw").error.starts_with("line 1: expected"));
+}
+
+TEST_CASE("push: --push-header's form: a token, a colon, a value of printable characters; none profile sets itself")
+{
+	CHECK(check_push_header("X-Scope-OrgID: tenant-a") == "");
+	CHECK(check_push_header("X-Scope-OrgID:tenant-a") == "");
+	CHECK(check_push_header("x-gateway-route: a b c, ü") == "");
+	CHECK(check_push_header("X-Scope-OrgID") == "expected 'Name: value'");
+	CHECK(check_push_header(": x") == "expected 'Name: value', the name made of letters, digits and -");
+	CHECK(check_push_header("X Scope: x") == "expected 'Name: value', the name made of letters, digits and -");
+	CHECK(check_push_header("X-Scope-OrgID: ") == "the header 'X-Scope-OrgID' has no value");
+	CHECK(check_push_header("X-A: b\r\nHost: evil") == "the value of 'X-A' holds a control character");
+	CHECK(check_push_header("X-A: b\nc") == "the value of 'X-A' holds a control character");
+	for (const char *own : {"Host: h", "content-type: x", "Content-Length: 1", "Transfer-Encoding: chunked",
+				"Expect: 100-continue", "User-Agent: x", "X-Grpc-Web: 1", "Connection: close"})
+		CHECK(contains(check_push_header(own), "itself"));
+}
+
+namespace {
+
+// A POSIX ACL as the system.posix_acl_access attribute holds it: version 2, then (tag,
+// perm, id) entries, little-endian as the machine.
+std::string acl(std::vector<std::tuple<uint16_t, uint16_t, uint32_t>> entries)
+{
+	std::string out(4, '\0');
+	const uint32_t version = 2;
+	std::memcpy(out.data(), &version, 4);
+	for (auto [tag, perm, id] : entries) {
+		char entry[8];
+		std::memcpy(entry, &tag, 2);
+		std::memcpy(entry + 2, &perm, 2);
+		std::memcpy(entry + 4, &id, 4);
+		out.append(entry, 8);
+	}
+	return out;
+}
+
+struct stat file_stat(mode_t mode, uid_t uid)
+{
+	struct stat st {};
+	st.st_mode = mode;
+	st.st_uid = uid;
+	return st;
+}
+
+constexpr uint16_t USER_OBJ = 1, USER = 2, GROUP_OBJ = 4, GROUP = 8, MASK = 16, OTHER = 32;
+
+} // namespace
+
+TEST_CASE("push: a file of secrets: owned by root or this user, read and written by no one else (mode and ACL)")
+{
+	CHECK(check_secret_file(file_stat(S_IFREG | 0600, 0), "", 0) == "");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0), "", 0) == "");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0700, 0), "", 0) == "");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0640, 0), "", 0) == "its mode 0640 lets its group read it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0604, 0), "", 0) == "its mode 0604 lets others read it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0666, 0), "", 0) ==
+	      "its mode 0666 lets its group and others read and write it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0602, 0), "", 0) != "");
+	CHECK(check_secret_file(file_stat(S_IFDIR | 0700, 0), "", 0) == "it is not a regular file");
+	// Owned by another user, who could write anything into it: refused, even as root.
+	CHECK(check_secret_file(file_stat(S_IFREG | 0600, 1000), "", 0) ==
+	      "it is owned by uid 1000, not root: another user could change it");
+	// The service's own user (a systemd credential, chowned to it): accepted.
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 61234), "", 61234) == "");
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0400, 1000), "", 61234), "not root nor uid 61234"));
+	// systemd's other way: owned by root, read by the service's user through an ACL (the
+	// mode's group bits are then the ACL's mask).
+	const std::string systemd = acl({{USER_OBJ, 4, 0}, {USER, 4, 61234}, {GROUP_OBJ, 0, 0}, {MASK, 4, 0}, {OTHER, 0, 0}});
+	CHECK(check_secret_file(file_stat(S_IFREG | 0440, 0), systemd, 61234) == "");
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0), systemd, 5000), "its ACL lets uid 61234 read"));
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0),
+					 acl({{USER_OBJ, 6, 0}, {GROUP_OBJ, 4, 0}, {MASK, 4, 0}, {OTHER, 0, 0}}), 0),
+		       "its ACL lets a group read"));
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0),
+					 acl({{USER_OBJ, 6, 0}, {GROUP_OBJ, 0, 0}, {GROUP, 4, 100}, {MASK, 4, 0}, {OTHER, 0, 0}}), 0),
+		       "its ACL lets a group read"));
+	// An entry the mask takes everything from gives nothing.
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0),
+				acl({{USER_OBJ, 6, 0}, {USER, 4, 1000}, {GROUP_OBJ, 4, 0}, {MASK, 0, 0}, {OTHER, 0, 0}}), 0) == "");
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0444, 0),
+					 acl({{USER_OBJ, 4, 0}, {GROUP_OBJ, 0, 0}, {MASK, 0, 0}, {OTHER, 4, 0}}), 0),
+		       "lets others read"));
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0), "xx", 0) == "its ACL cannot be read");
+}
+
+TEST_CASE("push: the secret files on disk: their mode, owner and ACL are checked on the file opened")
+{
+	TempDir dir;
+	const std::string path = dir / "push-auth";
+	write_file(path, "Bearer tok\n");
+	REQUIRE(chmod(path.c_str(), 0600) == 0);
+	std::string text;
+	CHECK(read_secret_file(path, text) == "");
+	CHECK(text == "Bearer tok\n");
+	REQUIRE(chmod(path.c_str(), 0644) == 0);
+	CHECK(read_secret_file(path, text) ==
+	      path + " holds secrets, but its mode 0644 lets its group and others read it: chmod 600 it");
+	CHECK(read_secret_file(dir / "none", text) == "cannot open " + (dir / "none") + ": No such file or directory");
+	REQUIRE(chmod(path.c_str(), 0600) == 0);
+	if (geteuid() == 0) {
+		REQUIRE(chown(path.c_str(), 65534, 65534) == 0);
+		CHECK(contains(read_secret_file(path, text), "owned by uid 65534, not root"));
+		REQUIRE(chown(path.c_str(), 0, 0) == 0);
+		// An ACL that lets nobody (65534) read it, as setfacl -m u:nobody:r would: refused.
+		const std::string nobody = acl({{USER_OBJ, 6, 0}, {USER, 4, 65534}, {GROUP_OBJ, 0, 0}, {MASK, 4, 0}, {OTHER, 0, 0}});
+		if (setxattr(path.c_str(), "system.posix_acl_access", nobody.data(), nobody.size(), 0) == 0) {
+			CHECK(contains(read_secret_file(path, text), "its ACL lets uid 65534 read or write it"));
+		} else {
+			MESSAGE("skipped the ACL: " << std::strerror(errno));
+		}
+	}
+}
+
+TEST_CASE("push: Retry-After: delta-seconds or an HTTP date, from now; anything else ignored")
+{
+	const time_t now = 1445412450; // Wed, 21 Oct 2015 07:27:30 GMT
+	CHECK(parse_retry_after("5", now) == 5.0);
+	CHECK(parse_retry_after(" 120 ", now) == 120.0);
+	CHECK(parse_retry_after("0", now) == 0.0);
+	CHECK(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now) == 30.0);
+	CHECK(parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now) == 0.0); // past
+	CHECK(parse_retry_after("99999999999999", now) == 1e9);
+	CHECK(!parse_retry_after("", now));
+	CHECK(!parse_retry_after("soon", now));
+	CHECK(!parse_retry_after("-5", now));
+	// The verdict carries it for a retry only.
+	PushResponse busy = http(429, "slow down");
+	busy.retry_after = "7";
+	PushVerdict verdict = judge_push_response(PushFormat::Pyroscope, busy);
+	CHECK(verdict.outcome == PushOutcome::Retry);
+	CHECK(verdict.retry_after_s == 7.0);
+	CHECK(judge_push_response(PushFormat::Pyroscope, http(503)).retry_after_s == -1);
+}
+
+TEST_CASE("push: redirects are followed within the server only: same scheme, host and port")
+{
+	CHECK(redirect_refusal("https://pyro.example/ingest?a=1", "https://pyro.example/v2/ingest?a=1") == "");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "https://PYRO.example:443/ingest/") == "");
+	CHECK(redirect_refusal("http://127.0.0.1:4040/ingest", "http://127.0.0.1:4040/x") == "");
+	CHECK(redirect_refusal("https://127.0.0.1:4040/ingest", "https://localhost:4040/ingest") ==
+	      "another host: localhost");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "https://evil.example/ingest") == "another host: evil.example");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "http://pyro.example/ingest") == "another scheme: http");
+	CHECK(redirect_refusal("http://pyro.example/ingest", "https://pyro.example/ingest") == "another scheme: https");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "https://pyro.example:8443/ingest") == "another port: 8443");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "gopher://") != "");
+	// What the transport could not follow stops the pushes, as refused credentials do.
+	PushResponse moved = http(307);
+	moved.redirect_refused = "https://localhost:4040/ingest (another host: localhost): not followed";
+	PushVerdict verdict = judge_push_response(PushFormat::Pyroscope, moved);
+	CHECK(verdict.outcome == PushOutcome::Halt);
+	CHECK(verdict.reason == "the server redirected the push to " + moved.redirect_refused);
+}
+
+TEST_CASE("push: each request carries --push-header's and the auth file's headers, for both APIs")
+{
+	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
+		auto [error, config] = resolved("https://p:4040", format);
+		REQUIRE(error == "");
+		config.headers = {"X-Scope-OrgID: tenant-a", "Authorization: Bearer tok"};
+		const PushRequest request = build_push_request(config, window(0));
+		CHECK(has_header(request, "X-Scope-OrgID: tenant-a"));
+		CHECK(has_header(request, "Authorization: Bearer tok"));
+		CHECK(!contains(request.url, "tok"));
+	}
+}
+
+TEST_CASE("push: credentials refused (401): one line, no more requests; windows wait in the queue and end counted refused")
+{
+	auto [error, config] = resolved("http://pyro:4040/ingest");
+	REQUIRE(error == "");
+	config.backoff_min_s = 0.01;
+	config.backoff_max_s = 0.02;
+	config.queue_windows = 3;
+	LogLines log;
+	config.log = log.sink();
+	auto transport = std::make_unique<FakeTransport>();
+	auto shared = transport->shared;
+	shared->answers = {http(401, "invalid token\n")};
+	Pusher pusher(config, std::move(transport));
+	pusher.push(window(0));
+	REQUIRE(eventually([&] { return pusher.stats().attempts == 1; }));
+	for (int i = 1; i < 5; i++)
+		pusher.push(window(i));
+	std::this_thread::sleep_for(std::chrono::milliseconds(200));
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.attempts == 1); // never again: no loop against a server that said no
+	CHECK(s.queued == 3);
+	CHECK(s.dropped == 2); // past --push-queue 3
+	CHECK(s.refused == 2);
+	const double start = now();
+	pusher.finish(5);
+	CHECK(now() - start < 0.5); // nothing to wait for
+	s = pusher.stats();
+	CHECK(s.sent == 0);
+	CHECK(s.dropped == 5);
+	CHECK(s.refused == 5);
+	CHECK(shared->requests.size() == 1);
+	std::vector<std::string> lines = log.get();
+	REQUIRE(lines.size() == 4);
+	CHECK(lines[0] == "profile: push: http://pyro:4040/ingest: the server refused the credentials (HTTP 401: invalid "
+			  "token): check --push-auth-file, then restart profile; no more windows are sent this run (1 waiting)");
+	CHECK(contains(lines[1], "queue full"));
+	CHECK(contains(lines[2], "queue full"));
+	CHECK(contains(lines[3], "3 windows ("));
+	CHECK(contains(lines[3], "not delivered to http://pyro:4040/ingest (the server refused the credentials): dropped"));
+}
+
+TEST_CASE("push: Retry-After sets the next attempt's wait, bounded by the backoff's longest")
+{
+	for (auto [asked, expected] : {std::pair{"1", 1.0}, {"60", 1.5}}) {
+		CAPTURE(asked);
+		auto [error, config] = resolved("http://pyro:4040/ingest");
+		REQUIRE(error == "");
+		config.backoff_min_s = 0.01;
+		config.backoff_max_s = 1.5;
+		LogLines log;
+		config.log = log.sink();
+		auto transport = std::make_unique<FakeTransport>();
+		PushResponse busy = http(429, "slow down");
+		busy.retry_after = asked;
+		transport->shared->answers = {busy};
+		Pusher pusher(config, std::move(transport));
+		const double start = now();
+		pusher.push(window(0));
+		REQUIRE(eventually([&] { return pusher.stats().sent == 1; }, 5));
+		const double took = now() - start;
+		CHECK(took >= expected - 0.05);
+		CHECK(took < expected + 0.5);
+		REQUIRE(!log.get().empty());
+		CHECK(contains(log.get()[0], "HTTP 429: slow down; retrying with backoff (1 window waiting; the server asked "
+					     "for a wait of " + std::string(asked) + " s)"));
+	}
+}
+
 } // TEST_SUITE
 
 // --- real HTTP to tests/receiver.py ------------------------------------------------------
@@ -584,8 +873,10 @@ namespace {
 // tests/receiver.py on 127.0.0.1, its records in a directory of its own.
 class Receiver {
 public:
-	explicit Receiver(const std::string &script = "", int port = 0, const std::string &dir = "")
-		: dir_(dir)
+	// extra: receiver.py's other options (--tls ... serves https).
+	explicit Receiver(const std::string &script = "", int port = 0, const std::string &dir = "",
+			  std::vector<std::string> extra = {})
+		: dir_(dir), extra_(std::move(extra))
 	{
 		start(script, port);
 	}
@@ -593,15 +884,21 @@ public:
 	{
 		const std::string python = find_tool("python3");
 		REQUIRE_MESSAGE(!python.empty(), "python3 is not installed (scripts/install-deps.sh --test installs it)");
-		process_.emplace(std::vector<std::string>{python, output_dir() + "/../tests/receiver.py", "--dir",
-							  dir(), "--port", std::to_string(port), "--script", script});
+		std::vector<std::string> argv{python, output_dir() + "/../tests/receiver.py", "--dir", dir(),
+					      "--port", std::to_string(port), "--script", script};
+		argv.insert(argv.end(), extra_.begin(), extra_.end());
+		process_.emplace(argv);
 		const std::string line = process_->read_line();
 		REQUIRE_MESSAGE(line.starts_with("port "), "receiver.py said '" << line << "'");
 		port_ = std::stoi(line.substr(5));
 	}
 	void kill() { process_.reset(); }
 	int port() const { return port_; }
-	std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+	std::string url() const
+	{
+		const bool tls = std::find(extra_.begin(), extra_.end(), "--tls") != extra_.end();
+		return (tls ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_);
+	}
 	std::string dir() const { return dir_.empty() ? temp_.path().string() : dir_; }
 	// Every request's record, in arrival order.
 	std::vector<std::string> records() const
@@ -620,10 +917,62 @@ public:
 private:
 	TempDir temp_;
 	std::string dir_;
+	std::vector<std::string> extra_;
 	std::optional<Background> process_;
 	int port_ = 0;
 	// The requests go straight to 127.0.0.1, whatever proxy the environment names.
-	ScopedEnv no_proxy_{"no_proxy", "127.0.0.1"};
+	ScopedEnv no_proxy_{"no_proxy", "127.0.0.1,localhost"};
+};
+
+// A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate
+// (CN profile-agent) it signed, made with the openssl command in a directory of their own;
+// the keys mode 0600, as secrets are kept.
+struct Certs {
+	TempDir dir;
+	std::string ca = dir / "ca.pem", server = dir / "server.pem", server_key = dir / "server.key",
+		    client = dir / "client.pem", client_key = dir / "client.key";
+	Certs()
+	{
+		const std::string openssl = find_tool("openssl");
+		REQUIRE_MESSAGE(!openssl.empty(), "openssl is not installed (scripts/install-deps.sh --test installs it)");
+		const std::vector<std::string> key = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
+		auto run = [&](std::vector<std::string> args) {
+			args.insert(args.begin(), openssl);
+			CommandResult r = run_command(args, 30);
+			REQUIRE_MESSAGE(r.status == 0, "openssl: " << r.err);
+		};
+		auto with_key = [&](std::vector<std::string> args) {
+			args.insert(args.begin() + 1, key.begin(), key.end());
+			return args;
+		};
+		run(with_key({"req", "-x509", "-keyout", dir / "ca.key", "-out", ca, "-days", "2", "-subj", "/CN=profile-test-ca"}));
+		run(with_key({"req", "-keyout", server_key, "-out", dir / "server.csr", "-subj", "/CN=127.0.0.1", "-addext",
+			      "subjectAltName=IP:127.0.0.1,DNS:localhost"}));
+		run({"x509", "-req", "-in", dir / "server.csr", "-CA", ca, "-CAkey", dir / "ca.key", "-CAcreateserial",
+		     "-out", server, "-days", "2", "-copy_extensions", "copy"});
+		run(with_key({"req", "-keyout", client_key, "-out", dir / "client.csr", "-subj", "/CN=profile-agent"}));
+		run({"x509", "-req", "-in", dir / "client.csr", "-CA", ca, "-CAkey", dir / "ca.key", "-CAcreateserial",
+		     "-out", client, "-days", "2"});
+		for (const std::string &k : {server_key, client_key})
+			REQUIRE(chmod(k.c_str(), 0600) == 0);
+	}
+	// receiver.py's options for HTTPS that demands this client certificate, and with
+	// authorization, this Authorization header (passed in a file: no command line shows it).
+	std::vector<std::string> receiver_args(std::vector<std::string> more = {}, const std::string &authorization = "")
+	{
+		std::vector<std::string> args = {"--tls", server + "," + server_key, "--client-ca", ca};
+		args.insert(args.end(), more.begin(), more.end());
+		if (!authorization.empty())
+			args.insert(args.end(), {"--auth-file", auth_file(authorization)});
+		return args;
+	}
+	std::string auth_file(const std::string &authorization)
+	{
+		const std::string path = dir / ("expected-auth-" + std::to_string(auth_files++));
+		write_file(path, authorization + "\n");
+		return path;
+	}
+	int auth_files = 0;
 };
 
 PushConfig receiver_config(const Receiver &receiver, PushFormat format, LogLines &log)
@@ -819,6 +1168,229 @@ TEST_CASE("push: a queue of 2 with 5 windows pushed while the server is away: 3 
 	CHECK(contains(records[1], empty_verdict));
 }
 
+TEST_CASE("push: HTTPS with a private CA and a client certificate: the bearer token and the tenant arrive, and the window")
+{
+	Certs certs;
+	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
+		CAPTURE(int(format));
+		Receiver receiver("", 0, "",
+				  certs.receiver_args({"--require-header", "X-Scope-OrgID: tenant-a"}, "Bearer tok-3e1f"));
+		LogLines log;
+		PushConfig config = receiver_config(receiver, format, log);
+		config.headers = {"X-Scope-OrgID: tenant-a"};
+		PushAuth auth = parse_push_auth("Bearer tok-3e1f\n");
+		config.headers.insert(config.headers.end(), auth.headers.begin(), auth.headers.end());
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.push(window(1));
+		pusher.finish(10);
+		CHECK(pusher.stats().sent == 2);
+		CHECK(log.get().empty());
+		const std::vector<std::string> records = receiver.records();
+		REQUIRE(records.size() == 2);
+		for (const std::string &r : records) {
+			INFO(r);
+			CHECK(contains(r, empty_verdict));
+			CHECK(contains(r, "\"tls\": true"));
+			CHECK(contains(r, "\"client_cert\": \"profile-agent\""));
+			CHECK(contains(r, "\"Authorization\": \"Bearer tok-3e1f\""));
+			CHECK(contains(r, "\"X-Scope-OrgID\": \"tenant-a\""));
+			CHECK(contains(r, "\"answer\": \"ok\""));
+			CHECK(contains(r, "\"samples/count\""));
+		}
+	}
+}
+
+TEST_CASE("push: HTTPS with basic auth from an auth file's USER:PASSWORD")
+{
+	Certs certs;
+	Receiver receiver("", 0, "", {"--tls", certs.server + "," + certs.server_key, "--auth-file",
+				      certs.auth_file("Basic " + base64("12345:glc_pa:ss"))});
+	LogLines log;
+	PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+	config.headers = parse_push_auth("# Grafana Cloud: instance id and token\n12345:glc_pa:ss\n").headers;
+	config.ca_file = certs.ca;
+	Pusher pusher(config, nullptr);
+	pusher.push(window(0));
+	pusher.finish(10);
+	CHECK(pusher.stats().sent == 1);
+	const std::vector<std::string> records = receiver.records();
+	REQUIRE(records.size() == 1);
+	CHECK(contains(records[0], "\"answer\": \"ok\""));
+	CHECK(contains(records[0], "\"client_cert\": null"));
+}
+
+TEST_CASE("push: HTTPS that cannot be trusted or that wants a client certificate: retried, one line that says why")
+{
+	Certs certs;
+	// The system's CAs do not know the test's CA.
+	{
+		Receiver receiver("", 0, "", certs.receiver_args());
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.finish(0.5);
+		CHECK(pusher.stats().sent == 0);
+		REQUIRE(!log.get().empty());
+		INFO(log.get()[0]);
+		CHECK(contains(log.get()[0], "certificate"));
+		CHECK(contains(log.get()[0], "retrying with backoff"));
+		CHECK(receiver.records().empty());
+	}
+	// Trusted, but without the client certificate the server demands.
+	{
+		Receiver receiver("", 0, "", certs.receiver_args());
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.ca_file = certs.ca;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.finish(0.5);
+		CHECK(pusher.stats().sent == 0);
+		REQUIRE(!log.get().empty());
+		CHECK(contains(log.get()[0], "cannot deliver to " + receiver.url() + "/ingest: "));
+		CHECK(receiver.records().empty());
+	}
+}
+
+TEST_CASE("push: a wrong token gets 401: one line, one request, the windows counted refused at the end")
+{
+	Certs certs;
+	Receiver receiver("", 0, "", certs.receiver_args({}, "Bearer right"));
+	LogLines log;
+	PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+	config.headers = parse_push_auth("Bearer wrong-9c2d").headers;
+	config.ca_file = certs.ca;
+	config.cert_file = certs.client;
+	config.key_file = certs.client_key;
+	Pusher pusher(config, nullptr);
+	pusher.push(window(0));
+	REQUIRE(eventually([&] { return pusher.stats().attempts == 1; }));
+	pusher.push(window(1));
+	pusher.push(window(2));
+	std::this_thread::sleep_for(std::chrono::milliseconds(500)); // several backoffs' worth
+	pusher.finish(10);
+	Pusher::Stats s = pusher.stats();
+	CHECK(s.attempts == 1);
+	CHECK(s.sent == 0);
+	CHECK(s.dropped == 3);
+	CHECK(s.refused == 3);
+	CHECK(receiver.records().size() == 1);
+	const std::vector<std::string> lines = log.get();
+	REQUIRE(lines.size() == 2);
+	CHECK(lines[0] == "profile: push: " + receiver.url() + "/ingest: the server refused the credentials (HTTP 401: "
+			  "scripted 401): check --push-auth-file, then restart profile; no more windows are sent this run "
+			  "(1 waiting)");
+	CHECK(contains(lines[1], "3 windows ("));
+	CHECK(contains(lines[1], "(the server refused the credentials): dropped"));
+	for (const std::string &line : lines)
+		CHECK(!contains(line, "wrong-9c2d"));
+}
+
+TEST_CASE("push: 429 with Retry-After, in seconds and as an HTTP date: the next attempt waits that long")
+{
+	Certs certs;
+	for (const char *step : {"429:1", "429:date:2"}) {
+		CAPTURE(step);
+		Receiver receiver(step, 0, "", certs.receiver_args());
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		config.backoff_min_s = 0.05;
+		config.backoff_max_s = 5;
+		Pusher pusher(config, nullptr);
+		const double start = now();
+		pusher.push(window(0));
+		REQUIRE(eventually([&] { return pusher.stats().sent == 1; }, 8));
+		const double took = now() - start;
+		// An HTTP date has whole seconds: 2 s ahead is 1 to 2 s away.
+		CHECK(took >= 0.9);
+		CHECK(took < 3);
+		const std::vector<std::string> lines = log.get();
+		REQUIRE(lines.size() == 2);
+		CHECK(contains(lines[0], "HTTP 429: slow down; retrying with backoff (1 window waiting; the server asked for a wait of "));
+		CHECK(contains(lines[1], "delivered again after 1 failed attempt"));
+		CHECK(receiver.records().size() == 2);
+	}
+}
+
+TEST_CASE("push: a 307 to the same server is followed with the body and the credentials; one to another host is not")
+{
+	Certs certs;
+	{
+		Receiver receiver("307:same", 0, "", certs.receiver_args({}, "Bearer tok"));
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.headers = parse_push_auth("Bearer tok").headers;
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.finish(10);
+		CHECK(pusher.stats().sent == 1);
+		CHECK(pusher.stats().attempts == 1);
+		CHECK(log.get().empty());
+		const std::vector<std::string> records = receiver.records();
+		REQUIRE(records.size() == 2);
+		CHECK(contains(records[0], "\"answer\": \"307:same\""));
+		CHECK(contains(records[1], "\"answer\": \"ok\""));
+		CHECK(contains(records[1], empty_verdict));
+		CHECK(contains(records[1], "\"Authorization\": \"Bearer tok\""));
+	}
+	{
+		// A user name and password in the URL go with a redirect within the server too.
+		Receiver receiver("307:same", 0, "", certs.receiver_args({}, "Basic " + base64("u:pa55")));
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.url.insert(std::string("https://").size(), "u:pa55@");
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.finish(10);
+		CHECK(pusher.stats().sent == 1);
+		const std::vector<std::string> records = receiver.records();
+		REQUIRE(records.size() == 2);
+		CHECK(contains(records[0], "\"answer\": \"307:same\""));
+		CHECK(contains(records[1], "\"answer\": \"ok\""));
+	}
+	{
+		// localhost is this very receiver: had the redirect been followed, it would have
+		// recorded a second request.
+		Receiver receiver("307:other", 0, "", certs.receiver_args({}, "Bearer tok"));
+		LogLines log;
+		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
+		config.headers = parse_push_auth("Bearer tok").headers;
+		config.ca_file = certs.ca;
+		config.cert_file = certs.client;
+		config.key_file = certs.client_key;
+		Pusher pusher(config, nullptr);
+		pusher.push(window(0));
+		pusher.push(window(1));
+		pusher.finish(10);
+		Pusher::Stats s = pusher.stats();
+		CHECK(s.sent == 0);
+		CHECK(s.attempts == 1);
+		CHECK(s.refused == 2);
+		CHECK(receiver.records().size() == 1);
+		const std::vector<std::string> lines = log.get();
+		REQUIRE(lines.size() == 2);
+		CHECK(lines[0].starts_with("profile: push: " + receiver.url() + "/ingest: the server redirected the push to "
+					   "https://localhost:" + std::to_string(receiver.port()) + "/ingest (another host: "
+					   "localhost): not followed, so that the credentials go nowhere else; no more "
+					   "windows are sent this run ("));
+		CHECK(contains(lines[1], "(the server redirected elsewhere): dropped"));
+	}
+}
+
 } // TEST_SUITE
 
 // --- the real ./profile pushing its windows ------------------------------------------------
@@ -836,19 +1408,20 @@ std::vector<std::string> kept_profiles(const Receiver &receiver)
 	return files;
 }
 
-// "profile: push: 3 windows sent to URL (4 requests, 1 failed, 0 windows dropped); ..."
+// "profile: push: 3 windows sent to URL (4 requests, 1 failed, 0 windows dropped, 0 of them
+// refused); ..."
 struct PushLine {
-	uint64_t sent = 0, requests = 0, failed = 0, dropped = 0;
+	uint64_t sent = 0, requests = 0, failed = 0, dropped = 0, refused = 0;
 	bool found = false;
 };
 PushLine push_line(const std::string &err)
 {
 	static const std::regex line("profile: push: ([0-9]+) windows sent to \\S+ \\(([0-9]+) requests, ([0-9]+) "
-				     "failed, ([0-9]+) windows dropped\\)");
+				     "failed, ([0-9]+) windows dropped, ([0-9]+) of them refused\\)");
 	std::smatch m;
 	PushLine p;
 	if (std::regex_search(err, m, line))
-		p = {std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3]), std::stoull(m[4]), true};
+		p = {std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3]), std::stoull(m[4]), std::stoull(m[5]), true};
 	return p;
 }
 
@@ -985,6 +1558,178 @@ TEST_CASE("--push to a server that fails, stalls, then dies: windows past the qu
 	for (const std::string &record : again.records())
 		ok += contains(record, "\"answer\": \"ok\"") && contains(record, empty_verdict);
 	CHECK(ok == push.sent);
+}
+
+TEST_CASE("--push over HTTPS with --push-auth-file, --push-header and a client certificate: every window arrives with the token and the tenant; the token is in no process's cmdline, nor on stderr")
+{
+	require_root();
+	Certs certs;
+	TempDir dir;
+	const std::string token = "tok-" + std::to_string(getpid()) + "-" + std::to_string(realtime_ns() % 1000000007);
+	const std::string auth_file = dir / "push-auth";
+	write_file(auth_file, "# the agent's token\nBearer " + token + "\n");
+	REQUIRE(chmod(auth_file.c_str(), 0600) == 0);
+	Receiver receiver("", 0, "",
+			  certs.receiver_args({"--require-header", "X-Scope-OrgID: tenant-a"}, "Bearer " + token));
+	Background split({workload("split"), "6"});
+	PipedProcess run(profile_command({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push",
+					  receiver.url() + "/ingest", "--push-auth-file", auth_file, "--push-header",
+					  "X-Scope-OrgID: tenant-a", "--push-ca", certs.ca, "--push-cert", certs.client,
+					  "--push-key", certs.client_key, "--app", "split.cpu", "3"}));
+	std::string out, err;
+	// While the agent runs (and has pushed), every process's command line, as ps reads it.
+	while (receiver.records().empty() && run.open())
+		run.pump(100, &out, &err);
+	size_t processes = 0;
+	bool found_profile = false;
+	for (const auto &entry : std::filesystem::directory_iterator("/proc")) {
+		const std::string name = entry.path().filename();
+		if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0])))
+			continue;
+		const std::string cmdline = read_file(entry.path() / "cmdline");
+		processes++;
+		CHECK_MESSAGE(!contains(cmdline, token), "the token is in /proc/" << name << "/cmdline");
+		found_profile = found_profile || (int(std::stoi(name)) == run.pid() && contains(cmdline, "--push-auth-file"));
+	}
+	CHECK(processes > 10);
+	CHECK(found_profile);
+	while (run.open())
+		run.pump(100, &out, &err);
+	REQUIRE(run.wait() == 0);
+	INFO("stderr: " << err);
+	CHECK(!contains(err, token));
+	CHECK(!contains(out, token));
+	const PushLine push = push_line(err);
+	CHECK(push.sent == 3);
+	CHECK(push.dropped == 0);
+	CHECK(push.refused == 0);
+	const std::vector<std::string> records = receiver.records();
+	REQUIRE(records.size() == 3);
+	for (const std::string &record : records) {
+		INFO(record);
+		CHECK(contains(record, empty_verdict));
+		CHECK(contains(record, "\"answer\": \"ok\""));
+		CHECK(contains(record, "\"Authorization\": \"Bearer " + token + "\""));
+		CHECK(contains(record, "\"X-Scope-OrgID\": \"tenant-a\""));
+		CHECK(contains(record, "\"client_cert\": \"profile-agent\""));
+	}
+	uint64_t samples = 0;
+	for (const std::string &file : kept_profiles(receiver))
+		for (const Trace &t : pprof_traces(file)) {
+			samples += t.count;
+			CHECK(t.label("comm") == "split");
+		}
+	CHECK(samples >= 50);
+}
+
+TEST_CASE("--push with a password in the URL: it works, one line says where the password belongs, and neither stderr nor the pushed pprof holds it")
+{
+	require_root();
+	TempDir dir;
+	const std::string expected = dir / "expected";
+	write_file(expected, "Basic " + base64("u:pa55w0rd-7f") + "\n");
+	Receiver receiver("", 0, "", {"--auth-file", expected});
+	Background split({workload("split"), "4"});
+	const std::string url = "http://u:pa55w0rd-7f@127.0.0.1:" + std::to_string(receiver.port()) + "/ingest";
+	auto r = profile({"-p", std::to_string(split.pid()), "--interval", "1", "--push", url, "2"});
+	INFO("stderr: " << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(push_line(r.err).sent == 2);
+	CHECK(contains(r.err, "profile: --push: the URL's password is on the command line, which every user of this "
+			      "machine can read (ps, /proc/PID/cmdline): put it in --push-auth-file\n"));
+	CHECK(!contains(r.err, "pa55w0rd-7f"));
+	// The command line is each pprof's comment: there without the password.
+	for (const std::string &file : kept_profiles(receiver)) {
+		CHECK(contains(read_file(file), "--push http://127.0.0.1:" + std::to_string(receiver.port()) + "/ingest"));
+		CHECK(!contains(read_file(file), "pa55w0rd-7f"));
+	}
+
+	// The same password from an auth file, over http://: one line says it is unencrypted.
+	const std::string auth_file = dir / "push-auth";
+	write_file(auth_file, "u:pa55w0rd-7f\n");
+	REQUIRE(chmod(auth_file.c_str(), 0600) == 0);
+	const std::string plain = "http://127.0.0.1:" + std::to_string(receiver.port()) + "/ingest";
+	r = profile({"-p", std::to_string(split.pid()), "--interval", "1", "--push", plain, "--push-auth-file", auth_file, "1"});
+	REQUIRE(r.status == 0);
+	CHECK(push_line(r.err).sent == 1);
+	CHECK(contains(r.err, "profile: --push-auth-file: its credentials go to " + plain +
+				      " unencrypted: an https:// URL keeps them from the network\n"));
+	CHECK(!contains(r.err, "pa55w0rd-7f"));
+	CHECK(receiver.records().size() == 3);
+}
+
+TEST_CASE("--push with a token the server refuses: one line, the run goes on to its end, every window counted refused")
+{
+	require_root();
+	Certs certs;
+	TempDir dir;
+	const std::string auth_file = dir / "push-auth";
+	write_file(auth_file, "Bearer wrong-5b7e\n");
+	REQUIRE(chmod(auth_file.c_str(), 0400) == 0);
+	Receiver receiver("", 0, "", certs.receiver_args({}, "Bearer right"));
+	Background split({workload("split"), "6"});
+	auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push", receiver.url() + "/ingest",
+			  "--push-auth-file", auth_file, "--push-ca", certs.ca, "--push-cert", certs.client, "--push-key",
+			  certs.client_key, "3"});
+	INFO("stderr: " << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(windows_line(r.err).first == 3);
+	const PushLine push = push_line(r.err);
+	CHECK(push.sent == 0);
+	CHECK(push.requests == 1);
+	CHECK(push.dropped == 3);
+	CHECK(push.refused == 3);
+	CHECK(receiver.records().size() == 1);
+	const std::vector<std::string> lines = split_lines(r.err);
+	CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string &l) {
+		      return contains(l, "the server refused the credentials (HTTP 401");
+	      }) == 1);
+	CHECK(!contains(r.err, "wrong-5b7e"));
+}
+
+TEST_CASE("--push's files checked before anything loads: an auth file others may read, a missing CA, a bad header: one line, exit 2")
+{
+	require_root();
+	TempDir dir;
+	const std::string auth_file = dir / "push-auth";
+	write_file(auth_file, "Bearer tok-0a1b\n");
+	REQUIRE(chmod(auth_file.c_str(), 0644) == 0);
+	const std::vector<std::string> push = {"--interval", "1", "--push", "https://127.0.0.1:9/ingest"};
+	auto with = [&](std::vector<std::string> more) {
+		more.insert(more.begin(), push.begin(), push.end());
+		more.push_back("1");
+		return more;
+	};
+	struct Case {
+		std::vector<std::string> args;
+		std::string line;
+	};
+	const std::vector<Case> cases = {
+		{with({"--push-auth-file", auth_file}), "profile: --push-auth-file: " + auth_file +
+								" holds secrets, but its mode 0644 lets its group and others read it: chmod 600 it"},
+		{with({"--push-auth-file", dir / "none"}), "profile: --push-auth-file: cannot open " + (dir / "none") +
+								   ": No such file or directory"},
+		{with({"--push-ca", dir / "ca.pem"}), "profile: --push-ca: cannot open " + (dir / "ca.pem") +
+							      ": No such file or directory"},
+		{with({"--push-header", "X-Scope-OrgID tenant"}),
+		 "profile: invalid --push-header: expected 'Name: value' (see profile --help)"},
+		{with({"--push-header", "Authorization: Bearer tok-0a1b"}),
+		 "profile: --push-header Authorization: a secret on the command line, where every user can read it (ps, "
+		 "/proc/PID/cmdline): put it in --push-auth-file (see profile --help)"},
+	};
+	for (const Case &c : cases) {
+		auto r = profile(c.args, 10);
+		CAPTURE(r.err);
+		CHECK(r.status == 2);
+		CHECK(r.err == c.line + "\n");
+		CHECK(r.seconds < 1); // nothing loaded
+	}
+	REQUIRE(chmod(auth_file.c_str(), 0600) == 0);
+	REQUIRE(chown(auth_file.c_str(), 65534, 65534) == 0);
+	auto r = profile(with({"--push-auth-file", auth_file}), 10);
+	CHECK(r.status == 2);
+	CHECK(r.err == "profile: --push-auth-file: " + auth_file +
+			       " holds secrets, but it is owned by uid 65534, not root: another user could change it\n");
 }
 
 } // TEST_SUITE
