@@ -755,46 +755,6 @@ static long shift_step(__u32 i, struct insert *ins)
 	return 0;
 }
 
-/* A new mapping: every mmap, and mprotect making memory executable, reaches here (as it
- * reaches perf's PERF_RECORD_MMAP2). The caller holds the mmap lock for writing, so the
- * lists of one process are never written by two CPUs at once. */
-SEC("fentry/perf_event_mmap")
-int BPF_PROG(on_mmap, struct vm_area_struct *vma)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct insert ins = {};
-	struct file *file;
-	__u64 offset;
-
-	if (!(vma->vm_flags & VM_EXEC) || vma->vm_mm != task->mm || !follows(tgid))
-		return 0;
-	ins.proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
-	if (!ins.proc)
-		return 0; /* running since before profile: user space sends its list whole */
-	ins.m.start = vma->vm_start;
-	ins.m.end = vma->vm_end;
-	file = vma->vm_file;
-	offset = vma->vm_pgoff << 12;
-	if (file && offset <= 0xffffffffULL) {
-		ins.m.inode = file->f_inode->i_ino;
-		ins.m.dev = file->f_inode->i_sb->s_dev;
-		ins.m.offset = offset;
-	}
-
-	ins.proc->seq++;
-	bpf_loop(UNWIND_MAX_MAPPINGS, keep_step, &ins, 0);
-	if (ins.kept < UNWIND_MAX_MAPPINGS) {
-		bpf_loop(UNWIND_MAX_MAPPINGS, shift_step, &ins, 0);
-		if (ins.at < UNWIND_MAX_MAPPINGS)
-			ins.proc->mappings[ins.at & (UNWIND_MAX_MAPPINGS - 1)] = ins.m;
-		ins.kept++;
-	}
-	ins.proc->count = ins.kept;
-	ins.proc->seq++;
-	return 0;
-}
-
 /* A zeroed list, the value an exec starts from (too large for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -803,21 +763,141 @@ struct {
 	__uint(max_entries, 1);
 } empty_process SEC(".maps");
 
-/* An exec: the old image's mappings are gone, and the new image's come next (the binary,
- * its interpreter, then every library ld.so maps), each through on_mmap. setup_new_exec
- * runs once the new mm is in place and before the binary is mapped. */
-SEC("fentry/setup_new_exec")
-int BPF_PROG(on_exec, struct linux_binprm *bprm)
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __weak __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
+
+/* Adds an executable mapping to the list (seq odd meanwhile), in order, in place of those
+ * it overlaps. */
+static __always_inline void add_mapping(struct unwind_process *proc, struct vm_area_struct *vma)
+{
+	struct insert ins = {};
+	struct file *file = vma->vm_file;
+	__u64 offset = vma->vm_pgoff << 12;
+
+	ins.proc = proc;
+	ins.m.start = vma->vm_start;
+	ins.m.end = vma->vm_end;
+	if (file && offset <= 0xffffffffULL) {
+		ins.m.inode = file->f_inode->i_ino;
+		ins.m.dev = file->f_inode->i_sb->s_dev;
+		ins.m.offset = offset;
+	}
+	proc->seq++;
+	bpf_loop(UNWIND_MAX_MAPPINGS, keep_step, &ins, 0);
+	if (ins.kept < UNWIND_MAX_MAPPINGS) {
+		bpf_loop(UNWIND_MAX_MAPPINGS, shift_step, &ins, 0);
+		if (ins.at < UNWIND_MAX_MAPPINGS)
+			proc->mappings[ins.at & (UNWIND_MAX_MAPPINGS - 1)] = ins.m;
+		ins.kept++;
+	}
+	proc->count = ins.kept;
+	proc->seq++;
+}
+
+/* Adds the executable mappings of the current task's mm from `from` on, looking at `most`
+ * of its areas at most. In process context, where the mmap lock can be taken. */
+static __always_inline void add_mappings(struct unwind_process *proc, __u64 from, int most)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	int i = 0;
+
+	if (bpf_iter_task_vma_new(&it, task, from) == 0)
+		while (i++ < most && (vma = bpf_iter_task_vma_next(&it)))
+			if (vma->vm_flags & VM_EXEC)
+				add_mapping(proc, vma);
+	bpf_iter_task_vma_destroy(&it);
+}
+
+/* An exec: the new image's binary and its interpreter are mapped; its list starts from
+ * them. The libraries ld.so maps come through mmap below. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
-	struct unwind_process *empty;
+	struct unwind_process *empty, *proc;
 
 	if (!follows(tgid))
 		return 0;
 	empty = bpf_map_lookup_elem(&empty_process, &zero);
-	if (empty)
-		bpf_map_update_elem(&unwind_processes, &tgid, empty, BPF_ANY);
+	if (!empty || bpf_map_update_elem(&unwind_processes, &tgid, empty, BPF_ANY))
+		return 0;
+	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	if (proc)
+		add_mappings(proc, 0, 64);
 	return 0;
+}
+
+/* Threads in an mmap or mprotect that makes code executable, by thread id: where the
+ * mprotect starts, or 0 for an mmap (its return value says). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1024);
+} exec_mappings SEC(".maps");
+
+#define PROT_EXEC 0x4
+
+static __always_inline int enter_exec_mapping(__u64 prot, __u64 start)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = id;
+
+	if (!(prot & PROT_EXEC) || !follows(tgid) || !bpf_map_lookup_elem(&unwind_processes, &tgid))
+		return 0;
+	bpf_map_update_elem(&exec_mappings, &tid, &start, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int exit_exec_mapping(long ret, bool mmap)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = id;
+	struct unwind_process *proc;
+	__u64 *start, at;
+
+	start = bpf_map_lookup_elem(&exec_mappings, &tid);
+	if (!start)
+		return 0;
+	at = mmap ? (__u64)ret : *start;
+	bpf_map_delete_elem(&exec_mappings, &tid);
+	if (ret < 0 && ret > -4096)
+		return 0; /* it failed */
+	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	if (proc)
+		add_mappings(proc, at, 1);
+	return 0;
+}
+
+/* mmap and mprotect are where code becomes executable after an exec (ld.so mapping
+ * libraries, dlopen, JIT compilers): hooked at their syscalls' tracepoints, which every
+ * kernel with tracing has (fentry on the kernel's mmap path needs ftrace, not always
+ * allowed). The tracepoints fire for every call; only those with PROT_EXEC do work. */
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return enter_exec_mapping(ctx->args[2], 0);
+}
+
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return exit_exec_mapping(ctx->ret, true);
+}
+
+SEC("tracepoint/syscalls/sys_enter_mprotect")
+int on_mprotect_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return enter_exec_mapping(ctx->args[2], ctx->args[0]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_mprotect")
+int on_mprotect_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return exit_exec_mapping(ctx->ret, false);
 }
 
 /* A new process (not a thread) starts with its parent's mappings. */

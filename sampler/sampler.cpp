@@ -74,6 +74,14 @@ std::string errno_text(int err)
 	return std::strerror(err < 0 ? -err : err);
 }
 
+// The programs through which the kernel keeps processes' mappings for the table walk.
+std::vector<bpf_program *> hooks(const profile_bpf &skel)
+{
+	return {skel.progs.on_exec,	    skel.progs.on_fork,		skel.progs.on_exit,
+		skel.progs.on_mmap_enter,   skel.progs.on_mmap_exit,	skel.progs.on_mprotect_enter,
+		skel.progs.on_mprotect_exit};
+}
+
 // Opens the skeleton and sets what the options decide, ready to load. Hash maps marked
 // BPF_F_NO_PREALLOC in profile.bpf.c allocate an entry when a key first appears instead of
 // all of them at load (a few ms of the run's CPU and megabytes of kernel memory);
@@ -106,12 +114,12 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 	}
 	if (!unwinding)
 		for (bpf_map *map : {skel->maps.unwind_processes, skel->maps.unwind_objects, skel->maps.unwind_files,
-				     skel->maps.unwind_tables,
+				     skel->maps.unwind_tables, skel->maps.exec_mappings,
 				     skel->maps.wanted_processes, skel->maps.wanted_files})
 			bpf_map__set_max_entries(map, 1);
 	bpf_program__set_autoload(skel->progs.do_sample, !unwinding);
 	bpf_program__set_autoload(skel->progs.do_sample_unwind, unwinding);
-	for (bpf_program *hook : {skel->progs.on_mmap, skel->progs.on_exec, skel->progs.on_fork, skel->progs.on_exit})
+	for (bpf_program *hook : hooks(*skel))
 		bpf_program__set_autoload(hook, unwinding && follow);
 	bpf_map__set_max_entries(skel->maps.sampled_pids, options.hash_storage_size);
 	if (!options.pids.empty())
@@ -357,7 +365,7 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 	// Attached now, before user space reads /proc: a process that starts from here on is
 	// followed by the kernel, one that ran before is in what user space reads.
 	if (follow)
-		for (bpf_program *hook : {skel->progs.on_mmap, skel->progs.on_exec, skel->progs.on_fork, skel->progs.on_exit}) {
+		for (bpf_program *hook : hooks(*skel)) {
 			Link link(bpf_program__attach(hook));
 			if (!link) {
 				impl_->hooks.clear();

@@ -6,8 +6,12 @@
 # side; then, per compiler process (cc1, cc1plus, as, ld), the share of samples whose
 # stack reaches the process root (_start) and the median user depth, for each. Run twice:
 # with an empty unwind-table cache, and with the cache the first run left. Also prints
-# profile's own account of how user stacks were walked.
-# Needs root, ./profile, perf, gcc and g++. Takes about a minute.
+# profile's own account of how user stacks were walked and its in-kernel ns per sample there.
+# Then the in-kernel cost per sample on a 26-frame stack built with frame pointers
+# (build/workloads/stacks), against bpftrace's frame-pointer ustack, -U, in both attach
+# orders, for --unwind auto and --unwind fp; and the time a one-second run takes.
+# Needs root, ./profile, build/workloads (make workloads), perf, bpftrace, gcc and g++.
+# Takes about three minutes.
 # Usage: scripts/bench-unwind.sh [SECONDS]   (default 10)
 set -eu
 
@@ -21,13 +25,16 @@ if [ "$(id -u)" != 0 ]; then
 	echo "bench-unwind: needs root to load BPF programs (try: sudo $0)" >&2
 	exit 1
 fi
-for tool in perf gcc g++ "$PROFILE"; do
+WORKLOADS=${WORKLOADS:-$ROOT/build/workloads}
+for tool in perf bpftrace bpftool gcc g++ "$PROFILE" "$WORKLOADS/stacks"; do
 	command -v "$tool" >/dev/null || { echo "bench-unwind: $tool is missing" >&2; exit 1; }
 done
 
 TMP=$(mktemp -d /tmp/profile-bench-unwind.XXXXXX)
 LOOPS=()
+STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled)
 cleanup() {
+	echo "$STATS_WAS" > /proc/sys/kernel/bpf_stats_enabled
 	for pid in "${LOOPS[@]}"; do kill -TERM -- -"$pid" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$TMP"
@@ -98,15 +105,43 @@ roots_perf_script() {
 		NF >= 2 && sample { before = last; last = $2; sub(/\+0x[0-9a-f]+$/, "", last); if ($1 ~ /^[0-9a-f]+$/ && $1 !~ /^ffff/) d++ }
 		END { done(); for (c in all) print c, all[c], rooted[c] + 0, depth[c] }' "$1"
 }
+# The perf_event program process $1 loaded, once it has.
+prog_of() {
+	local id i
+	for i in $(seq 1 300); do
+		for id in $(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un); do
+			if bpftool prog show id "$id" 2>/dev/null | grep -q perf_event; then
+				echo "$id"
+				return
+			fi
+		done
+		sleep 0.05
+	done
+	return 1
+}
+# "RUNS NS" of program $1 so far (kernel.bpf_stats_enabled on).
+prog_stats() {
+	bpftool prog show id "$1" --json | sed -n 's/.*"run_time_ns":\([0-9]*\),"run_cnt":\([0-9]*\).*/\2 \1/p'
+}
+# ns per run between two prog_stats readings.
+per_sample() {
+	echo "$1 $2" | awk '{ printf "%.0f", ($3 > $1 ? ($4 - $2) / ($3 - $1) : 0) }'
+}
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{ a[NR] = $1 } END { print NR ? a[int((NR + 1) / 2)] : "-" }'; }
 
 run() {
 	local label=$1
 	"$PROFILE" -F 99 -U --folded "$SECONDS_RUN" > "$TMP/$label.folded" 2> "$TMP/$label.err" &
 	local ours=$!
+	local prog
+	prog=$(prog_of "$ours")
+	local before after
+	before=$(prog_stats "$prog")
 	perf record -q -a -F 99 -e cpu-clock --call-graph dwarf,16384 -o "$TMP/$label.data" -- sleep "$SECONDS_RUN" \
 		> /dev/null 2>&1 &
 	local theirs=$!
+	sleep $((SECONDS_RUN - 1))
+	after=$(prog_stats "$prog" || echo "$before")
 	wait "$ours" "$theirs" || true
 	perf script -i "$TMP/$label.data" > "$TMP/$label.script" 2> "$TMP/$label.script-err" || true
 	roots_folded "$TMP/$label.folded" > "$TMP/$label.ours"
@@ -127,6 +162,7 @@ run() {
 	done
 	echo
 	grep -E '^profile: (user stacks|[0-9]+ unwind tables|[0-9]+ samples)' "$TMP/$label.err" | sed 's/^/    /' || true
+	echo "    in-kernel cost: $(per_sample "$before" "$after") ns per sample"
 	echo
 }
 
@@ -136,6 +172,52 @@ setsid bash -c "$(declare -f compile_loop); TMP=$TMP; compile_loop 2" > /dev/nul
 LOOPS+=($!)
 sleep 1
 
+echo 1 > /proc/sys/kernel/bpf_stats_enabled
 rm -rf "$CACHE/unwind"
 run empty
 run warm
+
+# ---- In-kernel cost per sample, both attached at once, in both orders ----
+# Ours at 997 Hz against bpftrace's 999 Hz, so that the two timers' phases sweep past each
+# other; whichever is attached first still measures differently, hence both orders and
+# their geometric mean.
+for pid in "${LOOPS[@]}"; do kill -TERM -- -"$pid" 2>/dev/null || true; done
+LOOPS=()
+setsid "$WORKLOADS/stacks" 88 120 > /dev/null 2>&1 &
+LOOPS+=($!)
+STACKS=$!
+sleep 0.5
+cost_pair() {
+	local first=$1 mode=$2 ours peer ours_prog peer_prog o0 p0 o1 p1
+	local program="profile:hz:999 /pid == $STACKS/ { @[ustack, comm, pid] = count(); }"
+	start_ours() { "$PROFILE" -f 997 -U --unwind "$mode" -p "$STACKS" > /dev/null 2>&1 & ours=$!; ours_prog=$(prog_of "$ours"); }
+	start_peer() { bpftrace -e "$program" > /dev/null 2>&1 & peer=$!; peer_prog=$(prog_of "$peer"); }
+	if [ "$first" = profile ]; then start_ours; start_peer; else start_peer; start_ours; fi
+	sleep 2
+	o0=$(prog_stats "$ours_prog"); p0=$(prog_stats "$peer_prog")
+	sleep 6
+	o1=$(prog_stats "$ours_prog"); p1=$(prog_stats "$peer_prog")
+	kill -INT "$ours" "$peer" 2>/dev/null
+	wait "$ours" "$peer" 2>/dev/null || true
+	echo "$(per_sample "$o0" "$o1") $(per_sample "$p0" "$p1")"
+}
+echo "### in-kernel ns per sample, -U, a 26-frame frame-pointer stack (build/workloads/stacks 88)"
+echo
+echo "| walk | profile first: profile | bpftrace | bpftrace first: profile | bpftrace | geometric mean ratio |"
+echo "|---|---|---|---|---|---|"
+for mode in auto fp; do
+	read -r a1 b1 < <(cost_pair profile "$mode")
+	read -r a2 b2 < <(cost_pair bpftrace "$mode")
+	echo "| --unwind $mode | $a1 | $b1 | $a2 | $b2 | $(awk -v a1="$a1" -v b1="$b1" -v a2="$a2" -v b2="$b2" 'BEGIN { printf "%.2fx", sqrt((a1 / b1) * (a2 / b2)) }') |"
+done
+echo
+
+# ---- Start and finish: wall time beyond the sampling of `profile -f 49 1` ----
+echo "### profile -f 49 1: wall time beyond its one second of sampling"
+echo
+for i in 1 2 3; do
+	t0=$(date +%s%N)
+	"$PROFILE" -f 49 1 > /dev/null 2>&1
+	t1=$(date +%s%N)
+	echo "- run $i: $(( (t1 - t0) / 1000000 - 1000 )) ms"
+done
