@@ -363,34 +363,17 @@ static __always_inline __u32 object_of_file(__u32 pid, struct unwind_mapping *m)
 struct search {
 	__u64 at;
 	__u32 lo, hi;
-	void *base;    /* unwind_process: its mappings; null: an object's rows */
-	__u32 object;  /* whose rows */
+	struct unwind_process *proc; /* whose mappings */
 };
 
 static long search_step(__u32 index, struct search *s)
 {
 	__u32 mid;
-	__u64 start;
 
 	if (s->lo + 1 >= s->hi)
 		return 1;
 	mid = s->lo + (s->hi - s->lo) / 2;
-	if (s->base) {
-		struct unwind_process *proc = s->base;
-
-		start = proc->mappings[mid & (UNWIND_MAX_MAPPINGS - 1)].start;
-	} else {
-		void *rows = bpf_map_lookup_elem(&unwind_tables, &s->object);
-		struct unwind_row *row;
-
-		if (!rows)
-			return 1;
-		row = bpf_map_lookup_elem(rows, &mid);
-		if (!row)
-			return 1;
-		start = row->pc;
-	}
-	if (start <= s->at)
+	if (s->proc->mappings[mid & (UNWIND_MAX_MAPPINGS - 1)].start <= s->at)
 		s->lo = mid;
 	else
 		s->hi = mid;
@@ -408,7 +391,7 @@ static __always_inline bool find_mapping(struct walk *w, __u64 pc)
 		return false;
 	s.at = pc;
 	s.hi = proc->count < UNWIND_MAX_MAPPINGS ? proc->count : UNWIND_MAX_MAPPINGS;
-	s.base = proc;
+	s.proc = proc;
 	bpf_loop(9, search_step, &s, 0);
 	m = &proc->mappings[s.lo & (UNWIND_MAX_MAPPINGS - 1)];
 	if (pc < m->start || pc >= m->end)
@@ -423,20 +406,29 @@ static __always_inline bool find_mapping(struct walk *w, __u64 pc)
 /* The row of the object's table that holds offset, or null. Tables of up to 2^24 rows. */
 static __always_inline struct unwind_row *find_row(__u32 object, struct unwind_object *obj, __u64 offset)
 {
-	struct search s = {};
 	struct unwind_row *row;
+	__u32 lo = 0, hi, mid;
 	void *rows;
 
 	if (obj->row_count == 0 || offset > 0xffffffffULL)
 		return NULL;
-	s.at = offset;
-	s.hi = obj->row_count;
-	s.object = object;
-	bpf_loop(24, search_step, &s, 0);
 	rows = bpf_map_lookup_elem(&unwind_tables, &object);
 	if (!rows)
 		return NULL;
-	row = bpf_map_lookup_elem(rows, &s.lo);
+	/* A bounded loop here, not bpf_loop: the object's own array is looked up once, and
+	 * each step costs one lookup in it and no call. */
+	hi = obj->row_count;
+	for (int i = 0; i < 24 && lo + 1 < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		row = bpf_map_lookup_elem(rows, &mid);
+		if (!row)
+			return NULL;
+		if (row->pc <= offset)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	row = bpf_map_lookup_elem(rows, &lo);
 	if (!row || row->pc > offset)
 		return NULL;
 	return row;
@@ -543,17 +535,34 @@ static long walk_step(__u32 index, struct walk *w)
 	default:
 		goto no_rule;
 	}
-	if (cfa <= w->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+	if (cfa <= w->sp) {
 		w->cut = true;
 		return 1;
 	}
-	if (row->rbp_type == UNWIND_RBP_AT_CFA) {
-		if (bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + row->rbp_offset * UNWIND_SLOT))) {
+	if (row->rbp_type == UNWIND_RBP_AT_CFA && row->rbp_offset == -2) {
+		/* rbp saved just below the return address, as every frame-pointer prologue and
+		 * most others leave it: one read for both. */
+		__u64 saved[2];
+
+		if (bpf_probe_read_user(saved, sizeof(saved), (void *)(cfa - 16))) {
 			w->cut = true;
 			return 1;
 		}
-	} else if (row->rbp_type == UNWIND_RBP_UNDEFINED) {
-		w->bp = 0;
+		w->bp = saved[0];
+		ra = saved[1];
+	} else {
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+			w->cut = true;
+			return 1;
+		}
+		if (row->rbp_type == UNWIND_RBP_AT_CFA) {
+			if (bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + row->rbp_offset * UNWIND_SLOT))) {
+				w->cut = true;
+				return 1;
+			}
+		} else if (row->rbp_type == UNWIND_RBP_UNDEFINED) {
+			w->bp = 0;
+		}
 	}
 	w->sp = cfa;
 	w->pc = ra;
