@@ -776,48 +776,79 @@ extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struc
 extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
 extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
 
-/* Adds an executable mapping to the list (seq odd meanwhile), in order, in place of those
- * it overlaps. */
-static __always_inline void add_mapping(struct unwind_process *proc, struct vm_area_struct *vma)
+/* The list's entry for an area of the mm. */
+static __always_inline void describe_mapping(struct unwind_mapping *m, struct vm_area_struct *vma)
 {
-	struct insert ins = {};
 	struct file *file = vma->vm_file;
 	__u64 offset = vma->vm_pgoff << 12;
 
-	ins.proc = proc;
-	ins.m.start = vma->vm_start;
-	ins.m.end = vma->vm_end;
+	m->start = vma->vm_start;
+	m->end = vma->vm_end;
+	m->inode = 0;
+	m->dev = 0;
+	m->offset = 0;
 	if (file && offset <= 0xffffffffULL) {
-		ins.m.inode = file->f_inode->i_ino;
-		ins.m.dev = file->f_inode->i_sb->s_dev;
-		ins.m.offset = offset;
+		m->inode = file->f_inode->i_ino;
+		m->dev = file->f_inode->i_sb->s_dev;
+		m->offset = offset;
 	}
-	proc->seq++;
-	bpf_loop(UNWIND_MAX_MAPPINGS, keep_step, &ins, 0);
-	if (ins.kept < UNWIND_MAX_MAPPINGS) {
-		bpf_loop(UNWIND_MAX_MAPPINGS, shift_step, &ins, 0);
-		if (ins.at < UNWIND_MAX_MAPPINGS)
-			proc->mappings[ins.at & (UNWIND_MAX_MAPPINGS - 1)] = ins.m;
-		ins.kept++;
-	}
-	proc->count = ins.kept;
-	proc->seq++;
 }
 
-/* Adds the executable mappings of the current task's mm from `from` on, looking at `most`
- * of its areas at most. In process context, where the mmap lock can be taken. */
-static __always_inline void add_mappings(struct unwind_process *proc, __u64 from, int most)
+/* Adds the executable area of the current task's mm that holds `at` to the list (seq odd
+ * meanwhile), in order, in place of those it overlaps. In process context, where the mmap
+ * lock can be taken. */
+static __always_inline void add_mapping(struct unwind_process *proc, __u64 at)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct bpf_iter_task_vma it;
 	struct vm_area_struct *vma;
-	int i = 0;
+	struct insert ins = {};
 
-	if (bpf_iter_task_vma_new(&it, task, from) == 0)
-		while (i++ < most && (vma = bpf_iter_task_vma_next(&it)))
-			if (vma->vm_flags & VM_EXEC)
-				add_mapping(proc, vma);
+	if (bpf_iter_task_vma_new(&it, task, at) == 0 && (vma = bpf_iter_task_vma_next(&it)) &&
+	    (vma->vm_flags & VM_EXEC) && vma->vm_start <= at) {
+		ins.proc = proc;
+		describe_mapping(&ins.m, vma);
+		bpf_iter_task_vma_destroy(&it);
+		proc->seq++;
+		bpf_loop(UNWIND_MAX_MAPPINGS, keep_step, &ins, 0);
+		if (ins.kept < UNWIND_MAX_MAPPINGS) {
+			bpf_loop(UNWIND_MAX_MAPPINGS, shift_step, &ins, 0);
+			if (ins.at < UNWIND_MAX_MAPPINGS)
+				proc->mappings[ins.at & (UNWIND_MAX_MAPPINGS - 1)] = ins.m;
+			ins.kept++;
+		}
+		proc->count = ins.kept;
+		proc->seq++;
+		return;
+	}
 	bpf_iter_task_vma_destroy(&it);
+}
+
+/* A walk over the areas of the current task's mm, one bpf_loop step each (the verifier
+ * checks one step): each step takes the area at or after `at`, appends it when it is
+ * executable, and moves past it. A new image has a dozen areas or so (the binary's
+ * segments, the heap, the interpreter's, the stack, vvar, the vDSO). */
+struct scan {
+	struct unwind_process *proc;
+	__u64 at;
+	__u32 n;
+};
+
+static long scan_step(__u32 index, struct scan *scan)
+{
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	long stop = 1;
+
+	if (bpf_iter_task_vma_new(&it, bpf_get_current_task_btf(), scan->at) == 0 &&
+	    (vma = bpf_iter_task_vma_next(&it))) {
+		if ((vma->vm_flags & VM_EXEC) && scan->n < UNWIND_MAX_MAPPINGS)
+			describe_mapping(&scan->proc->mappings[scan->n++ & (UNWIND_MAX_MAPPINGS - 1)], vma);
+		scan->at = vma->vm_end;
+		stop = 0;
+	}
+	bpf_iter_task_vma_destroy(&it);
+	return stop;
 }
 
 /* An exec: the new image's binary and its interpreter are mapped; its list starts from
@@ -825,8 +856,9 @@ static __always_inline void add_mappings(struct unwind_process *proc, __u64 from
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0, n = 0;
 	struct unwind_process *empty, *proc;
+	struct scan scan = {};
 
 	if (!follows(tgid))
 		return 0;
@@ -834,8 +866,15 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (!empty || bpf_map_update_elem(&unwind_processes, &tgid, empty, BPF_ANY))
 		return 0;
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
-	if (proc)
-		add_mappings(proc, 0, 64);
+	if (!proc)
+		return 0;
+	/* The areas come in order and the list is empty: appended as they come. */
+	scan.proc = proc;
+	proc->seq++;
+	bpf_loop(32, scan_step, &scan, 0);
+	n = scan.n;
+	proc->count = n < UNWIND_MAX_MAPPINGS ? n : UNWIND_MAX_MAPPINGS;
+	proc->seq++;
 	return 0;
 }
 
@@ -877,7 +916,7 @@ static __always_inline int exit_exec_mapping(long ret, bool mmap)
 		return 0; /* it failed */
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	if (proc)
-		add_mappings(proc, at, 1);
+		add_mapping(proc, at);
 	return 0;
 }
 

@@ -620,7 +620,8 @@ TEST_CASE("after SIGKILL no program or perf event link stays attached")
 	for (uint32_t id : ids["prog"]) {
 		auto shown = run_command({tool, "prog", "show", "id", std::to_string(id)});
 		REQUIRE(shown.status == 0);
-		REQUIRE(contains(shown.out, "do_sample"));
+		// The sampler, or a hook that keeps processes' mappings for the table walk.
+		REQUIRE((contains(shown.out, "do_sample") || contains(shown.out, " on_")));
 	}
 	REQUIRE(kill(run.pid(), SIGKILL) == 0);
 	CHECK(run.wait() == 128 + SIGKILL);
