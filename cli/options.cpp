@@ -575,8 +575,8 @@ of the run: above 1 GiB profile warns, above half the memory available it refuse
                             counts map holds (default 40960: 3 MiB)
   --perf-max-stack-depth N  frames kept per stack, deeper ones are cut (default 127;
                             at most 127 but with --unwind fp)
-  --unwind-table-size N     unwind table rows the kernel may hold, 12 bytes each,
-                            taken as tables load (default 8388608: 96 MiB at most)
+  --unwind-table-size N     unwind table rows the kernel may hold, 8 bytes each,
+                            taken as tables load (default 8388608: 64 MiB at most)
 
   -h, --help      this text
   -V, --version   the version

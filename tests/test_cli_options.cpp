@@ -161,7 +161,7 @@ TEST_CASE("--unwind picks how user stacks are walked; tables by default")
 	CHECK(ok({"--unwind", "fp"}).unwind == UnwindMode::FramePointers);
 	CHECK(ok({"--unwind", "dwarf"}).unwind == UnwindMode::Tables);
 	CHECK(ok({"--unwind=auto"}).unwind == UnwindMode::Auto);
-	CHECK(ok({}).unwind_table_size == 1048576);
+	CHECK(ok({}).unwind_table_size == 8388608);
 	CHECK(ok({"--unwind-table-size", "65536"}).unwind_table_size == 65536);
 	CHECK(error({"--unwind", "lbr"}) == "invalid value 'lbr' for --unwind: expected auto, fp or dwarf");
 	CHECK(error({"--unwind-table-size", "10"}).find("1024 to 67108864") != std::string::npos);
