@@ -116,6 +116,9 @@ struct Unwinder::Impl {
 
 	// The builder thread and what passes between it and tick().
 	std::mutex lock;
+	// Held while tables go into the kernel and while stats change: the builder loads what
+	// it built as soon as it has nothing else to do, the run's thread at its ticks.
+	mutable std::mutex loading;
 	std::condition_variable work, finished;
 	std::deque<Job> jobs;
 	size_t building = 0; // jobs queued or under way
@@ -169,6 +172,7 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image, uint6
 			if (!m.executable())
 				continue;
 			if (value.count == UNWIND_MAX_MAPPINGS) {
+				std::lock_guard<std::mutex> counting(loading);
 				stats.dropped_mappings++;
 				continue;
 			}
@@ -187,8 +191,10 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image, uint6
 		}
 	}
 	sent[pid] = image ? image->maps : nullptr;
-	if (bpf_map_update_elem(maps.processes, &pid, &value, flags) == 0 && value.count)
+	if (bpf_map_update_elem(maps.processes, &pid, &value, flags) == 0 && value.count) {
+		std::lock_guard<std::mutex> counting(loading);
 		stats.processes++;
+	}
 }
 
 // A file the walk met with no object: opened through the mapping the kernel saw it in.
@@ -231,6 +237,7 @@ void Unwinder::Impl::ask(uint32_t object)
 	if (o.asked)
 		return;
 	o.asked = true;
+	std::unique_lock<std::mutex> counting(loading);
 	stats.objects++;
 	char range[96];
 	std::snprintf(range, sizeof(range), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, o.pid, o.mapping.start,
@@ -248,6 +255,7 @@ void Unwinder::Impl::ask(uint32_t object)
 		stats.no_table++;
 		return;
 	}
+	counting.unlock();
 	set_state(object, UNWIND_OBJECT_BUILDING);
 	std::lock_guard<std::mutex> guard(lock);
 	if (!first_asked_ms)
@@ -300,6 +308,7 @@ UniqueFd Unwinder::Impl::fill(Built &built)
 // (programs still running must be done with the old inner map): one batch waits once.
 void Unwinder::Impl::load_built()
 {
+	std::lock_guard<std::mutex> counting(loading);
 	std::vector<Built> built;
 	{
 		std::lock_guard<std::mutex> guard(lock);
@@ -358,12 +367,20 @@ void Unwinder::Impl::build_loop()
 			fprintf(stderr, "profile: unwind table of %s: %zu rows%s, %.1f ms of CPU\n", job.path.c_str(),
 				built.table ? built.table->rows.size() : 0, built.from_cache ? " from the cache" : "",
 				thread_cpu_ms() - cpu_before);
-		std::lock_guard<std::mutex> guard(lock);
-		done.push_back(std::move(built));
-		last_built_ms = monotonic_ms();
-		build_cpu_ms = thread_cpu_ms();
-		building--;
-		finished.notify_all();
+		bool idle;
+		{
+			std::lock_guard<std::mutex> guard(lock);
+			done.push_back(std::move(built));
+			last_built_ms = monotonic_ms();
+			build_cpu_ms = thread_cpu_ms();
+			building--;
+			idle = jobs.empty();
+			finished.notify_all();
+		}
+		// Nothing else queued: what was built goes in now, not at the next tick (a new
+		// binary's stacks are truncated until it does).
+		if (idle)
+			load_built();
 	}
 	std::lock_guard<std::mutex> guard(lock);
 	build_cpu_ms = thread_cpu_ms();
@@ -477,7 +494,11 @@ void Unwinder::tick(const ProcessHistory &history)
 Unwinder::Stats Unwinder::stats() const
 {
 	Impl &d = *impl_;
-	Stats s = d.stats;
+	Stats s;
+	{
+		std::lock_guard<std::mutex> counting(d.loading);
+		s = d.stats;
+	}
 	std::lock_guard<std::mutex> guard(d.lock);
 	s.build_cpu_ms = d.build_cpu_ms;
 	s.build_wall_ms = d.first_asked_ms ? d.last_built_ms - d.first_asked_ms : 0;
