@@ -407,7 +407,7 @@ static __always_inline bool find_mapping(struct walk *w, __u64 pc)
 static __always_inline struct unwind_row *find_row(__u32 object, struct unwind_object *obj, __u64 offset)
 {
 	struct unwind_row *row;
-	__u32 lo = 0, hi, mid;
+	__u32 lo = 0, hi, mid, page;
 	void *rows;
 
 	if (obj->row_count == 0 || offset > 0xffffffffULL)
@@ -415,9 +415,25 @@ static __always_inline struct unwind_row *find_row(__u32 object, struct unwind_o
 	rows = bpf_map_lookup_elem(&unwind_tables, &object);
 	if (!rows)
 		return NULL;
+	hi = obj->row_count;
+	/* The page's entry of the index after the rows narrows the search to the rows a pc in
+	 * that page can need. */
+	if ((offset >> UNWIND_PAGE_SHIFT) < obj->page_base)
+		return NULL;
+	page = (offset >> UNWIND_PAGE_SHIFT) - obj->page_base;
+	if (page < obj->page_count) {
+		__u32 slot = obj->row_count + page;
+		struct unwind_page *entry = bpf_map_lookup_elem(rows, &slot);
+
+		if (!entry || entry->first >= entry->end || entry->end > obj->row_count)
+			return NULL;
+		lo = entry->first;
+		hi = entry->end;
+	} else if (obj->page_count) {
+		lo = obj->row_count - 1; /* past the last row's page: the last row holds */
+	}
 	/* A bounded loop here, not bpf_loop: the object's own array is looked up once, and
 	 * each step costs one lookup in it and no call. */
-	hi = obj->row_count;
 	for (int i = 0; i < 24 && lo + 1 < hi; i++) {
 		mid = lo + (hi - lo) / 2;
 		row = bpf_map_lookup_elem(rows, &mid);

@@ -100,6 +100,19 @@ enum unwind_object_state {
 struct unwind_object {
 	__u32 row_count;
 	__u32 state; /* enum unwind_object_state */
+	/* The page index after the rows: for each page of file offsets from page_base on, the
+	 * rows [first, end) a pc in it can need (see struct unwind_page). 0 pages: none. */
+	__u32 page_base;  /* the first row's pc >> UNWIND_PAGE_SHIFT */
+	__u32 page_count;
+};
+
+/* A page's entry in the index, in the slot of an 8-byte row: the row that covers the page's
+ * first byte, and one past the row that covers the next page's. The walk's binary search
+ * then looks at a few rows, not at every row of a large table. */
+#define UNWIND_PAGE_SHIFT 12
+struct unwind_page {
+	__u32 first;
+	__u32 end;
 };
 
 /* One executable mapping of a process: [start, end) maps the file (dev, inode) from

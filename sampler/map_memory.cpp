@@ -18,11 +18,11 @@ constexpr uint64_t hash_entry_header = 48;   // struct htab_elem, before its key
 constexpr uint64_t counts_key = 24, counts_value = 16; // stack_key, stack_count (profile.h)
 constexpr uint64_t pid_key = 8, pid_value = 8;         // __u32 and __u8, each rounded up to 8
 constexpr uint64_t store_value = 8;                    // the stack's __u32 id, rounded up
-// The unwinder's maps of fixed size: unwind_objects (an array of 16384 8-byte objects),
+// The unwinder's maps of fixed size: unwind_objects (an array of 16384 16-byte objects),
 // unwind_tables (16384 pointers), the buckets of unwind_processes (8192) and unwind_files
 // (16384), wanted_processes (4096 preallocated entries of a __u32 key and a __u8 value),
 // wanted_files (4096 of a 16-byte key and a 24-byte value), and the empty list exec copies.
-constexpr uint64_t unwinder_fixed = 16384 * 8 + 16384 * 8 + 8192 * hash_bucket + 16384 * hash_bucket +
+constexpr uint64_t unwinder_fixed = 16384 * 16 + 16384 * 8 + 8192 * hash_bucket + 16384 * hash_bucket +
 				    4096 * hash_bucket + 4096 * (hash_entry_header + pid_key + pid_value) +
 				    4096 * hash_bucket + 4096 * (hash_entry_header + 16 + 24) + 8200;
 

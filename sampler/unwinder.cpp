@@ -68,6 +68,7 @@ struct Built {
 	uint32_t object;
 	std::optional<UnwindTable> table;
 	bool from_cache = false;
+	uint32_t page_base = 0, pages = 0; // its page index, once in the kernel
 };
 
 // The table of the file at fd: from the cache, else compiled (with its separate debug
@@ -135,7 +136,7 @@ struct Unwinder::Impl {
 	void answer_file(const unwind_file &file, const unwind_file_seen &seen);
 	void ask(uint32_t object);
 	UniqueFd fill(Built &built);
-	void set_state(uint32_t object, uint32_t state, uint32_t rows = 0);
+	void set_state(uint32_t object, uint32_t state);
 	void build_loop();
 	void load_built();
 };
@@ -223,9 +224,9 @@ void Unwinder::Impl::answer_file(const unwind_file &file, const unwind_file_seen
 		ask(object);
 }
 
-void Unwinder::Impl::set_state(uint32_t object, uint32_t state, uint32_t rows)
+void Unwinder::Impl::set_state(uint32_t object, uint32_t state)
 {
-	unwind_object value{rows, state};
+	unwind_object value{0, state, 0, 0};
 	bpf_map_update_elem(maps.objects, &object, &value, BPF_ANY);
 }
 
@@ -277,11 +278,14 @@ UniqueFd Unwinder::Impl::fill(Built &built)
 		return {};
 	}
 	const std::vector<unwind_row> &rows = built.table->rows;
+	const std::vector<unwind_page> pages = unwind_page_index(rows);
+	const size_t slots = rows.size() + pages.size();
+	static_assert(sizeof(unwind_page) == sizeof(unwind_row));
 	LIBBPF_OPTS(bpf_map_create_opts, create, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
 	UniqueFd table;
-	if (rows.size() <= maps.row_capacity - stats.rows)
+	if (slots <= maps.row_capacity - stats.rows && slots <= UINT32_MAX)
 		table.reset(bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(uint32_t), sizeof(unwind_row),
-					   uint32_t(rows.size()), &create));
+					   uint32_t(slots), &create));
 	if (!table) {
 		set_state(built.object, UNWIND_OBJECT_NO_ROOM);
 		stats.no_room++;
@@ -289,16 +293,20 @@ UniqueFd Unwinder::Impl::fill(Built &built)
 		return {};
 	}
 	// Written through a mapping of the array: a copy, where updates cost a syscall a batch
-	// and a copy a row.
-	const size_t bytes = rows.size() * sizeof(unwind_row);
+	// and a copy a row. The rows, then their page index.
+	const size_t bytes = slots * sizeof(unwind_row);
 	void *at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, table.get(), 0);
 	if (at == MAP_FAILED) {
 		set_state(built.object, UNWIND_OBJECT_NO_TABLE);
 		stats.no_table++;
 		return {};
 	}
-	std::memcpy(at, rows.data(), bytes);
+	std::memcpy(at, rows.data(), rows.size() * sizeof(unwind_row));
+	std::memcpy(static_cast<unwind_row *>(at) + rows.size(), pages.data(), pages.size() * sizeof(unwind_page));
 	munmap(at, bytes);
+	built.pages = uint32_t(pages.size());
+	built.page_base = rows.front().pc >> UNWIND_PAGE_SHIFT;
+	stats.rows += pages.size();
 	stats.rows += rows.size();
 	return table;
 }
@@ -317,12 +325,12 @@ void Unwinder::Impl::load_built()
 	std::vector<uint32_t> objects;
 	std::vector<UniqueFd> tables;
 	std::vector<int> fds;
-	std::vector<uint32_t> rows;
+	std::vector<unwind_object> states;
 	for (Built &b : built)
 		if (UniqueFd table = fill(b)) {
 			objects.push_back(b.object);
 			fds.push_back(table.get());
-			rows.push_back(uint32_t(b.table->rows.size()));
+			states.push_back({uint32_t(b.table->rows.size()), UNWIND_OBJECT_READY, b.page_base, b.pages});
 			stats.from_cache += b.from_cache;
 			tables.push_back(std::move(table));
 		}
@@ -334,12 +342,12 @@ void Unwinder::Impl::load_built()
 		if (!in)
 			in = bpf_map_update_elem(maps.tables, &objects[i], &fds[i], BPF_ANY) == 0;
 		if (in) {
-			set_state(objects[i], UNWIND_OBJECT_READY, rows[i]);
+			bpf_map_update_elem(maps.objects, &objects[i], &states[i], BPF_ANY);
 			stats.ready++;
 		} else {
 			set_state(objects[i], UNWIND_OBJECT_NO_TABLE);
 			stats.no_table++;
-			stats.rows -= rows[i];
+			stats.rows -= states[i].row_count + states[i].page_count;
 		}
 		in = in && count == objects.size();
 	}

@@ -821,6 +821,27 @@ const unwind_row *find_unwind_row(std::span<const unwind_row> rows, uint64_t pc)
 	return after == rows.begin() ? nullptr : &*(after - 1);
 }
 
+std::vector<unwind_page> unwind_page_index(std::span<const unwind_row> rows)
+{
+	std::vector<unwind_page> pages;
+	if (rows.empty())
+		return pages;
+	const uint32_t base = rows.front().pc >> UNWIND_PAGE_SHIFT, last = rows.back().pc >> UNWIND_PAGE_SHIFT;
+	pages.resize(size_t(last - base) + 1);
+	// The row covering a page's first byte: the last row at or before it. The first page's
+	// is row 0 (a pc before it finds no row).
+	uint32_t covering = 0;
+	for (uint32_t page = 0; page < pages.size(); page++) {
+		const uint64_t start = uint64_t(base + page) << UNWIND_PAGE_SHIFT;
+		while (covering + 1 < rows.size() && rows[covering + 1].pc <= start)
+			covering++;
+		pages[page].first = covering;
+	}
+	for (uint32_t page = 0; page < pages.size(); page++)
+		pages[page].end = page + 1 < pages.size() ? pages[page + 1].first + 1 : uint32_t(rows.size());
+	return pages;
+}
+
 std::optional<UnwindTable> compile_unwind_table(std::span<const uint8_t> elf, std::span<const uint8_t> debug)
 {
 	return compile(image_of_copy(std::vector<uint8_t>(elf.begin(), elf.end())), [debug] {

@@ -59,3 +59,7 @@ bool same_unwind_rule(const unwind_row &a, const unwind_row &b);
 // The row whose rule holds at file offset pc: the last with row.pc <= pc, as the kernel
 // side's binary search finds it; nullptr before the first row.
 const unwind_row *find_unwind_row(std::span<const unwind_row> rows, uint64_t pc);
+
+// The page index of sorted rows (struct unwind_page): for each page of file offsets from the
+// first row's page to the last row's, the rows a pc in it can need. Empty for no rows.
+std::vector<unwind_page> unwind_page_index(std::span<const unwind_row> rows);

@@ -54,13 +54,15 @@ TEST_CASE("map memory: the unwinder's stores of stacks by content, as VmallocUse
 	// Stacks kept by content are preallocated: a 16-byte bucket and an entry of 48 bytes,
 	// the frames (one slot more than the depth) and the id, for each. Unwind tables take
 	// nothing at the start: each is an array of its own, made as it loads. (VmallocUsed
-	// grew by 71,812 and 599,068 kB with a 1 Mi-row table of 16-byte rows preallocated.)
+	// grew by 71,812 and 599,068 kB with a 1 Mi-row table of 16-byte rows preallocated;
+	// the maps that find tables per file and follow processes in the kernel add 808 kB by
+	// their sizes, not measured again.)
 	MapMemory defaults = map_memory(unwinding());
 	CHECK(defaults.stacks == 2 * 16384 * (16 + 48 + 128 * 8 + 8) + 2 * (8 + 16 + 127 * 8));
-	CHECK(defaults.total() / 1024 == doctest::Approx(71812 - 2 * 16384).epsilon(0.015));
+	CHECK(defaults.total() / 1024 == doctest::Approx(71812 - 2 * 16384 + 808).epsilon(0.015));
 	MapSizes stacks = unwinding();
 	stacks.stack_entries = 262144;
-	CHECK(map_memory(stacks).total() / 1024 == doctest::Approx(599068 - 2 * 16384).epsilon(0.01));
+	CHECK(map_memory(stacks).total() / 1024 == doctest::Approx(599068 - 2 * 16384 + 808).epsilon(0.01));
 }
 
 TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than half the memory is refused")

@@ -681,3 +681,55 @@ TEST_CASE("unwind table: libc, python3.11, liblzma and cc1plus, every row as rea
 }
 
 } // TEST_SUITE("unit")
+
+TEST_SUITE("unit") {
+
+TEST_CASE("unwind table: the page index narrows every search to rows that hold the answer")
+{
+	// Rows far apart, several in one page, a page with no row of its own, and libc's.
+	std::vector<std::vector<unwind_row>> tables;
+	std::vector<unwind_row> sparse;
+	for (uint32_t pc : {0x1010u, 0x1020u, 0x1ff0u, 0x5008u, 0x5009u, 0x9000u}) {
+		unwind_row row = rule(UNWIND_CFA_RSP, 1);
+		row.pc = pc;
+		sparse.push_back(row);
+	}
+	tables.push_back(sparse);
+	std::optional<UnwindTable> libc = compile_unwind_table(
+		UniqueFd(open("/usr/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC)).get());
+	REQUIRE(libc);
+	REQUIRE(libc->rows.size() > 1000);
+	tables.push_back(libc->rows);
+	CHECK(unwind_page_index({}).empty());
+
+	for (const std::vector<unwind_row> &rows : tables) {
+		const std::vector<unwind_page> pages = unwind_page_index(rows);
+		const uint32_t base = rows.front().pc >> UNWIND_PAGE_SHIFT;
+		REQUIRE(pages.size() == (rows.back().pc >> UNWIND_PAGE_SHIFT) - base + 1);
+		size_t widest = 0;
+		// Every pc from the first row's page to past the last row: the row found within the
+		// page's range is the one a search of all the rows finds.
+		for (uint64_t pc = uint64_t(base) << UNWIND_PAGE_SHIFT; pc < rows.back().pc + 0x100; pc += 3) {
+			const uint32_t page = uint32_t(pc >> UNWIND_PAGE_SHIFT) - base;
+			const unwind_row *want = find_unwind_row(rows, pc);
+			if (page >= pages.size()) {
+				CHECK(want == &rows.back());
+				continue;
+			}
+			const unwind_page entry = pages[page];
+			REQUIRE(entry.first < entry.end);
+			REQUIRE(entry.end <= rows.size());
+			widest = std::max<size_t>(widest, entry.end - entry.first);
+			const unwind_row *got = find_unwind_row(std::span(rows).subspan(entry.first, entry.end - entry.first), pc);
+			if (want != got) {
+				CAPTURE(pc);
+				REQUIRE(want == got);
+			}
+		}
+		// The point of it: a page's range is a small part of a large table.
+		if (rows.size() > 1000)
+			CHECK(widest * 20 < rows.size());
+	}
+}
+
+} // TEST_SUITE
