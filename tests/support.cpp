@@ -373,3 +373,53 @@ void write_file(const std::string &path, const std::string &data)
 	std::ofstream out(path, std::ios::binary);
 	out << data;
 }
+
+SampledShare sampled_share(uint64_t hits, uint64_t n, double expected, double allowance)
+{
+	SampledShare s;
+	s.hits = hits;
+	s.n = n;
+	s.expected = expected;
+	s.observed = n ? double(hits) / double(n) : 0;
+	constexpr double z = 4.5;
+	s.bound = (n ? z * std::sqrt(expected * (1 - expected) / double(n)) : 1) + allowance;
+	s.ok = n > 0 && std::fabs(s.observed - expected) <= s.bound;
+	return s;
+}
+
+std::ostream &operator<<(std::ostream &out, const SampledShare &s)
+{
+	return out << "share " << s.observed << " (" << s.hits << " of " << s.n << " samples) against "
+		   << s.expected << " +- " << s.bound;
+}
+
+namespace {
+
+std::string current_test;
+std::vector<std::pair<std::string, std::string>> skipped;
+
+} // namespace
+
+bool on_ci()
+{
+	const char *ci = getenv("CI");
+	return ci && *ci && std::string(ci) != "false" && std::string(ci) != "0";
+}
+
+void skip_test(const std::string &why)
+{
+	REQUIRE_MESSAGE(!on_ci(), why << ": CI installs every tool and runs as root, so this test fails there "
+					     "rather than skips");
+	MESSAGE("skipped: " << why);
+	skipped.emplace_back(current_test, why);
+}
+
+const std::vector<std::pair<std::string, std::string>> &skipped_tests()
+{
+	return skipped;
+}
+
+void set_current_test(const std::string &name)
+{
+	current_test = name;
+}
