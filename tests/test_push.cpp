@@ -909,8 +909,9 @@ TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go
 			}
 		// Every sample of the run was pushed, once; three parts to one.
 		CHECK(samples == stored);
-		CHECK(three + one >= 150);
-		CHECK(double(three) / double(three + one) == doctest::Approx(0.75).epsilon(0.15));
+		CHECK(three + one >= 60); // 3 s at 99 Hz: a loaded machine gives fewer
+		const SampledShare share = sampled_share(three, three + one, 0.75, 0.03);
+		CHECK_MESSAGE(share.ok, share);
 	}
 }
 
