@@ -511,7 +511,7 @@ TEST_CASE("processes in another mount namespace are named from their own files, 
 	}
 }
 
-TEST_CASE("processes running poisoned ELF files: no crash, no hang, every other process named")
+TEST_CASE("processes running poisoned ELF files: no crash, no hang, every other process named" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	TempDir scratch = scratch_dir();
@@ -546,7 +546,7 @@ TEST_CASE("processes running poisoned ELF files: no crash, no hang, every other 
 	CHECK(samples_of_with(lines, "syscalls", "vfs_read") > 0);
 }
 
-TEST_CASE("SIGINT and SIGTERM with -o write the whole file and exit 0")
+TEST_CASE("SIGINT and SIGTERM with -o write the whole file and exit 0" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	Background split({workload("split"), "15"});
@@ -802,7 +802,7 @@ TEST_CASE("maps smaller than the run: drained into user space while sampling, ev
 	CHECK(keys_of_stacks(parse_folded(undrained.out)) <= 32);
 }
 
-TEST_CASE("processes drained and forgotten while sampling are named; without -E their keys merge across PIDs")
+TEST_CASE("processes drained and forgotten while sampling are named; without -E their keys merge across PIDs" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	// A new process every 50 ms, each gone before the next, for as long as the profiler

@@ -15,7 +15,7 @@
 
 TEST_SUITE("integration") {
 
-TEST_CASE("the hot functions' shares match the workload's 3:1 split")
+TEST_CASE("the hot functions' shares match the workload's 3:1 split" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	Background split({workload("split"), "6"});

@@ -83,7 +83,7 @@ std::string unshare_or_fail()
 
 TEST_SUITE("integration") {
 
-TEST_CASE("--cgroup samples a container's group alone; its samples carry the cgroup and container id")
+TEST_CASE("--cgroup samples a container's group alone; its samples carry the cgroup and container id" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	const std::string mount = cgroup2_mount_or_fail(), unshare = unshare_or_fail();

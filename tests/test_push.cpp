@@ -883,7 +883,7 @@ std::string this_host()
 
 TEST_SUITE("integration") {
 
-TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go tool pprof finds split's hot functions with pid, comm and host")
+TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go tool pprof finds split's hot functions with pid, comm and host" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	for (const char *format : {"pyroscope", "parca"}) {

@@ -224,7 +224,7 @@ void check_lines(const Reports &reports, const std::string &comm, const std::str
 
 TEST_SUITE("integration") {
 
-TEST_CASE("one system-wide run names an exited process, a dlopen'd library, a stripped binary and JIT code")
+TEST_CASE("one system-wide run names an exited process, a dlopen'd library, a stripped binary and JIT code" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	{

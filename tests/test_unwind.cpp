@@ -99,7 +99,7 @@ std::string worst_lines(const std::vector<FoldedLine> &lines)
 
 TEST_SUITE("integration") {
 
-TEST_CASE("--unwind auto: a program built without frame pointers is unwound to its root through qsort and bsearch")
+TEST_CASE("--unwind auto: a program built without frame pointers is unwound to its root through qsort and bsearch" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	Background nofp({workload("nofp"), "7"});

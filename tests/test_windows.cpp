@@ -92,7 +92,7 @@ std::vector<StdoutWindow> split_windows(const std::string &out)
 
 TEST_SUITE("integration") {
 
-TEST_CASE("--interval 1 for 5 s: five files named by strftime, each appearing whole, each with split's share, adding up to the run")
+TEST_CASE("--interval 1 for 5 s: five files named by strftime, each appearing whole, each with split's share, adding up to the run" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	TempDir dir;
@@ -156,7 +156,7 @@ TEST_CASE("--interval 1 for 5 s: five files named by strftime, each appearing wh
 	CHECK(run.taken == run.stored);
 }
 
-TEST_CASE("--interval on stdout with maps too small: every window opened by its line, windows adding up to the run's loss account")
+TEST_CASE("--interval on stdout with maps too small: every window opened by its line, windows adding up to the run's loss account" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	// Eight processes, each its own stack, into a counts map of 4: samples are lost, and the
