@@ -89,7 +89,9 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 		push_(std::move(pprof).str(), profile.start_time_ns, end_ns, profile.total());
 	}
 	if (!options_.output_path.empty()) {
-		const std::string path = expand_time_fields(options_.output_path, profile.start_time_ns);
+		const std::string path =
+			unused_window_path(expand_time_fields(options_.output_path, profile.start_time_ns), window_paths_);
+		window_paths_.insert(path);
 		char stacks[48];
 		std::snprintf(stacks, sizeof(stacks), ", %zu stacks", profile.samples.size());
 		const std::string what = "window " + rfc3339_time(profile.start_time_ns) + " " + rfc3339_time(end_ns) +

@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "report/delivery.h"
 #include "report/window.h"
 #include "tests/support.h"
 
@@ -37,6 +38,40 @@ TEST_CASE("windows: strftime fields name each window's file; a pattern without t
 	CHECK(window_account(5, 5, 0) == "5 samples taken, 5 stored");
 	CHECK(window_line(t, t + 1000000000, "5 samples taken, 5 stored") ==
 	      "# window 2026-11-23T13:20:00.123+00:00 2026-11-23T13:20:01.123+00:00: 5 samples taken, 5 stored");
+}
+
+TEST_CASE("windows: a window's file never replaces another's: a name taken in this run gets .1, .2 before its extension")
+{
+	// Windows drift by milliseconds, and %S names have one second: two windows of one
+	// second can start within the same second.
+	ScopedEnv tz("TZ", "UTC");
+	tzset();
+	CHECK(unused_window_path("/d/cpu-1.folded", {}) == "/d/cpu-1.folded");
+	CHECK(unused_window_path("/d/cpu-1.folded", {"/d/cpu-1.folded"}) == "/d/cpu-1.1.folded");
+	CHECK(unused_window_path("/d/cpu-1.folded", {"/d/cpu-1.folded", "/d/cpu-1.1.folded"}) == "/d/cpu-1.2.folded");
+	CHECK(unused_window_path("cpu.pb.gz", {"cpu.pb.gz"}) == "cpu.1.pb.gz");
+	CHECK(unused_window_path("x.gz", {"x.gz"}) == "x.1.gz");
+	CHECK(unused_window_path("/d.v2/cpu", {"/d.v2/cpu"}) == "/d.v2/cpu.1");
+	CHECK(unused_window_path("/d/.cpu", {"/d/.cpu"}) == "/d/.cpu.1");
+	TempDir dir;
+	Options options;
+	options.format = ReportFormat::Folded;
+	options.interval_s = 1;
+	options.output_path = dir / "cpu-%H%M%S.folded";
+	Reports reports(options, "host");
+	const int64_t t = 1795440000000000000; // 2026-11-23T13:20:00.000Z
+	for (int64_t start : {t, t + 993000000, t + 999000000, t + 1000000000}) {
+		Profile profile;
+		profile.start_time_ns = start;
+		reports.window(profile, WindowAccount{}, start + 1000000000);
+	}
+	CHECK(reports.status() == 0);
+	std::set<std::string> names;
+	for (const auto &entry : std::filesystem::directory_iterator(dir.path()))
+		names.insert(entry.path().filename());
+	CHECK(names == std::set<std::string>{"cpu-132000.folded", "cpu-132000.1.folded", "cpu-132000.2.folded",
+					     "cpu-132001.folded"});
+	tzset();
 }
 
 } // TEST_SUITE
@@ -126,7 +161,8 @@ TEST_CASE("--interval 1 for 5 s: five files named by strftime, each appearing wh
 		std::smatch m;
 		if (std::regex_search(line, m, wrote)) {
 			const std::string name = std::filesystem::path(m[1].str()).filename();
-			CHECK(std::regex_match(name, std::regex("cpu-[0-9]{8}T[0-9]{6}\\.folded")));
+			// Two windows that start within one second share a name: the second is .1.
+			CHECK(std::regex_match(name, std::regex("cpu-[0-9]{8}T[0-9]{6}(\\.[1-9])?\\.folded")));
 			CHECK(name.substr(13, 6) == m[2].str() + m[3].str() + m[4].str());
 			files.push_back({m[1], parse_account(m[5])});
 		}
