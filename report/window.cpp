@@ -61,7 +61,8 @@ std::string rfc3339_time(int64_t realtime_ns)
 
 std::string window_account(uint64_t taken, uint64_t stored, uint64_t lost)
 {
-	std::string text = std::to_string(taken) + " samples taken, " + std::to_string(stored) + " stored";
+	std::string text = std::to_string(taken) + (taken == 1 ? " sample" : " samples") + " taken, " +
+			   std::to_string(stored) + " stored";
 	if (lost)
 		text += ", " + std::to_string(lost) + " lost";
 	return text;

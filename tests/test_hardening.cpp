@@ -707,7 +707,7 @@ TEST_CASE("with tiny maps: what was stored is printed, and taken = stored + lost
 		REQUIRE(!err_lines.empty());
 		std::smatch m;
 		const std::string &last = err_lines.back();
-		REQUIRE(std::regex_match(last, m, std::regex("profile: ([0-9]+) samples taken, ([0-9]+) stored, ([0-9]+) lost: (.+)")));
+		REQUIRE(std::regex_match(last, m, std::regex("profile: ([0-9]+) samples? taken, ([0-9]+) stored, ([0-9]+) lost: (.+)")));
 		uint64_t taken = std::stoull(m[1]), stored = std::stoull(m[2]), lost = std::stoull(m[3]);
 		CHECK(taken == stored + lost);
 		CHECK(lost > 0);
@@ -791,7 +791,7 @@ TEST_CASE("maps smaller than the run: drained into user space while sampling, ev
 	// and the account of them must still add up.
 	std::smatch m;
 	const std::string last = split_lines(r.err).empty() ? "" : split_lines(r.err).back();
-	REQUIRE(std::regex_match(last, m, std::regex("profile: ([0-9]+) samples taken, ([0-9]+) stored, ([0-9]+) lost: .+")));
+	REQUIRE(std::regex_match(last, m, std::regex("profile: ([0-9]+) samples? taken, ([0-9]+) stored, ([0-9]+) lost: .+")));
 	CHECK(std::stoull(m[1]) == std::stoull(m[2]) + std::stoull(m[3]));
 	CHECK(total(lines) == std::stoull(m[2]));
 

@@ -854,8 +854,8 @@ struct PushLine {
 };
 PushLine push_line(const std::string &err)
 {
-	static const std::regex line("profile: push: ([0-9]+) windows sent to \\S+ \\(([0-9]+) requests, ([0-9]+) "
-				     "failed, ([0-9]+) windows dropped\\)");
+	static const std::regex line("profile: push: ([0-9]+) windows? sent to \\S+ \\(([0-9]+) requests?, ([0-9]+) "
+				     "failed, ([0-9]+) windows? dropped\\)");
 	std::smatch m;
 	PushLine p;
 	if (std::regex_search(err, m, line))
@@ -867,7 +867,7 @@ PushLine push_line(const std::string &err)
 std::pair<uint64_t, uint64_t> windows_line(const std::string &err)
 {
 	std::smatch m;
-	if (std::regex_search(err, m, std::regex("profile: ([0-9]+) windows: [0-9]+ samples taken, ([0-9]+) stored")))
+	if (std::regex_search(err, m, std::regex("profile: ([0-9]+) windows?: [0-9]+ samples? taken, ([0-9]+) stored")))
 		return {std::stoull(m[1]), std::stoull(m[2])};
 	return {0, 0};
 }

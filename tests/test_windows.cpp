@@ -36,6 +36,7 @@ TEST_CASE("windows: strftime fields name each window's file; a pattern without t
 	tzset();
 	CHECK(window_account(99, 97, 2) == "99 samples taken, 97 stored, 2 lost");
 	CHECK(window_account(5, 5, 0) == "5 samples taken, 5 stored");
+	CHECK(window_account(1, 1, 0) == "1 sample taken, 1 stored");
 	CHECK(window_line(t, t + 1000000000, "5 samples taken, 5 stored") ==
 	      "# window 2026-11-23T13:20:00.123+00:00 2026-11-23T13:20:01.123+00:00: 5 samples taken, 5 stored");
 }
@@ -84,7 +85,7 @@ struct Account {
 };
 Account parse_account(const std::string &text)
 {
-	static const std::regex account("([0-9]+) samples taken, ([0-9]+) stored(, ([0-9]+) lost)?");
+	static const std::regex account("([0-9]+) samples? taken, ([0-9]+) stored(, ([0-9]+) lost)?");
 	std::smatch m;
 	Account a;
 	if (std::regex_search(text, m, account)) {
@@ -222,7 +223,7 @@ TEST_CASE("--interval on stdout with maps too small: every window opened by its 
 	CHECK(sum.lost > 0);
 	// The run's loss line: "profile: T samples taken, S stored, L lost: ..."
 	std::smatch m;
-	REQUIRE(std::regex_search(r.err, m, std::regex("profile: ([0-9]+) samples taken, ([0-9]+) stored, ([0-9]+) lost: ")));
+	REQUIRE(std::regex_search(r.err, m, std::regex("profile: ([0-9]+) samples? taken, ([0-9]+) stored, ([0-9]+) lost: ")));
 	CHECK(std::stoull(m[1]) == sum.taken);
 	CHECK(std::stoull(m[2]) == sum.stored);
 	CHECK(std::stoull(m[3]) == sum.lost);
