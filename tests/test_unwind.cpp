@@ -19,8 +19,8 @@ namespace {
 // undefined (_start, clone3), or the C library's entry points below main and threads.
 bool reaches_root(const FoldedLine &line)
 {
-	static const std::set<std::string> roots = {"_start", "__libc_start_main", "__libc_start_call_main",
-						    "start_thread", "clone3", "clone", "__clone3"};
+	static const std::set<std::string> roots = {"_start", "__libc_start_main", "__libc_start_main_impl",
+						    "__libc_start_call_main", "start_thread", "clone3", "clone", "__clone3"};
 	return line.frames.size() > 1 && roots.count(line.frames[1]);
 }
 
