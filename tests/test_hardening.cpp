@@ -491,14 +491,23 @@ TEST_CASE("processes in another mount namespace are named from their own files, 
 			"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", in_namespace, dir.path(),
 			workload("split"), name, seconds});
 	};
+	// The workloads start once the run samples (its start takes a while on a loaded
+	// machine, and "gone" lives 1.5 s): then "gone" exits, and its namespace with it,
+	// before the report.
+	PipedProcess run(profile_command({"--folded", "-f", "199", "3"}));
+	REQUIRE(run.pid() >= 0);
+	std::string out, err;
+	for (const double end = now() + 30; !contains(err, "Sampling at") && run.open() && now() < end;)
+		run.pump(100, &out, &err);
+	REQUIRE_MESSAGE(contains(err, "Sampling at"), err);
 	auto hot = start("hot", "6");
-	auto gone = start("gone", "1.5"); // exits, and its namespace with it, before the report
-	usleep(300000);
-	auto r = profile({"--folded", "-f", "199", "3"});
-	INFO("stderr: " << r.err);
-	REQUIRE(r.status == 0);
+	auto gone = start("gone", "1.5");
+	while (run.open())
+		run.pump(100, &out, &err);
+	INFO("stderr: " << err);
+	REQUIRE(run.wait() == 0);
 	CHECK(gone->wait() == 0);
-	auto lines = parse_folded(r.out);
+	auto lines = parse_folded(out);
 	// The live one through /proc/PID/map_files or /proc/PID/root: named.
 	CHECK(samples_of_with(lines, "hot", "split_hot_three") > 10);
 	CHECK(samples_of_with(lines, "hot", "main") > 10);
