@@ -2,6 +2,8 @@
 // output, for the integration tests.
 #include "tests/support.h"
 
+#include "syms/cgroup.h"
+
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -423,4 +425,38 @@ const std::vector<std::pair<std::string, std::string>> &skipped_tests()
 void set_current_test(const std::string &name)
 {
 	current_test = name;
+}
+
+TestCgroup::TestCgroup(const std::string &mount, const std::string &leaf)
+	: parent_(mount + "/profile-test-" + std::to_string(getpid())), path_(parent_ + "/" + leaf)
+{
+	std::filesystem::create_directories(path_);
+}
+
+TestCgroup::~TestCgroup()
+{
+	for (const std::string &dir : {path_, parent_}) {
+		std::ofstream(dir + "/cgroup.kill") << "1";
+		// A killed process leaves its group as it exits: wait for that.
+		for (int i = 0; i < 200 && rmdir(dir.c_str()) != 0 && errno == EBUSY; i++)
+			usleep(10000);
+	}
+}
+
+uint32_t TestCgroup::process(const std::string &comm) const
+{
+	for (int i = 0; i < 500; i++) {
+		for (const std::string &pid : split_lines(read_file(path_ + "/cgroup.procs")))
+			if (read_file("/proc/" + pid + "/comm") == comm + "\n")
+				return uint32_t(std::stoul(pid));
+		usleep(10000);
+	}
+	return 0;
+}
+
+std::string cgroup2_mount_or_fail()
+{
+	const std::string mount = cgroup2_mount(read_file("/proc/self/mountinfo"));
+	REQUIRE_MESSAGE(!mount.empty(), "no cgroup2 file system is mounted: --cgroup needs one");
+	return mount;
 }

@@ -170,3 +170,25 @@ bool on_ci();
 const std::vector<std::pair<std::string, std::string>> &skipped_tests();
 // The runner's listener says which test runs (for skip_test's record).
 void set_current_test(const std::string &name);
+
+// --- cgroups ----------------------------------------------------------------------------------
+
+// A cgroup v2 group made for a test, with its parent: emptied (cgroup.kill) and removed
+// at the end, whatever the test's outcome.
+class TestCgroup {
+public:
+	TestCgroup(const std::string &mount, const std::string &leaf);
+	~TestCgroup();
+	TestCgroup(const TestCgroup &) = delete;
+	TestCgroup &operator=(const TestCgroup &) = delete;
+	const std::string &path() const { return path_; }
+
+	// The process of that comm in the group, once it is there; 0 after 5 s without.
+	uint32_t process(const std::string &comm) const;
+
+private:
+	std::string parent_, path_;
+};
+
+// Where the cgroup2 file system is mounted; fails the test when it is not.
+std::string cgroup2_mount_or_fail();
