@@ -457,14 +457,16 @@ int run(const Options &options)
 		// timeout (30 s in the unit) must not run out first.
 		pusher->finish(10);
 		const Pusher::Stats push = pusher->stats();
-		fprintf(stderr, "profile: push: %" PRIu64 " windows sent to %s (%" PRIu64 " requests, %" PRIu64
-				" failed, %" PRIu64 " windows dropped, %" PRIu64 " of them refused); a request took %.1f ms on "
-				"average, %.1f ms at most\n",
-			push.sent, url_for_humans(options.push_url).c_str(), push.attempts, push.failures, push.dropped,
+		fprintf(stderr, "profile: push: %" PRIu64 " window%s sent to %s (%" PRIu64 " request%s, %" PRIu64
+				" failed, %" PRIu64 " window%s dropped, %" PRIu64 " of them refused); a request took %.1f ms "
+				"on average, %.1f ms at most
+",
+			push.sent, push.sent == 1 ? "" : "s", url_for_humans(options.push_url).c_str(), push.attempts,
+			push.attempts == 1 ? "" : "s", push.failures, push.dropped, push.dropped == 1 ? "" : "s",
 			push.refused, push.attempts ? push.total_ms / double(push.attempts) : 0.0, push.max_ms);
 	}
 	if (options.interval_s)
-		fprintf(stderr, "profile: %" PRIu64 " windows: %s\n", windows,
+		fprintf(stderr, "profile: %" PRIu64 " window%s: %s\n", windows, windows == 1 ? "" : "s",
 			window_account(run_account.taken, run_account.stored, lost_samples(run_account.totals)).c_str());
 	if (getenv("PROFILE_DEBUG")) {
 		phases.mark("report");

@@ -516,8 +516,10 @@ Continuous profiling: cut the run into windows, each its own report.
   --interval SECONDS      end a window every SECONDS and write its report: to stdout,
                           each opened by a line with the window's start and end; or, with
                           -o, to a file named by the window's start through strftime
-                          fields (-o 'cpu-%Y%m%dT%H%M%S.pb.gz'). Every sample is in
-                          exactly one window; the last window ends with the run
+                          fields (-o 'cpu-%Y%m%dT%H%M%S.pb.gz'); a name a window of
+                          this run already has gets .1, .2, ... before its extension.
+                          Every sample is in exactly one window; the last window ends
+                          with the run
   --push URL              send each window, as gzipped pprof, to a Grafana Pyroscope
                           server (its /ingest API: http://HOST:4040/ingest) or to a Parca
                           server (its WriteRaw API, by gRPC-web: http://HOST:7070/parca.

@@ -32,7 +32,8 @@ std::string describe_window(const PushWindow &window)
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &local);
 	const long long seconds = std::llround(double(window.end_ns - window.start_ns) / 1e9);
 	return std::string(when) + " (" + std::to_string(seconds) + " s, " +
-	       std::to_string(window.samples) + " samples, " + size_text(window.pprof_gz.size()) + ")";
+	       std::to_string(window.samples) + (window.samples == 1 ? " sample, " : " samples, ") +
+	       size_text(window.pprof_gz.size()) + ")";
 }
 
 double backoff_delay(const PushConfig &config, unsigned failures, double unit)

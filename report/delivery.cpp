@@ -72,7 +72,8 @@ int Reports::single(const Profile &profile)
 {
 	const bool to_file = !options_.output_path.empty();
 	char what[96];
-	std::snprintf(what, sizeof(what), "%" PRIu64 " samples, %zu stacks", profile.total(), profile.samples.size());
+	std::snprintf(what, sizeof(what), "%" PRIu64 " sample%s, %zu stack%s", profile.total(),
+		      profile.total() == 1 ? "" : "s", profile.samples.size(), profile.samples.size() == 1 ? "" : "s");
 	if (!to_file || !write_file(profile, options_.output_path, what))
 		if (!to_file || !(options_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
 			write_stdout(profile, "");
@@ -89,9 +90,12 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 		push_(std::move(pprof).str(), profile.start_time_ns, end_ns, profile.total());
 	}
 	if (!options_.output_path.empty()) {
-		const std::string path = expand_time_fields(options_.output_path, profile.start_time_ns);
+		const std::string path =
+			unused_window_path(expand_time_fields(options_.output_path, profile.start_time_ns), window_paths_);
+		window_paths_.insert(path);
 		char stacks[48];
-		std::snprintf(stacks, sizeof(stacks), ", %zu stacks", profile.samples.size());
+		std::snprintf(stacks, sizeof(stacks), ", %zu stack%s", profile.samples.size(),
+			      profile.samples.size() == 1 ? "" : "s");
 		const std::string what = "window " + rfc3339_time(profile.start_time_ns) + " " + rfc3339_time(end_ns) +
 					 ": " + window_account(account.taken, account.stored, account.lost) + stacks;
 		if (!write_file(profile, path, what) && !(options_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))

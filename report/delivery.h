@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "cli/options.h"
@@ -56,6 +57,7 @@ private:
 	Options options_;
 	std::string host_;
 	PushFn push_;
+	std::set<std::string> window_paths_; // every window's file this run has written or tried
 	int status_ = 0;
 	bool reader_gone_ = false;
 };

@@ -11,6 +11,7 @@
 
 #include "report/protobuf.h"
 #include "report/report.h"
+#include "report/utf8.h"
 #include "syms/symbolizer.h"
 
 namespace {
@@ -84,10 +85,10 @@ public:
 	std::string encode();
 
 private:
+	// protobuf's strings are UTF-8, and a name may be any bytes (a hostile file name).
 	int64_t string_id(std::string_view text)
 	{
-		auto [it, inserted] =
-			strings_.try_emplace(std::string(text), int64_t(string_table_.size()));
+		auto [it, inserted] = strings_.try_emplace(valid_utf8(text), int64_t(string_table_.size()));
 		if (inserted)
 			string_table_.push_back(&it->first);
 		return it->second;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "report/report.h"
+#include "report/utf8.h"
 #include "syms/symbolizer.h"
 
 namespace {
@@ -40,45 +41,9 @@ struct Symbol {
 // symbol names and comms are arbitrary bytes: replace what XML cannot carry.
 Symbol make_symbol(std::string_view label, BoxKind kind)
 {
-	static const char replacement[] = "\xef\xbf\xbd";
 	Symbol symbol;
 	symbol.kind = kind;
-	std::string &out = symbol.text;
-	out.reserve(label.size());
-	const auto *p = reinterpret_cast<const unsigned char *>(label.data());
-	const auto *end = p + label.size();
-	while (p < end) {
-		const unsigned char c = *p;
-		symbol.chars++;
-		if (c < 0x80) {
-			out += c < 0x20 || c == 0x7f ? ' ' : char(c);
-			p++;
-			continue;
-		}
-		// Lead bytes: C2-DF start 2 bytes, E0-EF 3, F0-F4 4; anything else is invalid here.
-		const int length = c >= 0xc2 && c <= 0xdf   ? 2
-				   : c >= 0xe0 && c <= 0xef ? 3
-				   : c >= 0xf0 && c <= 0xf4 ? 4
-							    : 0;
-		uint32_t code = length == 2 ? c & 0x1f : length == 3 ? c & 0x0f : c & 0x07;
-		bool valid = length > 0 && end - p >= length;
-		for (int i = 1; valid && i < length; i++) {
-			valid = (p[i] & 0xc0) == 0x80;
-			code = code << 6 | (p[i] & 0x3f);
-		}
-		// Overlong forms, surrogates, beyond U+10FFFF, and XML's two non-characters.
-		if (valid && ((length == 3 && code < 0x800) || (length == 4 && code < 0x10000) ||
-			      (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff ||
-			      code == 0xfffe || code == 0xffff))
-			valid = false;
-		if (valid) {
-			out.append(reinterpret_cast<const char *>(p), size_t(length));
-			p += length;
-		} else {
-			out += replacement;
-			p++;
-		}
-	}
+	symbol.text = valid_utf8(label, true, &symbol.chars);
 	return symbol;
 }
 

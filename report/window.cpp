@@ -23,6 +23,29 @@ std::string expand_time_fields(const std::string &pattern, int64_t realtime_ns)
 	return "";
 }
 
+std::string unused_window_path(const std::string &path, const std::set<std::string> &taken)
+{
+	if (!taken.count(path))
+		return path;
+	// The extension: from the last dot of the file name (not a leading one), or from the
+	// one before it when the last is a compression's (.gz).
+	const size_t base = path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1;
+	auto dot_before = [&](size_t end) {
+		const size_t dot = end > base ? path.rfind('.', end - 1) : std::string::npos;
+		return dot != std::string::npos && dot > base ? dot : std::string::npos;
+	};
+	size_t dot = dot_before(path.size());
+	if (dot != std::string::npos && path.compare(dot, std::string::npos, ".gz") == 0 &&
+	    dot_before(dot) != std::string::npos)
+		dot = dot_before(dot);
+	const size_t at = dot == std::string::npos ? path.size() : dot;
+	for (unsigned n = 1;; n++) {
+		std::string candidate = path.substr(0, at) + "." + std::to_string(n) + path.substr(at);
+		if (!taken.count(candidate))
+			return candidate;
+	}
+}
+
 std::string rfc3339_time(int64_t realtime_ns)
 {
 	const time_t seconds = time_t(realtime_ns / 1000000000);
@@ -38,7 +61,8 @@ std::string rfc3339_time(int64_t realtime_ns)
 
 std::string window_account(uint64_t taken, uint64_t stored, uint64_t lost)
 {
-	std::string text = std::to_string(taken) + " samples taken, " + std::to_string(stored) + " stored";
+	std::string text = std::to_string(taken) + (taken == 1 ? " sample" : " samples") + " taken, " +
+			   std::to_string(stored) + " stored";
 	if (lost)
 		text += ", " + std::to_string(lost) + " lost";
 	return text;

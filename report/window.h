@@ -3,11 +3,20 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 // pattern with its strftime fields (%Y, %m, %d, %H, %M, %S, ...) filled from the local
 // time at realtime_ns (CLOCK_REALTIME). A pattern with no field comes back unchanged.
 std::string expand_time_fields(const std::string &pattern, int64_t realtime_ns);
+
+// path, or, when `taken` holds it (a window of this run was written there), the first of
+// path with ".1", ".2", ... before its extension that `taken` does not hold: cpu-X.folded,
+// cpu-X.1.folded; cpu.pb.gz, cpu.1.pb.gz (".gz" takes the extension before it along); a
+// name without an extension gets the number at its end. Windows drift by milliseconds, so
+// names of one-second resolution collide, and a pattern coarser than --interval (or with
+// no field at all) gives every window of its span one name: no window replaces another.
+std::string unused_window_path(const std::string &path, const std::set<std::string> &taken);
 
 // RFC 3339 in local time with milliseconds: "2026-11-23T13:40:01.250+00:00".
 std::string rfc3339_time(int64_t realtime_ns);

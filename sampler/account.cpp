@@ -11,8 +11,8 @@ void report_losses(const RawProfile &raw, const Options &options)
 {
 
 	if (raw.truncated)
-		fprintf(stderr, "profile: %" PRIu64 " samples have stacks cut at %u frames "
-				"(raise --perf-max-stack-depth)\n", raw.truncated, raw.depth_limit);
+		fprintf(stderr, "profile: %" PRIu64 " %s cut at %u frames (raise --perf-max-stack-depth)\n",
+			raw.truncated, raw.truncated == 1 ? "sample has its stack" : "samples have stacks", raw.depth_limit);
 	const sample_stats &t = raw.totals;
 	const uint64_t lost = lost_samples(t);
 	// taken is the kernel's own count: should it ever differ from stored + lost, the line
@@ -33,8 +33,8 @@ void report_losses(const RawProfile &raw, const Options &options)
 	cause(t.lost_stack_full, "with the stack map full (raise --stack-storage-size, now " +
 					 std::to_string(options.stack_storage_size) + ")");
 	cause(t.lost_stack_other, "on other stack errors");
-	fprintf(stderr, "profile: %" PRIu64 " samples taken, %" PRIu64 " stored, %" PRIu64 " lost: %s\n",
-		raw.taken, raw.stored, lost, causes.c_str());
+	fprintf(stderr, "profile: %" PRIu64 " sample%s taken, %" PRIu64 " stored, %" PRIu64 " lost: %s\n",
+		raw.taken, raw.taken == 1 ? "" : "s", raw.stored, lost, causes.c_str());
 }
 
 // How user stacks were walked, when tables were used: one stderr line.
@@ -61,8 +61,8 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 	}
 	std::snprintf(part, sizeof(part), ", %.1f %% cut short otherwise", share(t.unwound_cut));
 	line += part;
-	std::snprintf(part, sizeof(part), " (%u tables, %.1f MiB in the kernel", tables.ready,
-		      double(tables.rows) * sizeof(unwind_row) / (1 << 20));
+	std::snprintf(part, sizeof(part), " (%u table%s, %.1f MiB in the kernel", tables.ready,
+		      tables.ready == 1 ? "" : "s", double(tables.rows) * sizeof(unwind_row) / (1 << 20));
 	line += part;
 	if (tables.from_cache) {
 		std::snprintf(part, sizeof(part), ", %u from the cache", tables.from_cache);
@@ -71,9 +71,10 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 	line += ")";
 	fprintf(stderr, "%s\n", line.c_str());
 	if (tables.no_room)
-		fprintf(stderr, "profile: %u unwind tables (%" PRIu64 " rows) did not fit in the kernel: their code was "
+		fprintf(stderr, "profile: %u unwind table%s (%" PRIu64 " rows) did not fit in the kernel: %s code was "
 				"walked by frame pointers (raise --unwind-table-size, now %u)\n",
-			tables.no_room, tables.no_room_rows, tables.row_capacity);
+			tables.no_room, tables.no_room == 1 ? "" : "s", tables.no_room_rows,
+			tables.no_room == 1 ? "its" : "their", tables.row_capacity);
 }
 
 // A run that collected nothing, or nothing but empty stacks, says why in one line: what it
@@ -89,11 +90,12 @@ void explain_empty(const Profile &profile, const RawProfile &raw, const Options 
 			kernel_frames |= !sample.kernel.empty();
 			user_frames |= !sample.user.empty();
 		}
+		const std::string none = total == 1 ? "the one sample has no" : "none of the " + std::to_string(total) + " samples has a";
 		if (!options.user_stacks && !kernel_frames)
-			say("none of the " + std::to_string(total) + " samples has a kernel stack: the code sampled "
+			say(none + " kernel stack: the code sampled "
 			    "ran in user space (without -K the report shows its user stacks)");
 		if (!options.kernel_stacks && !user_frames)
-			say("none of the " + std::to_string(total) + " samples has a user stack: the code sampled "
+			say(none + " user stack: the code sampled "
 			    "ran in the kernel, as kernel threads do (without -U the report shows its kernel stacks)");
 		return;
 	}

@@ -31,22 +31,31 @@ size_t leading_underscores(std::string_view name)
 }
 
 struct Candidate {
-	ElfFile::Symbol symbol;
+	ElfFile::Symbol symbol; // its name without a version
 	bool sized;
+	bool versioned; // the table named it NAME@VERSION or NAME@@VERSION
 	int binding;
 };
 
-// Of several names at one address, the one people know: a sized symbol over a label,
-// "getpid" over "__getpid", a global over a local.
+// Of several names at one address, the one people know: a sized symbol over a label; a
+// name the table holds without a version over one .symver made (a versioned name is an
+// alias .symver makes of the definition at its address: glibc's
+// __libc_start_main@@GLIBC_2.34 of __libc_start_main_impl, the name perf shows from
+// DWARF); "getpid" over "__getpid"; a global over a local; the shorter (glibc's
+// __libc_start_main_alias_1 is another alias of __libc_start_main_impl).
 bool preferred(const Candidate &a, const Candidate &b)
 {
 	if (a.sized != b.sized)
 		return a.sized;
+	if (a.versioned != b.versioned)
+		return !a.versioned;
 	size_t au = leading_underscores(a.symbol.name), bu = leading_underscores(b.symbol.name);
 	if (au != bu)
 		return au < bu;
 	if (a.binding != b.binding)
 		return a.binding < b.binding;
+	if (a.symbol.name.size() != b.symbol.name.size())
+		return a.symbol.name.size() < b.symbol.name.size();
 	return a.symbol.name < b.symbol.name;
 }
 
@@ -264,8 +273,13 @@ bool ElfFile::read_symbol_table(const Section &table)
 		uint64_t end = sym.st_value + sym.st_size;
 		if (end < sym.st_value)
 			end = UINT64_MAX;
-		candidates.push_back(Candidate{{sym.st_value, end, std::string_view(name, static_cast<const char *>(nul) - name)},
-					       sym.st_size != 0, binding_rank(sym.st_info)});
+		// A version is no part of the name: "__libc_start_main@@GLIBC_2.34".
+		std::string_view text(name, static_cast<const char *>(nul) - name);
+		const size_t at = text.find('@');
+		if (at == 0)
+			continue;
+		candidates.push_back(Candidate{{sym.st_value, end, text.substr(0, at)}, sym.st_size != 0,
+					       at != std::string_view::npos, binding_rank(sym.st_info)});
 	}
 	if (candidates.empty())
 		return false;

@@ -269,7 +269,9 @@ Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 		host_root.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (root < 0)
 		root = host_root.get();
-	if (!process.alive) {
+	// A process that has exited has no files or root to open, and neither has one that
+	// exited but is not reaped (a zombie: its /proc/PID is there, empty).
+	if (!process.alive || (!fd && !process.root)) {
 		fd.reset(open(mapping.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
 		if (fd && !same_file(fd.get(), mapping))
 			fd.reset();

@@ -2,6 +2,8 @@
 // output, for the integration tests.
 #include "tests/support.h"
 
+#include "syms/cgroup.h"
+
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -372,4 +375,88 @@ void write_file(const std::string &path, const std::string &data)
 	std::filesystem::create_directories(std::filesystem::path(path).parent_path());
 	std::ofstream out(path, std::ios::binary);
 	out << data;
+}
+
+SampledShare sampled_share(uint64_t hits, uint64_t n, double expected, double allowance)
+{
+	SampledShare s;
+	s.hits = hits;
+	s.n = n;
+	s.expected = expected;
+	s.observed = n ? double(hits) / double(n) : 0;
+	constexpr double z = 4.5;
+	s.bound = (n ? z * std::sqrt(expected * (1 - expected) / double(n)) : 1) + allowance;
+	s.ok = n > 0 && std::fabs(s.observed - expected) <= s.bound;
+	return s;
+}
+
+std::ostream &operator<<(std::ostream &out, const SampledShare &s)
+{
+	return out << "share " << s.observed << " (" << s.hits << " of " << s.n << " samples) against "
+		   << s.expected << " +- " << s.bound;
+}
+
+namespace {
+
+std::string current_test;
+std::vector<std::pair<std::string, std::string>> skipped;
+
+} // namespace
+
+bool on_ci()
+{
+	const char *ci = getenv("CI");
+	return ci && *ci && std::string(ci) != "false" && std::string(ci) != "0";
+}
+
+void skip_test(const std::string &why)
+{
+	REQUIRE_MESSAGE(!on_ci(), why << ": CI installs every tool and runs as root, so this test fails there "
+					     "rather than skips");
+	MESSAGE("skipped: " << why);
+	skipped.emplace_back(current_test, why);
+}
+
+const std::vector<std::pair<std::string, std::string>> &skipped_tests()
+{
+	return skipped;
+}
+
+void set_current_test(const std::string &name)
+{
+	current_test = name;
+}
+
+TestCgroup::TestCgroup(const std::string &mount, const std::string &leaf)
+	: parent_(mount + "/profile-test-" + std::to_string(getpid())), path_(parent_ + "/" + leaf)
+{
+	std::filesystem::create_directories(path_);
+}
+
+TestCgroup::~TestCgroup()
+{
+	for (const std::string &dir : {path_, parent_}) {
+		std::ofstream(dir + "/cgroup.kill") << "1";
+		// A killed process leaves its group as it exits: wait for that.
+		for (int i = 0; i < 200 && rmdir(dir.c_str()) != 0 && errno == EBUSY; i++)
+			usleep(10000);
+	}
+}
+
+uint32_t TestCgroup::process(const std::string &comm) const
+{
+	for (int i = 0; i < 500; i++) {
+		for (const std::string &pid : split_lines(read_file(path_ + "/cgroup.procs")))
+			if (read_file("/proc/" + pid + "/comm") == comm + "\n")
+				return uint32_t(std::stoul(pid));
+		usleep(10000);
+	}
+	return 0;
+}
+
+std::string cgroup2_mount_or_fail()
+{
+	const std::string mount = cgroup2_mount(read_file("/proc/self/mountinfo"));
+	REQUIRE_MESSAGE(!mount.empty(), "no cgroup2 file system is mounted: --cgroup needs one");
+	return mount;
 }

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 // CLOCK_MONOTONIC, in seconds.
@@ -96,6 +98,13 @@ bool contains(const std::string &text, const std::string &part);
 
 // --- running the profiler ------------------------------------------------------------------
 
+// The test suite of the integration tests that the ASan+UBSan pass of `make test` runs as
+// well (scripts/run-tests.sh says why not all): TEST_CASE("..." * doctest::test_suite(ASAN_TOO)).
+// Together they run every part of the profiler: hostile ELF files, processes that exit
+// and are forgotten, dlopen, debug links and JIT maps, table unwinding, windows cut to
+// files and to stdout with maps drained, pushing to a server, cgroups, signals.
+#define ASAN_TOO "integration-asan"
+
 // The integration tests run ./profile for real: they stop here unless run as root.
 void require_root();
 
@@ -131,3 +140,55 @@ private:
 	std::string name_, old_;
 	bool had_ = false;
 };
+
+// --- judging what was sampled ----------------------------------------------------------------
+
+// A share of samples checked against the share the workload is known to have. Sampling is
+// a draw: of n samples, hits/n lies within z = 4.5 standard errors, z * sqrt(p (1 - p) / n),
+// of the true share p but for a chance of about 1e-5; `allowance` adds what is systematic
+// and no larger sample removes (a sample on a call's first or last instruction, the loop
+// around the hot functions). Prints itself, for a CHECK's message:
+//     const SampledShare s = sampled_share(three, three + one, 0.75);
+//     CHECK_MESSAGE(s.ok, s);
+struct SampledShare {
+	uint64_t hits = 0, n = 0;
+	double expected = 0, observed = 0, bound = 0;
+	bool ok = false;
+};
+SampledShare sampled_share(uint64_t hits, uint64_t n, double expected, double allowance = 0.02);
+std::ostream &operator<<(std::ostream &out, const SampledShare &share);
+
+// --- tests that cannot run here ------------------------------------------------------------
+
+// The test needs what this machine lacks (a tool, root): outside CI it says so and is
+// counted as skipped, in the runner's "N skipped" line; on CI (CI set) it fails, since CI
+// installs every tool and runs as root. The caller returns right after.
+void skip_test(const std::string &why);
+// Whether this is CI: CI set, and not to "", "false" or "0".
+bool on_ci();
+// The tests skipped so far: name and why.
+const std::vector<std::pair<std::string, std::string>> &skipped_tests();
+// The runner's listener says which test runs (for skip_test's record).
+void set_current_test(const std::string &name);
+
+// --- cgroups ----------------------------------------------------------------------------------
+
+// A cgroup v2 group made for a test, with its parent: emptied (cgroup.kill) and removed
+// at the end, whatever the test's outcome.
+class TestCgroup {
+public:
+	TestCgroup(const std::string &mount, const std::string &leaf);
+	~TestCgroup();
+	TestCgroup(const TestCgroup &) = delete;
+	TestCgroup &operator=(const TestCgroup &) = delete;
+	const std::string &path() const { return path_; }
+
+	// The process of that comm in the group, once it is there; 0 after 5 s without.
+	uint32_t process(const std::string &comm) const;
+
+private:
+	std::string parent_, path_;
+};
+
+// Where the cgroup2 file system is mounted; fails the test when it is not.
+std::string cgroup2_mount_or_fail();

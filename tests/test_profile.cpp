@@ -15,7 +15,7 @@
 
 TEST_SUITE("integration") {
 
-TEST_CASE("the hot functions' shares match the workload's 3:1 split")
+TEST_CASE("the hot functions' shares match the workload's 3:1 split" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	Background split({workload("split"), "6"});
@@ -25,9 +25,9 @@ TEST_CASE("the hot functions' shares match the workload's 3:1 split")
 	uint64_t three = samples_with(lines, "split_hot_three"), one = samples_with(lines, "split_hot_one");
 	INFO("stdout:\n" << r.out);
 	REQUIRE(three + one > 150);
-	double share = double(three) / double(three + one);
-	CHECK(share > 0.67);
-	CHECK(share < 0.83);
+	// About 1,500 samples: 0.75 +- 0.08.
+	const SampledShare share = sampled_share(three, three + one, 0.75, 0.03);
+	CHECK_MESSAGE(share.ok, share);
 	// Every hot sample is named all the way down to main, but for a sample taken on the
 	// function's first or last instruction: its frame is not set up yet (or any more), and
 	// a frame-pointer walk goes from the leaf straight to main's caller, for perf too.
@@ -148,7 +148,7 @@ TEST_CASE("-p ends the run once every process sampled has exited, and prints wha
 	auto r = profile({"-p", std::to_string(split.pid()), "--folded", "-f", "199", "20"});
 	INFO("stderr: " << r.err);
 	REQUIRE(r.status == 0);
-	CHECK(r.seconds < 5);
+	CHECK(r.seconds < 12); // of 20: the run ended with the process, not the duration
 	CHECK(contains(r.err, "profile: every process sampled has exited\n"));
 	CHECK(samples_with(parse_folded(r.out), "split_hot_three") > 20); // a loaded machine gives fewer
 }
@@ -185,11 +185,12 @@ TEST_CASE("a run that collects nothing says why on stderr and still exits 0")
 		Background quick({workload("split"), "0.3"});
 		const std::string pid = std::to_string(quick.pid());
 		usleep(600000);
-		auto r = profile({"-p", pid, "--folded", "5"});
+		// A duration far past the bound: a run that did not end early would take it all.
+		auto r = profile({"-p", pid, "--folded", "30"});
 		INFO("stderr: " << r.err);
 		CHECK(r.status == 0);
 		CHECK(r.out.empty());
-		CHECK(r.seconds < 3);
+		CHECK(r.seconds < 15);
 		CHECK(contains(r.err, "profile: every process sampled has exited\n"));
 		CHECK(contains(r.err, "profile: nothing sampled: PID " + pid + " exited before its first sample\n"));
 	}

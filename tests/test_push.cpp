@@ -159,9 +159,9 @@ struct LogLines {
 	}
 };
 
-// Waits up to seconds for done().
+// Waits up to seconds for done(): generous, since only a failure waits that long.
 template <class F>
-bool eventually(F done, double seconds = 5)
+bool eventually(F done, double seconds = 15)
 {
 	const double end = now() + seconds;
 	while (!done()) {
@@ -575,11 +575,20 @@ TEST_CASE("push: a request that never ends holds neither push() nor finish() pas
 		std::lock_guard lock(shared->mutex);
 		return shared->requests.size() == 1;
 	}));
+	// The request in flight hangs until finish() stops it: a push() that waited for it, or a
+	// finish() that waited past its seconds, would take forever, not some milliseconds
+	// more. The bounds are that, with room for a loaded machine under ASan.
 	double start = now();
 	pusher->push(window(1));
-	CHECK(now() - start < 0.05);
+	CHECK(now() - start < 3);
+	{
+		std::lock_guard lock(shared->mutex);
+		CHECK(!shared->stopped); // push() came back with the request still hanging
+	}
+	start = now();
 	pusher->finish(0.2);
-	CHECK(now() - start < 0.5);
+	CHECK(now() - start >= 0.19);
+	CHECK(now() - start < 3);
 	CHECK(pusher->stats().dropped == 2);
 	CHECK(log.count("2 windows (") == 1);
 	CHECK(log.count("not delivered to http://pyro:4040/ingest by the end: dropped") == 1);
@@ -587,7 +596,7 @@ TEST_CASE("push: a request that never ends holds neither push() nor finish() pas
 	CHECK(pusher->stats().dropped == 3);
 	start = now();
 	pusher.reset();
-	CHECK(now() - start < 0.1);
+	CHECK(now() - start < 3);
 }
 
 TEST_CASE("push: an auth file: 'Bearer TOKEN' or 'USER:PASSWORD', 'Name: value' headers, comments; what is wrong names a line, never a secret")
@@ -1042,8 +1051,7 @@ TEST_CASE("push: the profile the receiver keeps is one go tool pprof reads")
 {
 	const std::string go = find_tool("go");
 	if (go.empty()) {
-		REQUIRE_MESSAGE(!getenv("CI"), "go is missing");
-		MESSAGE("skipped: no go");
+		skip_test("go is missing (apt-get install golang-go)");
 		return;
 	}
 	Receiver receiver;
@@ -1081,25 +1089,28 @@ TEST_CASE("push: a server failing 3 times: every window arrives, one line as fai
 		CHECK(contains(r, empty_verdict));
 }
 
-TEST_CASE("push: a stalled server: push() returns at once, finish(1) within 2 s, what was left counted")
+TEST_CASE("push: a stalled server: push() never waits for it, finish(1) ends after its second, what was left counted")
 {
 	Receiver receiver("stall:20");
 	LogLines log;
 	PushConfig config = receiver_config(receiver, PushFormat::Parca, log);
 	config.request_timeout_s = 30;
 	Pusher pusher(config, nullptr);
+	// The server holds each request 20 s (and the client would wait 30): a push() that
+	// waited for it would take that long; the bounds leave room for a loaded machine.
 	double start = now();
 	pusher.push(window(0));
-	CHECK(now() - start < 0.05);
-	REQUIRE(eventually([&] { return receiver.records().size() == 1; }));
+	CHECK(now() - start < 5);
+	REQUIRE(eventually([&] { return receiver.records().size() == 1; }, 15));
 	start = now();
 	pusher.push(window(1));
-	CHECK(now() - start < 0.05);
+	CHECK(now() - start < 5);
+	CHECK(pusher.stats().sent == 0); // the first request still hangs
 	start = now();
 	pusher.finish(1);
 	const double took = now() - start;
 	CHECK(took >= 0.9);
-	CHECK(took < 2);
+	CHECK(took < 10);
 	Pusher::Stats s = pusher.stats();
 	CHECK(s.sent == 0);
 	CHECK(s.dropped == 2);
@@ -1416,8 +1427,8 @@ struct PushLine {
 };
 PushLine push_line(const std::string &err)
 {
-	static const std::regex line("profile: push: ([0-9]+) windows sent to \\S+ \\(([0-9]+) requests, ([0-9]+) "
-				     "failed, ([0-9]+) windows dropped, ([0-9]+) of them refused\\)");
+	static const std::regex line("profile: push: ([0-9]+) windows? sent to \\S+ \\(([0-9]+) requests?, ([0-9]+) "
+				     "failed, ([0-9]+) windows? dropped, ([0-9]+) of them refused\\)");
 	std::smatch m;
 	PushLine p;
 	if (std::regex_search(err, m, line))
@@ -1429,7 +1440,7 @@ PushLine push_line(const std::string &err)
 std::pair<uint64_t, uint64_t> windows_line(const std::string &err)
 {
 	std::smatch m;
-	if (std::regex_search(err, m, std::regex("profile: ([0-9]+) windows: [0-9]+ samples taken, ([0-9]+) stored")))
+	if (std::regex_search(err, m, std::regex("profile: ([0-9]+) windows?: [0-9]+ samples? taken, ([0-9]+) stored")))
 		return {std::stoull(m[1]), std::stoull(m[2])};
 	return {0, 0};
 }
@@ -1445,7 +1456,7 @@ std::string this_host()
 
 TEST_SUITE("integration") {
 
-TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go tool pprof finds split's hot functions with pid, comm and host")
+TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go tool pprof finds split's hot functions with pid, comm and host" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	for (const char *format : {"pyroscope", "parca"}) {
@@ -1483,8 +1494,9 @@ TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go
 			}
 		// Every sample of the run was pushed, once; three parts to one.
 		CHECK(samples == stored);
-		CHECK(three + one >= 150);
-		CHECK(double(three) / double(three + one) == doctest::Approx(0.75).epsilon(0.15));
+		CHECK(three + one >= 60); // 3 s at 99 Hz: a loaded machine gives fewer
+		const SampledShare share = sampled_share(three, three + one, 0.75, 0.03);
+		CHECK_MESSAGE(share.ok, share);
 	}
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "report/report.h"
+#include "report/utf8.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"
 
@@ -378,7 +379,8 @@ TEST_CASE("pprof: samples hold leaf-first locations, count and cpu time, pid and
 		{"fmt::format<'x', \"y\">(std::string&&) & <&>", "main"},
 		{"inline_helper(Foo<Bar>&)", "caller_of_inline()", "main"},
 		{"[libc.so.6+0x29d90]", "[unknown]"},
-		{"[unknown]", "bad\xff\xfe utf8\x01name\xe2\x82"},
+		// protobuf's strings are UTF-8: each byte that is none becomes U+FFFD, as in the SVG.
+		{"[unknown]", "bad\ufffd\ufffd utf8\x01name\ufffd\ufffd"},
 		{"operator new(unsigned long)", "std::vector<int, std::allocator<int> >::push_back(int const&)",
 		 "main"},
 	};
@@ -398,6 +400,9 @@ TEST_CASE("pprof: samples hold leaf-first locations, count and cpu time, pid and
 		CHECK(p.str(s.labels[1].str) == profile.samples[i].comm);
 	}
 	CHECK(total == 1000);
+	// Every string of the table is valid UTF-8, file names and comms as well.
+	for (const std::string &text : p.strings)
+		CHECK_MESSAGE(valid_utf8(text) == text, text);
 	// One location per address: push_back's frame is shared by two samples.
 	CHECK(p.samples[0].locations[3] == p.samples[5].locations[1]);
 	CHECK(p.locations.size() == 12);
@@ -618,7 +623,10 @@ TEST_CASE("pprof: every stack go tool pprof shows is the same stack write_folded
 			go_pprof({"-traces", "-sample_index=samples", "-symbolize=demangle=full"}, file);
 		REQUIRE_MESSAGE(traces.status == 0, traces.err);
 		const auto from_pprof = traces_as_folded(traces.out);
-		const auto from_folded = folded_lines(profile);
+		// Folded output keeps a name's bytes; pprof's strings are UTF-8, with U+FFFD for the rest.
+		std::map<std::string, uint64_t> from_folded;
+		for (const auto &[stack, count] : folded_lines(profile))
+			from_folded[valid_utf8(stack)] += count;
 		uint64_t total = 0;
 		for (const auto &[stack, count] : from_pprof)
 			total += count;

@@ -12,6 +12,7 @@
 #include "syms/elf.h"
 #include "syms/fd.h"
 #include "tests/fixtures/fixture_files.h"
+#include "tests/support.h"
 
 namespace {
 
@@ -283,5 +284,49 @@ TEST_SUITE("unit")
 		const ElfFile::Symbol *found = stripped->find_symbol(address + 2);
 		REQUIRE(found);
 		CHECK(std::string(found->name) == first.substr(first.find(' ') + 1, first.find('\n') - first.find(' ') - 1));
+	}
+}
+
+TEST_SUITE("unit")
+{
+	// glibc's symbol table names __libc_start_main's code five times: the definition
+	// __libc_start_main_impl, two __libc_start_main_alias_N, and two versioned names made
+	// from it by .symver, __libc_start_main@@GLIBC_2.34 and @GLIBC_2.2.5. perf shows the
+	// definition (from DWARF); a version suffix is no part of a function's name.
+	TEST_CASE("elf: no name carries a symbol version; at an address, the definition's name over .symver's aliases")
+	{
+		const std::string libc_path = "/lib/x86_64-linux-gnu/libc.so.6";
+		UniqueFd libc_fd = open_read_only(libc_path.c_str());
+		if (!libc_fd) {
+			skip_test(libc_path + " is not on this system");
+			return;
+		}
+		auto libc = ElfFile::open(libc_fd.get());
+		REQUIRE(libc);
+		const std::string id = libc->build_id();
+		REQUIRE(id.size() > 2);
+		const std::string debug_path = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+		UniqueFd debug_fd = open_read_only(debug_path.c_str());
+		if (!debug_fd) {
+			skip_test(debug_path + " is missing (apt-get install libc6-dbg)");
+			return;
+		}
+		auto debug = ElfFile::open(debug_fd.get());
+		REQUIRE(debug);
+		// The address from .dynsym, whose names carry no version (.gnu.version holds it).
+		uint64_t start_main = 0;
+		for (uint64_t address = 0; !start_main && address < (64u << 20);) {
+			const ElfFile::Symbol *s = libc->find_symbol(address);
+			if (s && s->name == "__libc_start_main")
+				start_main = s->start;
+			address = s && s->end > address ? s->end : address + 16;
+		}
+		REQUIRE(start_main != 0);
+		const ElfFile::Symbol *named = debug->find_symbol(start_main);
+		REQUIRE(named);
+		CHECK(named->name == "__libc_start_main_impl");
+		for (uint64_t address = start_main; address < start_main + (1u << 20); address += 64)
+			if (const ElfFile::Symbol *s = debug->find_symbol(address))
+				CHECK_MESSAGE(s->name.find('@') == std::string::npos, s->name);
 	}
 }

@@ -10,6 +10,7 @@
 
 #include "syms/fd.h"
 #include "syms/kallsyms.h"
+#include "tests/support.h"
 
 namespace {
 
@@ -153,7 +154,7 @@ TEST_SUITE("unit")
 	TEST_CASE("kallsyms: the running kernel's symbols are found by address")
 	{
 		if (geteuid() != 0) {
-			MESSAGE("not root: /proc/kallsyms hides addresses, skipped");
+			skip_test("not root: /proc/kallsyms hides addresses");
 			return;
 		}
 		KernelSymbols symbols = KernelSymbols::load("/proc/kallsyms");

@@ -658,7 +658,7 @@ TEST_CASE("unwind table: libc, python3.11, liblzma and cc1plus, every row as rea
 		CAPTURE(name);
 		UniqueFd fd = open_read_only(path);
 		if (!fd) {
-			MESSAGE("not on this system, skipped: " << path);
+			skip_test(name + " is not on this system");
 			continue;
 		}
 		const auto start = std::chrono::steady_clock::now();
