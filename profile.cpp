@@ -311,8 +311,10 @@ int run(const Options &options)
 	// The table unwinder's user half: mappings of sampled processes, tables of objects.
 	std::optional<Unwinder> unwinder;
 	if (Sampler::UnwindMaps maps = sampler.unwind_maps(); maps.processes >= 0) {
-		const bool cache = geteuid() == 0 && !getenv("PROFILE_NO_UNWIND_CACHE");
-		unwinder.emplace(maps, cache ? unwind_cache_dir() : "");
+		// Root's, or the one systemd made for the agent's own user (CacheDirectory=).
+		const bool cache = (geteuid() == 0 || getenv("CACHE_DIRECTORY")) && !getenv("PROFILE_NO_UNWIND_CACHE") &&
+				   options.unwind_cache_size > 0;
+		unwinder.emplace(maps, cache ? unwind_cache_dir() : "", options.unwind_cache_size);
 		unwinder->prepare(history, options.pids);
 		startup.mark("unwind tables asked");
 	}
