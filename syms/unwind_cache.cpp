@@ -475,8 +475,15 @@ UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes)
 				remove(d->d_name, result.temporary);
 			continue;
 		}
-		if (!entry_name(name) || !S_ISREG(st.st_mode)) {
+		if (!S_ISREG(st.st_mode)) {
 			remove(d->d_name, result.bad);
+			continue;
+		}
+		// Another version's file (u2-...): an older profile may still run beside this one
+		// (the agent before its restart, another build), so it stays within the size like
+		// any entry and goes when it is among the least recently used.
+		if (!entry_name(name)) {
+			entries.push_back({std::string(name), uint64_t(st.st_size), st.st_mtim});
 			continue;
 		}
 		UniqueFd fd(openat(dir_fd.get(), d->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));

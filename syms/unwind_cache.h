@@ -74,8 +74,9 @@ std::optional<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> 
 						       bool rows, std::string *problem = nullptr);
 
 // Bounds the cache in dir: drops temporary files a writer left (a minute old: it crashed),
-// files of other formats or that do not check out, entries whose object's path is gone or
-// names a file with another key, then the least recently used entries until the rest take
+// files of this format that do not check out, entries whose object's path is gone or names
+// a file with another key, then the least recently used files (other versions' among
+// them, which an older profile running beside may still use) until the rest take
 // max_bytes at most.
 struct UnwindCachePrune {
 	uint32_t kept = 0;
@@ -83,7 +84,7 @@ struct UnwindCachePrune {
 	uint32_t stale = 0;    // the object's file is gone, or replaced by one of another key
 	uint32_t evicted = 0;  // over max_bytes, least recently used first
 	uint32_t temporary = 0;
-	uint32_t bad = 0;      // another format, or not a cache file
+	uint32_t bad = 0;      // of this format's name but no whole cache file, or a symlink
 	std::string error;     // one line when dir could not be used or written; "" otherwise
 };
 UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes);

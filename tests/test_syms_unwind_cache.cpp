@@ -435,17 +435,26 @@ TEST_CASE("unwind cache: pruning removes what a crashed writer left, files of ot
 	REQUIRE(symlink("/etc/passwd", (cache + "/" + unwind_cache_file_name("u3-b-04")).c_str()) == 0);
 	REQUIRE(mkdir((cache + "/subdir").c_str(), 0700) == 0); // not ours to remove
 
+	set_age(entry(cache, "u3-b-01"), 0);
+
 	UnwindCachePrune pruned = prune_unwind_cache(cache, kDefaultUnwindCacheBytes);
 	CHECK(pruned.error == "");
 	CHECK(pruned.temporary == 1);
-	CHECK(pruned.bad == 4);
-	CHECK(pruned.kept == 1);
-	CHECK(pruned.kept_bytes == good.size());
-	CHECK(files_in(cache) == 3);
+	CHECK(pruned.bad == 3);
+	CHECK(pruned.kept == 2); // version 2's file too: an older profile may run beside
+	CHECK(pruned.kept_bytes == 2 * good.size());
+	CHECK(files_in(cache) == 4);
 	CHECK(std::filesystem::exists(cache + "/" + unwind_cache_file_name("u3-b-01") + ".124.0.tmp"));
 	CHECK(std::filesystem::exists(cache + "/subdir"));
 	CHECK(std::filesystem::exists("/etc/passwd"));
 	CHECK(same_table(load_cached_unwind_table(cache, "u3-b-01"), table));
+
+	// Over the size, the older version's file goes first once it is the least recently used.
+	set_age(cache + "/u2-b-0123456789abcdef", 100);
+	pruned = prune_unwind_cache(cache, good.size());
+	CHECK(pruned.evicted == 1);
+	CHECK(!std::filesystem::exists(cache + "/u2-b-0123456789abcdef"));
+	CHECK(std::filesystem::exists(entry(cache, "u3-b-01")));
 }
 
 TEST_CASE("unwind cache: a read-only or full file system: store says why in one line, leaves nothing, and loads go on")
