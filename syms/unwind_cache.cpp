@@ -408,13 +408,19 @@ std::string store_unwind_table(const std::string &dir, const std::string &key, c
 		head += origin.path;
 
 	// Any number of threads and processes may store one key at once: each writes a file of
-	// its own (pid and a count), and the last rename wins whole. No fsync: a file cut short
-	// by a crash is a miss, its size being checked.
+	// its own (pid and a count; another pid namespace may have the same pid, hence the
+	// retries), and the last rename wins whole. No fsync: a file cut short by a crash is a
+	// miss, its size being checked.
 	static std::atomic<uint64_t> writes{0};
 	const std::string name = unwind_cache_file_name(key);
-	const std::string temp =
-		name + "." + std::to_string(getpid()) + "." + std::to_string(writes++) + std::string(kTempSuffix);
-	UniqueFd fd(openat(dir_fd.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+	std::string temp;
+	UniqueFd fd;
+	for (int attempt = 0; attempt < 8 && !fd; attempt++) {
+		temp = name + "." + std::to_string(getpid()) + "." + std::to_string(writes++) + std::string(kTempSuffix);
+		fd.reset(openat(dir_fd.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+		if (!fd && errno != EEXIST)
+			break;
+	}
 	if (!fd)
 		return errno_line(dir);
 	const bool ok = write_all(fd.get(), head) &&
