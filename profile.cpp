@@ -311,8 +311,10 @@ int run(const Options &options)
 	// The table unwinder's user half: mappings of sampled processes, tables of objects.
 	std::optional<Unwinder> unwinder;
 	if (Sampler::UnwindMaps maps = sampler.unwind_maps(); maps.processes >= 0) {
-		const bool cache = geteuid() == 0 && !getenv("PROFILE_NO_UNWIND_CACHE");
-		unwinder.emplace(maps, cache ? unwind_cache_dir() : "");
+		// Root's, or the one systemd made for the agent's own user (CacheDirectory=).
+		const bool cache = (geteuid() == 0 || getenv("CACHE_DIRECTORY")) && !getenv("PROFILE_NO_UNWIND_CACHE") &&
+				   options.unwind_cache_size > 0;
+		unwinder.emplace(maps, cache ? unwind_cache_dir() : "", options.unwind_cache_size);
 		unwinder->prepare(history, options.pids);
 		startup.mark("unwind tables asked");
 	}
@@ -459,8 +461,7 @@ int run(const Options &options)
 		const Pusher::Stats push = pusher->stats();
 		fprintf(stderr, "profile: push: %" PRIu64 " window%s sent to %s (%" PRIu64 " request%s, %" PRIu64
 				" failed, %" PRIu64 " window%s dropped, %" PRIu64 " of them refused); a request took %.1f ms "
-				"on average, %.1f ms at most
-",
+				"on average, %.1f ms at most\n",
 			push.sent, push.sent == 1 ? "" : "s", url_for_humans(options.push_url).c_str(), push.attempts,
 			push.attempts == 1 ? "" : "s", push.failures, push.dropped, push.dropped == 1 ? "" : "s",
 			push.refused, push.attempts ? push.total_ms / double(push.attempts) : 0.0, push.max_ms);

@@ -20,6 +20,7 @@ enum LongOnly {
 	OPT_STACK_DEPTH,
 	OPT_UNWIND,
 	OPT_UNWIND_TABLE_SIZE,
+	OPT_UNWIND_CACHE_SIZE,
 	OPT_INTERVAL,
 	OPT_PUSH,
 	OPT_PUSH_FORMAT,
@@ -57,6 +58,7 @@ const option long_options[] = {
 	{"perf-max-stack-depth", required_argument, nullptr, OPT_STACK_DEPTH},
 	{"unwind", required_argument, nullptr, OPT_UNWIND},
 	{"unwind-table-size", required_argument, nullptr, OPT_UNWIND_TABLE_SIZE},
+	{"unwind-cache-size", required_argument, nullptr, OPT_UNWIND_CACHE_SIZE},
 	{"interval", required_argument, nullptr, OPT_INTERVAL},
 	{"push", required_argument, nullptr, OPT_PUSH},
 	{"push-format", required_argument, nullptr, OPT_PUSH_FORMAT},
@@ -256,6 +258,13 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			if (!n)
 				return bad_value("expected a number of table rows, 1024 to 67108864");
 			options.unwind_table_size = *n;
+			break;
+		}
+		case OPT_UNWIND_CACHE_SIZE: {
+			auto n = parse_bytes(arg, 0, 1ull << 40);
+			if (!n)
+				return bad_value("expected a size in bytes (K, M and G suffixes allowed), 0 for no cache");
+			options.unwind_cache_size = *n;
 			break;
 		}
 		case OPT_INTERVAL: {
@@ -579,6 +588,9 @@ of the run: above 1 GiB profile warns, above half the memory available it refuse
                             at most 127 but with --unwind fp)
   --unwind-table-size N     unwind table rows the kernel may hold, 8 bytes each,
                             taken as tables load (default 8388608: 64 MiB at most)
+  --unwind-cache-size SIZE  disk the unwind tables kept between runs may take (default
+                            256M; K, M and G suffixes; 0: none kept), in
+                            /var/cache/profile/unwind, least recently used dropped first
 
   -h, --help      this text
   -V, --version   the version

@@ -1,16 +1,18 @@
 // sampler/unwinder.cpp: feeds the BPF table walk: processes' mappings from the history,
-// objects' tables built (or read from the per-boot cache) on a thread of its own.
+// objects' tables built (or read from the cache) on a thread of its own.
 #include "sampler/unwinder.h"
 
 #include <bpf/bpf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -65,20 +67,23 @@ struct Job {
 };
 
 struct Built {
-	uint32_t object;
+	uint32_t object = 0;
 	std::optional<UnwindTable> table;
 	bool from_cache = false;
 	uint32_t page_base = 0, pages = 0; // its page index, once in the kernel
+	std::string cache_problem; // a cache file that did not check out: why
+	std::string store_error;   // why the table could not be cached
 };
 
 // The table of the file at fd: from the cache, else compiled (with its separate debug
-// file's .debug_frame when the file has no CFI of its own) and cached.
-Built build(Job &job, const std::string &cache_dir, int host_root)
+// file's .debug_frame when the file has no CFI of its own) and, when store is set, cached.
+Built build(Job &job, const std::string &cache_dir, bool store, int host_root)
 {
-	Built built{job.object, std::nullopt, false};
+	Built built;
+	built.object = job.object;
 	const std::string key = cache_dir.empty() ? "" : unwind_table_key(job.fd.get());
 	if (!key.empty())
-		if ((built.table = load_cached_unwind_table(cache_dir, key))) {
+		if ((built.table = load_cached_unwind_table(cache_dir, key, &built.cache_problem))) {
 			built.from_cache = true;
 			return built;
 		}
@@ -89,8 +94,16 @@ Built build(Job &job, const std::string &cache_dir, int host_root)
 				    find_debug_file(*elf, job.path, "/usr/lib/debug", host_root, false))
 				built.table = compile_unwind_table(job.fd.get(), debug->fd.get());
 	}
-	if (built.table && !key.empty())
-		store_unwind_table(cache_dir, key, *built.table);
+	struct stat st, at_path;
+	if (built.table && !key.empty() && store && fstat(job.fd.get(), &st) == 0) {
+		// The path goes in the file only when it names this file here, on the host: pruning
+		// drops the entry once it no longer does. A container's path (another mount
+		// namespace) would name another file or none.
+		const bool here = stat(job.path.c_str(), &at_path) == 0 && at_path.st_dev == st.st_dev &&
+				  at_path.st_ino == st.st_ino;
+		built.store_error =
+			store_unwind_table(cache_dir, key, *built.table, unwind_cache_origin(here ? job.path : "", st));
+	}
 	return built;
 }
 
@@ -99,6 +112,7 @@ Built build(Job &job, const std::string &cache_dir, int host_root)
 struct Unwinder::Impl {
 	Sampler::UnwindMaps maps;
 	std::string cache_dir;
+	uint64_t cache_max_bytes = kDefaultUnwindCacheBytes;
 	const bool debug = getenv("PROFILE_DEBUG") != nullptr;
 	UniqueFd host_root;
 
@@ -129,7 +143,19 @@ struct Unwinder::Impl {
 	double first_asked_ms = 0, last_built_ms = 0;
 	std::thread builder;
 
+	// The cache: pruned on a thread of its own, at start and hourly after, so that neither
+	// sampling nor the tables wait for it. One line on stderr, the first time it cannot be
+	// written; no more stores after that.
+	std::atomic<bool> cache_warned{false}, cache_stores_off{false};
+	std::thread pruner;
+	std::mutex prune_lock;
+	std::condition_variable prune_wake;
+	bool prune_stopping = false;
+
 	Stats stats;
+
+	void cache_not_written(const std::string &why);
+	void prune_loop();
 
 	uint32_t object_of(uint32_t pid, const MapEntry &m);
 	void send_process(uint32_t pid, const ProcessImage *image, uint64_t flags);
@@ -370,7 +396,11 @@ void Unwinder::Impl::build_loop()
 			jobs.erase(smallest);
 		}
 		const double cpu_before = thread_cpu_ms();
-		Built built = build(job, cache_dir, host_root.get());
+		Built built = build(job, cache_dir, !cache_stores_off, host_root.get());
+		if (!built.cache_problem.empty())
+			fprintf(stderr, "profile: warning: unwind cache: %s; built again\n", built.cache_problem.c_str());
+		if (!built.store_error.empty())
+			cache_not_written(built.store_error);
 		if (debug)
 			fprintf(stderr, "profile: unwind table of %s: %zu rows%s, %.1f ms of CPU\n", job.path.c_str(),
 				built.table ? built.table->rows.size() : 0, built.from_cache ? " from the cache" : "",
@@ -394,10 +424,43 @@ void Unwinder::Impl::build_loop()
 	build_cpu_ms = thread_cpu_ms();
 }
 
-Unwinder::Unwinder(const Sampler::UnwindMaps &maps, std::string cache_dir) : impl_(std::make_unique<Impl>())
+void Unwinder::Impl::cache_not_written(const std::string &why)
+{
+	cache_stores_off = true;
+	if (!cache_warned.exchange(true))
+		fprintf(stderr, "profile: warning: unwind tables are not cached: %s\n", why.c_str());
+}
+
+void Unwinder::Impl::prune_loop()
+{
+	// Below the builder and everything else (nice is per thread on Linux): pruning can wait.
+	setpriority(PRIO_PROCESS, id_t(gettid()), 19);
+	std::unique_lock<std::mutex> guard(prune_lock);
+	while (!prune_stopping) {
+		guard.unlock();
+		const double start_ms = monotonic_ms();
+		UnwindCachePrune pruned = prune_unwind_cache(cache_dir, cache_max_bytes);
+		if (!pruned.error.empty())
+			cache_not_written(pruned.error);
+		if (debug)
+			fprintf(stderr,
+				"profile: unwind cache %s: %u tables kept (%.1f MiB), removed %u of files gone, %u "
+				"least recently used, %u temporary, %u bad; %.1f ms\n",
+				cache_dir.c_str(), pruned.kept, double(pruned.kept_bytes) / (1 << 20), pruned.stale,
+				pruned.evicted, pruned.temporary, pruned.bad, monotonic_ms() - start_ms);
+		guard.lock();
+		prune_wake.wait_for(guard, std::chrono::hours(1), [&] { return prune_stopping; });
+	}
+}
+
+Unwinder::Unwinder(const Sampler::UnwindMaps &maps, std::string cache_dir, uint64_t cache_max_bytes)
+	: impl_(std::make_unique<Impl>())
 {
 	impl_->maps = maps;
 	impl_->cache_dir = std::move(cache_dir);
+	impl_->cache_max_bytes = cache_max_bytes;
+	if (!impl_->cache_dir.empty())
+		impl_->pruner = std::thread([this] { impl_->prune_loop(); });
 	impl_->host_root.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	impl_->stats.row_capacity = maps.row_capacity;
 	impl_->builder = std::thread([this] { impl_->build_loop(); });
@@ -418,6 +481,13 @@ void Unwinder::stop()
 	}
 	if (d.builder.joinable())
 		d.builder.join();
+	{
+		std::lock_guard<std::mutex> guard(d.prune_lock);
+		d.prune_stopping = true;
+		d.prune_wake.notify_one();
+	}
+	if (d.pruner.joinable())
+		d.pruner.join();
 }
 
 void Unwinder::prepare(const ProcessHistory &history, const std::vector<uint32_t> &pids)

@@ -9,13 +9,16 @@
 #include <vector>
 
 #include "sampler/sampler.h"
+#include "syms/unwind_cache.h"
 
 class ProcessHistory;
 
 class Unwinder {
 public:
-	// cache_dir: where tables are kept between runs of one boot ("" for nowhere).
-	Unwinder(const Sampler::UnwindMaps &maps, std::string cache_dir);
+	// cache_dir: where tables are kept between runs ("" for nowhere), pruned to
+	// cache_max_bytes on a thread of its own from the start.
+	Unwinder(const Sampler::UnwindMaps &maps, std::string cache_dir,
+		 uint64_t cache_max_bytes = kDefaultUnwindCacheBytes);
 	~Unwinder();
 	Unwinder(const Unwinder &) = delete;
 	Unwinder &operator=(const Unwinder &) = delete;

@@ -25,7 +25,7 @@ MEMORY_RUN_S=${MEMORY_RUN_S:-8}     # length of the system-wide runs whose memor
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's: no frame pointers in the interpreter or libc
 PYTHON_LOOP=$'def f(n): return n if n<2 else f(n-1)+f(n-2)\nwhile True: f(25)'
 # Where profile keeps unwind tables between runs; removed for a first run's measurement.
-UNWIND_CACHE=/run/profile/unwind
+UNWIND_CACHE=/var/cache/profile/unwind
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench: needs root to load BPF programs and read their stats (try: sudo $0)" >&2

@@ -1,20 +1,24 @@
-// syms/unwind_cache.cpp: compiled unwind tables kept on disk for the rest of the boot, one
-// file per object.
+// syms/unwind_cache.cpp: compiled unwind tables kept on disk across runs and boots, one file
+// per object, pruned to a size.
 #include "syms/unwind_cache.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -22,10 +26,18 @@
 
 namespace {
 
-// Changes whenever what a file holds, or how rows are compiled, does: old files then miss.
-constexpr uint32_t kFormatVersion = 2;
+// Changes whenever what a file holds, or how rows are compiled, does: old files then miss
+// (their names differ) and pruning removes them.
+constexpr uint32_t kFormatVersion = 3;
 constexpr char kMagic[8] = {'P', 'R', 'O', 'F', 'U', 'W', 'T', '\n'};
 constexpr size_t kMaxKeySize = 200;
+constexpr size_t kMaxPathSize = 4095;
+constexpr std::string_view kNamePrefix = "u3-";
+constexpr size_t kHashDigits = 32;
+constexpr std::string_view kTempSuffix = ".tmp";
+// A temporary file older than this was left by a writer that crashed: writing one takes
+// milliseconds.
+constexpr int64_t kStaleTempSeconds = 60;
 
 struct FileHeader {
 	char magic[8];
@@ -33,9 +45,16 @@ struct FileHeader {
 	uint32_t row_size;
 	uint64_t row_count;
 	char source[32]; // UnwindTable::source, NUL-padded
+	uint16_t key_size;
+	uint16_t path_size;
+	uint32_t reserved; // 0
+	uint64_t dev, ino, size;
+	int64_t mtime_sec, mtime_nsec;
 };
-static_assert(sizeof(FileHeader) == 56);
-constexpr uint64_t kMaxFileSize = sizeof(FileHeader) + kMaxUnwindRows * sizeof(unwind_row);
+// Then key_size bytes of key, path_size of the object's path, row_count rows.
+static_assert(sizeof(FileHeader) == 104);
+constexpr uint64_t kMaxHeadSize = sizeof(FileHeader) + kMaxKeySize + kMaxPathSize;
+constexpr uint64_t kMaxFileSize = kMaxHeadSize + kMaxUnwindRows * sizeof(unwind_row);
 
 struct ElfEnd {
 	void operator()(Elf *elf) const { elf_end(elf); }
@@ -78,8 +97,8 @@ std::string build_id_of(int fd)
 	return "";
 }
 
-// Keys become file names: nothing that could name another file, or a hidden one.
-bool valid_key(const std::string &key)
+// Keys are kept whole in the file and compared on load: printable, short, no '/'.
+bool valid_key(std::string_view key)
 {
 	if (key.empty() || key.size() > kMaxKeySize || key[0] == '.')
 		return false;
@@ -94,19 +113,62 @@ bool known_source(std::string_view source)
 	return source.empty() || source == ".eh_frame" || source == ".debug_frame" || source == ".eh_frame+.debug_frame";
 }
 
-// The cache directory (and its parent, if missing) created, when it is a real directory
-// of ours and private.
-UniqueFd open_cache_dir(const std::string &dir, bool create)
+// A name unwind_cache_file_name gives: the prefix and kHashDigits lowercase hex digits.
+bool entry_name(std::string_view name)
+{
+	if (name.size() != kNamePrefix.size() + kHashDigits || !name.starts_with(kNamePrefix))
+		return false;
+	return std::all_of(name.begin() + kNamePrefix.size(), name.end(),
+			   [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::string errno_line(const std::string &what)
+{
+	return what + ": " + std::strerror(errno);
+}
+
+// The cache directory (and its parent, if missing, when create is set), when it is a real
+// directory of ours and private; else nothing and *why says what is wrong ("" when the
+// directory is simply not there and create is not set).
+UniqueFd open_cache_dir(const std::string &dir, bool create, std::string &why)
 {
 	if (create) {
 		const size_t slash = dir.find_last_of('/');
 		if (slash != std::string::npos && slash > 0)
 			mkdir(dir.substr(0, slash).c_str(), 0700);
-		mkdir(dir.c_str(), 0700);
+		if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+			why = errno_line(dir);
+			return {};
+		}
 	}
 	UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	if (!fd) {
+		// O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR: say which it is.
+		struct stat link;
+		const int error = errno;
+		why = error == ENOENT && !create ? ""
+		      : lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode) ? dir + " is a symlink"
+		      : (errno = error, errno_line(dir));
+		return {};
+	}
 	struct stat st;
-	return ours_and_private(fd.get(), st) ? std::move(fd) : UniqueFd();
+	if (fstat(fd.get(), &st) != 0) {
+		why = errno_line(dir);
+		return {};
+	}
+	char line[160];
+	if (st.st_uid != geteuid()) {
+		std::snprintf(line, sizeof(line), " is owned by uid %u, not by this run's uid %u", unsigned(st.st_uid),
+			      unsigned(geteuid()));
+		why = dir + line;
+		return {};
+	}
+	if (st.st_mode & 077) {
+		std::snprintf(line, sizeof(line), " is open to others (mode %04o, not 0700)", unsigned(st.st_mode & 07777));
+		why = dir + line;
+		return {};
+	}
+	return fd;
 }
 
 // The rows promise what compile_unwind_table's do: in order, of known types.
@@ -118,6 +180,45 @@ bool rows_check_out(const std::vector<unwind_row> &rows)
 			return false;
 	}
 	return rows.empty() || rows.back().cfa_type == UNWIND_CFA_NONE;
+}
+
+// 64 bits of avalanche (splitmix64's finalizer).
+uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+bool set_problem(std::string *problem, std::string line)
+{
+	if (problem)
+		*problem = std::move(line);
+	return false;
+}
+
+struct DirCloser {
+	void operator()(DIR *d) const { closedir(d); }
+};
+
+// Whether the object an entry was built from is still there, as origin names it: its path
+// holds the same file, or one with the same key (a build id reinstalled). An entry with no
+// path (a container's file, one deleted while mapped) is left to the size cap.
+bool object_still_there(const UnwindCacheFile &entry)
+{
+	const UnwindCacheOrigin &o = entry.origin;
+	if (o.path.empty())
+		return true;
+	struct stat st;
+	if (stat(o.path.c_str(), &st) != 0)
+		return !(errno == ENOENT || errno == ENOTDIR);
+	if (uint64_t(st.st_dev) == o.dev && uint64_t(st.st_ino) == o.ino && uint64_t(st.st_size) == o.size &&
+	    int64_t(st.st_mtim.tv_sec) == o.mtime_sec && int64_t(st.st_mtim.tv_nsec) == o.mtime_nsec)
+		return true;
+	UniqueFd fd(open(o.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+	return fd && unwind_table_key(fd.get()) == entry.key;
 }
 
 } // namespace
@@ -145,64 +246,290 @@ std::string unwind_table_key(int fd)
 	return unwind_table_key(build_id_of(fd), st);
 }
 
-std::optional<UnwindTable> load_cached_unwind_table(const std::string &dir, const std::string &key)
+// Two 64-bit FNV-1a style streams with their own primes, each finished by mix64: not a
+// cryptographic hash, and it need not be one, the key in the file decides.
+std::string unwind_cache_file_name(const std::string &key)
+{
+	uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull ^ key.size();
+	for (unsigned char c : key) {
+		a = (a ^ c) * 0x100000001b3ull;
+		b = (b ^ c) * 0x9e3779b97f4a7c15ull;
+		b ^= b >> 32;
+	}
+	a = mix64(a ^ key.size());
+	b = mix64(b ^ a);
+	char name[64];
+	std::snprintf(name, sizeof(name), "%.*s%016" PRIx64 "%016" PRIx64, int(kNamePrefix.size()), kNamePrefix.data(),
+		      a, b);
+	return name;
+}
+
+UnwindCacheOrigin unwind_cache_origin(const std::string &path, const struct stat &st)
+{
+	UnwindCacheOrigin origin;
+	origin.path = path.size() <= kMaxPathSize && path.starts_with('/') && path.find('\0') == std::string::npos
+			      ? path
+			      : "";
+	origin.dev = uint64_t(st.st_dev);
+	origin.ino = uint64_t(st.st_ino);
+	origin.size = uint64_t(st.st_size);
+	origin.mtime_sec = int64_t(st.st_mtim.tv_sec);
+	origin.mtime_nsec = int64_t(st.st_mtim.tv_nsec);
+	return origin;
+}
+
+std::optional<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> bytes, uint64_t file_size,
+						       bool rows, std::string *problem)
+{
+	char line[160];
+	if (bytes.size() < sizeof(FileHeader) || file_size < sizeof(FileHeader)) {
+		std::snprintf(line, sizeof(line), "cut short (%" PRIu64 " bytes)", file_size);
+		return set_problem(problem, line), std::nullopt;
+	}
+	FileHeader header;
+	std::memcpy(&header, bytes.data(), sizeof(header));
+	if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0)
+		return set_problem(problem, "not an unwind cache file"), std::nullopt;
+	if (header.version != kFormatVersion || header.row_size != sizeof(unwind_row)) {
+		std::snprintf(line, sizeof(line), "of format %u with %u-byte rows, not %u with %zu", header.version,
+			      header.row_size, kFormatVersion, sizeof(unwind_row));
+		return set_problem(problem, line), std::nullopt;
+	}
+	if (header.row_count > kMaxUnwindRows || header.key_size == 0 || header.key_size > kMaxKeySize ||
+	    header.path_size > kMaxPathSize || header.reserved != 0 ||
+	    header.source[sizeof(header.source) - 1] != '\0')
+		return set_problem(problem, "a header out of bounds"), std::nullopt;
+	const uint64_t head = sizeof(FileHeader) + header.key_size + header.path_size;
+	const uint64_t whole = head + header.row_count * sizeof(unwind_row);
+	if (file_size != whole || bytes.size() < head || (rows && bytes.size() != whole)) {
+		std::snprintf(line, sizeof(line), "%" PRIu64 " bytes where its header says %" PRIu64, file_size, whole);
+		return set_problem(problem, line), std::nullopt;
+	}
+	UnwindCacheFile file;
+	const char *text = reinterpret_cast<const char *>(bytes.data());
+	file.key.assign(text + sizeof(FileHeader), header.key_size);
+	file.origin.path.assign(text + sizeof(FileHeader) + header.key_size, header.path_size);
+	if (!valid_key(file.key) ||
+	    (!file.origin.path.empty() &&
+	     (file.origin.path[0] != '/' || file.origin.path.find('\0') != std::string::npos)))
+		return set_problem(problem, "a key or path that no writer gives"), std::nullopt;
+	file.origin.dev = header.dev;
+	file.origin.ino = header.ino;
+	file.origin.size = header.size;
+	file.origin.mtime_sec = header.mtime_sec;
+	file.origin.mtime_nsec = header.mtime_nsec;
+	file.table.source = header.source;
+	if (!known_source(file.table.source))
+		return set_problem(problem, "a source no table has"), std::nullopt;
+	if (!rows)
+		return file;
+	file.table.rows.resize(size_t(header.row_count));
+	if (!file.table.rows.empty())
+		std::memcpy(file.table.rows.data(), bytes.data() + head, file.table.rows.size() * sizeof(unwind_row));
+	if (!rows_check_out(file.table.rows))
+		return set_problem(problem, "rows out of order or of unknown kinds"), std::nullopt;
+	return file;
+}
+
+std::optional<UnwindTable> load_cached_unwind_table(const std::string &dir, const std::string &key,
+						    std::string *problem)
 {
 	if (dir.empty() || !valid_key(key))
 		return std::nullopt;
-	UniqueFd dir_fd = open_cache_dir(dir, false);
+	std::string why;
+	UniqueFd dir_fd = open_cache_dir(dir, false, why);
 	if (!dir_fd)
 		return std::nullopt;
-	UniqueFd fd(openat(dir_fd.get(), key.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+	const std::string name = unwind_cache_file_name(key);
+	const std::string path = dir + "/" + name;
+	UniqueFd fd(openat(dir_fd.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+	if (!fd) {
+		if (errno != ENOENT)
+			set_problem(problem, errno == ELOOP ? path + " is a symlink" : errno_line(path));
+		return std::nullopt;
+	}
 	struct stat st;
-	if (!ours_and_private(fd.get(), st) || !S_ISREG(st.st_mode) || uint64_t(st.st_size) < sizeof(FileHeader))
+	if (!ours_and_private(fd.get(), st) || !S_ISREG(st.st_mode)) {
+		set_problem(problem, path + " is not a private file of this run's user");
 		return std::nullopt;
+	}
+	if (uint64_t(st.st_size) > kMaxFileSize) {
+		set_problem(problem, path + " is larger than any table");
+		return std::nullopt;
+	}
 	// Read whole (read_up_to reads from the start): the size must be what the header says.
-	std::vector<uint8_t> bytes(size_t(std::min<uint64_t>(uint64_t(st.st_size), kMaxFileSize)));
-	if (read_up_to(fd.get(), bytes.data(), bytes.size()) != uint64_t(st.st_size))
+	std::vector<uint8_t> bytes(size_t(st.st_size));
+	const size_t got = read_up_to(fd.get(), bytes.data(), bytes.size());
+	bytes.resize(got);
+	std::string why_not;
+	std::optional<UnwindCacheFile> file = parse_unwind_cache_file(bytes, got, true, &why_not);
+	if (!file) {
+		set_problem(problem, path + " is " + why_not);
 		return std::nullopt;
-	FileHeader header;
-	std::memcpy(&header, bytes.data(), sizeof(header));
-	if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0 || header.version != kFormatVersion ||
-	    header.row_size != sizeof(unwind_row) || header.row_count > kMaxUnwindRows ||
-	    bytes.size() != sizeof(header) + header.row_count * sizeof(unwind_row) ||
-	    header.source[sizeof(header.source) - 1] != '\0')
+	}
+	if (file->key != key) {
+		set_problem(problem, path + " holds the table of another key (" + file->key + ")");
 		return std::nullopt;
-	UnwindTable table;
-	table.source = header.source;
-	if (!known_source(table.source))
-		return std::nullopt;
-	table.rows.resize(size_t(header.row_count));
-	if (!table.rows.empty())
-		std::memcpy(table.rows.data(), bytes.data() + sizeof(header), table.rows.size() * sizeof(unwind_row));
-	if (!rows_check_out(table.rows))
-		return std::nullopt;
-	return table;
+	}
+	// Used now: pruning removes the least recently used first. The mtime, not the atime,
+	// which reads may or may not update (noatime, relatime).
+	const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+	futimens(fd.get(), times);
+	return std::move(file->table);
 }
 
-void store_unwind_table(const std::string &dir, const std::string &key, const UnwindTable &table)
+std::string store_unwind_table(const std::string &dir, const std::string &key, const UnwindTable &table,
+			       const UnwindCacheOrigin &origin)
 {
 	if (dir.empty() || !valid_key(key) || table.rows.size() > kMaxUnwindRows || !known_source(table.source))
-		return;
-	UniqueFd dir_fd = open_cache_dir(dir, true);
+		return "";
+	std::string why;
+	UniqueFd dir_fd = open_cache_dir(dir, true, why);
 	if (!dir_fd)
-		return;
+		return why;
+	const bool has_path = origin.path.size() <= kMaxPathSize && origin.path.starts_with('/') &&
+			      origin.path.find('\0') == std::string::npos;
 	FileHeader header{};
 	std::memcpy(header.magic, kMagic, sizeof(kMagic));
 	header.version = kFormatVersion;
 	header.row_size = sizeof(unwind_row);
 	header.row_count = table.rows.size();
 	std::memcpy(header.source, table.source.data(), table.source.size());
+	header.key_size = uint16_t(key.size());
+	header.path_size = has_path ? uint16_t(origin.path.size()) : 0;
+	header.dev = origin.dev;
+	header.ino = origin.ino;
+	header.size = origin.size;
+	header.mtime_sec = origin.mtime_sec;
+	header.mtime_nsec = origin.mtime_nsec;
+	std::string head(reinterpret_cast<const char *>(&header), sizeof(header));
+	head += key;
+	if (has_path)
+		head += origin.path;
 
-	// Several threads may store one key at once: each writes its own file.
+	// Any number of threads and processes may store one key at once: each writes a file of
+	// its own (pid and a count; another pid namespace may have the same pid, hence the
+	// retries), and the last rename wins whole. No fsync: a file cut short by a crash is a
+	// miss, its size being checked.
 	static std::atomic<uint64_t> writes{0};
-	const std::string temp = key + "." + std::to_string(getpid()) + "." + std::to_string(writes++) + ".tmp";
-	UniqueFd fd(openat(dir_fd.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+	const std::string name = unwind_cache_file_name(key);
+	std::string temp;
+	UniqueFd fd;
+	for (int attempt = 0; attempt < 8 && !fd; attempt++) {
+		temp = name + "." + std::to_string(getpid()) + "." + std::to_string(writes++) + std::string(kTempSuffix);
+		fd.reset(openat(dir_fd.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+		if (!fd && errno != EEXIST)
+			break;
+	}
 	if (!fd)
-		return;
-	const bool ok =
-		write_all(fd.get(), std::string_view(reinterpret_cast<const char *>(&header), sizeof(header))) &&
-		write_all(fd.get(), std::string_view(reinterpret_cast<const char *>(table.rows.data()),
-						     table.rows.size() * sizeof(unwind_row)));
-	if (close(fd.release()) != 0 || !ok || renameat(dir_fd.get(), temp.c_str(), dir_fd.get(), key.c_str()) != 0)
-		unlinkat(dir_fd.get(), temp.c_str(), 0);
+		return errno_line(dir);
+	const bool ok = write_all(fd.get(), head) &&
+			write_all(fd.get(), std::string_view(reinterpret_cast<const char *>(table.rows.data()),
+							     table.rows.size() * sizeof(unwind_row)));
+	int error = ok ? 0 : errno;
+	if (close(fd.release()) != 0 && !error)
+		error = errno;
+	if (!error && renameat(dir_fd.get(), temp.c_str(), dir_fd.get(), name.c_str()) != 0)
+		error = errno;
+	if (!error)
+		return "";
+	unlinkat(dir_fd.get(), temp.c_str(), 0);
+	errno = error;
+	return errno_line(dir);
+}
+
+UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes)
+{
+	UnwindCachePrune result;
+	if (dir.empty())
+		return result;
+	UniqueFd dir_fd = open_cache_dir(dir, false, result.error);
+	if (!dir_fd)
+		return result;
+	UniqueFd list_fd(fcntl(dir_fd.get(), F_DUPFD_CLOEXEC, 0));
+	std::unique_ptr<DIR, DirCloser> list(list_fd ? fdopendir(list_fd.get()) : nullptr);
+	if (!list) {
+		result.error = errno_line(dir);
+		return result;
+	}
+	list_fd.release(); // the DIR owns it now
+
+	auto remove = [&](const char *name, uint32_t &count) {
+		if (unlinkat(dir_fd.get(), name, 0) == 0)
+			count++;
+		else if (result.error.empty() && errno != ENOENT) // ENOENT: another run pruned it
+			result.error = errno_line(dir);
+	};
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct Entry {
+		std::string name;
+		uint64_t size;
+		struct timespec used;
+	};
+	std::vector<Entry> entries;
+	std::vector<uint8_t> head(kMaxHeadSize);
+	while (const dirent *d = readdir(list.get())) {
+		const std::string_view name = d->d_name;
+		if (name == "." || name == "..")
+			continue;
+		struct stat st;
+		if (fstatat(dir_fd.get(), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
+			continue;
+		if (name.ends_with(kTempSuffix) && S_ISREG(st.st_mode)) {
+			if (now.tv_sec - st.st_mtim.tv_sec > kStaleTempSeconds)
+				remove(d->d_name, result.temporary);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			remove(d->d_name, result.bad);
+			continue;
+		}
+		// Another version's file (u2-...): an older profile may still run beside this one
+		// (the agent before its restart, another build), so it stays within the size like
+		// any entry and goes when it is among the least recently used.
+		if (!entry_name(name)) {
+			entries.push_back({std::string(name), uint64_t(st.st_size), st.st_mtim});
+			continue;
+		}
+		UniqueFd fd(openat(dir_fd.get(), d->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+		struct stat fst;
+		const size_t got = fd && ours_and_private(fd.get(), fst)
+					   ? read_up_to(fd.get(), head.data(), size_t(std::min<uint64_t>(kMaxHeadSize, fst.st_size)))
+					   : 0;
+		std::optional<UnwindCacheFile> entry =
+			got ? parse_unwind_cache_file(std::span(head.data(), got), uint64_t(fst.st_size), false) : std::nullopt;
+		if (!entry || unwind_cache_file_name(entry->key) != name) {
+			remove(d->d_name, result.bad);
+			continue;
+		}
+		if (!object_still_there(*entry)) {
+			remove(d->d_name, result.stale);
+			continue;
+		}
+		entries.push_back({std::string(name), uint64_t(fst.st_size), fst.st_mtim});
+	}
+
+	// Least recently used first (a hit sets the mtime); the name breaks ties.
+	std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+		return std::tie(a.used.tv_sec, a.used.tv_nsec, a.name) < std::tie(b.used.tv_sec, b.used.tv_nsec, b.name);
+	});
+	uint64_t total = 0;
+	for (const Entry &e : entries)
+		total += e.size;
+	for (const Entry &e : entries) {
+		if (total <= max_bytes) {
+			result.kept++;
+			result.kept_bytes += e.size;
+			continue;
+		}
+		const uint32_t before = result.evicted;
+		remove(e.name.c_str(), result.evicted);
+		total -= e.size;
+		if (result.evicted == before) { // not removed: it still takes its room
+			result.kept++;
+			result.kept_bytes += e.size;
+		}
+	}
+	return result;
 }

@@ -1,20 +1,31 @@
-// syms/unwind_cache.h: compiled unwind tables kept on disk for the rest of the boot, one
-// file per object.
+// syms/unwind_cache.h: compiled unwind tables kept on disk across runs and boots, one file
+// per object, pruned to a size.
 #pragma once
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "syms/unwind_table.h"
 
 // Compiling a table costs 1 ms (liblzma) to 0.3 s (cc1plus) of CPU, and every run meets the
-// same objects again: a run as root keeps each table in CACHE_DIR/KEY (/run/profile/unwind,
-// a tmpfs, gone at reboot) for the runs after it. The directory must be ours and closed to
-// others (mode 0700), and each file ours and private (0600), or neither is used; nothing is
-// read or written through a symlink. Anything in a file that does not check out (size,
-// magic, version, rows out of order) makes it a miss: the caller compiles and stores again.
+// same objects again: a run keeps each table in CACHE_DIR/NAME (/var/cache/profile/unwind,
+// or the agent's $CACHE_DIRECTORY/unwind) for the runs after it. NAME is short and fixed
+// whatever the key: the format's version and 32 hex digits of a hash of the key, which the
+// file holds whole and which is checked on load (a collision is a miss, never another
+// object's table). The directory must be ours and closed to others (mode 0700), and each
+// file ours and private (0600), or neither is used; nothing is read or written through a
+// symlink. Anything in a file that does not check out (size, magic, version, key, rows out
+// of order) makes it a miss: the caller compiles and stores again.
+
+// 256 MiB: a compiler's table is the largest there is (cc1plus: ~517k rows x 8 bytes =
+// 4 MiB), a shared library's 10 to 400 KiB; a machine's whole set of running programs and
+// libraries, compilers included, takes tens of MiB, so this keeps all of it and a few
+// upgrades' worth of old builds.
+constexpr uint64_t kDefaultUnwindCacheBytes = 256ull << 20;
 
 // The file a table is kept in for the object open at fd: the cache format's version, then
 // the object's build id, or without one its device, inode, size, mtime and ctime (a file's
@@ -25,10 +36,55 @@ std::string unwind_table_key(int fd);
 // The same from what the caller already knows: the build id as lowercase hex ("" for none)
 // and the object's stat.
 std::string unwind_table_key(const std::string &build_id, const struct stat &st);
+// The name of key's file in the cache directory: "u3-" and 32 hex digits.
+std::string unwind_cache_file_name(const std::string &key);
+
+// Where a table came from, kept in its file so that pruning can tell whether the object
+// still exists: the path it was opened from ("" when that path is not the object on this
+// machine's root, as for a container's file) and the object's identity then.
+struct UnwindCacheOrigin {
+	std::string path;
+	uint64_t dev = 0, ino = 0, size = 0;
+	int64_t mtime_sec = 0, mtime_nsec = 0;
+};
+UnwindCacheOrigin unwind_cache_origin(const std::string &path, const struct stat &st);
 
 // The table kept under key in dir; nothing when there is none that checks out, or dir is "".
-std::optional<UnwindTable> load_cached_unwind_table(const std::string &dir, const std::string &key);
-// Keeps table under key in dir (created, mode 0700, with its parent if missing): written
-// beside, then renamed, so a reader sees the old file or the whole new one. Does nothing
-// when dir or key is "", or dir is not ours and private.
-void store_unwind_table(const std::string &dir, const std::string &key, const UnwindTable &table);
+// A file there that is not a whole table of this key and format sets *problem to a line
+// saying why (the caller says so, compiles and stores again); a missing file sets nothing.
+// A hit marks the file used now (its mtime), for pruning.
+std::optional<UnwindTable> load_cached_unwind_table(const std::string &dir, const std::string &key,
+						    std::string *problem = nullptr);
+// Keeps table under key in dir (created, mode 0700, with its parent if missing): written to
+// a name of its own beside, then renamed, so a reader sees the old file or the whole new
+// one however many writers race. Returns "" when stored (or when dir or key is "", and
+// nothing is to be done), else one line: why the cache cannot be written (dir is not ours
+// and private, a read-only file system, no space left).
+std::string store_unwind_table(const std::string &dir, const std::string &key, const UnwindTable &table,
+			       const UnwindCacheOrigin &origin = {});
+
+// A cache file, read whole (or, with rows false, its header, key and origin only; file_size
+// is then the size the whole file has): nothing, and *problem set, when it does not check out.
+struct UnwindCacheFile {
+	std::string key;
+	UnwindCacheOrigin origin;
+	UnwindTable table;
+};
+std::optional<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> bytes, uint64_t file_size,
+						       bool rows, std::string *problem = nullptr);
+
+// Bounds the cache in dir: drops temporary files a writer left (a minute old: it crashed),
+// files of this format that do not check out, entries whose object's path is gone or names
+// a file with another key, then the least recently used files (other versions' among
+// them, which an older profile running beside may still use) until the rest take
+// max_bytes at most.
+struct UnwindCachePrune {
+	uint32_t kept = 0;
+	uint64_t kept_bytes = 0;
+	uint32_t stale = 0;    // the object's file is gone, or replaced by one of another key
+	uint32_t evicted = 0;  // over max_bytes, least recently used first
+	uint32_t temporary = 0;
+	uint32_t bad = 0;      // of this format's name but no whole cache file, or a symlink
+	std::string error;     // one line when dir could not be used or written; "" otherwise
+};
+UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes);

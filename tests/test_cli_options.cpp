@@ -168,6 +168,19 @@ TEST_CASE("--unwind picks how user stacks are walked; tables by default")
 	CHECK(help_text().find("--unwind dwarf") != std::string::npos);
 }
 
+TEST_CASE("--unwind-cache-size bounds the table cache on disk: 256M by default, suffixes, 0 for none")
+{
+	CHECK(ok({}).unwind_cache_size == 256ull << 20);
+	CHECK(ok({"--unwind-cache-size", "64M"}).unwind_cache_size == 64ull << 20);
+	CHECK(ok({"--unwind-cache-size", "1G"}).unwind_cache_size == 1ull << 30);
+	CHECK(ok({"--unwind-cache-size", "500000"}).unwind_cache_size == 500000);
+	CHECK(ok({"--unwind-cache-size", "0"}).unwind_cache_size == 0);
+	CHECK(error({"--unwind-cache-size", "-1"}) ==
+	      "invalid value '-1' for --unwind-cache-size: expected a size in bytes (K, M and G suffixes allowed), 0 "
+	      "for no cache");
+	CHECK(error({"--unwind-cache-size", "2T"}).find("for --unwind-cache-size") != std::string::npos);
+}
+
 TEST_CASE("continuous profiling: --interval, --push, --app, the queue, --cgroup, --agent")
 {
 	Options o = ok({"--interval", "5", "-o", "cpu-%H%M%S.folded"});

@@ -1,15 +1,20 @@
-// tests/test_syms_unwind_cache.cpp: unwind tables kept on disk between runs of one boot, and
-// every file or directory the cache must refuse.
+// tests/test_syms_unwind_cache.cpp: unwind tables kept on disk between runs, their names,
+// pruning, every file or directory the cache must refuse, and writers racing.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "syms/fd.h"
 #include "syms/unwind_cache.h"
@@ -37,6 +42,55 @@ bool same_table(const std::optional<UnwindTable> &a, const UnwindTable &b)
 	       });
 }
 
+// A table of `rows` rows as a compiler's would be: alternating rules, a gap row last.
+UnwindTable synthetic_table(size_t rows)
+{
+	UnwindTable table;
+	table.source = ".eh_frame";
+	for (size_t i = 0; i + 1 < rows; i++) {
+		unwind_row row{};
+		row.pc = uint32_t(i * 16);
+		row.cfa_type = UNWIND_CFA_RSP;
+		row.cfa_offset = uint16_t(1 + i % 2);
+		row.rbp_type = UNWIND_RBP_SAME;
+		table.rows.push_back(row);
+	}
+	unwind_row end{};
+	end.pc = uint32_t(rows * 16);
+	end.cfa_type = UNWIND_CFA_NONE;
+	table.rows.push_back(end);
+	return table;
+}
+
+// The file key's table is kept in.
+std::string entry(const std::string &cache, const std::string &key)
+{
+	return cache + "/" + unwind_cache_file_name(key);
+}
+
+size_t files_in(const std::string &dir)
+{
+	return size_t(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
+}
+
+// Sets a file's mtime (what pruning takes for its last use) to `seconds` ago.
+void set_age(const std::string &path, int64_t seconds)
+{
+	struct timespec times[2] = {{0, UTIME_OMIT}, {time(nullptr) - seconds, 0}};
+	REQUIRE(utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+// A file system mounted for the test, unmounted at its end.
+struct Mount {
+	std::string at;
+	bool mounted = false;
+	~Mount()
+	{
+		if (mounted)
+			umount2(at.c_str(), MNT_DETACH);
+	}
+};
+
 mode_t mode_of(const std::string &path)
 {
 	struct stat st;
@@ -54,29 +108,29 @@ TEST_CASE("unwind cache: a table stored is the table loaded, in a private file o
 	const std::string cache = dir / "profile/unwind"; // neither exists yet
 	const UnwindTable table = fixture_table("unwind-nofp");
 	const std::string key = unwind_table_key(open_read_only(fixture_path("unwind-nofp").c_str()).get());
-	CHECK(key == "u2-b-" + read_build_id("unwind-nofp"));
+	CHECK(key == "u3-b-" + read_build_id("unwind-nofp"));
 
 	CHECK(!load_cached_unwind_table(cache, key));
 	store_unwind_table(cache, key, table);
 	CHECK(mode_of(dir / "profile") == 0700);
 	CHECK(mode_of(cache) == 0700);
-	CHECK(mode_of(cache + "/" + key) == 0600);
+	CHECK(mode_of(entry(cache, key)) == 0600);
 	CHECK(same_table(load_cached_unwind_table(cache, key), table));
 	// Nothing left beside it.
-	CHECK(std::distance(std::filesystem::directory_iterator(cache), std::filesystem::directory_iterator()) == 1);
+	CHECK(files_in(cache) == 1);
 
 	// Stored again (another run, another table for the key): replaced whole.
 	const UnwindTable other = fixture_table("unwind-fp");
 	store_unwind_table(cache, key, other);
 	CHECK(same_table(load_cached_unwind_table(cache, key), other));
 	// An empty table is a table too.
-	store_unwind_table(cache, "u2-b-00", UnwindTable{});
-	std::optional<UnwindTable> empty = load_cached_unwind_table(cache, "u2-b-00");
+	CHECK(store_unwind_table(cache, "u3-b-00", UnwindTable{}) == "");
+	std::optional<UnwindTable> empty = load_cached_unwind_table(cache, "u3-b-00");
 	REQUIRE(empty);
 	CHECK(empty->rows.empty());
 	CHECK(empty->source == "");
 	// No directory, no cache.
-	store_unwind_table("", key, table);
+	CHECK(store_unwind_table("", key, table) == "");
 	CHECK(!load_cached_unwind_table("", key));
 }
 
@@ -87,7 +141,7 @@ TEST_CASE("unwind cache: the key is the build id, else the file's identity, whic
 	write_file(path, "not an ELF file\n");
 	UniqueFd fd = open_read_only(path.c_str());
 	const std::string key = unwind_table_key(fd.get());
-	CHECK(key.rfind("u2-f-", 0) == 0);
+	CHECK(key.rfind("u3-f-", 0) == 0);
 	CHECK(key == unwind_table_key(fd.get()));
 	CHECK(key.find('/') == std::string::npos);
 	write_file(path, "not an ELF file either\n");
@@ -97,20 +151,20 @@ TEST_CASE("unwind cache: the key is the build id, else the file's identity, whic
 	CHECK(unwind_table_key(directory.get()) == "");
 
 	struct stat st {};
-	CHECK(unwind_table_key("0123abcd", st) == "u2-b-0123abcd");
-	CHECK(unwind_table_key("../../etc", st).rfind("u2-f-", 0) == 0); // not hex: not a build id
+	CHECK(unwind_table_key("0123abcd", st) == "u3-b-0123abcd");
+	CHECK(unwind_table_key("../../etc", st).rfind("u3-f-", 0) == 0); // not hex: not a build id
 }
 
 TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 {
 	TempDir dir;
 	const UnwindTable table = fixture_table("unwind-nofp");
-	const std::string key = "u2-b-1234";
+	const std::string key = "u3-b-1234";
 
 	REQUIRE(mkdir((dir / "open").c_str(), 0700) == 0);
 	REQUIRE(chmod((dir / "open").c_str(), 0777) == 0);
-	store_unwind_table(dir / "open", key, table);
-	CHECK(!std::filesystem::exists(dir / ("open/" + key)));
+	CHECK(store_unwind_table(dir / "open", key, table) == dir / "open is open to others (mode 0777, not 0700)");
+	CHECK(files_in(dir / "open") == 0);
 
 	// One that was private when the table went in, and is no longer.
 	store_unwind_table(dir / "private", key, table);
@@ -122,13 +176,14 @@ TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 	// Not ours.
 	REQUIRE(chown((dir / "private").c_str(), 65534, 65534) == 0);
 	CHECK(!load_cached_unwind_table(dir / "private", key));
+	CHECK(contains(store_unwind_table(dir / "private", key, table), "private is owned by uid 65534, not by"));
 	REQUIRE(chown((dir / "private").c_str(), 0, 0) == 0);
 
 	// A symlink to a private directory of ours.
 	REQUIRE(symlink((dir / "private").c_str(), (dir / "link").c_str()) == 0);
 	CHECK(!load_cached_unwind_table(dir / "link", key));
-	store_unwind_table(dir / "link", "u2-b-5678", table);
-	CHECK(!std::filesystem::exists(dir / "private/u2-b-5678"));
+	CHECK(store_unwind_table(dir / "link", "u3-b-5678", table) == dir / "link is a symlink");
+	CHECK(!std::filesystem::exists(entry(dir / "private", "u3-b-5678")));
 }
 
 TEST_CASE("unwind cache: a file that is a symlink, open to others, or not ours is not read; a symlink is replaced, not written through")
@@ -136,9 +191,9 @@ TEST_CASE("unwind cache: a file that is a symlink, open to others, or not ours i
 	TempDir dir;
 	const std::string cache = dir / "cache";
 	const UnwindTable table = fixture_table("unwind-nofp");
-	const std::string key = "u2-b-abcd";
+	const std::string key = "u3-b-abcd";
 	store_unwind_table(cache, key, table);
-	const std::string file = cache + "/" + key;
+	const std::string file = entry(cache, key);
 	REQUIRE(load_cached_unwind_table(cache, key));
 
 	REQUIRE(chmod(file.c_str(), 0644) == 0);
@@ -167,31 +222,42 @@ TEST_CASE("unwind cache: a file that is a symlink, open to others, or not ours i
 		CHECK(!load_cached_unwind_table(cache, bad));
 	}
 	CHECK(!std::filesystem::exists(dir / "escape"));
+	CHECK(files_in(cache) == 1);
 }
 
-TEST_CASE("unwind cache: a file that does not check out is a miss, and storing again mends it")
+TEST_CASE("unwind cache: a file that does not check out is a miss with a line saying why, and storing again mends it")
 {
 	TempDir dir;
 	const std::string cache = dir / "cache";
 	const UnwindTable table = fixture_table("unwind-nofp");
-	const std::string key = "u2-b-feed";
-	store_unwind_table(cache, key, table);
-	const std::string file = cache + "/" + key;
+	const std::string key = "u3-b-feed";
+	const std::string path = "/usr/bin/true";
+	struct stat st {};
+	store_unwind_table(cache, key, table, unwind_cache_origin(path, st));
+	const std::string file = entry(cache, key);
 	const std::string good = read_file(file);
 	REQUIRE(good.size() > 100);
+	const size_t rows_at = 104 + key.size() + path.size();
+	REQUIRE(good.size() == rows_at + table.rows.size() * sizeof(unwind_row));
 
+	std::string problem;
 	auto spoiled = [&](const std::string &bytes) {
 		write_file(file, bytes);
 		chmod(file.c_str(), 0600);
-		return !load_cached_unwind_table(cache, key);
+		problem.clear();
+		const bool missed = !load_cached_unwind_table(cache, key, &problem);
+		return missed && problem.starts_with(file + " ");
 	};
 	CHECK(spoiled(""));
+	CHECK(problem == file + " is cut short (0 bytes)");
 	CHECK(spoiled(good.substr(0, 30)));                 // a header cut short
 	CHECK(spoiled(good.substr(0, good.size() - 5)));    // rows cut short
-	CHECK(spoiled(good + std::string(12, '\0')));       // a row more than it says
+	CHECK(spoiled(good.substr(0, rows_at - 3)));        // the path cut short
+	CHECK(spoiled(good + std::string(8, '\0')));        // a row more than it says
 	std::string bytes = good;
 	bytes[0] ^= 1; // magic
 	CHECK(spoiled(bytes));
+	CHECK(problem == file + " is not an unwind cache file");
 	bytes = good;
 	bytes[8] ^= 1; // version
 	CHECK(spoiled(bytes));
@@ -202,14 +268,265 @@ TEST_CASE("unwind cache: a file that does not check out is a miss, and storing a
 	std::memcpy(&bytes[24], ".text\0", 6); // a source no table has
 	CHECK(spoiled(bytes));
 	bytes = good;
-	std::memcpy(&bytes[56], &good[56 + 12], 4); // the first row's pc is the second's
+	bytes[56] = char(0xff); // a key longer than any
 	CHECK(spoiled(bytes));
 	bytes = good;
-	bytes[56 + 10] = 9; // a CFA type there is not
+	bytes[104] = 'X'; // a key no writer gives
 	CHECK(spoiled(bytes));
+	bytes = good;
+	bytes[104 + key.size()] = 'u'; // a relative path
+	CHECK(spoiled(bytes));
+	bytes = good;
+	bytes[104 + key.size() - 1] ^= 1; // another key, as a hash collision would leave
+	CHECK(spoiled(bytes));
+	CHECK(contains(problem, "holds the table of another key"));
+	bytes = good;
+	std::memcpy(&bytes[rows_at], &good[rows_at + 8], 4); // the first row's pc is the second's
+	CHECK(spoiled(bytes));
+	bytes = good;
+	bytes[rows_at + 7] = char(0x0f); // a CFA type there is not
+	CHECK(spoiled(bytes));
+	CHECK(problem == file + " is rows out of order or of unknown kinds");
+
+	// A missing file is a miss and no problem.
+	problem.clear();
+	CHECK(!load_cached_unwind_table(cache, "u3-b-beef", &problem));
+	CHECK(problem.empty());
 
 	store_unwind_table(cache, key, table);
-	CHECK(same_table(load_cached_unwind_table(cache, key), table));
+	CHECK(same_table(load_cached_unwind_table(cache, key, &problem), table));
+}
+
+TEST_CASE("unwind cache: names are short and fixed whatever the key, and the key in the file decides")
+{
+	std::set<std::string> names;
+	for (const std::string &key : std::vector<std::string>{"u3-b-00", "u3-b-01", "u3-b-10", "u3-b-" + std::string(128, 'a'),
+				      "u3-f-803-1234-100-1700000000.000000000-1700000000.000000000"}) {
+		const std::string name = unwind_cache_file_name(key);
+		CAPTURE(name);
+		CHECK(name.size() == 35);
+		CHECK(name.rfind("u3-", 0) == 0);
+		CHECK(name.find_first_not_of("0123456789abcdef", 3) == std::string::npos);
+		CHECK(name == unwind_cache_file_name(key));
+		names.insert(name);
+	}
+	CHECK(names.size() == 5);
+
+	// A file planted under another key's name is a miss for it.
+	TempDir dir;
+	const std::string cache = dir / "cache";
+	const UnwindTable table = fixture_table("unwind-nofp");
+	store_unwind_table(cache, "u3-b-aa", table);
+	std::filesystem::rename(entry(cache, "u3-b-aa"), entry(cache, "u3-b-bb"));
+	CHECK(!load_cached_unwind_table(cache, "u3-b-bb"));
+	// And pruning drops it: its name is not its key's.
+	CHECK(prune_unwind_cache(cache, kDefaultUnwindCacheBytes).bad == 1);
+	CHECK(files_in(cache) == 0);
+}
+
+TEST_CASE("unwind cache: pruning keeps the most recently used within the size, and a hit counts as a use")
+{
+	TempDir dir;
+	const std::string cache = dir / "cache";
+	const UnwindTable table = fixture_table("unwind-nofp");
+	std::vector<std::string> keys;
+	for (int i = 0; i < 6; i++) {
+		keys.push_back("u3-b-" + std::to_string(10 + i));
+		REQUIRE(store_unwind_table(cache, keys.back(), table) == "");
+		set_age(entry(cache, keys.back()), 600 - i * 60); // keys[0] oldest
+	}
+	const uint64_t size = std::filesystem::file_size(entry(cache, keys[0]));
+	// keys[0], the oldest, used now.
+	REQUIRE(load_cached_unwind_table(cache, keys[0]));
+
+	UnwindCachePrune pruned = prune_unwind_cache(cache, 3 * size + size / 2);
+	CHECK(pruned.error == "");
+	CHECK(pruned.kept == 3);
+	CHECK(pruned.kept_bytes == 3 * size);
+	CHECK(pruned.evicted == 3);
+	CHECK(pruned.stale + pruned.temporary + pruned.bad == 0);
+	for (int i : {0, 4, 5})
+		CHECK(std::filesystem::exists(entry(cache, keys[size_t(i)])));
+	for (int i : {1, 2, 3})
+		CHECK(!std::filesystem::exists(entry(cache, keys[size_t(i)])));
+
+	// Within the size: nothing goes.
+	pruned = prune_unwind_cache(cache, 3 * size);
+	CHECK(pruned.kept == 3);
+	CHECK(pruned.evicted == 0);
+	// A cache of 0 bytes keeps nothing; a directory that is not there is nothing to do.
+	CHECK(prune_unwind_cache(cache, 0).evicted == 3);
+	CHECK(files_in(cache) == 0);
+	CHECK(prune_unwind_cache(dir / "none", 0).error == "");
+}
+
+TEST_CASE("unwind cache: pruning drops the entries of files that are gone or replaced by another, and keeps the rest")
+{
+	TempDir dir;
+	const std::string cache = dir / "cache";
+	const UnwindTable table = fixture_table("unwind-nofp");
+	// Stores the table of the file at path, as the unwinder does: keyed by what the file
+	// is, with where it was found.
+	auto store_for = [&](const std::string &path) {
+		UniqueFd fd = open_read_only(path.c_str());
+		REQUIRE(fd);
+		struct stat st;
+		REQUIRE(fstat(fd.get(), &st) == 0);
+		const std::string key = unwind_table_key(fd.get());
+		REQUIRE(store_unwind_table(cache, key, table, unwind_cache_origin(path, st)) == "");
+		return key;
+	};
+	const std::string nofp = read_file(fixture_path("unwind-nofp")), fp = read_file(fixture_path("unwind-fp"));
+	write_file(dir / "kept", nofp);
+	write_file(dir / "replaced", fp);
+	write_file(dir / "plain", "no ELF\n");
+	write_file(dir / "touched", "no ELF either\n");
+	const std::string kept = store_for(dir / "kept");
+	const std::string replaced = store_for(dir / "replaced");
+	const std::string plain = store_for(dir / "plain");
+	const std::string touched = store_for(dir / "touched");
+	CHECK(plain.rfind("u3-f-", 0) == 0);
+	// One of no path (a container's file): left to the size cap.
+	REQUIRE(store_unwind_table(cache, "u3-b-c0ffee", table) == "");
+	// A path of a file that was deleted.
+	write_file(dir / "gone", "no ELF at all\n");
+	const std::string gone = store_for(dir / "gone");
+	std::filesystem::remove(dir / "gone");
+
+	CHECK(prune_unwind_cache(cache, kDefaultUnwindCacheBytes).stale == 1);
+	CHECK(!std::filesystem::exists(entry(cache, gone)));
+	CHECK(files_in(cache) == 5);
+
+	// An upgrade: the path now holds another build: dropped. The same build written anew
+	// (another inode, the same build id): kept.
+	std::filesystem::remove(dir / "replaced");
+	write_file(dir / "replaced", nofp + "yy");
+	std::filesystem::remove(dir / "kept");
+	write_file(dir / "kept", nofp + "zz");
+	// A file without a build id, changed in place: dropped.
+	write_file(dir / "touched", "changed\n");
+	UnwindCachePrune pruned = prune_unwind_cache(cache, kDefaultUnwindCacheBytes);
+	CHECK(pruned.stale == 2);
+	CHECK(pruned.kept == 3);
+	CHECK(std::filesystem::exists(entry(cache, kept)));
+	CHECK(std::filesystem::exists(entry(cache, plain)));
+	CHECK(std::filesystem::exists(entry(cache, "u3-b-c0ffee")));
+	CHECK(!std::filesystem::exists(entry(cache, replaced)));
+	CHECK(!std::filesystem::exists(entry(cache, touched)));
+}
+
+TEST_CASE("unwind cache: pruning removes what a crashed writer left, files of other formats, and files that do not check out")
+{
+	TempDir dir;
+	const std::string cache = dir / "cache";
+	const UnwindTable table = fixture_table("unwind-nofp");
+	REQUIRE(store_unwind_table(cache, "u3-b-01", table) == "");
+	const std::string good = read_file(entry(cache, "u3-b-01"));
+	auto plant = [&](const std::string &name, const std::string &bytes, int64_t age) {
+		write_file(cache + "/" + name, bytes);
+		chmod((cache + "/" + name).c_str(), 0600);
+		set_age(cache + "/" + name, age);
+	};
+	plant(unwind_cache_file_name("u3-b-01") + ".123.0.tmp", good.substr(0, 80), 120); // crashed
+	plant(unwind_cache_file_name("u3-b-01") + ".124.0.tmp", good.substr(0, 80), 5);   // still writing
+	plant("u2-b-0123456789abcdef", good, 0);                                          // version 2's
+	plant(unwind_cache_file_name("u3-b-02"), good.substr(0, good.size() - 1), 0);     // cut short
+	plant(unwind_cache_file_name("u3-b-03"), "junk", 0);
+	REQUIRE(symlink("/etc/passwd", (cache + "/" + unwind_cache_file_name("u3-b-04")).c_str()) == 0);
+	REQUIRE(mkdir((cache + "/subdir").c_str(), 0700) == 0); // not ours to remove
+
+	set_age(entry(cache, "u3-b-01"), 0);
+
+	UnwindCachePrune pruned = prune_unwind_cache(cache, kDefaultUnwindCacheBytes);
+	CHECK(pruned.error == "");
+	CHECK(pruned.temporary == 1);
+	CHECK(pruned.bad == 3);
+	CHECK(pruned.kept == 2); // version 2's file too: an older profile may run beside
+	CHECK(pruned.kept_bytes == 2 * good.size());
+	CHECK(files_in(cache) == 4);
+	CHECK(std::filesystem::exists(cache + "/" + unwind_cache_file_name("u3-b-01") + ".124.0.tmp"));
+	CHECK(std::filesystem::exists(cache + "/subdir"));
+	CHECK(std::filesystem::exists("/etc/passwd"));
+	CHECK(same_table(load_cached_unwind_table(cache, "u3-b-01"), table));
+
+	// Over the size, the older version's file goes first once it is the least recently used.
+	set_age(cache + "/u2-b-0123456789abcdef", 100);
+	pruned = prune_unwind_cache(cache, good.size());
+	CHECK(pruned.evicted == 1);
+	CHECK(!std::filesystem::exists(cache + "/u2-b-0123456789abcdef"));
+	CHECK(std::filesystem::exists(entry(cache, "u3-b-01")));
+}
+
+TEST_CASE("unwind cache: a read-only or full file system: store says why in one line, leaves nothing, and loads go on")
+{
+	TempDir dir;
+	const UnwindTable table = synthetic_table(20000); // 160 KB
+
+	// Read-only: a bind mount of a cache that holds one table.
+	const std::string cache = dir / "cache";
+	REQUIRE(store_unwind_table(cache, "u3-b-01", table) == "");
+	Mount ro{cache};
+	REQUIRE_MESSAGE(mount(cache.c_str(), cache.c_str(), nullptr, MS_BIND, nullptr) == 0, std::strerror(errno));
+	ro.mounted = true;
+	REQUIRE(mount(nullptr, cache.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) == 0);
+	CHECK(store_unwind_table(cache, "u3-b-02", table) == cache + ": Read-only file system");
+	CHECK(same_table(load_cached_unwind_table(cache, "u3-b-01"), table));
+	CHECK(prune_unwind_cache(cache, 0).error == cache + ": Read-only file system");
+	CHECK(files_in(cache) == 1);
+
+	// Full: a tmpfs of 64 KiB.
+	const std::string full = dir / "full";
+	REQUIRE(mkdir(full.c_str(), 0700) == 0);
+	Mount small{full};
+	REQUIRE(mount("tmpfs", full.c_str(), "tmpfs", 0, "size=64k,mode=0700") == 0);
+	small.mounted = true;
+	CHECK(store_unwind_table(full, "u3-b-01", table) == full + ": No space left on device");
+	CHECK(files_in(full) == 0); // no temporary file left
+	CHECK(!load_cached_unwind_table(full, "u3-b-01"));
+	CHECK(store_unwind_table(full, "u3-b-02", UnwindTable{}) == ""); // a small one still fits
+}
+
+TEST_CASE("unwind cache: writers racing on one key, in threads and processes, never leave a torn file")
+{
+	TempDir dir;
+	const std::string cache = dir / "cache";
+	const UnwindTable a = fixture_table("unwind-nofp"), b = fixture_table("unwind-fp");
+	const std::string key = "u3-b-5ace";
+	REQUIRE(store_unwind_table(cache, key, a) == "");
+	constexpr int kStores = 150;
+
+	// Another process, as a second profiler would be.
+	const pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		for (int i = 0; i < kStores; i++)
+			store_unwind_table(cache, key, i % 2 ? a : b);
+		_exit(0);
+	}
+	std::thread writers[2];
+	for (int t = 0; t < 2; t++)
+		writers[t] = std::thread([&, t] {
+			for (int i = 0; i < kStores; i++)
+				store_unwind_table(cache, key, (i + t) % 2 ? a : b);
+		});
+	int loads = 0, torn = 0;
+	bool child_done = false;
+	std::string problem;
+	while (!child_done || loads < 50) {
+		std::optional<UnwindTable> got = load_cached_unwind_table(cache, key, &problem);
+		loads++;
+		if (!got || !problem.empty() || !(same_table(got, a) || same_table(got, b)))
+			torn++;
+		int status;
+		if (!child_done && waitpid(child, &status, WNOHANG) == child)
+			child_done = true;
+	}
+	for (std::thread &t : writers)
+		t.join();
+	CHECK(loads >= 50);
+	CHECK_MESSAGE(torn == 0, problem);
+	CHECK(files_in(cache) == 1); // every temporary file renamed or removed
+	CHECK(prune_unwind_cache(cache, kDefaultUnwindCacheBytes).kept == 1);
 }
 
 } // TEST_SUITE("unit")

@@ -3,6 +3,8 @@
 // python3, on JIT code, and the frame-pointer path it leaves as it was.
 #include <doctest/doctest.h>
 
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -153,6 +155,47 @@ TEST_CASE("whole machine: short-lived processes of a program without frame point
 	// The account says how many stacks stopped at a table not yet in: those of a file's
 	// first minutes of fame, a tick or two, more on a loaded machine; never most of them.
 	CHECK(pending_share(r.err) < 0.15);
+}
+
+TEST_CASE("the table cache: kept in $CACHE_DIRECTORY/unwind for the next run; a full one gives one warning and the run goes on")
+{
+	require_root();
+	Background nofp({workload("nofp"), "6"});
+	const std::vector<std::string> args = {"-p", std::to_string(nofp.pid()), "-U", "-f", "199", "--folded", "1"};
+	TempDir dir;
+	REQUIRE(chmod(dir.path().c_str(), 0700) == 0);
+	{
+		ScopedEnv cache("CACHE_DIRECTORY", dir.path().c_str());
+		ScopedEnv debug("PROFILE_DEBUG", "1");
+		auto first = profile(args);
+		REQUIRE_MESSAGE(first.status == 0, first.err);
+		CHECK(!contains(first.err, "warning: unwind"));
+		CHECK(std::distance(std::filesystem::directory_iterator(dir / "unwind"),
+				    std::filesystem::directory_iterator()) > 2);
+		auto second = profile(args);
+		REQUIRE_MESSAGE(second.status == 0, second.err);
+		CHECK(contains(second.err, "from the cache"));
+		CHECK(contains(second.err, "profile: unwind cache " + dir / "unwind" + ": "));
+	}
+
+	// 64 KiB: libc's table alone does not fit.
+	const std::string full = dir / "full";
+	REQUIRE(mkdir(full.c_str(), 0700) == 0);
+	REQUIRE(mount("tmpfs", full.c_str(), "tmpfs", 0, "size=64k,mode=0700") == 0);
+	struct Unmount {
+		std::string at;
+		~Unmount() { umount2(at.c_str(), MNT_DETACH); }
+	} unmount{full};
+	ScopedEnv cache("CACHE_DIRECTORY", full.c_str());
+	auto r = profile(args);
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	size_t warnings = 0;
+	for (const std::string &line : split_lines(r.err))
+		warnings += line.starts_with("profile: warning: unwind tables are not cached: ");
+	CHECK_MESSAGE(warnings == 1, r.err);
+	CHECK(contains(r.err, "profile: warning: unwind tables are not cached: " + full + "/unwind: No space left on device"));
+	CHECK(contains(r.err, "% from unwind tables"));
+	CHECK(!parse_folded(r.out).empty());
 }
 
 TEST_CASE("--unwind fp: the frame-pointer path loses the callers of code built without frame pointers")
