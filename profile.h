@@ -48,7 +48,7 @@ struct sample_stats {
 #define MAX_CGROUP_FILTERS 64
 
 /* --unwind: how user stacks are walked. */
-#define UNWIND_FP 0    /* bpf_get_stackid, frame pointers (the design card's path) */
+#define UNWIND_FP 0    /* bpf_get_stackid, frame pointers (BCC's path) */
 #define UNWIND_AUTO 1  /* unwind tables where an object has one, frame pointers elsewhere */
 #define UNWIND_DWARF 2 /* unwind tables only */
 

@@ -1,4 +1,5 @@
-// cli/options.cpp: parses CLI.md's command line; every bad value is one UsageError line.
+// cli/options.cpp: parses the command line (doc/cli.md says why it is so); each bad value
+// is one UsageError line.
 #include "cli/options.h"
 
 #include <getopt.h>

@@ -1,4 +1,4 @@
-// cli/options.h: the command line of CLI.md, parsed into one Options value.
+// cli/options.h: the command line (see doc/cli.md), parsed into one Options value.
 #pragma once
 
 #include <cstdint>

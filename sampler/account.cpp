@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-// The account CLI.md asks for: the last stderr line when anything was lost.
+// The account doc/cli.md promises: the last stderr line when anything was lost.
 void report_losses(const RawProfile &raw, const Options &options)
 {
 

@@ -8,7 +8,7 @@
 #include "sampler/targets.h"
 #include "sampler/unwinder.h"
 
-// The account CLI.md asks for: the last stderr line when anything was lost. `raw` holds the
+// The account doc/cli.md promises: the last stderr line when anything was lost. `raw` holds the
 // account of the whole run (every batch's, added up).
 void report_losses(const RawProfile &raw, const Options &options);
 

@@ -1,4 +1,4 @@
-// tests/test_cli_options.cpp: the command line of CLI.md, value by value.
+// tests/test_cli_options.cpp: the command line, value by value.
 #include <doctest/doctest.h>
 
 #include "cli/options.h"
