@@ -88,19 +88,19 @@ compile_loop() {
 	done
 }
 
-# A stack reaches its root when its outermost frame is _start, or one of its two outermost
-# frames is libc's __libc_start_* (a stripped program's _start has no name, in perf's
-# stacks as in ours).
+# A stack reaches its root when its outermost frame is _start, or the frame above it is libc's
+# __libc_start_* or ld.so's _dl_start (a stripped program's _start, and ld.so's, may have no
+# name, in perf's stacks as in ours).
 # Per comm: samples, rooted samples, and the user depths, from folded lines.
 roots_folded() {
 	awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); c = f[1]
-		all[c] += n; if (f[2] == "_start" || f[2] ~ /^__libc_start/ || f[3] ~ /^__libc_start/) rooted[c] += n
+		all[c] += n; if (f[2] == "_start" || f[2] ~ /^__libc_start/ || f[3] ~ /^(__libc_start|_dl_start$)/) rooted[c] += n
 		for (i = 0; i < n; i++) depth[c] = depth[c] " " (k - 1) }
 		END { for (c in all) print c, all[c], rooted[c] + 0, depth[c] }' "$1"
 }
 # The same from perf script: a sample's header line, then its frames, leaf first.
 roots_perf_script() {
-	awk 'function done() { if (sample) { all[c]++; if (last == "_start" || last ~ /^__libc_start/ || before ~ /^__libc_start/) rooted[c]++; depth[c] = depth[c] " " d } sample = 0 }
+	awk 'function done() { if (sample) { all[c]++; if (last == "_start" || last ~ /^__libc_start/ || before ~ /^(__libc_start|_dl_start$)/) rooted[c]++; depth[c] = depth[c] " " d } sample = 0 }
 		/^[^ \t]/ { done(); sample = 1; c = $1; last = ""; before = ""; d = 0; next }
 		NF >= 2 && sample { before = last; last = $2; sub(/\+0x[0-9a-f]+$/, "", last); if ($1 ~ /^[0-9a-f]+$/ && $1 !~ /^ffff/) d++ }
 		END { done(); for (c in all) print c, all[c], rooted[c] + 0, depth[c] }' "$1"
