@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 #include <cerrno>
 #include <cstring>
 #include <unordered_map>
@@ -432,6 +433,14 @@ void Sampler::attach()
 void Sampler::detach()
 {
 	impl_->links.clear();
+	// Each hook's detach waits for the kernel's grace periods, tens of milliseconds: side by
+	// side, they wait about as long as one.
+	std::vector<std::thread> detaching;
+	for (Link &hook : impl_->hooks)
+		detaching.emplace_back([link = std::move(hook)]() mutable { link.reset(); });
+	for (std::thread &t : detaching)
+		t.join();
+	impl_->hooks.clear();
 }
 
 bool Sampler::has_samples(uint32_t pid) const
