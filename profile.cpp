@@ -27,7 +27,7 @@
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
 #include "sampler/targets.h"
-#include "sampler/unwinder.h"
+#include "unwind/unwinder.h"
 #include "syms/cgroup.h"
 #include "syms/fd.h"
 #include "syms/process_history.h"
@@ -310,7 +310,7 @@ int run(const Options &options)
 	symbolizer.set_process_history(&history);
 	// The table unwinder's user half: mappings of sampled processes, tables of objects.
 	std::optional<Unwinder> unwinder;
-	if (Sampler::UnwindMaps maps = sampler.unwind_maps(); maps.processes >= 0) {
+	if (UnwindMaps maps = sampler.unwind_maps(); maps.processes >= 0) {
 		// Root's, or the one systemd made for the agent's own user (CacheDirectory=).
 		const bool cache = (geteuid() == 0 || getenv("CACHE_DIRECTORY")) && !getenv("PROFILE_NO_UNWIND_CACHE") &&
 				   options.unwind_cache_size > 0;

@@ -6,7 +6,7 @@
 #include "report/model.h"
 #include "sampler/sampler.h"
 #include "sampler/targets.h"
-#include "sampler/unwinder.h"
+#include "unwind/unwinder.h"
 
 // The account doc/cli.md promises: the last stderr line when anything was lost. `raw` holds the
 // account of the whole run (every batch's, added up).

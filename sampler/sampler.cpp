@@ -702,7 +702,7 @@ RawProfile Sampler::read()
 	return d.drain(d.skel->bss->generation);
 }
 
-Sampler::UnwindMaps Sampler::unwind_maps() const
+UnwindMaps Sampler::unwind_maps() const
 {
 	UnwindMaps maps;
 	if (!impl_->unwinding)

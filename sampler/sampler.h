@@ -13,6 +13,7 @@
 
 #include "cli/options.h"
 #include "profile.h"
+#include "unwind/maps.h"
 
 // The run cannot go on: one line for stderr, exit status 1.
 struct RunError : std::runtime_error {
@@ -78,13 +79,6 @@ public:
 
 	// The maps through which user space feeds the table unwinder; nothing (all -1) when
 	// stacks are walked by frame pointers.
-	struct UnwindMaps {
-		int processes = -1, objects = -1, tables = -1, wanted_processes = -1, files = -1, wanted_files = -1;
-		uint32_t row_capacity = 0, object_capacity = 0, process_capacity = 0;
-		// The kernel keeps the mappings of processes once it has them (exec, fork, mmap
-		// and exit hooked): user space sends only those it asks for.
-		bool kernel_follows = false;
-	};
 	UnwindMaps unwind_maps() const;
 
 private:

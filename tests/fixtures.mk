@@ -146,7 +146,7 @@ $(FIXTURE_DIR)/%.plt: $(FIXTURE_DIR)/%
 
 fixtures: $(DEBUG_FIXTURES) $(FIXTURE_DIR)/hello-pie.plt $(FIXTURE_DIR)/cxx.plt
 
-# Unwind tables (syms/unwind_table): unwind.c built the ways the table compiler meets code,
+# Unwind tables (unwind/table): unwind.c built the ways the table compiler meets code,
 # each with X.frames beside it (readelf --debug-dump=frames-interp: the rows the tests check
 # each table against), X.loads and X.buildid. unwind-nofp: -O2 -fomit-frame-pointer, non-PIE at
 # 0x400000, so addresses are not file offsets. unwind-fp: frame pointers (CFA = rbp + 16),

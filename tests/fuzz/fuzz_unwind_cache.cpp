@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "syms/unwind_cache.h"
+#include "unwind/cache.h"
 #include "tests/fuzz/fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "syms/unwind_table.h"
+#include "unwind/table.h"
 #include "tests/fuzz/fuzz.h"
 
 namespace {

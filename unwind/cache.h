@@ -1,4 +1,4 @@
-// syms/unwind_cache.h: compiled unwind tables kept on disk across runs and boots, one file
+// unwind/cache.h: compiled unwind tables kept on disk across runs and boots, one file
 // per object, pruned to a size.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "syms/unwind_table.h"
+#include "unwind/table.h"
 
 // Compiling a table costs 1 ms (liblzma) to 0.3 s (cc1plus) of CPU, and every run meets the
 // same objects again: a run keeps each table in CACHE_DIR/NAME (/var/cache/profile/unwind,

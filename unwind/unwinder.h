@@ -1,4 +1,4 @@
-// sampler/unwinder.h: the user half of the table unwinder: tells the BPF walk the
+// unwind/unwinder.h: the user half of the table unwinder: tells the BPF walk the
 // executable mappings of each process it samples, and builds the unwind table of each
 // object the walk meets, on a thread of its own while sampling goes on.
 #pragma once
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "sampler/sampler.h"
-#include "syms/unwind_cache.h"
+#include "unwind/cache.h"
+#include "unwind/maps.h"
 
 class ProcessHistory;
 
@@ -17,7 +17,7 @@ class Unwinder {
 public:
 	// cache_dir: where tables are kept between runs ("" for nowhere), pruned to
 	// cache_max_bytes on a thread of its own from the start.
-	Unwinder(const Sampler::UnwindMaps &maps, std::string cache_dir,
+	Unwinder(const UnwindMaps &maps, std::string cache_dir,
 		 uint64_t cache_max_bytes = kDefaultUnwindCacheBytes);
 	~Unwinder();
 	Unwinder(const Unwinder &) = delete;

@@ -1,4 +1,4 @@
-// syms/unwind_table.h: an object's unwind table, compiled from its call frame information
+// unwind/table.h: an object's unwind table, compiled from its call frame information
 // (.eh_frame, or .debug_frame) with libdw, for the kernel side's table walk.
 #pragma once
 

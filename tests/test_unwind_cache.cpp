@@ -1,4 +1,4 @@
-// tests/test_syms_unwind_cache.cpp: unwind tables kept on disk between runs, their names,
+// tests/test_unwind_cache.cpp: unwind tables kept on disk between runs, their names,
 // pruning, every file or directory the cache must refuse, and writers racing.
 #include <doctest/doctest.h>
 
@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "syms/fd.h"
-#include "syms/unwind_cache.h"
-#include "syms/unwind_table.h"
+#include "unwind/cache.h"
+#include "unwind/table.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"
 

@@ -1,6 +1,6 @@
-// syms/unwind_cache.cpp: compiled unwind tables kept on disk across runs and boots, one file
+// unwind/cache.cpp: compiled unwind tables kept on disk across runs and boots, one file
 // per object, pruned to a size.
-#include "syms/unwind_cache.h"
+#include "unwind/cache.h"
 
 #include <dirent.h>
 #include <elf.h>

@@ -1,6 +1,6 @@
-// sampler/unwinder.cpp: feeds the BPF table walk: processes' mappings from the history,
+// unwind/unwinder.cpp: feeds the BPF table walk: processes' mappings from the history,
 // objects' tables built (or read from the cache) on a thread of its own.
-#include "sampler/unwinder.h"
+#include "unwind/unwinder.h"
 
 #include <bpf/bpf.h>
 #include <fcntl.h>
@@ -31,8 +31,8 @@
 #include "syms/elf.h"
 #include "syms/fd.h"
 #include "syms/process_history.h"
-#include "syms/unwind_cache.h"
-#include "syms/unwind_table.h"
+#include "unwind/cache.h"
+#include "unwind/table.h"
 
 namespace {
 
@@ -110,7 +110,7 @@ Built build(Job &job, const std::string &cache_dir, bool store, int host_root)
 } // namespace
 
 struct Unwinder::Impl {
-	Sampler::UnwindMaps maps;
+	UnwindMaps maps;
 	std::string cache_dir;
 	uint64_t cache_max_bytes = kDefaultUnwindCacheBytes;
 	const bool debug = getenv("PROFILE_DEBUG") != nullptr;
@@ -453,7 +453,7 @@ void Unwinder::Impl::prune_loop()
 	}
 }
 
-Unwinder::Unwinder(const Sampler::UnwindMaps &maps, std::string cache_dir, uint64_t cache_max_bytes)
+Unwinder::Unwinder(const UnwindMaps &maps, std::string cache_dir, uint64_t cache_max_bytes)
 	: impl_(std::make_unique<Impl>())
 {
 	impl_->maps = maps;

@@ -1,4 +1,4 @@
-// tests/test_syms_unwind_table.cpp: unwind tables against readelf's reading of the same CFI
+// tests/test_unwind_table.cpp: unwind tables against readelf's reading of the same CFI
 // (--debug-dump=frames-interp), row by row, and what hostile bytes make of the compiler.
 #include <doctest/doctest.h>
 
@@ -17,7 +17,7 @@
 
 #include "syms/elf.h"
 #include "syms/fd.h"
-#include "syms/unwind_table.h"
+#include "unwind/table.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"
 

@@ -1,5 +1,5 @@
-// syms/unwind_table.cpp: an object's unwind table, compiled from its call frame information with libdw.
-#include "syms/unwind_table.h"
+// unwind/table.cpp: an object's unwind table, compiled from its call frame information with libdw.
+#include "unwind/table.h"
 
 #include <dwarf.h>
 #include <elf.h>

@@ -1,0 +1,713 @@
+/* unwind/unwind.bpf.h: the kernel half of the table unwinder, included by profile.bpf.c:
+ * the maps that hold processes' executable mappings, files' objects and their tables; the
+ * walk of a user stack from those tables (walk_user_stack); and the hooks through which the
+ * kernel keeps the mappings (exec, fork, mmap, mprotect, exit).
+ *
+ * It uses what profile.bpf.c declares before including it: the rodata settings
+ * (unwind_mode, max_depth, pid_namespace, filter_pids), the pids map, struct frames and the
+ * per-CPU scratch the walk writes the user stack into. */
+#ifndef UNWIND_BPF_H
+#define UNWIND_BPF_H
+
+/* What the walk knows of processes' executable mappings, kept in the kernel: user space
+ * sends those of processes already running when profile starts, and the hooks below keep
+ * them from then on (exec, fork, mmap, exit), so a new process of a known binary unwinds
+ * from its first sample with no round trip through user space. The walk looks a pc up in
+ * this copy, not with bpf_find_vma or the task's VMA iterator: both take the mmap lock
+ * and, in the timer's interrupt, leave its release to an irq_work that can be queued once
+ * per interrupt (the iterator is refused there outright). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct unwind_process);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} unwind_processes SEC(".maps");
+
+/* Files -> their object ids, as user space registers them: a file's one table serves every
+ * process that maps it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct unwind_file);
+	__type(value, __u32);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} unwind_files SEC(".maps");
+
+#define UNWIND_MAX_OBJECTS 16384
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_object);
+	__uint(max_entries, UNWIND_MAX_OBJECTS);
+} unwind_objects SEC(".maps");
+
+/* Each object's rows, in an array of its own made by user space to fit them: table memory
+ * grows with what is loaded, and no table waits for room in a shared one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__type(key, __u32);
+	__uint(max_entries, UNWIND_MAX_OBJECTS);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_ARRAY);
+		__uint(key_size, sizeof(__u32));
+		__uint(value_size, sizeof(struct unwind_row));
+		__uint(max_entries, 1);
+		/* Each its own size, and written by user space through a mapping of it. */
+		__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	});
+} unwind_tables SEC(".maps");
+
+/* Asked of user space, once each until it answers: processes sampled whose mappings the
+ * walk does not have (running before profile started, and not yet sent). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 4096);
+} wanted_processes SEC(".maps");
+
+/* Asked of user space too: files the walk met that have no object yet, with a mapping of
+ * each through which user space opens it and builds its table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct unwind_file);
+	__type(value, struct unwind_file_seen);
+	__uint(max_entries, 4096);
+} wanted_files SEC(".maps");
+
+#if defined(__TARGET_ARCH_x86)
+
+struct walk {
+	__u64 pc, sp, bp;
+	/* The mapping the last pc was in (end 0: none yet), and its object. */
+	__u64 map_start, map_end;
+	__u32 map_offset, object;
+	__u32 pid;
+	__u32 n;
+	bool process_known;
+	bool pending, fp_no_table, cut, done;
+};
+
+/* The object of a mapping's file: 0 for no file; when the file has none yet, user space is
+ * asked for one (through the mapping, which it opens) and UNWIND_MAX_OBJECTS says "being
+ * built". */
+static __always_inline __u32 object_of_file(__u32 pid, struct unwind_mapping *m)
+{
+	struct unwind_file file = {};
+	struct unwind_file_seen seen = {};
+	__u32 *object;
+
+	if (m->inode == 0)
+		return 0;
+	file.inode = m->inode;
+	file.dev = m->dev;
+	object = bpf_map_lookup_elem(&unwind_files, &file);
+	if (object)
+		return *object;
+	seen.pid = pid;
+	seen.start = m->start;
+	seen.end = m->end;
+	bpf_map_update_elem(&wanted_files, &file, &seen, BPF_NOEXIST);
+	return UNWIND_MAX_OBJECTS;
+}
+
+/* A binary search for the last element starting at or before `at`, in [lo, hi): one
+ * bpf_loop step each, so the verifier checks one step, not every path through the loop. */
+struct search {
+	__u64 at;
+	__u32 lo, hi;
+	struct unwind_process *proc; /* whose mappings */
+};
+
+static long search_step(__u32 index, struct search *s)
+{
+	__u32 mid;
+
+	if (s->lo + 1 >= s->hi)
+		return 1;
+	mid = s->lo + (s->hi - s->lo) / 2;
+	if (s->proc->mappings[mid & (UNWIND_MAX_MAPPINGS - 1)].start <= s->at)
+		s->lo = mid;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+/* Finds the executable mapping of the process holding pc; false when none does. */
+static __always_inline bool find_mapping(struct walk *w, __u64 pc)
+{
+	struct unwind_process *proc = bpf_map_lookup_elem(&unwind_processes, &w->pid);
+	struct search s = {};
+	struct unwind_mapping *m;
+
+	if (!proc || proc->count == 0)
+		return false;
+	s.at = pc;
+	s.hi = proc->count < UNWIND_MAX_MAPPINGS ? proc->count : UNWIND_MAX_MAPPINGS;
+	s.proc = proc;
+	bpf_loop(9, search_step, &s, 0);
+	m = &proc->mappings[s.lo & (UNWIND_MAX_MAPPINGS - 1)];
+	if (pc < m->start || pc >= m->end)
+		return false;
+	w->map_start = m->start;
+	w->map_end = m->end;
+	w->map_offset = m->offset;
+	w->object = object_of_file(w->pid, m);
+	return true;
+}
+
+/* The row of the object's table that holds offset, or null. Tables of up to 2^24 rows. */
+static __always_inline struct unwind_row *find_row(__u32 object, struct unwind_object *obj, __u64 offset)
+{
+	struct unwind_row *row;
+	__u32 lo = 0, hi, mid, page;
+	void *rows;
+
+	if (obj->row_count == 0 || offset > 0xffffffffULL)
+		return NULL;
+	rows = bpf_map_lookup_elem(&unwind_tables, &object);
+	if (!rows)
+		return NULL;
+	hi = obj->row_count;
+	/* The page's entry of the index after the rows narrows the search to the rows a pc in
+	 * that page can need. */
+	if ((offset >> UNWIND_PAGE_SHIFT) < obj->page_base)
+		return NULL;
+	page = (offset >> UNWIND_PAGE_SHIFT) - obj->page_base;
+	if (page < obj->page_count) {
+		__u32 slot = obj->row_count + page;
+		struct unwind_page *entry = bpf_map_lookup_elem(rows, &slot);
+
+		if (!entry || entry->first >= entry->end || entry->end > obj->row_count)
+			return NULL;
+		lo = entry->first;
+		hi = entry->end;
+	} else if (obj->page_count) {
+		lo = obj->row_count - 1; /* past the last row's page: the last row holds */
+	}
+	/* A bounded loop here, not bpf_loop: the object's own array is looked up once, and
+	 * each step costs one lookup in it and no call. */
+	for (int i = 0; i < 24 && lo + 1 < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		row = bpf_map_lookup_elem(rows, &mid);
+		if (!row)
+			return NULL;
+		if (row->pc <= offset)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	row = bpf_map_lookup_elem(rows, &lo);
+	if (!row || row->pc > offset)
+		return NULL;
+	return row;
+}
+
+/* One frame-pointer step: the caller's rbp and return address are saved at rbp. */
+static __always_inline void frame_pointer_step(struct walk *w)
+{
+	__u64 saved[2];
+
+	if (w->bp == 0) { /* the chain's end, as bpf_get_stackid ends it */
+		w->done = true;
+		return;
+	}
+	if (w->bp < w->sp || bpf_probe_read_user(saved, sizeof(saved), (void *)w->bp)) {
+		w->cut = true;
+		return;
+	}
+	w->sp = w->bp + 16;
+	w->bp = saved[0];
+	w->pc = saved[1];
+	if (w->pc == 0)
+		w->done = true;
+}
+
+/* One step of the walk (bpf_loop's callback): records the frame at w->pc, then finds its
+ * caller's pc, sp and bp. Returns 1 to stop. */
+static long walk_step(__u32 index, struct walk *w)
+{
+	__u32 user = 1;
+	struct frames *frames = bpf_map_lookup_elem(&scratch, &user);
+	struct unwind_object *obj;
+	struct unwind_row *row;
+	__u64 lookup, cfa, ra;
+
+	if (!frames)
+		return 1;
+	if (w->n >= max_depth || w->n >= UNWIND_MAX_DEPTH) {
+		w->cut = true; /* the depth limit */
+		return 1;
+	}
+	frames->ip[w->n & UNWIND_MAX_DEPTH] = w->pc;
+	w->n++;
+
+	/* A caller's pc is a return address: the call is the byte before it, which may
+	 * belong to another function's rules (a call that ends a function). */
+	lookup = index == 0 ? w->pc : w->pc - 1;
+	if (lookup < w->map_start || lookup >= w->map_end) {
+		if (!find_mapping(w, lookup)) {
+			w->map_end = 0;
+			if (!w->process_known) {
+				goto pending;
+			} else if (index > 0) {
+				/* Not code this process has mapped executable: what a frame-pointer walk
+				 * through code without frame pointers reads. */
+				w->cut = true;
+				return 1;
+			} else {
+				/* A leaf in a mapping the list lacks (made while user space sent the list):
+				 * user space is asked to send it again. */
+				__u8 one = 1;
+
+				bpf_map_update_elem(&wanted_processes, &w->pid, &one, BPF_NOEXIST);
+				w->fp_no_table = true;
+			}
+			goto fp;
+		}
+	}
+	if (w->object == 0) {
+		w->fp_no_table = true;
+		goto fp;
+	}
+	if (w->object == UNWIND_MAX_OBJECTS)
+		goto pending;
+	obj = bpf_map_lookup_elem(&unwind_objects, &w->object);
+	if (!obj)
+		goto no_rule;
+	if (obj->state == UNWIND_OBJECT_BUILDING)
+		goto pending;
+	if (obj->state != UNWIND_OBJECT_READY) {
+		w->fp_no_table = true;
+		goto fp;
+	}
+	row = find_row(w->object, obj, lookup - w->map_start + w->map_offset);
+	if (!row)
+		goto no_rule;
+	switch (row->cfa_type) {
+	case UNWIND_CFA_END:
+		w->done = true;
+		return 1;
+	case UNWIND_CFA_RSP:
+		cfa = w->sp + row->cfa_offset * UNWIND_SLOT;
+		break;
+	case UNWIND_CFA_RBP:
+		if (w->bp == 0) {
+			w->cut = true;
+			return 1;
+		}
+		cfa = w->bp + row->cfa_offset * UNWIND_SLOT;
+		break;
+	case UNWIND_CFA_PLT:
+		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row->cfa_offset ? 8 : 0);
+		break;
+	default:
+		goto no_rule;
+	}
+	if (cfa <= w->sp) {
+		w->cut = true;
+		return 1;
+	}
+	if (row->rbp_type == UNWIND_RBP_AT_CFA && row->rbp_offset == -2) {
+		/* rbp saved just below the return address, as every frame-pointer prologue and
+		 * most others leave it: one read for both. */
+		__u64 saved[2];
+
+		if (bpf_probe_read_user(saved, sizeof(saved), (void *)(cfa - 16))) {
+			w->cut = true;
+			return 1;
+		}
+		w->bp = saved[0];
+		ra = saved[1];
+	} else {
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+			w->cut = true;
+			return 1;
+		}
+		if (row->rbp_type == UNWIND_RBP_AT_CFA) {
+			if (bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + row->rbp_offset * UNWIND_SLOT))) {
+				w->cut = true;
+				return 1;
+			}
+		} else if (row->rbp_type == UNWIND_RBP_UNDEFINED) {
+			w->bp = 0;
+		}
+	}
+	w->sp = cfa;
+	w->pc = ra;
+	if (ra == 0) {
+		w->done = true;
+		return 1;
+	}
+	return 0;
+
+pending:
+	/* Code whose table is not in yet: frame pointers would guess through code that has
+	 * CFI. The stack stops here, marked truncated, and counted as waiting for tables. */
+	w->pending = true;
+	w->cut = true;
+	return 1;
+
+no_rule:
+	if (unwind_mode == UNWIND_DWARF) {
+		w->cut = true;
+		return 1;
+	}
+	w->fp_no_table = true;
+fp:
+	if (unwind_mode == UNWIND_DWARF) {
+		w->cut = true;
+		return 1;
+	}
+	frame_pointer_step(w);
+	if (w->cut || w->done)
+		return 1;
+	return 0;
+}
+
+/* Walks the user stack of the sampled task into scratch[1]: from the sample's registers
+ * when it was taken in user mode, else from those the task saved entering the kernel.
+ * Returns the frames written (with the TRUNCATED_FRAME mark), 0 when there is no user
+ * stack (a kernel thread). */
+static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __u32 tgid, struct sample_stats *st)
+{
+	struct walk w = {};
+	__u32 user = 1;
+	struct frames *frames;
+	struct unwind_process *proc;
+	__u32 seq = 0;
+
+	/* User addresses are the lower half of the address space, kernel ones the upper. A
+	 * sample taken in the kernel starts from the registers saved on entering it. */
+	w.pc = ctx->regs.ip;
+	w.sp = ctx->regs.sp;
+	w.bp = ctx->regs.bp;
+	if ((__s64)w.pc < 0) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		struct pt_regs *regs;
+
+		if (!task->mm)
+			return 0;
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		w.pc = regs->ip;
+		w.sp = regs->sp;
+		w.bp = regs->bp;
+	}
+	if (w.pc == 0)
+		return 0;
+	w.pid = tgid;
+	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	/* Known with no mapping: user space could not read them (gone before it looked). */
+	if (proc) {
+		seq = proc->seq;
+		/* Odd: an mmap on another CPU is rewriting the list; this sample waits like one
+		 * whose tables are being built. */
+		w.process_known = proc->count > 0 && !(seq & 1);
+	} else {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&wanted_processes, &tgid, &one, BPF_NOEXIST);
+	}
+	bpf_loop(UNWIND_MAX_DEPTH, walk_step, &w, 0);
+	/* The list changed under the walk: what it found there may not hold. */
+	if (w.process_known) {
+		proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+		if (!proc || proc->seq != seq)
+			w.cut = true;
+	}
+
+	frames = bpf_map_lookup_elem(&scratch, &user);
+	if (!frames)
+		return 0;
+	if (!w.done && !w.cut)
+		w.cut = true; /* bpf_loop ran out of steps: the depth limit */
+	if (w.cut) {
+		frames->ip[w.n & UNWIND_MAX_DEPTH] = TRUNCATED_FRAME;
+		w.n++;
+	}
+	/* A stack cut short while its tables were being built counts as waiting for them. */
+	if (w.pending) {
+		st->unwound_pending++;
+	} else if (w.cut) {
+		st->unwound_cut++;
+	} else if (w.fp_no_table) {
+		st->unwound_fp_no_table++;
+	} else {
+		st->unwound_tables++;
+	}
+	return w.n;
+}
+
+/* ---- The mappings of processes, kept by the kernel (see unwind_processes) ---- */
+
+#define VM_EXEC 0x00000004
+
+/* Whether the hooks follow this process: every process, unless -p names some. Under a PID
+ * namespace of its own profile keys processes by that namespace's ids, which these hooks
+ * do not translate: user space sends the mappings there. */
+static __always_inline bool follows(__u32 tgid)
+{
+	if (unwind_mode == UNWIND_FP || pid_namespace)
+		return false;
+	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+}
+
+/* An mmap in progress: the mapping to add, the list it goes into, and where. */
+struct insert {
+	struct unwind_process *proc;
+	struct unwind_mapping m;
+	__u32 kept, at;
+};
+
+/* Keeps mapping i unless the new one overlaps it (replaced by mmap MAP_FIXED, mprotect,
+ * or unmapped earlier at that place), compacting the list in place. */
+static long keep_step(__u32 i, struct insert *ins)
+{
+	struct unwind_process *proc = ins->proc;
+	struct unwind_mapping *m;
+
+	if (i >= proc->count || i >= UNWIND_MAX_MAPPINGS)
+		return 1;
+	m = &proc->mappings[i & (UNWIND_MAX_MAPPINGS - 1)];
+	if (m->start < ins->m.end && ins->m.start < m->end)
+		return 0;
+	if (m->start < ins->m.start)
+		ins->at = ins->kept + 1;
+	if (ins->kept != i)
+		proc->mappings[ins->kept & (UNWIND_MAX_MAPPINGS - 1)] = *m;
+	ins->kept++;
+	return 0;
+}
+
+/* Moves mapping (kept - 1 - i) one place up, from the end down to `at`. */
+static long shift_step(__u32 i, struct insert *ins)
+{
+	struct unwind_process *proc = ins->proc;
+	__u32 from = ins->kept - 1 - i;
+
+	if (i >= ins->kept || from < ins->at || from + 1 >= UNWIND_MAX_MAPPINGS)
+		return 1;
+	proc->mappings[(from + 1) & (UNWIND_MAX_MAPPINGS - 1)] = proc->mappings[from & (UNWIND_MAX_MAPPINGS - 1)];
+	return 0;
+}
+
+/* A zeroed list, the value an exec starts from (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_process);
+	__uint(max_entries, 1);
+} empty_process SEC(".maps");
+
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __weak __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
+
+/* The list's entry for an area of the mm. */
+static __always_inline void describe_mapping(struct unwind_mapping *m, struct vm_area_struct *vma)
+{
+	struct file *file = vma->vm_file;
+	__u64 offset = vma->vm_pgoff << 12;
+
+	m->start = vma->vm_start;
+	m->end = vma->vm_end;
+	m->inode = 0;
+	m->dev = 0;
+	m->offset = 0;
+	if (file && offset <= 0xffffffffULL) {
+		m->inode = file->f_inode->i_ino;
+		m->dev = file->f_inode->i_sb->s_dev;
+		m->offset = offset;
+	}
+}
+
+/* Adds the executable area of the current task's mm that holds `at` to the list (seq odd
+ * meanwhile), in order, in place of those it overlaps. In process context, where the mmap
+ * lock can be taken. */
+static __always_inline void add_mapping(struct unwind_process *proc, __u64 at)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	struct insert ins = {};
+
+	if (bpf_iter_task_vma_new(&it, task, at) == 0 && (vma = bpf_iter_task_vma_next(&it)) &&
+	    (vma->vm_flags & VM_EXEC) && vma->vm_start <= at) {
+		ins.proc = proc;
+		describe_mapping(&ins.m, vma);
+		bpf_iter_task_vma_destroy(&it);
+		proc->seq++;
+		bpf_loop(UNWIND_MAX_MAPPINGS, keep_step, &ins, 0);
+		if (ins.kept < UNWIND_MAX_MAPPINGS) {
+			bpf_loop(UNWIND_MAX_MAPPINGS, shift_step, &ins, 0);
+			if (ins.at < UNWIND_MAX_MAPPINGS)
+				proc->mappings[ins.at & (UNWIND_MAX_MAPPINGS - 1)] = ins.m;
+			ins.kept++;
+		}
+		proc->count = ins.kept;
+		proc->seq++;
+		return;
+	}
+	bpf_iter_task_vma_destroy(&it);
+}
+
+/* A walk over the areas of the current task's mm, one bpf_loop step each (the verifier
+ * checks one step): each step takes the area at or after `at`, appends it when it is
+ * executable, and moves past it. A new image has a dozen areas or so (the binary's
+ * segments, the heap, the interpreter's, the stack, vvar, the vDSO). */
+struct scan {
+	struct unwind_process *proc;
+	__u64 at;
+	__u32 n;
+};
+
+static long scan_step(__u32 index, struct scan *scan)
+{
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	long stop = 1;
+
+	if (bpf_iter_task_vma_new(&it, bpf_get_current_task_btf(), scan->at) == 0 &&
+	    (vma = bpf_iter_task_vma_next(&it))) {
+		if ((vma->vm_flags & VM_EXEC) && scan->n < UNWIND_MAX_MAPPINGS)
+			describe_mapping(&scan->proc->mappings[scan->n++ & (UNWIND_MAX_MAPPINGS - 1)], vma);
+		scan->at = vma->vm_end;
+		stop = 0;
+	}
+	bpf_iter_task_vma_destroy(&it);
+	return stop;
+}
+
+/* An exec: the new image's binary and its interpreter are mapped; its list starts from
+ * them. The libraries ld.so maps come through mmap below. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0, n = 0;
+	struct unwind_process *empty, *proc;
+	struct scan scan = {};
+
+	if (!follows(tgid))
+		return 0;
+	empty = bpf_map_lookup_elem(&empty_process, &zero);
+	if (!empty || bpf_map_update_elem(&unwind_processes, &tgid, empty, BPF_ANY))
+		return 0;
+	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	if (!proc)
+		return 0;
+	/* The areas come in order and the list is empty: appended as they come. */
+	scan.proc = proc;
+	proc->seq++;
+	bpf_loop(32, scan_step, &scan, 0);
+	n = scan.n;
+	proc->count = n < UNWIND_MAX_MAPPINGS ? n : UNWIND_MAX_MAPPINGS;
+	proc->seq++;
+	return 0;
+}
+
+/* Threads in an mmap or mprotect that makes code executable, by thread id: where the
+ * mprotect starts, or 0 for an mmap (its return value says). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1024);
+} exec_mappings SEC(".maps");
+
+#define PROT_EXEC 0x4
+
+static __always_inline int enter_exec_mapping(__u64 prot, __u64 start)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = id;
+
+	if (!(prot & PROT_EXEC) || !follows(tgid) || !bpf_map_lookup_elem(&unwind_processes, &tgid))
+		return 0;
+	bpf_map_update_elem(&exec_mappings, &tid, &start, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int exit_exec_mapping(long ret, bool mmap)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = id;
+	struct unwind_process *proc;
+	__u64 *start, at;
+
+	start = bpf_map_lookup_elem(&exec_mappings, &tid);
+	if (!start)
+		return 0;
+	at = mmap ? (__u64)ret : *start;
+	bpf_map_delete_elem(&exec_mappings, &tid);
+	if (ret < 0 && ret > -4096)
+		return 0; /* it failed */
+	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	if (proc)
+		add_mapping(proc, at);
+	return 0;
+}
+
+/* mmap and mprotect are where code becomes executable after an exec (ld.so mapping
+ * libraries, dlopen, JIT compilers): hooked at their syscalls' tracepoints, which every
+ * kernel with tracing has (fentry on the kernel's mmap path needs ftrace, not always
+ * allowed). The tracepoints fire for every call; only those with PROT_EXEC do work. */
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return enter_exec_mapping(ctx->args[2], 0);
+}
+
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return exit_exec_mapping(ctx->ret, true);
+}
+
+SEC("tracepoint/syscalls/sys_enter_mprotect")
+int on_mprotect_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return enter_exec_mapping(ctx->args[2], ctx->args[0]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_mprotect")
+int on_mprotect_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return exit_exec_mapping(ctx->ret, false);
+}
+
+/* A new process (not a thread) starts with its parent's mappings. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
+	struct unwind_process *proc;
+
+	if (child->pid != child->tgid || !follows(child_tgid))
+		return 0;
+	proc = bpf_map_lookup_elem(&unwind_processes, &parent_tgid);
+	if (!proc)
+		return 0;
+	bpf_map_update_elem(&unwind_processes, &child_tgid, proc, BPF_ANY);
+	/* Copied while another thread of the parent was adding a mapping: not to be trusted. */
+	proc = bpf_map_lookup_elem(&unwind_processes, &child_tgid);
+	if (proc && (proc->seq & 1))
+		bpf_map_delete_elem(&unwind_processes, &child_tgid);
+	return 0;
+}
+
+/* The last thread of a process exits: its list goes (its pid may come back as another). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (unwind_mode == UNWIND_FP || pid_namespace || task->signal->live.counter != 0)
+		return 0;
+	bpf_map_delete_elem(&unwind_processes, &tgid);
+	return 0;
+}
+
+#endif /* __TARGET_ARCH_x86 */
+
+#endif /* UNWIND_BPF_H */
