@@ -105,24 +105,7 @@ roots_perf_script() {
 		NF >= 2 && sample { before = last; last = $2; sub(/\+0x[0-9a-f]+$/, "", last); if ($1 ~ /^[0-9a-f]+$/ && $1 !~ /^ffff/) d++ }
 		END { done(); for (c in all) print c, all[c], rooted[c] + 0, depth[c] }' "$1"
 }
-# The perf_event program process $1 loaded, once it has.
-prog_of() {
-	local id i
-	for i in $(seq 1 300); do
-		for id in $(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un); do
-			if bpftool prog show id "$id" 2>/dev/null | grep -q perf_event; then
-				echo "$id"
-				return
-			fi
-		done
-		sleep 0.05
-	done
-	return 1
-}
-# "RUNS NS" of program $1 so far (kernel.bpf_stats_enabled on).
-prog_stats() {
-	bpftool prog show id "$1" --json | sed -n 's/.*"run_time_ns":\([0-9]*\),"run_cnt":\([0-9]*\).*/\2 \1/p'
-}
+. "$ROOT/scripts/bpf-stats.sh"
 # ns per run between two prog_stats readings.
 per_sample() {
 	echo "$1 $2" | awk '{ printf "%.0f", ($3 > $1 ? ($4 - $2) / ($3 - $1) : 0) }'

@@ -96,27 +96,7 @@ child_of() {
 	return 1
 }
 
-# The id of the perf_event BPF program process $1 holds, once it has loaded one.
-prog_of() {
-	local id i
-	for i in $(seq 1 300); do
-		for id in $(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un); do
-			if bpftool prog show id "$id" 2>/dev/null | grep -q perf_event; then
-				echo "$id"
-				return
-			fi
-		done
-		sleep 0.1
-	done
-	echo "bench: process $1 loaded no perf_event program" >&2
-	return 1
-}
-
-# "run_cnt run_time_ns" of a BPF program.
-prog_stats() {
-	bpftool prog show id "$1" --json |
-		sed -n 's/.*"run_time_ns":\([0-9]*\),"run_cnt":\([0-9]*\).*/\2 \1/p'
-}
+. "$ROOT/scripts/bpf-stats.sh"
 
 # CPU time (ns) the threads of process $1 have run so far, from schedstat.
 cpu_ns() {
