@@ -584,7 +584,7 @@ static long scan_step(__u32 index, struct scan *scan)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0, n = 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
 	struct unwind_process *empty, *proc;
 	struct scan scan = {};
 
@@ -600,8 +600,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	scan.proc = proc;
 	proc->seq++;
 	bpf_loop(32, scan_step, &scan, 0);
-	n = scan.n;
-	proc->count = n < UNWIND_MAX_MAPPINGS ? n : UNWIND_MAX_MAPPINGS;
+	proc->count = scan.n; /* scan_step stops at UNWIND_MAX_MAPPINGS */
 	proc->seq++;
 	return 0;
 }

@@ -124,8 +124,8 @@ struct Unwinder::Impl {
 	std::vector<Object> objects{Object{}}; // [0]: none
 	std::map<FileKey, uint32_t> object_ids;
 
-	// The mappings each process's walk has, as the history held them when sent (null: sent
-	// with none, the history never knew it).
+	// Where the kernel does not follow processes itself: the mappings each process's walk
+	// has, as the history held them when sent (null: sent with none, the history never knew it).
 	std::unordered_map<uint32_t, std::shared_ptr<const std::vector<MapEntry>>> sent;
 	std::unordered_map<uint32_t, uint32_t> unknown_ticks; // asked about, not in the history yet
 
@@ -217,7 +217,9 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image, uint6
 				ask(object);
 		}
 	}
-	sent[pid] = image ? image->maps : nullptr;
+	// Followed by user space only where the kernel cannot follow it.
+	if (!maps.kernel_follows)
+		sent[pid] = image ? image->maps : nullptr;
 	if (bpf_map_update_elem(maps.processes, &pid, &value, flags) == 0 && value.count) {
 		std::lock_guard<std::mutex> counting(loading);
 		stats.processes++;
@@ -516,7 +518,7 @@ void Unwinder::tick(const ProcessHistory &history)
 	Impl &d = *impl_;
 	// Where the kernel cannot follow processes itself: processes whose mappings changed
 	// since they were sent (mmap, exec), or that exited.
-	for (auto it = d.sent.begin(); !d.maps.kernel_follows && it != d.sent.end();) {
+	for (auto it = d.sent.begin(); it != d.sent.end();) {
 		const uint32_t pid = it->first;
 		const ProcessImage *image = history.exited(pid) ? nullptr : history.image_at(pid, UINT64_MAX);
 		// One sent with no mappings is forgotten once it is gone from /proc.
@@ -530,8 +532,6 @@ void Unwinder::tick(const ProcessHistory &history)
 			d.send_process(pid, image, BPF_ANY);
 		++it;
 	}
-	if (d.maps.kernel_follows)
-		d.sent.clear();
 
 	// Processes the walk met without their mappings (or with a leaf outside them). One the
 	// history does not know yet (its records are still on their way) is asked about again
