@@ -185,22 +185,15 @@ static __always_inline int count_sample(void *ctx, void *stacks, void *counts, _
 
 /* ---- --unwind auto|dwarf: stacks kept by content, user stacks walked from tables ---- */
 
-/* A stack as stored by content: its frames, leaf first, then zeros. One slot more than
- * the deepest walk, for the TRUNCATED_FRAME mark. The key size is set at load to
- * (depth + 1) * 8, so shallower stacks hash fewer bytes. */
-struct frames {
-	__u64 ip[UNWIND_MAX_DEPTH + 1];
-};
-
-/* Stacks by content -> the id the counts key names them by. A stack is stored once and
- * two stacks never share a slot: nothing is lost to collisions, only to a full map.
- * Preallocated: entries of a kilobyte come from an allocator that keeps only a few per
- * CPU between refills, and a burst of new stacks in one interrupt found it empty. */
+/* Stacks by content (their hash) -> the stack and the id the counts key names it by. A
+ * stack is stored once. Preallocated: entries of a kilobyte come from an allocator that
+ * keeps only a few per CPU between refills, and a burst of new stacks in one interrupt
+ * found it empty. The value size is set at load to hold depth + 1 frames. */
 #define STORE(name)                                                           \
 	struct {                                                              \
 		__uint(type, BPF_MAP_TYPE_HASH);                              \
-		__uint(key_size, sizeof(struct frames));                      \
-		__uint(value_size, sizeof(__u32));                            \
+		__type(key, struct stack_hash);                               \
+		__type(value, struct stored_stack);                           \
 		__uint(max_entries, 16384);                                   \
 	} name SEC(".maps")
 STORE(store0);
@@ -210,49 +203,59 @@ STORE(store1);
  * reused within a run (user space maps them to its own when it drains). */
 __u32 next_stack_id = 0;
 
-/* Scratch for the stack being built, per CPU: [0] kernel, [1] user. */
+/* The stack being built, per CPU ([0] kernel, [1] user), in the layout it is stored in. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
-	__type(value, struct frames);
+	__type(value, struct stored_stack);
 	__uint(max_entries, 2);
 } scratch SEC(".maps");
 
-/* Stores frames[] (zeros past n, the key size) and sets *id to its id; false, after
- * counting the cause, when the store is full. */
-static __always_inline bool store_stack(void *store, struct frames *frames, __s32 *id, struct sample_stats *st)
+/* One frame into a stack's hash: two multiply-xorshift chains with different constants. */
+static __always_inline void hash_frame(struct stack_hash *h, __u64 ip)
 {
-	__u32 *known = bpf_map_lookup_elem(store, frames);
-	__u32 fresh;
+	h->a = (h->a ^ ip) * 0x9e3779b97f4a7c15ULL;
+	h->a ^= h->a >> 31;
+	h->b = (h->b + ip) * 0xc2b2ae3d27d4eb4fULL;
+	h->b ^= h->b >> 29;
+}
+
+static __always_inline void hash_start(struct stack_hash *h)
+{
+	h->a = 0x243f6a8885a308d3ULL;
+	h->b = 0x13198a2e03707344ULL;
+}
+
+/* Stores the n frames of `stack` under their hash `h` (their number mixed in last) and sets
+ * *id to the stack's id; false, after counting the cause, when the store is full. */
+static __always_inline bool store_stack(void *store, struct stored_stack *stack, __u32 n, struct stack_hash *h,
+					__s32 *id, struct sample_stats *st)
+{
+	struct stored_stack *known;
 	long err;
 
+	hash_frame(h, n);
+	known = bpf_map_lookup_elem(store, h);
 	if (known) {
-		*id = *known;
+		*id = known->id;
 		return true;
 	}
-	fresh = __sync_fetch_and_add(&next_stack_id, 1) & 0x7fffffff;
-	err = bpf_map_update_elem(store, frames, &fresh, BPF_NOEXIST);
+	stack->id = __sync_fetch_and_add(&next_stack_id, 1) & 0x7fffffff;
+	stack->n = n;
+	err = bpf_map_update_elem(store, h, stack, BPF_NOEXIST);
 	if (!err) {
-		*id = fresh;
+		*id = stack->id;
 		return true;
 	}
 	if (err == -EEXIST) { /* another CPU stored the same stack just now */
-		known = bpf_map_lookup_elem(store, frames);
+		known = bpf_map_lookup_elem(store, h);
 		if (known) {
-			*id = *known;
+			*id = known->id;
 			return true;
 		}
 	}
 	st->lost_stack_full++;
 	return false;
-}
-
-/* Zeroes frames from n on: the rest of the key must not hold an older stack's frames. */
-static __always_inline void clear_from(struct frames *frames, __u32 n)
-{
-	for (__u32 i = 0; i < UNWIND_MAX_DEPTH + 1; i++)
-		if (i >= n)
-			frames->ip[i] = 0;
 }
 
 /* The table walk and the maps and hooks it needs: its own room. */
@@ -265,7 +268,8 @@ static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *
 					 struct sample_stats *st)
 {
 	struct stack_key key = {};
-	struct frames *frames;
+	struct stack_hash hash;
+	struct stored_stack *frames;
 	__u32 which;
 	long n;
 
@@ -281,20 +285,21 @@ static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *
 			n /= sizeof(__u64);
 			if (n > max_depth)
 				n = max_depth;
-			clear_from(frames, n);
-			if (!store_stack(store, frames, &key.kernel_stack_id, st))
+			hash_start(&hash);
+			for (__u32 i = 0; i < UNWIND_MAX_DEPTH && i < n; i++)
+				hash_frame(&hash, frames->ip[i]);
+			if (!store_stack(store, frames, n, &hash, &key.kernel_stack_id, st))
 				return 0;
 		}
 	}
 	if (user_stacks) {
-		n = walk_user_stack(ctx, tgid, st);
+		n = walk_user_stack(ctx, tgid, st, &hash);
 		if (n > 0) {
 			which = 1;
 			frames = bpf_map_lookup_elem(&scratch, &which);
 			if (!frames)
 				return 0;
-			clear_from(frames, n);
-			if (!store_stack(store, frames, &key.user_stack_id, st))
+			if (!store_stack(store, frames, n, &hash, &key.user_stack_id, st))
 				return 0;
 		}
 	}

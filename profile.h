@@ -55,6 +55,23 @@ struct sample_stats {
 /* Deepest stack the table unwinder walks, and the size of a stack kept by content. */
 #define UNWIND_MAX_DEPTH 127
 
+/* --unwind auto|dwarf keep stacks by content: a stack is stored under a 128-bit hash of its
+ * frames and their number (two independent 64-bit chains), and the stored value holds the
+ * frames themselves. A lookup then hashes 16 bytes, not a kilobyte of frames and zeros;
+ * two different stacks share a key with odds near 2^-128 a pair. */
+struct stack_hash {
+	__u64 a, b;
+};
+/* A stored stack: its id (what the counts key names it by), its number of frames, and the
+ * frames, leaf first. Only (depth + 1) frame slots are stored (the value size is set at
+ * load); the slots past n are not part of the stack. */
+struct stored_stack {
+	__u32 id;
+	__u32 n;
+	__u64 ip[UNWIND_MAX_DEPTH + 1];
+};
+#define STORED_STACK_SIZE(depth) (8 + ((depth) + 1) * 8)
+
 /* The last frame of a user stack whose walk stopped early: user space prints it as
  * "[truncated]". No code lies at this address. */
 #define TRUNCATED_FRAME 0xfffffffffffffffeULL

@@ -1,6 +1,10 @@
 // sampler/map_memory.cpp: the kernel memory of the sampler's maps, estimated from their sizes.
 #include "sampler/map_memory.h"
 
+#include <linux/types.h>
+
+#include "profile.h"
+
 #include <bit>
 #include <cstdio>
 #include <functional>
@@ -17,7 +21,7 @@ constexpr uint64_t hash_bucket = 16;         // struct bucket: list head and loc
 constexpr uint64_t hash_entry_header = 48;   // struct htab_elem, before its key
 constexpr uint64_t counts_key = 24, counts_value = 16; // stack_key, stack_count (profile.h)
 constexpr uint64_t pid_key = 8, pid_value = 8;         // __u32 and __u8, each rounded up to 8
-constexpr uint64_t store_value = 8;                    // the stack's __u32 id, rounded up
+constexpr uint64_t store_key = 16;                     // struct stack_hash
 // The unwinder's maps of fixed size: unwind_objects (an array of 16384 16-byte objects),
 // unwind_tables (16384 pointers), the buckets of unwind_processes (8192) and unwind_files
 // (16384), wanted_processes (4096 preallocated entries of a __u32 key and a __u8 value),
@@ -73,7 +77,7 @@ MapMemory map_memory(const MapSizes &sizes)
 	auto second = [&](uint64_t entries) { return sizes.generations > 1 ? entries : 1; };
 	const uint64_t stacks = sizes.unwinding ? 1 : sizes.stack_entries;
 	const uint64_t stores = sizes.unwinding ? sizes.stack_entries : 1;
-	const uint64_t store_key = (uint64_t(sizes.depth) + 1) * 8;
+	const uint64_t store_value = STORED_STACK_SIZE(uint64_t(sizes.depth));
 	const bool pre = sizes.preallocated_hashes;
 	MapMemory memory;
 	// The stores of stacks by content are preallocated on every kernel: a burst of new
@@ -116,7 +120,8 @@ MapMemoryVerdict judge_map_memory(const MapSizes &sizes, uint64_t available)
 		uint32_t MapSizes::*size;
 	};
 	const uint64_t per_stack =
-		sizes.unwinding ? generations * (hash_bucket + hash_entry_header + (uint64_t(sizes.depth) + 1) * 8 + store_value)
+		sizes.unwinding ? generations * (hash_bucket + hash_entry_header + store_key +
+						 STORED_STACK_SIZE(uint64_t(sizes.depth)))
 				: generations * (stack_entry_header + uint64_t(sizes.depth) * 8 + stack_bucket_pointer);
 	const uint64_t per_count = (generations + 1) * hash_bucket +
 				   (pre ? generations * (hash_entry_header + counts_key + counts_value) +

@@ -103,7 +103,7 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 		bpf_map__set_max_entries(stacks, unwinding ? 1 : options.stack_storage_size);
 	}
 	for (bpf_map *store : {skel->maps.store0, skel->maps.store1}) {
-		bpf_map__set_key_size(store, (depth + 1) * sizeof(uint64_t));
+		bpf_map__set_value_size(store, STORED_STACK_SIZE(depth));
 		bpf_map__set_max_entries(store, unwinding ? options.stack_storage_size : 1);
 	}
 	for (bpf_map *counts : {skel->maps.counts0, skel->maps.counts1})
@@ -571,21 +571,17 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 	std::vector<uint64_t> frames(depth + 1);
 	// Stacks kept by content: every one is read now, by its id (the map's value).
 	std::unordered_map<int32_t, std::vector<uint64_t>> stored_stacks;
-	std::vector<std::vector<uint64_t>> store_keys;
+	std::vector<stack_hash> store_keys;
 	if (unwinding) {
-		std::vector<uint64_t> key(depth + 1), next(depth + 1);
-		void *prev = nullptr;
-		while (bpf_map_get_next_key(store_fd, prev, next.data()) == 0) {
-			int32_t id;
-			if (bpf_map_lookup_elem(store_fd, next.data(), &id) == 0) {
-				size_t n = 0;
-				while (n < next.size() && next[n])
-					n++;
-				stored_stacks.try_emplace(id, next.begin(), next.begin() + n);
+		std::vector<uint8_t> value(STORED_STACK_SIZE(depth));
+		for (const stack_hash &key : all_keys<stack_hash>(store_fd)) {
+			if (bpf_map_lookup_elem(store_fd, &key, value.data()) == 0) {
+				stored_stack stack;
+				std::memcpy(&stack, value.data(), std::min(value.size(), sizeof(stack)));
+				const size_t n = std::min<size_t>(stack.n, depth + 1);
+				stored_stacks.try_emplace(int32_t(stack.id), stack.ip, stack.ip + n);
 			}
-			store_keys.push_back(next);
-			key = next;
-			prev = key.data();
+			store_keys.push_back(key);
 		}
 	}
 	// Turns a stack id of the map into the batch's, reading the stack the first time;
@@ -625,8 +621,8 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		bpf_map_delete_elem(counts_fd, &key);
 	}
 	if (unwinding) {
-		for (const std::vector<uint64_t> &key : store_keys)
-			bpf_map_delete_elem(store_fd, key.data());
+		for (const stack_hash &key : store_keys)
+			bpf_map_delete_elem(store_fd, &key);
 	} else {
 		for (uint32_t id : all_keys<uint32_t>(stacks_fd))
 			bpf_map_delete_elem(stacks_fd, &id);

@@ -26,7 +26,7 @@ TEST_CASE("map memory: --unwind fp's stack maps, as VmallocUsed grew on 6.18")
 	// for each unused store), 3 x 65536 x 16 for the counts (two counts maps and
 	// sampled_pids, 40960 rounded up to a power of two); VmallocUsed grew by 36,732 kB.
 	MapMemory defaults = map_memory({});
-	CHECK(defaults.stacks == 2 * (16384 * (16 + 127 * 8) + 16384 * 8) + 2 * (16 + 48 + 128 * 8 + 8));
+	CHECK(defaults.stacks == 2 * (16384 * (16 + 127 * 8) + 16384 * 8) + 2 * (16 + 48 + 16 + 8 + 128 * 8));
 	CHECK(defaults.counts == 3 * 65536 * 16);
 	CHECK(defaults.total() / 1024 == doctest::Approx(36732).epsilon(0.015));
 	// --stack-storage-size 262144: VmallocUsed grew by 536,764 kB.
@@ -41,7 +41,7 @@ TEST_CASE("map memory: --unwind fp's stack maps, as VmallocUsed grew on 6.18")
 	MapSizes one;
 	one.generations = 1;
 	one.depth = 20;
-	CHECK(map_memory(one).stacks == 16384 * (16 + 20 * 8) + 16384 * 8 + (16 + 20 * 8) + 8 + 2 * (16 + 48 + 21 * 8 + 8));
+	CHECK(map_memory(one).stacks == 16384 * (16 + 20 * 8) + 16384 * 8 + (16 + 20 * 8) + 8 + 2 * (16 + 48 + 16 + 8 + 21 * 8));
 	CHECK(map_memory(one).counts == 2 * 65536 * 16 + 16);
 	// Preallocated hash maps (kernels before 6.1) hold every entry from the start.
 	MapSizes old;
@@ -52,17 +52,19 @@ TEST_CASE("map memory: --unwind fp's stack maps, as VmallocUsed grew on 6.18")
 TEST_CASE("map memory: the unwinder's stores of stacks by content, as VmallocUsed grew on 6.18")
 {
 	// Stacks kept by content are preallocated: a 16-byte bucket and an entry of 48 bytes,
-	// the frames (one slot more than the depth) and the id, for each. Unwind tables take
-	// nothing at the start: each is an array of its own, made as it loads. (VmallocUsed
-	// grew by 71,812 and 599,068 kB with a 1 Mi-row table of 16-byte rows preallocated;
-	// the maps that find tables per file and follow processes in the kernel add 808 kB by
-	// their sizes, not measured again.)
+	// the 16-byte hash (the key), then the id, the count and the frames (one slot more than
+	// the depth), for each. Unwind tables take nothing at the start: each is an array of
+	// its own, made as it loads. (VmallocUsed grew by 71,812 and 599,068 kB with a 1 Mi-row
+	// table of 16-byte rows preallocated and stacks keyed by their frames; the maps that
+	// find tables per file and follow processes in the kernel add 808 kB, and the hash key
+	// 16 bytes a stack, by their sizes, not measured again.)
 	MapMemory defaults = map_memory(unwinding());
-	CHECK(defaults.stacks == 2 * 16384 * (16 + 48 + 128 * 8 + 8) + 2 * (8 + 16 + 127 * 8));
-	CHECK(defaults.total() / 1024 == doctest::Approx(71812 - 2 * 16384 + 808).epsilon(0.015));
+	CHECK(defaults.stacks == 2 * 16384 * (16 + 48 + 16 + 8 + 128 * 8) + 2 * (8 + 16 + 127 * 8));
+	CHECK(defaults.total() / 1024 == doctest::Approx(71812 - 2 * 16384 + 808 + 2 * 16384 * 16 / 1024).epsilon(0.015));
 	MapSizes stacks = unwinding();
 	stacks.stack_entries = 262144;
-	CHECK(map_memory(stacks).total() / 1024 == doctest::Approx(599068 - 2 * 16384 + 808).epsilon(0.01));
+	CHECK(map_memory(stacks).total() / 1024 ==
+	      doctest::Approx(599068 - 2 * 16384 + 808 + 2 * 262144 * 16 / 1024).epsilon(0.01));
 }
 
 TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than half the memory is refused")
@@ -108,13 +110,13 @@ TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than hal
 	MapSizes stores = unwinding();
 	stores.stack_entries = 1048576;
 	CHECK(judge_map_memory(stores, available).warning ==
-	      "warning: the maps take 2.1 GiB of kernel memory, allocated when the run starts "
-	      "(--stack-storage-size 1048576: 2.1 KiB a stack at 127 frames), which adds seconds to its start "
+	      "warning: the maps take 2.2 GiB of kernel memory, allocated when the run starts "
+	      "(--stack-storage-size 1048576: 2.2 KiB a stack at 127 frames), which adds seconds to its start "
 	      "and end; the defaults take 39 MiB");
 	stores.stack_entries = 67108864;
 	CHECK(judge_map_memory(stores, available).error ==
-	      "--stack-storage-size 67108864 would take 137 GiB of kernel memory (2.1 KiB a stack at 127 frames), "
-	      "more than half of the 22 GiB available: at most 5300000 fits");
+	      "--stack-storage-size 67108864 would take 139 GiB of kernel memory (2.2 KiB a stack at 127 frames), "
+	      "more than half of the 22 GiB available: at most 5200000 fits");
 	CHECK(byte_size(100) == "100 bytes");
 	CHECK(byte_size(2080) == "2.0 KiB");
 	CHECK(byte_size(36 * MiB + 100) == "36 MiB");

@@ -4,7 +4,7 @@
  * kernel keeps the mappings (exec, fork, mmap, mprotect, exit).
  *
  * It uses what profile.bpf.c declares before including it: the rodata settings
- * (unwind_mode, max_depth, pid_namespace, filter_pids), the pids map, struct frames and the
+ * (unwind_mode, max_depth, pid_namespace, filter_pids), the pids map, struct stored_stack, hash_frame and the
  * per-CPU scratch the walk writes the user stack into. */
 #ifndef UNWIND_BPF_H
 #define UNWIND_BPF_H
@@ -51,7 +51,7 @@ struct {
 	__array(values, struct {
 		__uint(type, BPF_MAP_TYPE_ARRAY);
 		__uint(key_size, sizeof(__u32));
-		__uint(value_size, sizeof(struct unwind_row));
+		__uint(value_size, sizeof(struct unwind_chunk));
 		__uint(max_entries, 1);
 		/* Each its own size, and written by user space through a mapping of it. */
 		__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
@@ -76,6 +76,38 @@ struct {
 	__uint(max_entries, 4096);
 } wanted_files SEC(".maps");
 
+/* Rows found lately, per CPU, by object and file offset: a profiler samples the same
+ * stacks over and over, so most frames' rows are found here with no search and no lookup in
+ * the object's own array (a helper call each). Direct-mapped; an entry is a copy of a row of
+ * a READY object, whose rows never change (object ids are not reused within a run). */
+#define ROW_CACHE_SHIFT 11
+#define ROW_CACHE_SIZE (1u << ROW_CACHE_SHIFT)
+struct row_cache {
+	struct {
+		__u64 key; /* object << 32 | offset; 0: empty (object 0 has no table) */
+		struct unwind_row row;
+	} entries[ROW_CACHE_SIZE];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct row_cache);
+	__uint(max_entries, 1);
+} row_cache SEC(".maps");
+
+/* A copy of a run of the sampled stack, per CPU: one read of up to a kilobyte serves the
+ * next frames' saved registers, where a read each costs a helper call and a user copy. */
+#define STACK_WINDOW_WORDS 128
+struct stack_window {
+	__u64 words[STACK_WINDOW_WORDS];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct stack_window);
+	__uint(max_entries, 1);
+} stack_window SEC(".maps");
+
 #if defined(__TARGET_ARCH_x86)
 
 struct walk {
@@ -85,6 +117,9 @@ struct walk {
 	__u32 map_offset, object;
 	__u32 pid;
 	__u32 n;
+	struct stack_hash hash; /* of the frames so far */
+	/* The user addresses the stack window holds: [window_start, window_end). */
+	__u64 window_start, window_end;
 	bool process_known;
 	bool pending, fp_no_table, cut, done;
 };
@@ -157,11 +192,65 @@ static __always_inline bool find_mapping(struct walk *w, __u64 pc)
 	return true;
 }
 
+/* The search for the chunk of an object's array that holds a row, between chunks first and
+ * last: one bpf_loop step each, so that the verifier checks one step. */
+struct chunk_search {
+	void *rows;
+	__u64 at;
+	__u32 first, last;
+};
+
+static long chunk_step(__u32 index, struct chunk_search *c)
+{
+	struct unwind_chunk *chunk;
+	__u32 mid;
+
+	if (c->first >= c->last)
+		return 1;
+	mid = c->first + (c->last - c->first + 1) / 2;
+	chunk = bpf_map_lookup_elem(c->rows, &mid);
+	if (!chunk) {
+		c->last = 0;
+		c->first = 1;
+		return 1;
+	}
+	if (chunk->slots[0].row.pc <= c->at)
+		c->first = mid;
+	else
+		c->last = mid - 1;
+	return 0;
+}
+
+/* The search for the last row at or before `at` in [lo, hi) of one chunk, one bpf_loop
+ * step each. */
+struct row_search {
+	struct unwind_chunk *chunk;
+	__u64 at;
+	__u32 lo, hi;
+};
+
+static long row_step(__u32 index, struct row_search *r)
+{
+	__u32 mid;
+
+	if (r->lo + 1 >= r->hi)
+		return 1;
+	mid = r->lo + (r->hi - r->lo) / 2;
+	if (r->chunk->slots[mid & (UNWIND_CHUNK_SLOTS - 1)].row.pc <= r->at)
+		r->lo = mid;
+	else
+		r->hi = mid;
+	return 0;
+}
+
 /* The row of the object's table that holds offset, or null. Tables of up to 2^24 rows. */
 static __always_inline struct unwind_row *find_row(__u32 object, struct unwind_object *obj, __u64 offset)
 {
+	struct unwind_chunk *chunk;
 	struct unwind_row *row;
-	__u32 lo = 0, hi, mid, page;
+	struct chunk_search c;
+	struct row_search r;
+	__u32 lo = 0, hi, page, base;
 	void *rows;
 
 	if (obj->row_count == 0 || offset > 0xffffffffULL)
@@ -176,50 +265,103 @@ static __always_inline struct unwind_row *find_row(__u32 object, struct unwind_o
 		return NULL;
 	page = (offset >> UNWIND_PAGE_SHIFT) - obj->page_base;
 	if (page < obj->page_count) {
-		__u32 slot = obj->row_count + page;
-		struct unwind_page *entry = bpf_map_lookup_elem(rows, &slot);
+		__u32 slot = obj->row_count + page, at = slot >> UNWIND_CHUNK_SHIFT;
+		struct unwind_page *entry;
 
-		if (!entry || entry->first >= entry->end || entry->end > obj->row_count)
+		chunk = bpf_map_lookup_elem(rows, &at);
+		if (!chunk)
+			return NULL;
+		entry = &chunk->slots[slot & (UNWIND_CHUNK_SLOTS - 1)].page;
+		if (entry->first >= entry->end || entry->end > obj->row_count)
 			return NULL;
 		lo = entry->first;
 		hi = entry->end;
 	} else if (obj->page_count) {
 		lo = obj->row_count - 1; /* past the last row's page: the last row holds */
 	}
-	/* A bounded loop here, not bpf_loop: the object's own array is looked up once, and
-	 * each step costs one lookup in it and no call. */
-	for (int i = 0; i < 24 && lo + 1 < hi; i++) {
-		mid = lo + (hi - lo) / 2;
-		row = bpf_map_lookup_elem(rows, &mid);
-		if (!row)
+	/* First the chunk: while [lo, hi) spans chunks, the first row of a chunk between them
+	 * says on which side the row is (a page's rows rarely span two). */
+	c.rows = rows;
+	c.at = offset;
+	c.first = lo >> UNWIND_CHUNK_SHIFT;
+	c.last = (hi - 1) >> UNWIND_CHUNK_SHIFT;
+	if (c.first < c.last) {
+		bpf_loop(16, chunk_step, &c, 0);
+		if (c.first != c.last)
 			return NULL;
-		if (row->pc <= offset)
-			lo = mid;
-		else
-			hi = mid;
 	}
-	row = bpf_map_lookup_elem(rows, &lo);
-	if (!row || row->pc > offset)
+	chunk = bpf_map_lookup_elem(rows, &c.first);
+	if (!chunk)
+		return NULL;
+	/* Then the row, in the chunk's memory: no lookup a step. */
+	base = c.first << UNWIND_CHUNK_SHIFT;
+	r.chunk = chunk;
+	r.at = offset;
+	r.lo = lo > base ? lo - base : 0;
+	r.hi = hi - base < UNWIND_CHUNK_SLOTS ? hi - base : UNWIND_CHUNK_SLOTS;
+	if (r.lo + 1 < r.hi)
+		bpf_loop(UNWIND_CHUNK_SHIFT + 1, row_step, &r, 0);
+	lo = r.lo;
+	row = &chunk->slots[lo & (UNWIND_CHUNK_SLOTS - 1)].row;
+	if (row->pc > offset)
 		return NULL;
 	return row;
+}
+
+/* Two 8-byte words of the user stack: a saved rbp and the return address above it. */
+struct stack_pair {
+	__u64 bp, ra;
+};
+
+/* Reads the pair at user address `at` from the stack window, loading the window from `at`
+ * first when the pair is not in it; 0, or an error. The window never crosses a page
+ * boundary: the page holding `at` is mapped, the next may not be. A global function, so
+ * that the verifier checks it once, on its own, and not every window along every walk. */
+__noinline int read_pair(struct walk *w, __u64 at, struct stack_pair *out)
+{
+	__u32 zero = 0;
+	struct stack_window *window = bpf_map_lookup_elem(&stack_window, &zero);
+	__u64 index, room;
+
+	if (!w || !out)
+		return -1;
+	if (!window || (at & 7))
+		return bpf_probe_read_user(out, sizeof(*out), (void *)at);
+	if (at < w->window_start || at + sizeof(*out) > w->window_end) {
+		room = 4096 - (at & 4095);
+		if (room > sizeof(window->words))
+			room = sizeof(window->words);
+		if (room < sizeof(*out) || bpf_probe_read_user(window->words, room, (void *)at)) {
+			w->window_end = 0;
+			return bpf_probe_read_user(out, sizeof(*out), (void *)at);
+		}
+		w->window_start = at;
+		w->window_end = at + room;
+	}
+	index = (at - w->window_start) / 8;
+	if (index > STACK_WINDOW_WORDS - 2)
+		return bpf_probe_read_user(out, sizeof(*out), (void *)at);
+	out->bp = window->words[index];
+	out->ra = window->words[index + 1];
+	return 0;
 }
 
 /* One frame-pointer step: the caller's rbp and return address are saved at rbp. */
 static __always_inline void frame_pointer_step(struct walk *w)
 {
-	__u64 saved[2];
+	struct stack_pair saved = {};
 
 	if (w->bp == 0) { /* the chain's end, as bpf_get_stackid ends it */
 		w->done = true;
 		return;
 	}
-	if (w->bp < w->sp || bpf_probe_read_user(saved, sizeof(saved), (void *)w->bp)) {
+	if (w->bp < w->sp || read_pair(w, w->bp, &saved)) {
 		w->cut = true;
 		return;
 	}
 	w->sp = w->bp + 16;
-	w->bp = saved[0];
-	w->pc = saved[1];
+	w->bp = saved.bp;
+	w->pc = saved.ra;
 	if (w->pc == 0)
 		w->done = true;
 }
@@ -229,10 +371,12 @@ static __always_inline void frame_pointer_step(struct walk *w)
 static long walk_step(__u32 index, struct walk *w)
 {
 	__u32 user = 1;
-	struct frames *frames = bpf_map_lookup_elem(&scratch, &user);
+	struct stored_stack *frames = bpf_map_lookup_elem(&scratch, &user);
 	struct unwind_object *obj;
-	struct unwind_row *row;
-	__u64 lookup, cfa, ra;
+	struct unwind_row row, *found;
+	struct row_cache *cache;
+	__u64 lookup, offset, key, cfa, ra;
+	__u32 zero = 0, slot;
 
 	if (!frames)
 		return 1;
@@ -241,6 +385,7 @@ static long walk_step(__u32 index, struct walk *w)
 		return 1;
 	}
 	frames->ip[w->n & UNWIND_MAX_DEPTH] = w->pc;
+	hash_frame(&w->hash, w->pc);
 	w->n++;
 
 	/* A caller's pc is a return address: the call is the byte before it, which may
@@ -282,25 +427,38 @@ static long walk_step(__u32 index, struct walk *w)
 		w->fp_no_table = true;
 		goto fp;
 	}
-	row = find_row(w->object, obj, lookup - w->map_start + w->map_offset);
-	if (!row)
-		goto no_rule;
-	switch (row->cfa_type) {
+	offset = lookup - w->map_start + w->map_offset;
+	key = (__u64)w->object << 32 | (offset & 0xffffffff);
+	slot = (key * 0x9e3779b97f4a7c15ULL) >> (64 - ROW_CACHE_SHIFT);
+	cache = bpf_map_lookup_elem(&row_cache, &zero);
+	if (cache && cache->entries[slot & (ROW_CACHE_SIZE - 1)].key == key && offset <= 0xffffffffULL) {
+		row = cache->entries[slot & (ROW_CACHE_SIZE - 1)].row;
+	} else {
+		found = find_row(w->object, obj, offset);
+		if (!found)
+			goto no_rule;
+		row = *found;
+		if (cache) {
+			cache->entries[slot & (ROW_CACHE_SIZE - 1)].key = key;
+			cache->entries[slot & (ROW_CACHE_SIZE - 1)].row = row;
+		}
+	}
+	switch (row.cfa_type) {
 	case UNWIND_CFA_END:
 		w->done = true;
 		return 1;
 	case UNWIND_CFA_RSP:
-		cfa = w->sp + row->cfa_offset * UNWIND_SLOT;
+		cfa = w->sp + row.cfa_offset * UNWIND_SLOT;
 		break;
 	case UNWIND_CFA_RBP:
 		if (w->bp == 0) {
 			w->cut = true;
 			return 1;
 		}
-		cfa = w->bp + row->cfa_offset * UNWIND_SLOT;
+		cfa = w->bp + row.cfa_offset * UNWIND_SLOT;
 		break;
 	case UNWIND_CFA_PLT:
-		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row->cfa_offset ? 8 : 0);
+		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row.cfa_offset ? 8 : 0);
 		break;
 	default:
 		goto no_rule;
@@ -309,28 +467,28 @@ static long walk_step(__u32 index, struct walk *w)
 		w->cut = true;
 		return 1;
 	}
-	if (row->rbp_type == UNWIND_RBP_AT_CFA && row->rbp_offset == -2) {
+	if (row.rbp_type == UNWIND_RBP_AT_CFA && row.rbp_offset == -2) {
 		/* rbp saved just below the return address, as every frame-pointer prologue and
 		 * most others leave it: one read for both. */
-		__u64 saved[2];
+		struct stack_pair saved = {};
 
-		if (bpf_probe_read_user(saved, sizeof(saved), (void *)(cfa - 16))) {
+		if (read_pair(w, cfa - 16, &saved)) {
 			w->cut = true;
 			return 1;
 		}
-		w->bp = saved[0];
-		ra = saved[1];
+		w->bp = saved.bp;
+		ra = saved.ra;
 	} else {
-		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+		if (bpf_probe_read_user(&ra, 8, (void *)(cfa - 8))) {
 			w->cut = true;
 			return 1;
 		}
-		if (row->rbp_type == UNWIND_RBP_AT_CFA) {
-			if (bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + row->rbp_offset * UNWIND_SLOT))) {
+		if (row.rbp_type == UNWIND_RBP_AT_CFA) {
+			if (bpf_probe_read_user(&w->bp, 8, (void *)(cfa + row.rbp_offset * UNWIND_SLOT))) {
 				w->cut = true;
 				return 1;
 			}
-		} else if (row->rbp_type == UNWIND_RBP_UNDEFINED) {
+		} else if (row.rbp_type == UNWIND_RBP_UNDEFINED) {
 			w->bp = 0;
 		}
 	}
@@ -370,11 +528,12 @@ fp:
  * when it was taken in user mode, else from those the task saved entering the kernel.
  * Returns the frames written (with the TRUNCATED_FRAME mark), 0 when there is no user
  * stack (a kernel thread). */
-static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __u32 tgid, struct sample_stats *st)
+static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __u32 tgid, struct sample_stats *st,
+					     struct stack_hash *hash)
 {
 	struct walk w = {};
 	__u32 user = 1;
-	struct frames *frames;
+	struct stored_stack *frames;
 	struct unwind_process *proc;
 	__u32 seq = 0;
 
@@ -397,6 +556,7 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	if (w.pc == 0)
 		return 0;
 	w.pid = tgid;
+	hash_start(&w.hash);
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	/* Known with no mapping: user space could not read them (gone before it looked). */
 	if (proc) {
@@ -424,8 +584,10 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		w.cut = true; /* bpf_loop ran out of steps: the depth limit */
 	if (w.cut) {
 		frames->ip[w.n & UNWIND_MAX_DEPTH] = TRUNCATED_FRAME;
+		hash_frame(&w.hash, TRUNCATED_FRAME);
 		w.n++;
 	}
+	*hash = w.hash;
 	/* A stack cut short while its tables were being built counts as waiting for them. */
 	if (w.pending) {
 		st->unwound_pending++;

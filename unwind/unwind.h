@@ -60,6 +60,21 @@ struct unwind_page {
 	__u32 end;
 };
 
+/* An object's array holds its rows, then its page index, in 8-byte slots grouped in chunks
+ * of UNWIND_CHUNK_SLOTS: one lookup in the array gives the walk a whole chunk, which it
+ * then searches as plain memory, where a lookup a slot would cost a helper call each step
+ * of the search (lookups in an inner map are not inlined). Through an mmap the array is
+ * one flat run of slots, so user space writes rows and index as they are. */
+#define UNWIND_CHUNK_SHIFT 9
+#define UNWIND_CHUNK_SLOTS (1u << UNWIND_CHUNK_SHIFT)
+union unwind_slot {
+	struct unwind_row row;
+	struct unwind_page page;
+};
+struct unwind_chunk {
+	union unwind_slot slots[UNWIND_CHUNK_SLOTS];
+};
+
 /* One executable mapping of a process: [start, end) maps the file (dev, inode) from
  * `offset`. The file's table is found by its identity in unwind_files, so every process
  * that maps a file shares its one table. inode 0 is no file: anonymous code (JIT), the

@@ -308,21 +308,23 @@ UniqueFd Unwinder::Impl::fill(Built &built)
 	const std::vector<unwind_row> &rows = built.table->rows;
 	const std::vector<unwind_page> pages = unwind_page_index(rows);
 	const size_t slots = rows.size() + pages.size();
-	static_assert(sizeof(unwind_page) == sizeof(unwind_row));
+	const size_t chunks = (slots + UNWIND_CHUNK_SLOTS - 1) / UNWIND_CHUNK_SLOTS;
+	static_assert(sizeof(unwind_page) == sizeof(unwind_row) && sizeof(unwind_slot) == sizeof(unwind_row));
 	LIBBPF_OPTS(bpf_map_create_opts, create, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
 	UniqueFd table;
-	if (slots <= maps.row_capacity - stats.rows && slots <= UINT32_MAX)
-		table.reset(bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(uint32_t), sizeof(unwind_row),
-					   uint32_t(slots), &create));
+	if (slots <= maps.row_capacity - stats.rows && chunks <= UINT32_MAX)
+		table.reset(bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(uint32_t), sizeof(unwind_chunk),
+					   uint32_t(chunks), &create));
 	if (!table) {
 		set_state(built.object, UNWIND_OBJECT_NO_ROOM);
 		stats.no_room++;
 		stats.no_room_rows += rows.size();
 		return {};
 	}
-	// Written through a mapping of the array: a copy, where updates cost a syscall a batch
-	// and a copy a row. The rows, then their page index.
-	const size_t bytes = slots * sizeof(unwind_row);
+	// Written through a mapping of the array, where its chunks are one flat run of slots:
+	// a copy, where updates cost a syscall a batch and a copy a chunk. The rows, then their
+	// page index.
+	const size_t bytes = chunks * sizeof(unwind_chunk);
 	void *at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, table.get(), 0);
 	if (at == MAP_FAILED) {
 		set_state(built.object, UNWIND_OBJECT_NO_TABLE);
