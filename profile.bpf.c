@@ -263,47 +263,65 @@ static __always_inline bool store_stack(void *store, struct stored_stack *stack,
 
 #if defined(__TARGET_ARCH_x86)
 
-/* Kernel stack by bpf_get_stack, user stack by the table walk, both kept by content. */
-static __always_inline int count_unwound(struct bpf_perf_event_data *ctx, void *store, void *counts, __u32 tgid,
-					 struct sample_stats *st)
+/* The sample's stacks as taken, before they are stored: each one's frames are in its
+ * scratch slot ([0] kernel, [1] user), n of them (0: none), with their hash. */
+struct taken_stacks {
+	__u32 kernel_n, user_n;
+	struct stack_hash kernel_hash, user_hash;
+};
+
+/* Kernel stack by bpf_get_stack, user stack by the table walk. Outside the two inlined
+ * copies of each generation's maps: the verifier checks the walk once. */
+static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 tgid, struct sample_stats *st,
+					struct taken_stacks *taken)
 {
-	struct stack_key key = {};
-	struct stack_hash hash;
 	struct stored_stack *frames;
-	__u32 which;
+	__u32 which = 0;
 	long n;
 
-	start_key(&key, tgid);
-
+	/* The walk first: the verifier then follows what it leaves through no more than the
+	 * kernel stack's few lines, rather than every count of kernel frames through the walk. */
+	if (user_stacks)
+		taken->user_n = walk_user_stack(ctx, tgid, st, &taken->user_hash);
 	if (kernel_stacks) {
-		which = 0;
 		frames = bpf_map_lookup_elem(&scratch, &which);
 		if (!frames)
-			return 0;
+			return;
 		n = bpf_get_stack(ctx, frames->ip, UNWIND_MAX_DEPTH * sizeof(__u64), 0);
 		if (n > 0) {
 			n /= sizeof(__u64);
 			if (n > max_depth)
 				n = max_depth;
-			hash_start(&hash);
+			hash_start(&taken->kernel_hash);
 			for (__u32 i = 0; i < UNWIND_MAX_DEPTH && i < n; i++)
-				hash_frame(&hash, frames->ip[i]);
-			if (!store_stack(store, frames, n, &hash, &key.kernel_stack_id, st))
-				return 0;
+				hash_frame(&taken->kernel_hash, frames->ip[i]);
+			taken->kernel_n = n;
 		}
 	}
-	if (user_stacks) {
-		n = walk_user_stack(ctx, tgid, st, &hash);
-		if (n > 0) {
-			which = 1;
-			frames = bpf_map_lookup_elem(&scratch, &which);
-			if (!frames)
-				return 0;
-			if (!store_stack(store, frames, n, &hash, &key.user_stack_id, st))
-				return 0;
-		}
-	}
+}
 
+/* Stores the stacks taken in `store` and counts the key in `counts`: the maps of one
+ * generation, constants in each of the two inlined copies. */
+static __always_inline int count_unwound(void *store, void *counts, __u32 tgid, struct taken_stacks *taken,
+					 struct sample_stats *st)
+{
+	struct stack_key key = {};
+	struct stored_stack *frames;
+	__u32 which;
+
+	start_key(&key, tgid);
+	if (taken->kernel_n) {
+		which = 0;
+		frames = bpf_map_lookup_elem(&scratch, &which);
+		if (!frames || !store_stack(store, frames, taken->kernel_n, &taken->kernel_hash, &key.kernel_stack_id, st))
+			return 0;
+	}
+	if (taken->user_n) {
+		which = 1;
+		frames = bpf_map_lookup_elem(&scratch, &which);
+		if (!frames || !store_stack(store, frames, taken->user_n, &taken->user_hash, &key.user_stack_id, st))
+			return 0;
+	}
 	return count_key(counts, &key, st);
 }
 
@@ -417,15 +435,17 @@ int do_sample_unwind(struct bpf_perf_event_data *ctx)
 {
 	/* Read once: the tally and the maps of one sample are of the same generation. */
 	__u32 gen = generation & 1;
+	struct taken_stacks taken = {};
 	struct sample_stats *st;
 	__u32 tgid;
 
 	st = wanted_sample(gen, &tgid);
 	if (!st)
 		return 0;
+	take_stacks(ctx, tgid, st, &taken);
 	if (gen)
-		return count_unwound(ctx, &store1, &counts1, tgid, st);
-	return count_unwound(ctx, &store0, &counts0, tgid, st);
+		return count_unwound(&store1, &counts1, tgid, &taken, st);
+	return count_unwound(&store0, &counts0, tgid, &taken, st);
 }
 #endif
 
