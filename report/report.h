@@ -13,6 +13,8 @@ struct ReportOptions {
 	bool annotations = false; // -a: _[k] after kernel frames
 	bool verbose = false;     // -v: address, symbol+offset, module, file:line
 	bool fold_pid = false;    // -E: comm-PID[@CONTAINER] as the root frame of folded stacks
+
+	bool operator==(const ReportOptions &) const = default;
 };
 
 enum class ReportFormat { Stacks, Folded, Svg, Pprof };
