@@ -2,7 +2,6 @@
 // write the report.
 #include <poll.h>
 #include <signal.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,7 +18,6 @@
 #include "sampler/map_memory.h"
 #include "sampler/sampler.h"
 #include "sampler/targets.h"
-#include "unwind/unwinder.h"
 #include "syms/cgroup.h"
 #include "syms/fd.h"
 
@@ -74,35 +72,6 @@ End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watc
 	}
 }
 
-// The maps' sizes as the sampler will create them on this kernel (see Sampler::Sampler).
-MapSizes map_sizes(const Options &options)
-{
-	MapSizes sizes;
-	sizes.stack_entries = options.stack_storage_size;
-	sizes.count_entries = options.hash_storage_size;
-	utsname name{};
-	int major = 0, minor = 0;
-	if (uname(&name) == 0)
-		std::sscanf(name.release, "%d.%d", &major, &minor);
-	auto at_least = [&](int want_major, int want_minor) {
-		return major > want_major || (major == want_major && minor >= want_minor);
-	};
-	// The sampler's own test of what the table unwinder needs: without it auto walks frame
-	// pointers.
-	sizes.unwinding = options.unwind != UnwindMode::FramePointers && options.user_stacks && unwinder_support().empty();
-	// The kernel cuts stacks at kernel.perf_event_max_stack, the unwinder at its deepest walk.
-	std::string text;
-	sizes.depth = options.max_stack_depth;
-	if (read_whole_file("/proc/sys/kernel/perf_event_max_stack", text) && std::atol(text.c_str()) > 0)
-		sizes.depth = std::min<uint32_t>(sizes.depth, uint32_t(std::atol(text.c_str())));
-	if (sizes.unwinding)
-		sizes.depth = std::min<uint32_t>(sizes.depth, UNWIND_MAX_DEPTH);
-	sizes.generations = getenv("PROFILE_NO_DRAIN") ? 1 : 2;
-	// Before 6.1 the sampler's hash maps are preallocated.
-	sizes.preallocated_hashes = !at_least(6, 1);
-	return sizes;
-}
-
 // MemAvailable, in bytes; 0 when unknown.
 uint64_t available_memory()
 {
@@ -135,7 +104,7 @@ PushConfig push_config(const Options &options)
 
 // Values the parser cannot judge alone: they depend on this machine. "" when all is well;
 // notes gets what stderr should say before the run (a thread id -p made its process).
-std::string check_against_machine(Options &options, std::vector<std::string> &notes)
+std::string check_against_machine(Options &options, const MapPlan &plan, std::vector<std::string> &notes)
 {
 	if (std::string wrong = resolve_pids(options.pids, notes); !wrong.empty())
 		return wrong;
@@ -178,7 +147,7 @@ std::string check_against_machine(Options &options, std::vector<std::string> &no
 	}
 	// A map size that takes gigabytes of kernel memory costs seconds to create and free, and
 	// one beyond what the machine has fails, or reclaims its page cache first.
-	MapMemoryVerdict map_cost = judge_map_memory(map_sizes(options), available_memory());
+	MapMemoryVerdict map_cost = judge_map_memory(plan.sizes, available_memory());
 	if (!map_cost.error.empty())
 		return map_cost.error;
 	if (!map_cost.warning.empty())
@@ -208,14 +177,14 @@ sigset_t block_stop_signals()
 	return stop_signals;
 }
 
-int run(const Options &options)
+int run(const Options &options, const MapPlan &plan)
 {
 	RunSummary summary(options);
 	check_privileges();
 	check_kernel_support();
 	const sigset_t stop_signals = block_stop_signals();
 
-	Session session(options, summary.startup());
+	Session session(options, plan, summary.startup());
 	const std::string host = host_name();
 	Reports reports(options, host);
 	// Windows go to the server from a thread of the pusher's own: a slow or dead server
@@ -295,15 +264,17 @@ int main(int argc, char **argv)
 		std::cout << "profile " << PROFILE_VERSION << '\n';
 		return 0;
 	}
+	// The maps' sizes, decided once: judged here for their memory, made so by the sampler.
+	const MapPlan plan = plan_maps(options);
 	std::vector<std::string> notes;
-	if (std::string wrong = check_against_machine(options, notes); !wrong.empty()) {
+	if (std::string wrong = check_against_machine(options, plan, notes); !wrong.empty()) {
 		fprintf(stderr, "profile: %s\n", wrong.c_str());
 		return 2;
 	}
 	for (const std::string &note : notes)
 		fprintf(stderr, "profile: %s\n", note.c_str());
 	try {
-		return run(options);
+		return run(options, plan);
 	} catch (const RunError &e) {
 		fprintf(stderr, "profile: %s\n", e.what());
 		return 1;

@@ -58,8 +58,8 @@ std::string unwind_cache_dir()
 
 } // namespace
 
-Session::Session(const Options &options, PhaseClock &startup)
-	: options_(options), sampler_(options), symbolizer_(symbolizer_options(options, startup))
+Session::Session(const Options &options, const MapPlan &plan, PhaseClock &startup)
+	: options_(options), sampler_(options, plan), symbolizer_(symbolizer_options(options, startup))
 {
 	// Kernel symbols do not depend on what is sampled: index them while sampling runs.
 	// Reading /proc/kallsyms is most of a run's own CPU, so -U, which never needs it,

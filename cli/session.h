@@ -48,11 +48,11 @@ class WindowCutter;
 // constructor on, sampling from attach() to detach().
 class Session {
 public:
-	// Loads the sampler; starts indexing kernel symbols on a
+	// Loads the sampler, its maps as the plan says; starts indexing kernel symbols on a
 	// thread of its own (not with -U, which never needs them); follows every process from
 	// before the first sample, so that those which exit before the end can still be
 	// named; asks for the unwind tables of what -p names. Throws RunError.
-	Session(const Options &options, PhaseClock &startup);
+	Session(const Options &options, const MapPlan &plan, PhaseClock &startup);
 	~Session();
 	Session(const Session &) = delete;
 	Session &operator=(const Session &) = delete;
