@@ -186,7 +186,7 @@ int run(const Options &options, const MapPlan &plan)
 
 	Session session(options, plan, summary.startup());
 	const std::string host = host_name();
-	Reports reports(options, host);
+	Reports reports(delivery(options), host);
 	// Windows go to the server from a thread of the pusher's own: a slow or dead server
 	// never holds up sampling or the cuts.
 	std::optional<Pusher> pusher;

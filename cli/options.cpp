@@ -666,6 +666,11 @@ std::string help_text()
 	return text + help_tail;
 }
 
+Delivery delivery(const Options &options)
+{
+	return {options.format, options.report, options.output_path, !options.push_url.empty()};
+}
+
 std::string header_line(const Options &options)
 {
 	std::string line = options.frequency

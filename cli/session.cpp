@@ -9,7 +9,7 @@
 #include <cstdio>
 
 #include "report/window.h"
-#include "sampler/account.h"
+#include "cli/account.h"
 
 int64_t clock_ns(clockid_t clock)
 {

@@ -19,12 +19,6 @@ struct ReportOptions {
 
 enum class ReportFormat { Stacks, Folded, Svg, Pprof };
 
-// What a report shows of each sample besides its frames' names: samples that differ only
-// in what it does not show may be merged before they are named.
-struct ReportDetail {
-	bool pids = true;      // which process (stacks, pprof, folded and SVG with -E)
-	bool addresses = true; // each frame's address and mapping (stacks with -v, pprof)
-};
 ReportDetail report_detail(ReportFormat format, const ReportOptions &options);
 
 // -E's root frame, comm-PID, names the container of a process in one: "@" and the first

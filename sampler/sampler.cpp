@@ -90,7 +90,7 @@ std::vector<bpf_program *> hooks(const profile_bpf &skel)
 // kernel memory); `lazy_maps` false makes them preallocated again, for kernels that want
 // that. With one generation (nothing can be drained) the second set of maps is left as
 // small as the kernel allows: it is never used.
-Skeleton open_configured(const Options &options, const MapSizes &sizes, bool lazy_maps, bool follow)
+Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bool lazy_maps, bool follow)
 {
 	Skeleton skel(profile_bpf__open());
 	if (!skel)
@@ -160,7 +160,7 @@ struct Sampler::Impl {
 	// The hooks through which the kernel keeps processes' mappings for the table walk.
 	std::vector<Link> hooks;
 	uint32_t depth = DEFAULT_STACK_DEPTH;
-	Options options;
+	SamplerConfig options;
 	// Stacks walked from unwind tables and kept by content, rather than bpf_get_stackid's.
 	bool unwinding = false;
 
@@ -279,7 +279,7 @@ void check_kernel_support(const char *btf_path)
 		throw RunError("this kernel has no BPF support (CONFIG_BPF_SYSCALL is off)");
 }
 
-MapPlan plan_maps(const Options &options)
+MapPlan plan_maps(const SamplerConfig &options)
 {
 	MapPlan plan;
 	MapSizes &sizes = plan.sizes;
@@ -322,7 +322,7 @@ MapPlan plan_maps(const Options &options)
 	return plan;
 }
 
-Sampler::Sampler(const Options &options, const MapPlan &plan) : impl_(std::make_unique<Impl>())
+Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std::make_unique<Impl>())
 {
 	impl_->options = options;
 	libbpf_set_print(libbpf_print);
@@ -412,7 +412,7 @@ void Sampler::attach()
 	std::vector<int> online = online_cpus();
 	if (online.empty())
 		throw RunError("cannot read the online CPUs from /sys/devices/system/cpu/online");
-	const Options &options = impl_->options;
+	const SamplerConfig &options = impl_->options;
 	if (options.cpu >= 0) {
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
 			throw RunError("CPU " + std::to_string(options.cpu) + " is not online (see /sys/devices/system/cpu/online)");

@@ -11,7 +11,7 @@
 
 #include <linux/types.h>
 
-#include "cli/options.h"
+#include "sampler/config.h"
 #include "profile.h"
 #include "sampler/map_memory.h"
 #include "unwind/maps.h"
@@ -58,13 +58,13 @@ struct MapPlan {
 	std::vector<std::string> warnings; // for stderr when the sampler loads, without "profile: "
 	std::string refusal;               // the run cannot go on (--unwind dwarf here): the sampler throws it
 };
-MapPlan plan_maps(const Options &options);
+MapPlan plan_maps(const SamplerConfig &options);
 
 class Sampler {
 public:
 	// Opens and loads the BPF program configured by the options, its maps as the plan
 	// says. Throws RunError.
-	Sampler(const Options &options, const MapPlan &plan);
+	Sampler(const SamplerConfig &options, const MapPlan &plan);
 	~Sampler();
 	Sampler(const Sampler &) = delete;
 	Sampler &operator=(const Sampler &) = delete;

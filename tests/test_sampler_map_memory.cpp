@@ -130,7 +130,7 @@ TEST_SUITE("unit") {
 
 TEST_CASE("map plan: the sizes the run judges are the options' as this kernel allows them, one plan for the sampler too")
 {
-	Options options;
+	SamplerConfig options;
 	options.unwind = UnwindMode::FramePointers; // no probe of the kernel's helpers
 	options.stack_storage_size = 1000;
 	options.hash_storage_size = 2000;
