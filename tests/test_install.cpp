@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <map>
@@ -332,6 +333,57 @@ TEST_CASE("layout: the root of the tree holds the files the layout names and no 
 	for (const std::string &name : files)
 		CHECK_MESSAGE(allowed.count(name) == 1, name << " is at the root of the tree (" << std::string(checkout ? "git ls-files" : "the folder")
 							  << "): move it into the folder it belongs to, or name it in this test");
+}
+
+TEST_CASE("layout: every #include runs down the folders' order: model, syms, unwind, sampler, report, push, cli, profile.cpp")
+{
+	// Each layer may include its own and those before it, never one after it: the shared
+	// basics and the sources of truth (processes, symbols, unwinding) know nothing of the
+	// sampler, the sampler nothing of reports, pushes or the command line. report/model.h
+	// (the symbolized profile every layer above hands on) is the data model, below syms/;
+	// profile.h, the contract between profile.bpf.c and the sampler, is the sampler's.
+	const std::vector<std::string> order = {"model", "syms", "unwind", "sampler", "report", "push", "cli", "profile.cpp"};
+	auto layer = [](const std::string &path) -> std::string {
+		if (path == "report/model.h")
+			return "model";
+		if (path == "profile.h")
+			return "sampler";
+		return path.substr(0, path.find('/'));
+	};
+	auto rank = [&](const std::string &name) {
+		return size_t(std::find(order.begin(), order.end(), name) - order.begin());
+	};
+	const fs::path tree = source_tree();
+	std::vector<std::string> files = {"profile.cpp", "profile.h"};
+	for (const auto &entry : fs::directory_iterator(tree)) {
+		const std::string dir = entry.path().filename();
+		if (!entry.is_directory() || dir.starts_with(".") || dir.starts_with("build") ||
+		    std::set<std::string>{"tests", "scripts", "doc", "systemd"}.count(dir))
+			continue;
+		CHECK_MESSAGE(rank(dir) < order.size(), dir << "/ has no place in the folders' order: name it in this test");
+		for (const auto &file : fs::recursive_directory_iterator(entry.path()))
+			if (file.path().extension() == ".h" || file.path().extension() == ".cpp")
+				files.push_back(fs::relative(file.path(), tree).string());
+	}
+	REQUIRE(files.size() > 40);
+	static const std::regex include(R"re(^\s*#\s*include\s+"([^"]+)")re");
+	size_t includes = 0;
+	for (const std::string &file : files) {
+		for (const std::string &line : split_lines(read_file((tree / file).string()))) {
+			std::smatch m;
+			if (!std::regex_search(line, m, include))
+				continue;
+			const std::string target = m[1];
+			// Made by the build: the skeleton is the sampler's, vmlinux.h the BPF side's.
+			if (target == "profile.skel.h" || target == "vmlinux.h")
+				continue;
+			includes++;
+			CHECK_MESSAGE(rank(layer(target)) <= rank(layer(file)),
+				      file << " (" << layer(file) << ") includes " << target << " (" << layer(target)
+					   << "), which comes after it in the folders' order");
+		}
+	}
+	CHECK(includes > 100); // the scan read the includes
 }
 
 } // TEST_SUITE("unit")
