@@ -100,12 +100,20 @@ std::string push_header(Options &o, OptionsGiven &, const OptionValue &v)
 // letters ("" for none), the kind of its value and, for a number or a size, its range, the
 // phrase its error expects, its group and help text, its default (as typed), and `set`, a
 // lambda that stores the value in a field of Options (declared, with its default, in
-// cli/options.h). The parse, the error for a bad value and --help follow from the row.
-// Then paste `./profile --help` into README.md's Options block and document the option in
-// doc/profile.8 under the subsection of its group: tests/test_install.cpp fails until
-// both agree with the table. A check of the option against others goes in
-// check_combinations below; one against this machine in profile.cpp's
-// check_against_machine.
+// cli/options.h). The parse, the error for a bad value and --help follow from the row; for
+// example a switch and a number:
+//   {.name = "no-inline", .shorts = "", .kind = ValueKind::None, .value_name = nullptr,
+//    .group = "Output", .help = "...", .set = [](Options &o, G, V) { o.inline_frames = false; return ok; }},
+//   {.name = "debuginfod-timeout", .shorts = "", .kind = ValueKind::Number, .value_name = "SECONDS",
+//    .min = 1, .max = 600, .expected = "whole seconds, {range}", .group = "...",
+//    .help = "... (default {default})", .default_value = "10",
+//    .set = [](Options &o, G, V v) { o.debuginfod_timeout_s = v.number; return ok; }},
+// A new group also gets a line in group_texts when it opens with a sentence. Then run
+// scripts/readme-help.sh (README.md's Options block is --help) and document the option in
+// doc/profile.8 with a tag as --help writes it, under the .SS of its group:
+// tests/test_install.cpp fails until both agree with the table. A check of the option
+// against others goes in check_combinations below; one against this machine in
+// profile.cpp's check_against_machine.
 using V = const OptionValue &;
 using G = OptionsGiven &;
 const std::vector<OptionSpec> table = {

@@ -218,7 +218,7 @@ TEST_CASE("install: README.md's Options block is --help, line for line")
 		const std::string in_readme = i < block.size() ? block[i] : "(the end)";
 		const std::string in_help = i < help.size() ? help[i] : "(the end)";
 		CHECK_MESSAGE(in_readme == in_help, "README.md's Options block differs from ./profile --help at line "
-							    << i + 1 << ": paste --help's text there");
+							    << i + 1 << ": run scripts/readme-help.sh");
 		if (in_readme != in_help)
 			break;
 	}
