@@ -59,13 +59,13 @@ std::string unwind_cache_dir()
 } // namespace
 
 Session::Session(const Options &options, const MapPlan &plan, PhaseClock &startup)
-	: options_(options), sampler_(options, plan), symbolizer_(symbolizer_options(options, startup))
+	: sampler_(options, plan), symbolizer_(symbolizer_options(options, startup))
 {
 	// Kernel symbols do not depend on what is sampled: index them while sampling runs.
 	// Reading /proc/kallsyms is most of a run's own CPU, so -U, which never needs it,
 	// skips it.
 	if (options.kernel_stacks)
-		kernel_symbols_ = std::thread([this] {
+		kernel_symbols_ = std::jthread([this] {
 			symbolizer_.load_kernel_symbols();
 			kernel_symbols_cpu_ms_ = clock_ns(CLOCK_THREAD_CPUTIME_ID) / 1e6;
 		});

@@ -78,10 +78,8 @@ public:
 	double kernel_symbols_cpu_ms() const { return kernel_symbols_cpu_ms_; }
 
 private:
-	const Options &options_;
 	Sampler sampler_;
 	Symbolizer symbolizer_;
-	std::thread kernel_symbols_;
 	double kernel_symbols_cpu_ms_ = 0;
 	ProcessHistory history_;
 	std::optional<SideBand> side_band_;
@@ -90,6 +88,9 @@ private:
 	Unwinder::Stats tables_;
 	// What -p or -L names, from just before sampling: its CPU time, and whether it runs.
 	std::optional<TargetWatch> targets_;
+	// Indexes the kernel symbols; last, so that it is joined first on destruction, also
+	// when the constructor throws after starting it.
+	std::jthread kernel_symbols_;
 };
 
 // The samples of one window of --interval (without it, of the whole run), from its start
