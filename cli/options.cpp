@@ -525,6 +525,21 @@ std::string synopsis(const OptionSpec &spec, const char *choice)
 	return text;
 }
 
+// An option's rows in --help: (synopsis, text) of each choice that has its own, else of
+// the option.
+std::vector<std::pair<std::string, std::string>> help_rows(const OptionSpec &spec)
+{
+	std::vector<std::pair<std::string, std::string>> rows;
+	for (const OptionChoice &choice : spec.choices)
+		if (choice.help)
+			rows.push_back({synopsis(spec, choice.name), choice.help});
+	if (rows.empty())
+		rows.push_back({synopsis(spec, nullptr),
+				replace_all(replace_all(spec.help, "{default}", spec.default_value ? spec.default_value : ""),
+					    "{choices}", choice_list(spec, true))});
+	return rows;
+}
+
 void help_row(std::string &out, const std::string &synopsis, const std::string &help)
 {
 	std::string line = "  " + synopsis;
@@ -566,16 +581,9 @@ const std::vector<OptionSpec> &option_table()
 std::vector<OptionRow> option_rows()
 {
 	std::vector<OptionRow> rows;
-	for (const OptionSpec &spec : table) {
-		bool own_rows = false;
-		for (const OptionChoice &choice : spec.choices)
-			if (choice.help) {
-				rows.push_back({spec.group, synopsis(spec, choice.name)});
-				own_rows = true;
-			}
-		if (!own_rows)
-			rows.push_back({spec.group, synopsis(spec, nullptr)});
-	}
+	for (const OptionSpec &spec : table)
+		for (const auto &[synopsis, help] : help_rows(spec))
+			rows.push_back({spec.group, synopsis});
 	return rows;
 }
 
@@ -653,16 +661,8 @@ std::string help_text()
 				text += group + '\n';
 			}
 		}
-		bool own_rows = false;
-		for (const OptionChoice &choice : spec.choices)
-			if (choice.help) {
-				help_row(text, synopsis(spec, choice.name), choice.help);
-				own_rows = true;
-			}
-		if (!own_rows)
-			help_row(text, synopsis(spec, nullptr),
-				 replace_all(replace_all(spec.help, "{default}", spec.default_value ? spec.default_value : ""),
-					     "{choices}", choice_list(spec, true)));
+		for (const auto &[synopsis, help] : help_rows(spec))
+			help_row(text, synopsis, help);
 		const bool last_of_group = &spec == &table.back() || (&spec + 1)->group != group;
 		if (last_of_group)
 			for (const GroupText &g : group_texts)
