@@ -102,9 +102,9 @@ std::string push_header(Options &o, OptionsGiven &, const OptionValue &v)
 // lambda that stores the value in a field of Options (declared, with its default, in
 // cli/options.h). The parse, the error for a bad value and --help follow from the row; for
 // example a switch and a number:
-//   {.name = "no-inline", .shorts = "", .kind = ValueKind::None, .value_name = nullptr,
-//    .group = "Output", .help = "...", .set = [](Options &o, G, V) { o.inline_frames = false; return ok; }},
-//   {.name = "debuginfod-timeout", .shorts = "", .kind = ValueKind::Number, .value_name = "SECONDS",
+//   {.name = "no-inline", .group = "Output", .help = "...",
+//    .set = [](Options &o, G, V) { o.inline_frames = false; return ok; }},
+//   {.name = "debuginfod-timeout", .kind = ValueKind::Number, .value_name = "SECONDS",
 //    .min = 1, .max = 600, .expected = "whole seconds, {range}", .group = "...",
 //    .help = "... (default {default})", .default_value = "10",
 //    .set = [](Options &o, G, V v) { o.debuginfod_timeout_s = v.number; return ok; }},
@@ -127,7 +127,7 @@ const std::vector<OptionSpec> table = {
 	 .help = "one sample every N nanoseconds of CPU time on each CPU, instead of -f (-c 10000000: every 10 ms, "
 		 "as -f 100)",
 	 .set = [](Options &o, G g, V v) { o.period = v.number; g.count = true; return ok; }},
-	{.name = "sw-event", .shorts = "", .kind = ValueKind::None, .value_name = nullptr, .group = "Sampling",
+	{.name = "sw-event", .group = "Sampling",
 	 .help = "changes nothing: sampling always uses the cpu-clock software timer, which needs no hardware "
 		 "counters (it works in VMs); accepted so that command lines that pass it keep working",
 	 .set = [](Options &, G, V) { return ok; }},
@@ -144,32 +144,31 @@ const std::vector<OptionSpec> table = {
 	{.name = "cpu", .shorts = "C", .kind = ValueKind::Number, .value_name = "CPU", .min = 0, .max = 65535,
 	 .expected = "a CPU number", .group = "What to sample", .help = "only this CPU (numbered from 0)",
 	 .set = [](Options &o, G, V v) { o.cpu = int(v.number); return ok; }},
-	{.name = "include-idle", .shorts = "I", .kind = ValueKind::None, .value_name = nullptr,
-	 .group = "What to sample",
+	{.name = "include-idle", .shorts = "I", .group = "What to sample",
 	 .help = "keep the samples of idle CPUs, which run the idle task (swapper, pid 0); without -I they are "
 		 "dropped",
 	 .set = [](Options &o, G, V) { o.include_idle = true; return ok; }},
-	{.name = "user-stacks-only", .shorts = "U", .kind = ValueKind::None, .value_name = nullptr,
-	 .group = "What to sample", .help = "user-space stacks only, no kernel frames",
+	{.name = "user-stacks-only", .shorts = "U", .group = "What to sample",
+	 .help = "user-space stacks only, no kernel frames",
 	 .set = [](Options &, G g, V) { g.user_only = true; return ok; }},
-	{.name = "kernel-stacks-only", .shorts = "K", .kind = ValueKind::None, .value_name = nullptr,
-	 .group = "What to sample", .help = "kernel stacks only, no user frames",
+	{.name = "kernel-stacks-only", .shorts = "K", .group = "What to sample",
+	 .help = "kernel stacks only, no user frames",
 	 .set = [](Options &, G g, V) { g.kernel_only = true; return ok; }},
 	// Output
-	{.name = "folded", .shorts = "", .kind = ValueKind::None, .value_name = nullptr, .group = "Output",
+	{.name = "folded", .group = "Output",
 	 .help = "one line per stack, root first: comm;frame;...;frame COUNT",
 	 .set = [](Options &, G g, V) { g.folded = g.folded_flag = true; return ok; }},
-	{.name = "fold-extend", .shorts = "E", .kind = ValueKind::None, .value_name = nullptr, .group = "Output",
+	{.name = "fold-extend", .shorts = "E", .group = "Output",
 	 .help = "folded, with the process id in the root frame: comm-PID;... (with --format svg: a flame graph "
 		 "with the process ids)",
 	 .set = [](Options &o, G g, V) { g.folded = o.report.fold_pid = true; return ok; }},
-	{.name = "delimited", .shorts = "d", .kind = ValueKind::None, .value_name = nullptr, .group = "Output",
+	{.name = "delimited", .shorts = "d", .group = "Output",
 	 .help = "a delimiter between kernel and user frames (\"--\" in multi-line stacks, \"-\" in folded ones)",
 	 .set = [](Options &o, G, V) { o.report.delimited = true; return ok; }},
-	{.name = "annotations", .shorts = "a", .kind = ValueKind::None, .value_name = nullptr, .group = "Output",
+	{.name = "annotations", .shorts = "a", .group = "Output",
 	 .help = "append _[k] to kernel frames",
 	 .set = [](Options &o, G, V) { o.report.annotations = true; return ok; }},
-	{.name = "verbose", .shorts = "v", .kind = ValueKind::None, .value_name = nullptr, .group = "Output",
+	{.name = "verbose", .shorts = "v", .group = "Output",
 	 .help = "each frame's address, symbol+offset, module, and file:line where debug info has it",
 	 .set = [](Options &o, G, V) { o.report.verbose = true; return ok; }},
 	{.name = "output", .shorts = "o", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file name",
@@ -178,7 +177,7 @@ const std::vector<OptionSpec> table = {
 		 "extension (.svg flame graph, .pb.gz pprof, .folded, .txt multi-line stacks); written whole to a "
 		 "temporary name, then renamed over FILE",
 	 .set = [](Options &o, G, V v) { o.output_path = v.text; return ok; }},
-	{.name = "format", .shorts = "", .kind = ValueKind::Choice, .value_name = "FORMAT",
+	{.name = "format", .kind = ValueKind::Choice, .value_name = "FORMAT",
 	 .choices = {{"stacks", nullptr}, {"folded", nullptr}, {"svg", nullptr}, {"pprof", nullptr}},
 	 .group = "Output", .help = "{choices}", .default_value = "stacks",
 	 .set = [](Options &, G g, V v) {
@@ -187,75 +186,75 @@ const std::vector<OptionSpec> table = {
 		 return ok;
 	 }},
 	// Continuous profiling
-	{.name = "interval", .shorts = "", .kind = ValueKind::Number, .value_name = "SECONDS", .min = 1, .max = 86400,
+	{.name = "interval", .kind = ValueKind::Number, .value_name = "SECONDS", .min = 1, .max = 86400,
 	 .expected = "whole seconds, {range}", .group = "Continuous profiling",
 	 .help = "end a window every SECONDS and write its report: to stdout, each opened by a line with the "
 		 "window's start and end; or, with -o, to a file named by the window's start through strftime fields "
 		 "(-o 'cpu-%Y%m%dT%H%M%S.pb.gz'); a name a window of this run already has gets .1, .2, ... before its "
 		 "extension. Every sample is in exactly one window; the last window ends with the run",
 	 .set = [](Options &o, G g, V v) { o.interval_s = v.number; g.interval = true; return ok; }},
-	{.name = "push", .shorts = "", .kind = ValueKind::Text, .value_name = "URL",
+	{.name = "push", .kind = ValueKind::Text, .value_name = "URL",
 	 .expected = "an http:// or https:// URL", .accepts = http_url, .group = "Continuous profiling",
 	 .help = "send each window, as gzipped pprof, to a Grafana Pyroscope server (its /ingest API: "
 		 "http://HOST:4040/ingest) or to a Parca server (its WriteRaw API, by gRPC-web, on port 7070: "
 		 "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw); nothing goes to stdout unless -o also names "
 		 "files. A failed push is retried, with backoff, from a queue; sampling never waits for the server",
 	 .set = [](Options &o, G, V v) { o.push_url = v.text; return ok; }},
-	{.name = "push-format", .shorts = "", .kind = ValueKind::Choice, .value_name = "FORMAT",
+	{.name = "push-format", .kind = ValueKind::Choice, .value_name = "FORMAT",
 	 .choices = {{"pyroscope", nullptr}, {"parca", nullptr}}, .group = "Continuous profiling",
 	 .help = "{choices}, for a URL whose path does not tell (http://HOST:4040 gets /ingest added, and so on)",
 	 .set = [](Options &o, G, V v) {
 		 o.push_format = v.text == "parca" ? PushFormat::Parca : PushFormat::Pyroscope;
 		 return ok;
 	 }},
-	{.name = "app", .shorts = "", .kind = ValueKind::Text, .value_name = "NAME",
+	{.name = "app", .kind = ValueKind::Text, .value_name = "NAME",
 	 .expected = "a name of up to 200 printable characters, none of space { } = , \" \\", .accepts = app_name,
 	 .group = "Continuous profiling", .help = "the service name each window carries (default: the host name)",
 	 .set = [](Options &o, G, V v) { o.app = v.text; return ok; }},
-	{.name = "push-queue", .shorts = "", .kind = ValueKind::Number, .value_name = "N", .min = 1, .max = 100000,
+	{.name = "push-queue", .kind = ValueKind::Number, .value_name = "N", .min = 1, .max = 100000,
 	 .expected = "a number of windows, {range}", .group = "Continuous profiling",
 	 .help = "windows kept while the server is unreachable (default {default}); a window pushed out of a full "
 		 "queue is counted on stderr",
 	 .default_value = "20", .set = [](Options &o, G, V v) { o.push_queue = uint32_t(v.number); return ok; }},
-	{.name = "push-queue-bytes", .shorts = "", .kind = ValueKind::Bytes, .value_name = "SIZE", .min = 1 << 16,
+	{.name = "push-queue-bytes", .kind = ValueKind::Bytes, .value_name = "SIZE", .min = 1 << 16,
 	 .max = 1ull << 40, .expected = "a size in bytes, 64K or more (K, M and G suffixes allowed)",
 	 .group = "Continuous profiling", .help = "their bytes at most (default {default}; K, M and G suffixes)",
 	 .default_value = "64M", .set = [](Options &o, G, V v) { o.push_queue_bytes = v.number; return ok; }},
-	{.name = "push-header", .shorts = "", .kind = ValueKind::Text, .value_name = "'NAME: VALUE'",
+	{.name = "push-header", .kind = ValueKind::Text, .value_name = "'NAME: VALUE'",
 	 .group = "Continuous profiling",
 	 .help = "a header every push carries (repeatable): a tenant (X-Scope-OrgID: ID), a gateway's route. Not "
 		 "for secrets: the command line is every user's to read",
 	 .set = push_header},
-	{.name = "push-auth-file", .shorts = "", .kind = ValueKind::Text, .value_name = "FILE",
+	{.name = "push-auth-file", .kind = ValueKind::Text, .value_name = "FILE",
 	 .expected = "a file", .accepts = nonempty, .group = "Continuous profiling",
 	 .help = "the server's credentials: a line 'Bearer TOKEN' or 'USER:PASSWORD' (basic auth), and "
 		 "'NAME: VALUE' lines for headers that hold secrets; '#' starts a comment. FILE must be owned by root "
 		 "(or by the user profile runs as) and readable by no one else. A server that refuses them (401, 403) "
 		 "gets no more windows this run: one line says so",
 	 .set = [](Options &o, G, V v) { o.push_auth_file = v.text; return ok; }},
-	{.name = "push-ca", .shorts = "", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file",
+	{.name = "push-ca", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file",
 	 .accepts = nonempty, .group = "Continuous profiling",
 	 .help = "trust https:// servers whose certificates this CA (PEM) signed instead of the system's CAs",
 	 .set = [](Options &o, G, V v) { o.push_ca = v.text; return ok; }},
-	{.name = "push-cert", .shorts = "", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file",
+	{.name = "push-cert", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file",
 	 .accepts = nonempty, .group = "Continuous profiling",
 	 .help = "a client certificate (PEM), for a server that asks for one",
 	 .set = [](Options &o, G, V v) { o.push_cert = v.text; return ok; }},
-	{.name = "push-key", .shorts = "", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file",
+	{.name = "push-key", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file",
 	 .accepts = nonempty, .group = "Continuous profiling",
 	 .help = "its private key, kept as --push-auth-file is",
 	 .set = [](Options &o, G, V v) { o.push_key = v.text; return ok; }},
-	{.name = "cgroup", .shorts = "", .kind = ValueKind::Text, .value_name = "PATH",
+	{.name = "cgroup", .kind = ValueKind::Text, .value_name = "PATH",
 	 .expected = "a cgroup v2 directory or path", .accepts = nonempty, .group = "Continuous profiling",
 	 .help = "only tasks in this cgroup v2 group or below it, filtered in the kernel; a directory of the "
 		 "cgroup2 mount, or a path as /proc/PID/cgroup shows it (repeatable: any of them)",
 	 .set = [](Options &o, G, V v) { o.cgroups.emplace_back(v.text); return ok; }},
-	{.name = "agent", .shorts = "", .kind = ValueKind::None, .value_name = nullptr, .group = "Continuous profiling",
+	{.name = "agent", .group = "Continuous profiling",
 	 .help = "a continuous agent's defaults: -f 19, --interval 15, the whole machine, until stopped; explicit "
 		 "options win",
 	 .set = [](Options &o, G, V) { o.agent = true; return ok; }},
 	// How user stacks are walked
-	{.name = "unwind", .shorts = "", .kind = ValueKind::Choice, .value_name = "MODE",
+	{.name = "unwind", .kind = ValueKind::Choice, .value_name = "MODE",
 	 .choices = {{"auto", "from the unwind tables (.eh_frame) that compilers put in programs and libraries, "
 			      "where there is one; by frame pointers elsewhere (the default)"},
 		     {"fp", "by frame pointers only, as BCC and perf -g do: programs built without frame pointers "
@@ -268,40 +267,40 @@ const std::vector<OptionSpec> table = {
 		 return ok;
 	 }},
 	// Limits
-	{.name = "stack-storage-size", .shorts = "", .kind = ValueKind::Number, .value_name = "N", .min = 1,
+	{.name = "stack-storage-size", .kind = ValueKind::Number, .value_name = "N", .min = 1,
 	 .max = 1u << 26, .expected = "a number of entries, {range}", .group = "Limits",
 	 .help = "distinct stacks the kernel keeps (default {default}); each takes about 8 bytes per frame of "
 		 "--perf-max-stack-depth, twice (one map fills while the other is read), from the start: 34 MiB by "
 		 "default",
 	 .default_value = "16384",
 	 .set = [](Options &o, G, V v) { o.stack_storage_size = uint32_t(v.number); return ok; }},
-	{.name = "hash-storage-size", .shorts = "", .kind = ValueKind::Number, .value_name = "N", .min = 1,
+	{.name = "hash-storage-size", .kind = ValueKind::Number, .value_name = "N", .min = 1,
 	 .max = 1u << 26, .expected = "a number of entries, {range}", .group = "Limits",
 	 .help = "distinct (process, user stack, kernel stack) counts the counts map holds (default {default}: "
 		 "3 MiB)",
 	 .default_value = "40960",
 	 .set = [](Options &o, G, V v) { o.hash_storage_size = uint32_t(v.number); return ok; }},
-	{.name = "perf-max-stack-depth", .shorts = "", .kind = ValueKind::Number, .value_name = "N", .min = 1,
+	{.name = "perf-max-stack-depth", .kind = ValueKind::Number, .value_name = "N", .min = 1,
 	 .max = 1024, .expected = "a number of frames, {range}", .group = "Limits",
 	 .help = "frames kept per stack, deeper ones are cut (default {default}; at most 127 but with --unwind fp)",
 	 .default_value = "127",
 	 .set = [](Options &o, G, V v) { o.max_stack_depth = uint32_t(v.number); return ok; }},
-	{.name = "unwind-table-size", .shorts = "", .kind = ValueKind::Number, .value_name = "N", .min = 1024,
+	{.name = "unwind-table-size", .kind = ValueKind::Number, .value_name = "N", .min = 1024,
 	 .max = 1u << 26, .expected = "a number of table rows, {range}", .group = "Limits",
 	 .help = "unwind table rows the kernel may hold, 8 bytes each, taken as tables load (default {default}: "
 		 "64 MiB at most)",
 	 .default_value = "8388608",
 	 .set = [](Options &o, G, V v) { o.unwind_table_size = uint32_t(v.number); return ok; }},
-	{.name = "unwind-cache-size", .shorts = "", .kind = ValueKind::Bytes, .value_name = "SIZE", .min = 0,
+	{.name = "unwind-cache-size", .kind = ValueKind::Bytes, .value_name = "SIZE", .min = 0,
 	 .max = 1ull << 40, .expected = "a size in bytes (K, M and G suffixes allowed), 0 for no cache",
 	 .group = "Limits",
 	 .help = "disk the unwind tables kept between runs may take (default {default}; K, M and G suffixes; 0: "
 		 "none kept), in /var/cache/profile/unwind, least recently used dropped first",
 	 .default_value = "256M", .set = [](Options &o, G, V v) { o.unwind_cache_size = v.number; return ok; }},
 	// Help
-	{.name = "help", .shorts = "h", .kind = ValueKind::None, .value_name = nullptr, .group = "Help",
+	{.name = "help", .shorts = "h", .group = "Help",
 	 .help = "this text", .set = [](Options &o, G, V) { o.help = true; return ok; }},
-	{.name = "version", .shorts = "V", .kind = ValueKind::None, .value_name = nullptr, .group = "Help",
+	{.name = "version", .shorts = "V", .group = "Help",
 	 .help = "the version", .set = [](Options &o, G, V) { o.version = true; return ok; }},
 };
 

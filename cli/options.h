@@ -92,10 +92,10 @@ struct OptionsGiven {
 };
 
 struct OptionSpec {
-	const char *name;       // the long name, without "--"
-	const char *shorts;     // its short letters ("fF"), the first named in errors; "" for none
-	ValueKind kind;
-	const char *value_name; // "HZ", "PID[,PID...]" in --help; nullptr for a switch
+	const char *name;            // the long name, without "--"
+	const char *shorts = "";     // its short letters ("fF"), the first named in errors
+	ValueKind kind = ValueKind::None;
+	const char *value_name = nullptr; // "HZ", "PID[,PID...]" in --help; nullptr for a switch
 	uint64_t min = 0, max = 0; // Number and Bytes
 	// What a bad value's error expects, after "expected ": "{range}" reads "MIN to MAX".
 	// Choice says its choices itself.
