@@ -2,45 +2,26 @@
 // write the report.
 #include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cinttypes>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
-#include <thread>
 
 #include "cli/options.h"
+#include "cli/session.h"
 #include "push/push.h"
 #include "report/delivery.h"
 #include "report/output_file.h"
-#include "report/report.h"
 #include "report/window.h"
-#include "sampler/account.h"
-#include "sampler/collected.h"
 #include "sampler/map_memory.h"
 #include "sampler/sampler.h"
-#include "sampler/side_band.h"
 #include "sampler/targets.h"
-#include "unwind/unwinder.h"
 #include "syms/cgroup.h"
 #include "syms/fd.h"
-#include "syms/process_history.h"
-#include "syms/symbolizer.h"
 
 namespace {
-
-int64_t clock_ns(clockid_t clock)
-{
-	timespec ts;
-	clock_gettime(clock, &ts);
-	return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 // True once nobody can read what goes to stdout: `profile | head` after head is gone.
 bool stdout_closed()
@@ -48,44 +29,6 @@ bool stdout_closed()
 	pollfd out{STDOUT_FILENO, 0, 0};
 	return poll(&out, 1, 0) == 1 && (out.revents & (POLLERR | POLLHUP));
 }
-
-// Where the time after sampling goes, wall clock and this thread's CPU, for PROFILE_DEBUG.
-class PhaseClock {
-public:
-	PhaseClock() { mark(""); }
-	void mark(const char *name)
-	{
-		marks_.push_back({name, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_THREAD_CPUTIME_ID)});
-	}
-	// "read 8.8 ms (CPU 3.0), symbolize ..." : each phase since the mark before it.
-	std::string summary() const
-	{
-		std::string text;
-		for (size_t i = 1; i < marks_.size(); i++) {
-			char phase[128];
-			std::snprintf(phase, sizeof(phase), "%s%s %.1f ms (CPU %.1f)", i > 1 ? ", " : "", marks_[i].name,
-				      (marks_[i].wall - marks_[i - 1].wall) / 1e6, (marks_[i].cpu - marks_[i - 1].cpu) / 1e6);
-			text += phase;
-		}
-		return text;
-	}
-
-private:
-	struct Mark {
-		const char *name;
-		int64_t wall, cpu;
-	};
-	std::vector<Mark> marks_;
-};
-
-// The samples of one window of --interval (without it, of the whole run), from its start
-// to the cut that ends it.
-struct Window {
-	explicit Window(ReportDetail detail) : collected(detail) {}
-	Collected collected; // what the report does not show is merged as it comes
-	RawProfile account;  // its batches' accounts added up (no entries)
-	int64_t start_real = 0, start_mono = 0;
-};
 
 std::string host_name()
 {
@@ -129,35 +72,6 @@ End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watc
 	}
 }
 
-// The maps' sizes as the sampler will create them on this kernel (see Sampler::Sampler).
-MapSizes map_sizes(const Options &options)
-{
-	MapSizes sizes;
-	sizes.stack_entries = options.stack_storage_size;
-	sizes.count_entries = options.hash_storage_size;
-	utsname name{};
-	int major = 0, minor = 0;
-	if (uname(&name) == 0)
-		std::sscanf(name.release, "%d.%d", &major, &minor);
-	auto at_least = [&](int want_major, int want_minor) {
-		return major > want_major || (major == want_major && minor >= want_minor);
-	};
-	// The sampler's own test of what the table unwinder needs: without it auto walks frame
-	// pointers.
-	sizes.unwinding = options.unwind != UnwindMode::FramePointers && options.user_stacks && unwinder_support().empty();
-	// The kernel cuts stacks at kernel.perf_event_max_stack, the unwinder at its deepest walk.
-	std::string text;
-	sizes.depth = options.max_stack_depth;
-	if (read_whole_file("/proc/sys/kernel/perf_event_max_stack", text) && std::atol(text.c_str()) > 0)
-		sizes.depth = std::min<uint32_t>(sizes.depth, uint32_t(std::atol(text.c_str())));
-	if (sizes.unwinding)
-		sizes.depth = std::min<uint32_t>(sizes.depth, UNWIND_MAX_DEPTH);
-	sizes.generations = getenv("PROFILE_NO_DRAIN") ? 1 : 2;
-	// Before 6.1 the sampler's hash maps are preallocated.
-	sizes.preallocated_hashes = !at_least(6, 1);
-	return sizes;
-}
-
 // MemAvailable, in bytes; 0 when unknown.
 uint64_t available_memory()
 {
@@ -166,14 +80,6 @@ uint64_t available_memory()
 		return 0;
 	const size_t at = meminfo.find("MemAvailable:");
 	return at == std::string::npos ? 0 : std::strtoull(meminfo.c_str() + at + 13, nullptr, 10) * 1024;
-}
-
-// Where unwind tables are kept between runs, across boots: systemd's CacheDirectory= for
-// the agent's unit ($CACHE_DIRECTORY), else /var/cache/profile.
-std::string unwind_cache_dir()
-{
-	const char *dir = getenv("CACHE_DIRECTORY");
-	return std::string(dir && *dir == '/' ? dir : "/var/cache/profile") + "/unwind";
 }
 
 // What the pusher is told of the run.
@@ -198,7 +104,7 @@ PushConfig push_config(const Options &options)
 
 // Values the parser cannot judge alone: they depend on this machine. "" when all is well;
 // notes gets what stderr should say before the run (a thread id -p made its process).
-std::string check_against_machine(Options &options, std::vector<std::string> &notes)
+std::string check_against_machine(Options &options, const MapPlan &plan, std::vector<std::string> &notes)
 {
 	if (std::string wrong = resolve_pids(options.pids, notes); !wrong.empty())
 		return wrong;
@@ -241,7 +147,7 @@ std::string check_against_machine(Options &options, std::vector<std::string> &no
 	}
 	// A map size that takes gigabytes of kernel memory costs seconds to create and free, and
 	// one beyond what the machine has fails, or reclaims its page cache first.
-	MapMemoryVerdict map_cost = judge_map_memory(map_sizes(options), available_memory());
+	MapMemoryVerdict map_cost = judge_map_memory(plan.sizes, available_memory());
 	if (!map_cost.error.empty())
 		return map_cost.error;
 	if (!map_cost.warning.empty())
@@ -258,70 +164,29 @@ std::string check_against_machine(Options &options, std::vector<std::string> &no
 	return "";
 }
 
-int run(const Options &options)
+// Blocks SIGINT and SIGTERM, which wait_for_end then takes: a signal sent at any moment
+// from here on is seen there. A closed stdout shows up as a failed write, handled there too.
+sigset_t block_stop_signals()
 {
-	PhaseClock startup;
-	check_privileges();
-	check_kernel_support();
-
 	sigset_t stop_signals;
 	sigemptyset(&stop_signals);
 	sigaddset(&stop_signals, SIGINT);
 	sigaddset(&stop_signals, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-	signal(SIGPIPE, SIG_IGN); // a closed stdout shows up as a failed write, handled below
+	signal(SIGPIPE, SIG_IGN);
+	return stop_signals;
+}
 
-	Sampler sampler(options);
-	startup.mark("load");
-	SymbolizerOptions symbolizer_options;
-	symbolizer_options.want_lines = options.report.verbose;
-	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
-		symbolizer_options.kernel_cache_dir = "/run/profile";
-	Symbolizer symbolizer(symbolizer_options);
+int run(const Options &options, const MapPlan &plan)
+{
+	RunSummary summary(options);
+	check_privileges();
+	check_kernel_support();
+	const sigset_t stop_signals = block_stop_signals();
 
-	// Kernel symbols do not depend on what is sampled: index them while sampling runs.
-	// Reading /proc/kallsyms is most of a run's own CPU, so -U, which never needs it,
-	// skips it.
-	std::thread kernel_symbols;
-	double kernel_symbols_cpu_ms = 0;
-	if (options.kernel_stacks)
-		kernel_symbols = std::thread([&] {
-			symbolizer.load_kernel_symbols();
-			kernel_symbols_cpu_ms = clock_ns(CLOCK_THREAD_CPUTIME_ID) / 1e6;
-		});
-	struct Joiner {
-		std::thread &t;
-		~Joiner()
-		{
-			if (t.joinable())
-				t.join();
-		}
-	} joiner{kernel_symbols};
-
-	// Follow every process from before the first sample, so that those which exit
-	// before the end can still be named: the side band first, then the snapshot, so
-	// nothing falls between them.
-	ProcessHistory history;
-	SideBand side_band(online_cpus());
-	startup.mark("side band");
-	snapshot_processes(history, uint64_t(clock_ns(CLOCK_MONOTONIC)));
-	startup.mark("snapshot");
-	// User addresses are located in the history, which knows processes that are gone too.
-	symbolizer.set_process_history(&history);
-	// The table unwinder's user half: mappings of sampled processes, tables of objects.
-	std::optional<Unwinder> unwinder;
-	if (UnwindMaps maps = sampler.unwind_maps(); maps.processes >= 0) {
-		// Root's, or the one systemd made for the agent's own user (CacheDirectory=).
-		const bool cache = (geteuid() == 0 || getenv("CACHE_DIRECTORY")) && !getenv("PROFILE_NO_UNWIND_CACHE") &&
-				   options.unwind_cache_size > 0;
-		unwinder.emplace(maps, cache ? unwind_cache_dir() : "", options.unwind_cache_size);
-		unwinder->prepare(history, options.pids);
-		startup.mark("unwind tables asked");
-	}
-	// What -p or -L names, from now on: its CPU time, and whether it still runs.
-	TargetWatch targets(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
+	Session session(options, plan, summary.startup());
 	const std::string host = host_name();
-	Reports reports(options, host);
+	Reports reports(delivery(options), host);
 	// Windows go to the server from a thread of the pusher's own: a slow or dead server
 	// never holds up sampling or the cuts.
 	std::optional<Pusher> pusher;
@@ -331,93 +196,14 @@ int run(const Options &options)
 			pusher->push(PushWindow{std::move(pprof_gz), start_ns, end_ns, samples});
 		});
 	}
-	auto join_kernel_symbols = [&] {
-		if (kernel_symbols.joinable())
-			kernel_symbols.join();
-	};
-	// The window being collected, and the account of the windows before it.
-	std::unique_ptr<Window> window = std::make_unique<Window>(reports.detail());
-	RawProfile run_account;
-	uint64_t windows = 0;
-	// Names a window's samples and sends its report on; the next window starts where it
-	// ended. The profile of the last window (the whole run without --interval) is kept.
-	Profile profile;
-	// What closing a window costs this thread (naming, writing, handing to the pusher).
-	double window_cpu_ms_sum = 0, window_cpu_ms_max = 0;
-	auto close_window = [&](int64_t end_mono, int64_t end_real) {
-		join_kernel_symbols();
-		const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-		profile = window->collected.name(symbolizer);
-		profile.command = options.command_line;
-		profile.frequency = options.frequency;
-		profile.period = options.period;
-		profile.period_ns = options.frequency ? 1000000000 / options.frequency : options.period;
-		profile.duration_s = double(end_mono - window->start_mono) / 1e9;
-		profile.start_time_ns = window->start_real;
-		profile.kernel_stacks = options.kernel_stacks;
-		profile.user_stacks = options.user_stacks;
-		profile.single_pid = targets.single_process();
-		profile.host = host;
-		if (options.interval_s)
-			reports.window(profile,
-				       {window->account.taken, window->account.stored, lost_samples(window->account.totals)},
-				       end_real);
-		run_account.add_account(window->account);
-		windows++;
-		const double cpu_ms = double(clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before) / 1e6;
-		window_cpu_ms_sum += cpu_ms;
-		window_cpu_ms_max = std::max(window_cpu_ms_max, cpu_ms);
-		auto next = std::make_unique<Window>(reports.detail());
-		next->start_mono = end_mono;
-		next->start_real = end_real;
-		window = std::move(next);
-	};
-	auto add_batch = [&](const RawProfile &batch) {
-		window->collected.add(batch, symbolizer);
-		window->account.add_account(batch);
-	};
-	const int64_t interval_ns = int64_t(options.interval_s) * 1000000000;
-	int64_t next_cut = INT64_MAX;
-	// A batch the sampler drained is located once the side band has told every mapping
-	// its samples ran in; after that, an exited process is needed only while the maps
-	// may still hold samples of it. At each --interval the maps are cut: the window's
-	// report holds exactly the samples taken in it.
-	auto has_samples = [&](uint32_t pid) { return sampler.has_samples(pid); };
-	auto follow_processes = [&] {
-		std::optional<RawProfile> batch = sampler.tick();
-		side_band.poll(history);
-		history.settle_labels(has_samples, uint64_t(clock_ns(CLOCK_MONOTONIC)));
-		if (unwinder)
-			unwinder->tick(history);
-		if (batch)
-			add_batch(*batch);
-		bool drained = batch.has_value();
-		if (const int64_t now = clock_ns(CLOCK_MONOTONIC); now >= next_cut) {
-			const int64_t now_real = clock_ns(CLOCK_REALTIME);
-			RawProfile last = sampler.cut();
-			side_band.poll(history);
-			history.settle_labels(has_samples, uint64_t(now));
-			add_batch(last);
-			close_window(now, now_real);
-			drained = true;
-			while (next_cut <= now)
-				next_cut += interval_ns;
-		}
-		// A process kept for its samples in the kernel is asked about again once they
-		// have been drained.
-		history.forget_exited(has_samples, drained);
-		return !reports.reader_gone();
-	};
-
-	if (options.interval_s && !sampler.can_cut())
+	WindowCutter windows(options, reports, session, host);
+	if (options.interval_s && !session.sampler().can_cut())
 		throw RunError("--interval cannot cut the maps while sampling on this kernel "
 			       "(it has no membarrier MEMBARRIER_CMD_GLOBAL, as with nohz_full)");
-	window->start_real = clock_ns(CLOCK_REALTIME);
-	window->start_mono = clock_ns(CLOCK_MONOTONIC);
-	if (options.interval_s)
-		next_cut = window->start_mono + interval_ns;
-	sampler.attach();
-	startup.mark("attach");
+
+	windows.start();
+	session.attach();
+	summary.startup().mark("attach");
 	const bool to_stdout = options.output_path.empty() && options.push_url.empty();
 	if (options.format == ReportFormat::Stacks && to_stdout)
 		std::cout << header_line(options) << std::endl;
@@ -427,72 +213,35 @@ int run(const Options &options)
 	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps. Below
 	// 50 Hz (an agent's 19) a process meets few samples in 20 ms, and waking 50 times a
 	// second was a good part of the profiler's own CPU: every 100 ms there.
-	const int64_t tick_ns = !unwinder || (options.frequency && options.frequency < 50) ? 100000000 : 20000000;
-	if (wait_for_end(options, stop_signals, to_stdout, targets, window->start_mono, tick_ns, follow_processes) ==
+	const int64_t tick_ns =
+		!session.unwinding() || (options.frequency && options.frequency < 50) ? 100000000 : 20000000;
+	auto follow = [&] {
+		session.follow(windows);
+		return !reports.reader_gone();
+	};
+	if (wait_for_end(options, stop_signals, to_stdout, session.targets(), windows.start_mono(), tick_ns, follow) ==
 	    End::TargetsExited)
-		fprintf(stderr, "profile: every %s sampled has exited\n", targets.threads() ? "thread" : "process");
-	sampler.detach();
+		fprintf(stderr, "profile: every %s sampled has exited\n", session.targets().threads() ? "thread" : "process");
+
+	session.detach();
 	const int64_t end = clock_ns(CLOCK_MONOTONIC), end_real = clock_ns(CLOCK_REALTIME);
-	Unwinder::Stats tables;
-	if (unwinder) {
-		unwinder->stop();
-		tables = unwinder->stats();
-	}
-	PhaseClock phases;
+	session.stop_tables();
+	summary.sampling_ended();
+	windows.add(session.read_rest());
+	summary.phase("read");
+	session.kernel_symbols_ready();
+	summary.phase("kernel symbols wait");
+	summary.last_window(windows);
+	windows.close(end, end_real);
+	summary.phase("symbolize");
 
-	RawProfile raw = sampler.read();
-	side_band.poll(history);
-	history.settle_labels(has_samples, uint64_t(clock_ns(CLOCK_MONOTONIC)));
-	add_batch(raw);
-	phases.mark("read");
-	join_kernel_symbols();
-	phases.mark("kernel symbols wait");
-	const size_t entries = window->collected.entry_count(), stacks = window->collected.stack_count();
-	close_window(end, end_real);
-	phases.mark("symbolize");
-
-	if (unwinder)
-		report_unwinding(run_account, tables);
-	int status = options.interval_s ? reports.status() : reports.single(profile);
-	if (pusher) {
-		// What is still queued gets a last chance, bounded: a service manager's stop
-		// timeout (30 s in the unit) must not run out first.
+	summary.unwinding(session, windows);
+	const int status = options.interval_s ? reports.status() : reports.single(windows.last());
+	// What is still queued gets a last chance, bounded: a service manager's stop timeout
+	// (30 s in the unit) must not run out first.
+	if (pusher)
 		pusher->finish(10);
-		const Pusher::Stats push = pusher->stats();
-		fprintf(stderr, "profile: push: %" PRIu64 " window%s sent to %s (%" PRIu64 " request%s, %" PRIu64
-				" failed, %" PRIu64 " window%s dropped, %" PRIu64 " of them refused); a request took %.1f ms "
-				"on average, %.1f ms at most\n",
-			push.sent, push.sent == 1 ? "" : "s", url_for_humans(options.push_url).c_str(), push.attempts,
-			push.attempts == 1 ? "" : "s", push.failures, push.dropped, push.dropped == 1 ? "" : "s",
-			push.refused, push.attempts ? push.total_ms / double(push.attempts) : 0.0, push.max_ms);
-	}
-	if (options.interval_s)
-		fprintf(stderr, "profile: %" PRIu64 " window%s: %s\n", windows, windows == 1 ? "" : "s",
-			window_account(run_account.taken, run_account.stored, lost_samples(run_account.totals)).c_str());
-	if (getenv("PROFILE_DEBUG")) {
-		phases.mark("report");
-		fprintf(stderr, "profile: before sampling: %s; kernel symbols' thread CPU %.1f ms%s\n",
-			startup.summary().c_str(), kernel_symbols_cpu_ms,
-			symbolizer.stats().kallsyms_reread ? " (the cache did not hold every address: read again)" : "");
-		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %zu objects, %" PRIu64 " drains, "
-				"%zu processes followed; whole run's CPU %.1f ms\n",
-			phases.summary().c_str(), entries, stacks, symbolizer.object_count(), sampler.drains(),
-			history.process_count(), clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
-		if (options.interval_s)
-			fprintf(stderr, "profile: windows: %" PRIu64 " closed, CPU to name and write one %.1f ms on average, "
-					"%.1f ms at most\n",
-				windows, window_cpu_ms_sum / double(std::max<uint64_t>(windows, 1)), window_cpu_ms_max);
-		if (unwinder)
-			fprintf(stderr, "profile: unwind tables: %u asked for, %u in the kernel (%u from the cache, %" PRIu64
-					" rows of %u), %u without CFI, %u without room, %u unfinished; built in %.1f ms "
-					"(CPU %.1f); mappings of %u processes sent, %u mappings left out\n",
-				tables.objects, tables.ready, tables.from_cache, tables.rows, tables.row_capacity,
-				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
-				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
-	}
-	if (!options.interval_s)
-		explain_empty(profile, run_account, options, targets);
-	report_losses(run_account, options);
+	summary.print(session, windows, pusher ? &*pusher : nullptr);
 	return status;
 }
 
@@ -515,15 +264,17 @@ int main(int argc, char **argv)
 		std::cout << "profile " << PROFILE_VERSION << '\n';
 		return 0;
 	}
+	// The maps' sizes, decided once: judged here for their memory, made so by the sampler.
+	const MapPlan plan = plan_maps(options);
 	std::vector<std::string> notes;
-	if (std::string wrong = check_against_machine(options, notes); !wrong.empty()) {
+	if (std::string wrong = check_against_machine(options, plan, notes); !wrong.empty()) {
 		fprintf(stderr, "profile: %s\n", wrong.c_str());
 		return 2;
 	}
 	for (const std::string &note : notes)
 		fprintf(stderr, "profile: %s\n", note.c_str());
 	try {
-		return run(options);
+		return run(options, plan);
 	} catch (const RunError &e) {
 		fprintf(stderr, "profile: %s\n", e.what());
 		return 1;

@@ -1,5 +1,5 @@
-// cli/options.cpp: parses the command line (doc/cli.md says why it is so); each bad value
-// is one UsageError line.
+// cli/options.cpp: the command line (doc/cli.md says why it is so): one table of options
+// drives the parse, the errors and --help; each bad value is one UsageError line.
 #include "cli/options.h"
 
 #include <getopt.h>
@@ -12,71 +12,7 @@
 
 namespace {
 
-enum LongOnly {
-	OPT_FOLDED = 1000,
-	OPT_SW_EVENT,
-	OPT_FORMAT,
-	OPT_STACK_STORAGE,
-	OPT_HASH_STORAGE,
-	OPT_STACK_DEPTH,
-	OPT_UNWIND,
-	OPT_UNWIND_TABLE_SIZE,
-	OPT_UNWIND_CACHE_SIZE,
-	OPT_INTERVAL,
-	OPT_PUSH,
-	OPT_PUSH_FORMAT,
-	OPT_APP,
-	OPT_PUSH_QUEUE,
-	OPT_PUSH_QUEUE_BYTES,
-	OPT_PUSH_HEADER,
-	OPT_PUSH_AUTH_FILE,
-	OPT_PUSH_CA,
-	OPT_PUSH_CERT,
-	OPT_PUSH_KEY,
-	OPT_CGROUP,
-	OPT_AGENT,
-};
-
-const option long_options[] = {
-	{"frequency", required_argument, nullptr, 'f'},
-	{"count", required_argument, nullptr, 'c'},
-	{"sw-event", no_argument, nullptr, OPT_SW_EVENT},
-	{"pid", required_argument, nullptr, 'p'},
-	{"tid", required_argument, nullptr, 'L'},
-	{"cpu", required_argument, nullptr, 'C'},
-	{"include-idle", no_argument, nullptr, 'I'},
-	{"user-stacks-only", no_argument, nullptr, 'U'},
-	{"kernel-stacks-only", no_argument, nullptr, 'K'},
-	{"folded", no_argument, nullptr, OPT_FOLDED},
-	{"fold-extend", no_argument, nullptr, 'E'},
-	{"delimited", no_argument, nullptr, 'd'},
-	{"annotations", no_argument, nullptr, 'a'},
-	{"verbose", no_argument, nullptr, 'v'},
-	{"output", required_argument, nullptr, 'o'},
-	{"format", required_argument, nullptr, OPT_FORMAT},
-	{"stack-storage-size", required_argument, nullptr, OPT_STACK_STORAGE},
-	{"hash-storage-size", required_argument, nullptr, OPT_HASH_STORAGE},
-	{"perf-max-stack-depth", required_argument, nullptr, OPT_STACK_DEPTH},
-	{"unwind", required_argument, nullptr, OPT_UNWIND},
-	{"unwind-table-size", required_argument, nullptr, OPT_UNWIND_TABLE_SIZE},
-	{"unwind-cache-size", required_argument, nullptr, OPT_UNWIND_CACHE_SIZE},
-	{"interval", required_argument, nullptr, OPT_INTERVAL},
-	{"push", required_argument, nullptr, OPT_PUSH},
-	{"push-format", required_argument, nullptr, OPT_PUSH_FORMAT},
-	{"app", required_argument, nullptr, OPT_APP},
-	{"push-queue", required_argument, nullptr, OPT_PUSH_QUEUE},
-	{"push-queue-bytes", required_argument, nullptr, OPT_PUSH_QUEUE_BYTES},
-	{"push-header", required_argument, nullptr, OPT_PUSH_HEADER},
-	{"push-auth-file", required_argument, nullptr, OPT_PUSH_AUTH_FILE},
-	{"push-ca", required_argument, nullptr, OPT_PUSH_CA},
-	{"push-cert", required_argument, nullptr, OPT_PUSH_CERT},
-	{"push-key", required_argument, nullptr, OPT_PUSH_KEY},
-	{"cgroup", required_argument, nullptr, OPT_CGROUP},
-	{"agent", no_argument, nullptr, OPT_AGENT},
-	{"help", no_argument, nullptr, 'h'},
-	{"version", no_argument, nullptr, 'V'},
-	{},
-};
+const std::string ok;
 
 // Whole-string unsigned decimal in [min, max], or nothing.
 std::optional<uint64_t> parse_number(std::string_view text, uint64_t min, uint64_t max)
@@ -123,241 +59,570 @@ std::optional<std::vector<uint32_t>> parse_id_list(std::string_view text)
 	}
 }
 
-std::string option_name(int opt, const char *typed)
+bool nonempty(std::string_view text)
 {
-	for (const option &o : long_options)
-		if (o.name && o.val == opt)
-			return opt < 256 ? std::string("-") + char(opt) : std::string("--") + o.name;
-	return typed;
+	return !text.empty();
 }
 
+bool http_url(std::string_view text)
+{
+	return text.starts_with("http://") || text.starts_with("https://");
+}
+
+// Pyroscope's application names and label values: no braces, commas, quotes, spaces or
+// control characters.
+bool app_name(std::string_view text)
+{
+	return !text.empty() && text.size() <= 200 && std::none_of(text.begin(), text.end(), [](unsigned char c) {
+		return c <= ' ' || c >= 0x7f || std::strchr("{}=,\"\\", c);
+	});
+}
+
+std::string push_header(Options &o, OptionsGiven &, const OptionValue &v)
+{
+	// The value is not quoted back: it may be a secret.
+	if (std::string wrong = check_push_header(v.text); !wrong.empty())
+		return "invalid --push-header: " + wrong;
+	// Whatever is typed here is in /proc/PID/cmdline, for every user to read.
+	std::string name(v.text.substr(0, v.text.find(':')));
+	std::string lower = name;
+	std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+	if (lower == "authorization" || lower == "proxy-authorization" || lower == "cookie")
+		return "--push-header " + name + ": a secret on the command line, where every user can read it (ps, "
+		       "/proc/PID/cmdline): put it in --push-auth-file";
+	o.push_headers.emplace_back(v.text);
+	return ok;
+}
+
+// The options, in --help's order.
+//
+// To add an option, add one row where --help should list it: its long name, its short
+// letters ("" for none), the kind of its value and, for a number or a size, its range, the
+// phrase its error expects, its group and help text, its default (as typed), and `set`, a
+// lambda that stores the value in a field of Options (declared, with its default, in
+// cli/options.h). The parse, the error for a bad value and --help follow from the row; for
+// example a switch and a number:
+//   {.name = "no-inline", .group = "Output", .help = "...",
+//    .set = [](Options &o, G, V) { o.inline_frames = false; return ok; }},
+//   {.name = "debuginfod-timeout", .kind = ValueKind::Number, .value_name = "SECONDS",
+//    .min = 1, .max = 600, .expected = "whole seconds, {range}", .group = "...",
+//    .help = "... (default {default})", .default_value = "10",
+//    .set = [](Options &o, G, V v) { o.debuginfod_timeout_s = v.number; return ok; }},
+// A new group also gets a line in group_texts when it opens with a sentence. Then run
+// scripts/readme-help.sh (README.md's Options block is --help) and document the option in
+// doc/profile.8 with a tag as --help writes it, under the .SS of its group:
+// tests/test_install.cpp fails until both agree with the table. A check of the option
+// against others goes in check_combinations below; one against this machine in
+// profile.cpp's check_against_machine.
+using V = const OptionValue &;
+using G = OptionsGiven &;
+const std::vector<OptionSpec> table = {
+	// Sampling
+	{.name = "frequency", .shorts = "fF", .kind = ValueKind::Number, .value_name = "HZ", .min = 1, .max = 1000000,
+	 .expected = "samples per second, {range}", .group = "Sampling",
+	 .help = "samples per second on each CPU (default {default})", .default_value = "49",
+	 .set = [](Options &o, G g, V v) { o.frequency = v.number; g.frequency = true; return ok; }},
+	{.name = "count", .shorts = "c", .kind = ValueKind::Number, .value_name = "N", .min = 1, .max = UINT64_MAX >> 1,
+	 .expected = "a positive event count", .group = "Sampling",
+	 .help = "one sample every N nanoseconds of CPU time on each CPU, instead of -f (-c 10000000: every 10 ms, "
+		 "as -f 100)",
+	 .set = [](Options &o, G g, V v) { o.period = v.number; g.count = true; return ok; }},
+	{.name = "sw-event", .group = "Sampling",
+	 .help = "changes nothing: sampling always uses the cpu-clock software timer, which needs no hardware "
+		 "counters (it works in VMs); accepted so that command lines that pass it keep working",
+	 .set = [](Options &, G, V) { return ok; }},
+	// What to sample
+	{.name = "pid", .shorts = "p", .kind = ValueKind::Ids, .value_name = "PID[,PID...]",
+	 .expected = "a comma-separated list of positive ids", .group = "What to sample",
+	 .help = "only these processes; a thread id stands for its whole process, as with perf record -p (-L "
+		 "samples one thread)",
+	 .set = [](Options &o, G, V v) { o.pids.insert(o.pids.end(), v.ids.begin(), v.ids.end()); return ok; }},
+	{.name = "tid", .shorts = "L", .kind = ValueKind::Ids, .value_name = "TID[,TID...]",
+	 .expected = "a comma-separated list of positive ids", .group = "What to sample",
+	 .help = "only these threads (thread ids, as top -H or ps -L show them)",
+	 .set = [](Options &o, G, V v) { o.tids.insert(o.tids.end(), v.ids.begin(), v.ids.end()); return ok; }},
+	{.name = "cpu", .shorts = "C", .kind = ValueKind::Number, .value_name = "CPU", .min = 0, .max = 65535,
+	 .expected = "a CPU number", .group = "What to sample", .help = "only this CPU (numbered from 0)",
+	 .set = [](Options &o, G, V v) { o.cpu = int(v.number); return ok; }},
+	{.name = "include-idle", .shorts = "I", .group = "What to sample",
+	 .help = "keep the samples of idle CPUs, which run the idle task (swapper, pid 0); without -I they are "
+		 "dropped",
+	 .set = [](Options &o, G, V) { o.include_idle = true; return ok; }},
+	{.name = "user-stacks-only", .shorts = "U", .group = "What to sample",
+	 .help = "user-space stacks only, no kernel frames",
+	 .set = [](Options &, G g, V) { g.user_only = true; return ok; }},
+	{.name = "kernel-stacks-only", .shorts = "K", .group = "What to sample",
+	 .help = "kernel stacks only, no user frames",
+	 .set = [](Options &, G g, V) { g.kernel_only = true; return ok; }},
+	// Output
+	{.name = "folded", .group = "Output",
+	 .help = "one line per stack, root first: comm;frame;...;frame COUNT",
+	 .set = [](Options &, G g, V) { g.folded = g.folded_flag = true; return ok; }},
+	{.name = "fold-extend", .shorts = "E", .group = "Output",
+	 .help = "folded, with the process id in the root frame: comm-PID;... (with --format svg: a flame graph "
+		 "with the process ids)",
+	 .set = [](Options &o, G g, V) { g.folded = o.report.fold_pid = true; return ok; }},
+	{.name = "delimited", .shorts = "d", .group = "Output",
+	 .help = "a delimiter between kernel and user frames (\"--\" in multi-line stacks, \"-\" in folded ones)",
+	 .set = [](Options &o, G, V) { o.report.delimited = true; return ok; }},
+	{.name = "annotations", .shorts = "a", .group = "Output",
+	 .help = "append _[k] to kernel frames",
+	 .set = [](Options &o, G, V) { o.report.annotations = true; return ok; }},
+	{.name = "verbose", .shorts = "v", .group = "Output",
+	 .help = "each frame's address, symbol+offset, module, and file:line where debug info has it",
+	 .set = [](Options &o, G, V) { o.report.verbose = true; return ok; }},
+	{.name = "output", .shorts = "o", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file name",
+	 .accepts = nonempty, .group = "Output",
+	 .help = "write the report to FILE, in the format named by --format, --folded or -E, else by its "
+		 "extension (.svg flame graph, .pb.gz pprof, .folded, .txt multi-line stacks); written whole to a "
+		 "temporary name, then renamed over FILE",
+	 .set = [](Options &o, G, V v) { o.output_path = v.text; return ok; }},
+	{.name = "format", .kind = ValueKind::Choice, .value_name = "FORMAT",
+	 .choices = {{"stacks", nullptr}, {"folded", nullptr}, {"svg", nullptr}, {"pprof", nullptr}},
+	 .group = "Output", .help = "{choices}", .default_value = "stacks",
+	 .set = [](Options &, G g, V v) {
+		 g.format = format_from_name(v.text);
+		 g.format_name = v.text;
+		 return ok;
+	 }},
+	// Continuous profiling
+	{.name = "interval", .kind = ValueKind::Number, .value_name = "SECONDS", .min = 1, .max = 86400,
+	 .expected = "whole seconds, {range}", .group = "Continuous profiling",
+	 .help = "end a window every SECONDS and write its report: to stdout, each opened by a line with the "
+		 "window's start and end; or, with -o, to a file named by the window's start through strftime fields "
+		 "(-o 'cpu-%Y%m%dT%H%M%S.pb.gz'); a name a window of this run already has gets .1, .2, ... before its "
+		 "extension. Every sample is in exactly one window; the last window ends with the run",
+	 .set = [](Options &o, G g, V v) { o.interval_s = v.number; g.interval = true; return ok; }},
+	{.name = "push", .kind = ValueKind::Text, .value_name = "URL",
+	 .expected = "an http:// or https:// URL", .accepts = http_url, .group = "Continuous profiling",
+	 .help = "send each window, as gzipped pprof, to a Grafana Pyroscope server (its /ingest API: "
+		 "http://HOST:4040/ingest) or to a Parca server (its WriteRaw API, by gRPC-web, on port 7070: "
+		 "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw); nothing goes to stdout unless -o also names "
+		 "files. A failed push is retried, with backoff, from a queue; sampling never waits for the server",
+	 .set = [](Options &o, G, V v) { o.push_url = v.text; return ok; }},
+	{.name = "push-format", .kind = ValueKind::Choice, .value_name = "FORMAT",
+	 .choices = {{"pyroscope", nullptr}, {"parca", nullptr}}, .group = "Continuous profiling",
+	 .help = "{choices}, for a URL whose path does not tell (http://HOST:4040 gets /ingest added, and so on)",
+	 .set = [](Options &o, G, V v) {
+		 o.push_format = v.text == "parca" ? PushFormat::Parca : PushFormat::Pyroscope;
+		 return ok;
+	 }},
+	{.name = "app", .kind = ValueKind::Text, .value_name = "NAME",
+	 .expected = "a name of up to 200 printable characters, none of space { } = , \" \\", .accepts = app_name,
+	 .group = "Continuous profiling", .help = "the service name each window carries (default: the host name)",
+	 .set = [](Options &o, G, V v) { o.app = v.text; return ok; }},
+	{.name = "push-queue", .kind = ValueKind::Number, .value_name = "N", .min = 1, .max = 100000,
+	 .expected = "a number of windows, {range}", .group = "Continuous profiling",
+	 .help = "windows kept while the server is unreachable (default {default}); a window pushed out of a full "
+		 "queue is counted on stderr",
+	 .default_value = "20", .set = [](Options &o, G, V v) { o.push_queue = uint32_t(v.number); return ok; }},
+	{.name = "push-queue-bytes", .kind = ValueKind::Bytes, .value_name = "SIZE", .min = 1 << 16,
+	 .max = 1ull << 40, .expected = "a size in bytes, 64K or more (K, M and G suffixes allowed)",
+	 .group = "Continuous profiling", .help = "their bytes at most (default {default}; K, M and G suffixes)",
+	 .default_value = "64M", .set = [](Options &o, G, V v) { o.push_queue_bytes = v.number; return ok; }},
+	{.name = "push-header", .kind = ValueKind::Text, .value_name = "'NAME: VALUE'",
+	 .group = "Continuous profiling",
+	 .help = "a header every push carries (repeatable): a tenant (X-Scope-OrgID: ID), a gateway's route. Not "
+		 "for secrets: the command line is every user's to read",
+	 .set = push_header},
+	{.name = "push-auth-file", .kind = ValueKind::Text, .value_name = "FILE",
+	 .expected = "a file", .accepts = nonempty, .group = "Continuous profiling",
+	 .help = "the server's credentials: a line 'Bearer TOKEN' or 'USER:PASSWORD' (basic auth), and "
+		 "'NAME: VALUE' lines for headers that hold secrets; '#' starts a comment. FILE must be owned by root "
+		 "(or by the user profile runs as) and readable by no one else. A server that refuses them (401, 403) "
+		 "gets no more windows this run: one line says so",
+	 .set = [](Options &o, G, V v) { o.push_auth_file = v.text; return ok; }},
+	{.name = "push-ca", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file",
+	 .accepts = nonempty, .group = "Continuous profiling",
+	 .help = "trust https:// servers whose certificates this CA (PEM) signed instead of the system's CAs",
+	 .set = [](Options &o, G, V v) { o.push_ca = v.text; return ok; }},
+	{.name = "push-cert", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file",
+	 .accepts = nonempty, .group = "Continuous profiling",
+	 .help = "a client certificate (PEM), for a server that asks for one",
+	 .set = [](Options &o, G, V v) { o.push_cert = v.text; return ok; }},
+	{.name = "push-key", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file",
+	 .accepts = nonempty, .group = "Continuous profiling",
+	 .help = "its private key, kept as --push-auth-file is",
+	 .set = [](Options &o, G, V v) { o.push_key = v.text; return ok; }},
+	{.name = "cgroup", .kind = ValueKind::Text, .value_name = "PATH",
+	 .expected = "a cgroup v2 directory or path", .accepts = nonempty, .group = "Continuous profiling",
+	 .help = "only tasks in this cgroup v2 group or below it, filtered in the kernel; a directory of the "
+		 "cgroup2 mount, or a path as /proc/PID/cgroup shows it (repeatable: any of them)",
+	 .set = [](Options &o, G, V v) { o.cgroups.emplace_back(v.text); return ok; }},
+	{.name = "agent", .group = "Continuous profiling",
+	 .help = "a continuous agent's defaults: -f 19, --interval 15, the whole machine, until stopped; explicit "
+		 "options win",
+	 .set = [](Options &o, G, V) { o.agent = true; return ok; }},
+	// How user stacks are walked
+	{.name = "unwind", .kind = ValueKind::Choice, .value_name = "MODE",
+	 .choices = {{"auto", "from the unwind tables (.eh_frame) that compilers put in programs and libraries, "
+			      "where there is one; by frame pointers elsewhere (the default)"},
+		     {"fp", "by frame pointers only, as BCC and perf -g do: programs built without frame pointers "
+			    "(most of Debian's) lose their callers"},
+		     {"dwarf", "from unwind tables only; a stack ends where no table covers it"}},
+	 .group = "How user stacks are walked", .default_value = "auto",
+	 .set = [](Options &o, G, V v) {
+		 o.unwind = v.text == "fp" ? UnwindMode::FramePointers : v.text == "dwarf" ? UnwindMode::Tables
+											 : UnwindMode::Auto;
+		 return ok;
+	 }},
+	// Limits
+	{.name = "stack-storage-size", .kind = ValueKind::Number, .value_name = "N", .min = 1,
+	 .max = 1u << 26, .expected = "a number of entries, {range}", .group = "Limits",
+	 .help = "distinct stacks the kernel keeps (default {default}); each takes about 8 bytes per frame of "
+		 "--perf-max-stack-depth, twice (one map fills while the other is read), from the start: 34 MiB by "
+		 "default",
+	 .default_value = "16384",
+	 .set = [](Options &o, G, V v) { o.stack_storage_size = uint32_t(v.number); return ok; }},
+	{.name = "hash-storage-size", .kind = ValueKind::Number, .value_name = "N", .min = 1,
+	 .max = 1u << 26, .expected = "a number of entries, {range}", .group = "Limits",
+	 .help = "distinct (process, user stack, kernel stack) counts the counts map holds (default {default}: "
+		 "3 MiB)",
+	 .default_value = "40960",
+	 .set = [](Options &o, G, V v) { o.hash_storage_size = uint32_t(v.number); return ok; }},
+	{.name = "perf-max-stack-depth", .kind = ValueKind::Number, .value_name = "N", .min = 1,
+	 .max = 1024, .expected = "a number of frames, {range}", .group = "Limits",
+	 .help = "frames kept per stack, deeper ones are cut (default {default}; at most 127 but with --unwind fp)",
+	 .default_value = "127",
+	 .set = [](Options &o, G, V v) { o.max_stack_depth = uint32_t(v.number); return ok; }},
+	{.name = "unwind-table-size", .kind = ValueKind::Number, .value_name = "N", .min = 1024,
+	 .max = 1u << 26, .expected = "a number of table rows, {range}", .group = "Limits",
+	 .help = "unwind table rows the kernel may hold, 8 bytes each, taken as tables load (default {default}: "
+		 "64 MiB at most)",
+	 .default_value = "8388608",
+	 .set = [](Options &o, G, V v) { o.unwind_table_size = uint32_t(v.number); return ok; }},
+	{.name = "unwind-cache-size", .kind = ValueKind::Bytes, .value_name = "SIZE", .min = 0,
+	 .max = 1ull << 40, .expected = "a size in bytes (K, M and G suffixes allowed), 0 for no cache",
+	 .group = "Limits",
+	 .help = "disk the unwind tables kept between runs may take (default {default}; K, M and G suffixes; 0: "
+		 "none kept), in /var/cache/profile/unwind, least recently used dropped first",
+	 .default_value = "256M", .set = [](Options &o, G, V v) { o.unwind_cache_size = v.number; return ok; }},
+	// Help
+	{.name = "help", .shorts = "h", .group = "Help",
+	 .help = "this text", .set = [](Options &o, G, V) { o.help = true; return ok; }},
+	{.name = "version", .shorts = "V", .group = "Help",
+	 .help = "the version", .set = [](Options &o, G, V) { o.version = true; return ok; }},
+};
+
+// What a group of --help says before its options ("Name: intro") and after them.
+struct GroupText {
+	const char *name, *intro, *outro;
+};
+const GroupText group_texts[] = {
+	{"Sampling",
+	 "a timer on each CPU (the kernel's cpu-clock event) takes a sample of whatever runs there, kernel and "
+	 "user stack, as often as -f or -c says.",
+	 nullptr},
+	{"Output", "without one of these, multi-line stacks in BCC's layout, the hottest stack printed last.",
+	 nullptr},
+	{"Continuous profiling", "cut the run into windows, each its own report.",
+	 "Each pprof sample carries its process as labels: pid, comm, and, read from /proc/PID/cgroup, its cgroup "
+	 "path and container id (docker, containerd, CRI-O, podman, Kubernetes pods). -E's folded roots read "
+	 "comm-PID@CONTAINER (12 characters of the id) for processes in a container."},
+	{"Limits",
+	 "the kernel keeps what is sampled in maps until profile reads them (as they fill, and at the end); a "
+	 "full map loses samples, and the last line on stderr then says how many and which option to raise. "
+	 "Larger maps take more kernel memory, from the start of the run: above 1 GiB profile warns, above half "
+	 "the memory available it refuses.",
+	 nullptr},
+};
+
+// An option's value that getopt_long returns: its first short letter, or one past the
+// letters for a long-only one.
+int getopt_value(size_t index)
+{
+	return table[index].shorts[0] ? table[index].shorts[0] : 256 + int(index);
+}
+
+const OptionSpec *spec_of(int value)
+{
+	for (size_t i = 0; i < table.size(); i++)
+		if (getopt_value(i) == value || (value < 256 && std::strchr(table[i].shorts, value) && value))
+			return &table[i];
+	return nullptr;
+}
+
+// "-f" for an option with a short name, else "--name": how errors name it.
+std::string display_name(const OptionSpec &spec)
+{
+	return spec.shorts[0] ? std::string("-") + spec.shorts[0] : std::string("--") + spec.name;
+}
+
+// "a, b or c"; with `bar`, "a | b | c".
+std::string choice_list(const OptionSpec &spec, bool bar)
+{
+	std::string text;
+	for (size_t i = 0; i < spec.choices.size(); i++) {
+		if (i)
+			text += bar ? " | " : i + 1 == spec.choices.size() ? " or " : ", ";
+		text += spec.choices[i].name;
+	}
+	return text;
+}
+
+std::string replace_all(std::string text, std::string_view from, const std::string &to)
+{
+	for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())
+		text.replace(at, from.size(), to);
+	return text;
+}
+
+std::string expected_text(const OptionSpec &spec)
+{
+	if (spec.kind == ValueKind::Choice)
+		return choice_list(spec, false);
+	return replace_all(spec.expected ? spec.expected : "", "{range}",
+			   std::to_string(spec.min) + " to " + std::to_string(spec.max));
+}
+
+// Reads one option's value by its kind; "" when it is good, else the usage error.
+std::string read_value(const OptionSpec &spec, std::string_view arg, OptionValue &value)
+{
+	value.text = arg;
+	bool good = true;
+	switch (spec.kind) {
+	case ValueKind::None:
+		break;
+	case ValueKind::Number:
+	case ValueKind::Bytes: {
+		auto n = spec.kind == ValueKind::Number ? parse_number(arg, spec.min, spec.max)
+							: parse_bytes(arg, spec.min, spec.max);
+		good = n.has_value();
+		value.number = n.value_or(0);
+		break;
+	}
+	case ValueKind::Ids: {
+		auto ids = parse_id_list(arg);
+		good = ids.has_value();
+		if (ids)
+			value.ids = std::move(*ids);
+		break;
+	}
+	case ValueKind::Choice:
+		good = std::any_of(spec.choices.begin(), spec.choices.end(),
+				   [&](const OptionChoice &c) { return arg == c.name; });
+		break;
+	case ValueKind::Text:
+		good = !spec.accepts || spec.accepts(arg);
+		break;
+	}
+	if (good)
+		return "";
+	return "invalid value '" + std::string(arg) + "' for " + display_name(spec) + ": expected " + expected_text(spec);
+}
+
+// The checks of options against each other, once every one has been read; settles what
+// depends on more than one.
+std::string check_combinations(Options &options, const OptionsGiven &given)
+{
+	if (given.user_only && given.kernel_only)
+		return "-U and -K cannot be used together: -U keeps only user stacks, -K only kernel stacks";
+	if (given.frequency && given.count)
+		return "-f and -c cannot be used together: sample by frequency or by event count";
+	if (!options.pids.empty() && !options.tids.empty())
+		return "-p and -L cannot be used together";
+	if (given.count)
+		options.frequency = 0;
+	// --agent: what a continuous agent wants, where the command line does not say otherwise.
+	if (options.agent) {
+		if (!given.frequency && !given.count)
+			options.frequency = 19;
+		if (!given.interval)
+			options.interval_s = 15;
+		if (!options.pids.empty() || !options.tids.empty())
+			return "--agent samples the whole machine: -p and -L cannot be used with it (--cgroup can)";
+	}
+	if (!options.push_url.empty() && !options.interval_s)
+		return "--push sends one window every --interval seconds: give --interval (or --agent)";
+	if (options.push_format != PushFormat::Auto && options.push_url.empty())
+		return "--push-format says how to --push: give --push URL too";
+	for (auto [given_too, name] : {std::pair{!options.push_headers.empty(), "--push-header"},
+				       {!options.push_auth_file.empty(), "--push-auth-file"},
+				       {!options.push_ca.empty(), "--push-ca"},
+				       {!options.push_cert.empty(), "--push-cert"},
+				       {!options.push_key.empty(), "--push-key"}})
+		if (given_too && options.push_url.empty())
+			return std::string(name) + " is for --push: give --push URL too";
+	if (options.push_cert.empty() != options.push_key.empty())
+		return "--push-cert and --push-key go together: the client certificate and its key";
+	if (!options.push_url.empty() && options.push_url.starts_with("http://") &&
+	    !(options.push_ca + options.push_cert).empty())
+		return std::string(options.push_ca.empty() ? "--push-cert" : "--push-ca") +
+		       " is for an https:// --push URL";
+	// Report titles and pprof comments carry the command line: never the URL's password.
+	if (options.push_url.find('@') != std::string::npos)
+		if (std::string shown = url_for_humans(options.push_url); shown != options.push_url)
+			for (size_t at; (at = options.command_line.find(options.push_url)) != std::string::npos;)
+				options.command_line.replace(at, options.push_url.size(), shown);
+	options.user_stacks = !given.kernel_only;
+	options.kernel_stacks = !given.user_only;
+
+	// The format is what a format flag names (--format, else --folded or -E), else what
+	// -o's extension names: what the user typed to choose it beats what a file name
+	// suggests. -E also puts the process id in the root frames of --format svg.
+	if (given.format && given.folded_flag && *given.format != ReportFormat::Folded)
+		return "--folded and --format " + given.format_name + " name two formats: give one";
+	if (given.format)
+		options.format = *given.format;
+	else if (given.folded)
+		options.format = ReportFormat::Folded;
+	else if (!options.output_path.empty()) {
+		auto by_extension = format_from_path(options.output_path);
+		if (!by_extension)
+			return "cannot tell the format of '" + options.output_path +
+			       "' from its extension (.svg, .pb.gz, .folded, .txt): add --format stacks|folded|svg|pprof";
+		options.format = *by_extension;
+	}
+	if (options.interval_s && options.output_path.empty() && options.push_url.empty() &&
+	    options.format == ReportFormat::Pprof)
+		return "--interval with --format pprof writes one file per window: give -o with strftime fields (-o "
+		       "'cpu-%Y%m%dT%H%M%S.pb.gz') or --push";
+	return "";
+}
+
+// --help's lines are at most this wide.
+constexpr size_t help_width = 88;
+// Where an option's text starts on its row.
+constexpr size_t help_column = 26;
+
+// Appends `text` word by word to `out`, whose last line has `column` characters, wrapping
+// at help_width to lines indented by `indent`.
+void wrap(std::string &out, std::string_view text, size_t column, size_t indent)
+{
+	bool first = true;
+	while (!text.empty()) {
+		size_t space = text.find(' ');
+		std::string_view word = text.substr(0, space);
+		text = space == std::string_view::npos ? "" : text.substr(space + 1);
+		if (word.empty())
+			continue;
+		if (!first && column + 1 + word.size() > help_width) {
+			out += '\n' + std::string(indent, ' ');
+			column = indent;
+		} else if (!first) {
+			out += ' ';
+			column++;
+		}
+		out += word;
+		column += word.size();
+		first = false;
+	}
+	out += '\n';
+}
+
+// "-f, -F, --frequency HZ", or with a choice "--unwind auto".
+std::string synopsis(const OptionSpec &spec, const char *choice)
+{
+	std::string text;
+	for (const char *c = spec.shorts; *c; c++)
+		text += std::string("-") + *c + ", ";
+	text += std::string("--") + spec.name;
+	if (choice)
+		text += std::string(" ") + choice;
+	else if (spec.value_name)
+		text += std::string(" ") + spec.value_name;
+	return text;
+}
+
+// An option's rows in --help: (synopsis, text) of each choice that has its own, else of
+// the option.
+std::vector<std::pair<std::string, std::string>> help_rows(const OptionSpec &spec)
+{
+	std::vector<std::pair<std::string, std::string>> rows;
+	for (const OptionChoice &choice : spec.choices)
+		if (choice.help)
+			rows.push_back({synopsis(spec, choice.name), choice.help});
+	if (rows.empty())
+		rows.push_back({synopsis(spec, nullptr),
+				replace_all(replace_all(spec.help, "{default}", spec.default_value ? spec.default_value : ""),
+					    "{choices}", choice_list(spec, true))});
+	return rows;
+}
+
+void help_row(std::string &out, const std::string &synopsis, const std::string &help)
+{
+	std::string line = "  " + synopsis;
+	line += line.size() + 2 <= help_column ? std::string(help_column - line.size(), ' ') : "  ";
+	out += line;
+	wrap(out, help, line.size(), help_column);
+}
+
+const char help_head[] = R"(Usage: profile [OPTIONS] [DURATION]
+
+Samples the stacks running on every CPU at a fixed rate, counts identical stacks inside
+the kernel, and prints them, symbolized, when sampling ends.
+
+Note: BCC's profile uses -f for folded output; here -f is the frequency (as -F), and
+folded output is --folded.
+
+DURATION                  seconds to sample; without it, until Ctrl-C or SIGTERM.
+                          With -p or -L, sampling also ends once every process or
+                          thread sampled has exited. The stacks collected so far are
+                          printed either way.
+)";
+
+const char help_tail[] = R"(
+Examples:
+  sudo ./profile -f 49 10           # all CPUs at 49 Hz for 10 seconds
+  sudo ./profile -p 1234 --folded   # one process, folded, until Ctrl-C
+  sudo ./profile -o cpu.svg 10      # a flame graph
+  sudo ./profile --interval 60 -o 'cpu-%H%M.svg'     # a flame graph a minute
+  sudo ./profile --agent --push http://pyroscope:4040/ingest   # a continuous agent
+)";
+
 } // namespace
+
+const std::vector<OptionSpec> &option_table()
+{
+	return table;
+}
+
+std::vector<OptionRow> option_rows()
+{
+	std::vector<OptionRow> rows;
+	for (const OptionSpec &spec : table)
+		for (const auto &[synopsis, help] : help_rows(spec))
+			rows.push_back({spec.group, synopsis});
+	return rows;
+}
 
 std::variant<Options, UsageError> parse_options(int argc, char **argv)
 {
 	Options options;
-	bool frequency_given = false, count_given = false, user_only = false, kernel_only = false;
-	bool folded = false, folded_flag = false; // -E or --folded; --folded itself
-	bool interval_given = false;
-	std::optional<ReportFormat> format;
-	std::string format_arg;
-
+	OptionsGiven given;
 	for (int i = 0; i < argc; i++) {
 		if (i)
 			options.command_line += ' ';
 		options.command_line += argv[i];
 	}
 
+	// getopt_long's view of the table.
+	std::string short_options = ":";
+	std::vector<option> long_options;
+	for (size_t i = 0; i < table.size(); i++) {
+		const bool value = table[i].kind != ValueKind::None;
+		for (const char *c = table[i].shorts; *c; c++)
+			short_options += std::string(1, *c) + (value ? ":" : "");
+		long_options.push_back({table[i].name, value ? required_argument : no_argument, nullptr, getopt_value(i)});
+	}
+	long_options.push_back({});
+
 	optind = 0; // 0, not 1: glibc then also resets its state from any earlier parse
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, ":f:F:c:p:L:C:IUKEdavo:hV", long_options, nullptr)) != -1) {
-		std::string_view arg = optarg ? optarg : "";
-		auto bad_value = [&](const std::string &what) {
-			return UsageError{"invalid value '" + std::string(arg) + "' for " +
-					  option_name(opt == 'F' ? 'f' : opt, "") + ": " + what};
-		};
-		switch (opt) {
-		case 'f':
-		case 'F': {
-			auto hz = parse_number(arg, 1, 1000000);
-			if (!hz)
-				return bad_value("expected samples per second, 1 to 1000000");
-			options.frequency = *hz;
-			frequency_given = true;
-			break;
-		}
-		case 'c': {
-			auto n = parse_number(arg, 1, UINT64_MAX >> 1);
-			if (!n)
-				return bad_value("expected a positive event count");
-			options.period = *n;
-			count_given = true;
-			break;
-		}
-		case OPT_SW_EVENT:
-			break; // cpu-clock is what we use anyway
-		case 'p':
-		case 'L': {
-			auto ids = parse_id_list(arg);
-			if (!ids)
-				return bad_value("expected a comma-separated list of positive ids");
-			auto &list = opt == 'p' ? options.pids : options.tids;
-			list.insert(list.end(), ids->begin(), ids->end());
-			break;
-		}
-		case 'C': {
-			auto cpu = parse_number(arg, 0, 65535);
-			if (!cpu)
-				return bad_value("expected a CPU number");
-			options.cpu = int(*cpu);
-			break;
-		}
-		case 'I':
-			options.include_idle = true;
-			break;
-		case 'U':
-			user_only = true;
-			break;
-		case 'K':
-			kernel_only = true;
-			break;
-		case OPT_FOLDED:
-			folded = folded_flag = true;
-			break;
-		case 'E':
-			folded = true;
-			options.report.fold_pid = true;
-			break;
-		case 'd':
-			options.report.delimited = true;
-			break;
-		case 'a':
-			options.report.annotations = true;
-			break;
-		case 'v':
-			options.report.verbose = true;
-			break;
-		case 'o':
-			if (arg.empty())
-				return bad_value("expected a file name");
-			options.output_path = arg;
-			break;
-		case OPT_FORMAT:
-			format = format_from_name(arg);
-			format_arg = arg;
-			if (!format)
-				return bad_value("expected stacks, folded, svg or pprof");
-			break;
-		case OPT_STACK_STORAGE:
-		case OPT_HASH_STORAGE: {
-			auto n = parse_number(arg, 1, 1u << 26);
-			if (!n)
-				return bad_value("expected a number of entries, 1 to 67108864");
-			(opt == OPT_STACK_STORAGE ? options.stack_storage_size : options.hash_storage_size) = *n;
-			break;
-		}
-		case OPT_STACK_DEPTH: {
-			auto n = parse_number(arg, 1, 1024);
-			if (!n)
-				return bad_value("expected a number of frames, 1 to 1024");
-			options.max_stack_depth = *n;
-			break;
-		}
-		case OPT_UNWIND:
-			if (arg == "auto")
-				options.unwind = UnwindMode::Auto;
-			else if (arg == "fp")
-				options.unwind = UnwindMode::FramePointers;
-			else if (arg == "dwarf")
-				options.unwind = UnwindMode::Tables;
-			else
-				return bad_value("expected auto, fp or dwarf");
-			break;
-		case OPT_UNWIND_TABLE_SIZE: {
-			auto n = parse_number(arg, 1024, 1u << 26);
-			if (!n)
-				return bad_value("expected a number of table rows, 1024 to 67108864");
-			options.unwind_table_size = *n;
-			break;
-		}
-		case OPT_UNWIND_CACHE_SIZE: {
-			auto n = parse_bytes(arg, 0, 1ull << 40);
-			if (!n)
-				return bad_value("expected a size in bytes (K, M and G suffixes allowed), 0 for no cache");
-			options.unwind_cache_size = *n;
-			break;
-		}
-		case OPT_INTERVAL: {
-			auto n = parse_number(arg, 1, 86400);
-			if (!n)
-				return bad_value("expected whole seconds, 1 to 86400");
-			options.interval_s = *n;
-			interval_given = true;
-			break;
-		}
-		case OPT_PUSH:
-			if (arg.substr(0, 7) != "http://" && arg.substr(0, 8) != "https://")
-				return bad_value("expected an http:// or https:// URL");
-			options.push_url = arg;
-			break;
-		case OPT_PUSH_FORMAT:
-			if (arg == "pyroscope")
-				options.push_format = PushFormat::Pyroscope;
-			else if (arg == "parca")
-				options.push_format = PushFormat::Parca;
-			else
-				return bad_value("expected pyroscope or parca");
-			break;
-		case OPT_APP:
-			// Pyroscope's application names and label values: no braces, commas, quotes,
-			// spaces or control characters.
-			if (arg.empty() || arg.size() > 200 ||
-			    std::any_of(arg.begin(), arg.end(), [](unsigned char c) {
-				    return c <= ' ' || c >= 0x7f || std::strchr("{}=,\"\\", c);
-			    }))
-				return bad_value("expected a name of up to 200 printable characters, none of "
-						 "space { } = , \" \\");
-			options.app = arg;
-			break;
-		case OPT_PUSH_QUEUE: {
-			auto n = parse_number(arg, 1, 100000);
-			if (!n)
-				return bad_value("expected a number of windows, 1 to 100000");
-			options.push_queue = *n;
-			break;
-		}
-		case OPT_PUSH_QUEUE_BYTES: {
-			auto n = parse_bytes(arg, 1 << 16, 1ull << 40);
-			if (!n)
-				return bad_value("expected a size in bytes, 64K or more (K, M and G suffixes allowed)");
-			options.push_queue_bytes = *n;
-			break;
-		}
-		case OPT_PUSH_HEADER: {
-			// The value is not quoted back: it may be a secret.
-			if (std::string wrong = check_push_header(arg); !wrong.empty())
-				return UsageError{"invalid --push-header: " + wrong};
-			// Whatever is typed here is in /proc/PID/cmdline, for every user to read.
-			std::string name(arg.substr(0, arg.find(':')));
-			std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-			if (name == "authorization" || name == "proxy-authorization" || name == "cookie")
-				return UsageError{"--push-header " + std::string(arg.substr(0, arg.find(':'))) +
-						  ": a secret on the command line, where every user can read it (ps, "
-						  "/proc/PID/cmdline): put it in --push-auth-file"};
-			options.push_headers.emplace_back(arg);
-			break;
-		}
-		case OPT_PUSH_AUTH_FILE:
-		case OPT_PUSH_CA:
-		case OPT_PUSH_CERT:
-		case OPT_PUSH_KEY:
-			if (arg.empty())
-				return bad_value("expected a file");
-			(opt == OPT_PUSH_AUTH_FILE ? options.push_auth_file
-			 : opt == OPT_PUSH_CA	   ? options.push_ca
-			 : opt == OPT_PUSH_CERT	   ? options.push_cert
-						   : options.push_key) = arg;
-			break;
-		case OPT_CGROUP:
-			if (arg.empty())
-				return bad_value("expected a cgroup v2 directory or path");
-			options.cgroups.emplace_back(arg);
-			break;
-		case OPT_AGENT:
-			options.agent = true;
-			break;
-		case 'h':
-			options.help = true;
-			return options;
-		case 'V':
-			options.version = true;
-			return options;
-		case ':':
+	while ((opt = getopt_long(argc, argv, short_options.c_str(), long_options.data(), nullptr)) != -1) {
+		if (opt == ':')
 			return UsageError{"option " + std::string(argv[optind - 1]) + " needs a value"};
-		default:
+		const OptionSpec *spec = opt == '?' ? nullptr : spec_of(opt);
+		if (!spec)
 			return UsageError{"unknown option '" + std::string(argv[optind - 1]) + "'"};
-		}
+		OptionValue value;
+		if (std::string wrong = read_value(*spec, optarg ? optarg : "", value); !wrong.empty())
+			return UsageError{wrong};
+		if (std::string wrong = spec->set(options, given, value); !wrong.empty())
+			return UsageError{wrong};
+		if (options.help || options.version)
+			return options;
 	}
 
 	if (optind < argc) {
@@ -371,71 +636,46 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 	if (optind < argc)
 		return UsageError{"unexpected argument '" + std::string(argv[optind]) +
 				  "' (the duration is the only positional argument)"};
-	if (user_only && kernel_only)
-		return UsageError{"-U and -K cannot be used together: -U keeps only user stacks, -K only kernel stacks"};
-	if (frequency_given && count_given)
-		return UsageError{"-f and -c cannot be used together: sample by frequency or by event count"};
-	if (!options.pids.empty() && !options.tids.empty())
-		return UsageError{"-p and -L cannot be used together"};
-	if (count_given)
-		options.frequency = 0;
-	// --agent: what a continuous agent wants, where the command line does not say otherwise.
-	if (options.agent) {
-		if (!frequency_given && !count_given)
-			options.frequency = 19;
-		if (!interval_given)
-			options.interval_s = 15;
-		if (!options.pids.empty() || !options.tids.empty())
-			return UsageError{"--agent samples the whole machine: -p and -L cannot be used with it "
-					  "(--cgroup can)"};
-	}
-	if (!options.push_url.empty() && !options.interval_s)
-		return UsageError{"--push sends one window every --interval seconds: give --interval (or --agent)"};
-	if (options.push_format != PushFormat::Auto && options.push_url.empty())
-		return UsageError{"--push-format says how to --push: give --push URL too"};
-	for (auto [given, name] : {std::pair{!options.push_headers.empty(), "--push-header"},
-				   {!options.push_auth_file.empty(), "--push-auth-file"},
-				   {!options.push_ca.empty(), "--push-ca"},
-				   {!options.push_cert.empty(), "--push-cert"},
-				   {!options.push_key.empty(), "--push-key"}})
-		if (given && options.push_url.empty())
-			return UsageError{std::string(name) + " is for --push: give --push URL too"};
-	if (options.push_cert.empty() != options.push_key.empty())
-		return UsageError{"--push-cert and --push-key go together: the client certificate and its key"};
-	if (!options.push_url.empty() && options.push_url.starts_with("http://") &&
-	    !(options.push_ca + options.push_cert).empty())
-		return UsageError{std::string(options.push_ca.empty() ? "--push-cert" : "--push-ca") +
-				  " is for an https:// --push URL"};
-	// Report titles and pprof comments carry the command line: never the URL's password.
-	if (options.push_url.find('@') != std::string::npos)
-		if (std::string shown = url_for_humans(options.push_url); shown != options.push_url)
-			for (size_t at; (at = options.command_line.find(options.push_url)) != std::string::npos;)
-				options.command_line.replace(at, options.push_url.size(), shown);
-	options.user_stacks = !kernel_only;
-	options.kernel_stacks = !user_only;
-
-	// The format is what a format flag names (--format, else --folded or -E), else what
-	// -o's extension names: what the user typed to choose it beats what a file name
-	// suggests. -E also puts the process id in the root frames of --format svg.
-	if (format && folded_flag && *format != ReportFormat::Folded)
-		return UsageError{"--folded and --format " + format_arg + " name two formats: give one"};
-	if (format)
-		options.format = *format;
-	else if (folded)
-		options.format = ReportFormat::Folded;
-	else if (!options.output_path.empty()) {
-		auto by_extension = format_from_path(options.output_path);
-		if (!by_extension)
-			return UsageError{"cannot tell the format of '" + options.output_path +
-					  "' from its extension (.svg, .pb.gz, .folded, .txt): "
-					  "add --format stacks|folded|svg|pprof"};
-		options.format = *by_extension;
-	}
-	if (options.interval_s && options.output_path.empty() && options.push_url.empty() &&
-	    options.format == ReportFormat::Pprof)
-		return UsageError{"--interval with --format pprof writes one file per window: give -o with "
-				  "strftime fields (-o 'cpu-%Y%m%dT%H%M%S.pb.gz') or --push"};
+	if (std::string wrong = check_combinations(options, given); !wrong.empty())
+		return UsageError{wrong};
 	return options;
+}
+
+std::string help_text()
+{
+	std::string text = help_head;
+	std::string group;
+	for (const OptionSpec &spec : table) {
+		if (spec.group != group) {
+			group = spec.group;
+			const GroupText *texts = nullptr;
+			for (const GroupText &g : group_texts)
+				if (group == g.name)
+					texts = &g;
+			text += '\n';
+			if (texts && texts->intro) {
+				text += group + ": ";
+				wrap(text, texts->intro, group.size() + 2, 0);
+			} else {
+				text += group + '\n';
+			}
+		}
+		for (const auto &[synopsis, help] : help_rows(spec))
+			help_row(text, synopsis, help);
+		const bool last_of_group = &spec == &table.back() || (&spec + 1)->group != group;
+		if (last_of_group)
+			for (const GroupText &g : group_texts)
+				if (group == g.name && g.outro) {
+					text += "\n  ";
+					wrap(text, g.outro, 2, 2);
+				}
+	}
+	return text + help_tail;
+}
+
+Delivery delivery(const Options &options)
+{
+	return {options.format, options.report, options.output_path, !options.push_url.empty()};
 }
 
 std::string header_line(const Options &options)
@@ -470,137 +710,4 @@ std::string header_line(const Options &options)
 	else
 		line += "... Hit Ctrl-C to end.";
 	return line;
-}
-
-std::string help_text()
-{
-	return R"(Usage: profile [OPTIONS] [DURATION]
-
-Samples the stacks running on every CPU at a fixed rate, counts identical stacks inside
-the kernel, and prints them, symbolized, when sampling ends.
-
-Note: BCC's profile uses -f for folded output; here -f is the frequency (as -F), and
-folded output is --folded.
-
-DURATION                  seconds to sample; without it, until Ctrl-C or SIGTERM.
-                          With -p or -L, sampling also ends once every process or
-                          thread sampled has exited. The stacks collected so far are
-                          printed either way.
-
-Sampling: a timer on each CPU (the kernel's cpu-clock event) takes a sample of whatever
-runs there, kernel and user stack, as often as -f or -c says.
-  -f, -F, --frequency HZ  samples per second on each CPU (default 49)
-  -c, --count N           one sample every N nanoseconds of CPU time on each CPU,
-                          instead of -f (-c 10000000: every 10 ms, as -f 100)
-  --sw-event              changes nothing: sampling always uses the cpu-clock software
-                          timer, which needs no hardware counters (it works in VMs);
-                          accepted so that command lines that pass it keep working
-
-What to sample
-  -p, --pid PID[,PID...]  only these processes; a thread id stands for its whole
-                          process, as with perf record -p (-L samples one thread)
-  -L, --tid TID[,TID...]  only these threads (thread ids, as top -H or ps -L show them)
-  -C, --cpu CPU           only this CPU (numbered from 0)
-  -I, --include-idle      keep the samples of idle CPUs, which run the idle task
-                          (swapper, pid 0); without -I they are dropped
-  -U, --user-stacks-only  user-space stacks only, no kernel frames
-  -K, --kernel-stacks-only  kernel stacks only, no user frames
-
-Output
-  (default)               multi-line stacks, BCC's layout, hottest stack printed last
-  --folded                one line per stack, root first: comm;frame;...;frame COUNT
-  -E, --fold-extend       folded, with the process id in the root frame: comm-PID;...
-                          (with --format svg: a flame graph with the process ids)
-  -d, --delimited         a delimiter between kernel and user frames
-                          ("--" in multi-line stacks, "-" in folded ones)
-  -a, --annotations       append _[k] to kernel frames
-  -v, --verbose           each frame's address, symbol+offset, module, and file:line
-                          where debug info has it
-  -o, --output FILE       write the report to FILE, in the format named by --format,
-                          --folded or -E, else by its extension (.svg flame graph,
-                          .pb.gz pprof, .folded, .txt multi-line stacks); written whole
-                          to a temporary name, then renamed over FILE
-  --format FORMAT         stacks | folded | svg | pprof
-
-Continuous profiling: cut the run into windows, each its own report.
-  --interval SECONDS      end a window every SECONDS and write its report: to stdout,
-                          each opened by a line with the window's start and end; or, with
-                          -o, to a file named by the window's start through strftime
-                          fields (-o 'cpu-%Y%m%dT%H%M%S.pb.gz'); a name a window of
-                          this run already has gets .1, .2, ... before its extension.
-                          Every sample is in exactly one window; the last window ends
-                          with the run
-  --push URL              send each window, as gzipped pprof, to a Grafana Pyroscope
-                          server (its /ingest API: http://HOST:4040/ingest) or to a Parca
-                          server (its WriteRaw API, by gRPC-web: http://HOST:7070/parca.
-                          profilestore.v1alpha1.ProfileStoreService/WriteRaw); nothing
-                          goes to stdout unless -o also names files. A failed push is
-                          retried, with backoff, from a queue; sampling never waits for
-                          the server
-  --push-format FORMAT    pyroscope | parca, for a URL whose path does not tell
-                          (http://HOST:4040 gets /ingest added, and so on)
-  --app NAME              the service name each window carries (default: the host name)
-  --push-queue N          windows kept while the server is unreachable (default 20); a
-                          window pushed out of a full queue is counted on stderr
-  --push-queue-bytes SIZE their bytes at most (default 64M; K, M and G suffixes)
-  --push-header 'NAME: VALUE'  a header every push carries (repeatable): a tenant
-                          (X-Scope-OrgID: ID), a gateway's route. Not for secrets: the
-                          command line is every user's to read
-  --push-auth-file FILE   the server's credentials: a line 'Bearer TOKEN' or
-                          'USER:PASSWORD' (basic auth), and 'NAME: VALUE' lines for
-                          headers that hold secrets; '#' starts a comment. FILE must be
-                          owned by root (or by the user profile runs as) and readable by
-                          no one else. A server that refuses them (401, 403) gets no more
-                          windows this run: one line says so
-  --push-ca FILE          trust https:// servers whose certificates this CA (PEM) signed
-                          instead of the system's CAs
-  --push-cert FILE        a client certificate (PEM), for a server that asks for one
-  --push-key FILE         its private key, kept as --push-auth-file is
-  --cgroup PATH           only tasks in this cgroup v2 group or below it, filtered in the
-                          kernel; a directory of the cgroup2 mount, or a path as
-                          /proc/PID/cgroup shows it (repeatable: any of them)
-  --agent                 a continuous agent's defaults: -f 19, --interval 15, the whole
-                          machine, until stopped; explicit options win
-
-  Each pprof sample carries its process as labels: pid, comm, and, read from
-  /proc/PID/cgroup, its cgroup path and container id (docker, containerd, CRI-O,
-  podman, Kubernetes pods). -E's folded roots read comm-PID@CONTAINER (12 characters
-  of the id) for processes in a container.
-
-How user stacks are walked
-  --unwind auto           from the unwind tables (.eh_frame) that compilers put in
-                          programs and libraries, where there is one; by frame pointers
-                          elsewhere (the default)
-  --unwind fp             by frame pointers only, as BCC and perf -g do: programs built
-                          without frame pointers (most of Debian's) lose their callers
-  --unwind dwarf          from unwind tables only; a stack ends where no table covers it
-
-Limits: the kernel keeps what is sampled in maps until profile reads them (as they
-fill, and at the end); a full map loses samples, and the last line on stderr then says
-how many and which option to raise. Larger maps take more kernel memory, from the start
-of the run: above 1 GiB profile warns, above half the memory available it refuses.
-  --stack-storage-size N    distinct stacks the kernel keeps (default 16384); each takes
-                            about 8 bytes per frame of --perf-max-stack-depth, twice (one
-                            map fills while the other is read), from the start: 34 MiB
-                            by default
-  --hash-storage-size N     distinct (process, user stack, kernel stack) counts the
-                            counts map holds (default 40960: 3 MiB)
-  --perf-max-stack-depth N  frames kept per stack, deeper ones are cut (default 127;
-                            at most 127 but with --unwind fp)
-  --unwind-table-size N     unwind table rows the kernel may hold, 8 bytes each,
-                            taken as tables load (default 8388608: 64 MiB at most)
-  --unwind-cache-size SIZE  disk the unwind tables kept between runs may take (default
-                            256M; K, M and G suffixes; 0: none kept), in
-                            /var/cache/profile/unwind, least recently used dropped first
-
-  -h, --help      this text
-  -V, --version   the version
-
-Examples:
-  sudo ./profile -f 49 10           # all CPUs at 49 Hz for 10 seconds
-  sudo ./profile -p 1234 --folded   # one process, folded, until Ctrl-C
-  sudo ./profile -o cpu.svg 10      # a flame graph
-  sudo ./profile --interval 60 -o 'cpu-%H%M.svg'     # a flame graph a minute
-  sudo ./profile --agent --push http://pyroscope:4040/ingest   # a continuous agent
-)";
 }

@@ -5,41 +5,20 @@
 #include <optional>
 #include <variant>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "push/push.h"
+#include "sampler/config.h"
+#include "report/delivery.h"
 #include "report/report.h"
 
-// --unwind: how user stacks are walked.
-enum class UnwindMode {
-	Auto,          // unwind tables where an object has one, frame pointers elsewhere
-	FramePointers, // bpf_get_stackid, as BCC does
-	Tables,        // unwind tables only
-};
-
-// --push-format: which backend's API --push speaks.
-enum class PushFormat {
-	Auto,      // from the URL's path: /ingest is Pyroscope's, .../WriteRaw or /writeraw Parca's
-	Pyroscope, // Grafana Pyroscope's HTTP /ingest
-	Parca,     // Parca's ProfileStoreService WriteRaw over HTTP
-};
-
-struct Options {
-	uint64_t frequency = 49;     // samples per second per CPU; 0 in period mode
-	uint64_t period = 0;         // -c: one sample every N events
-	std::vector<uint32_t> pids;  // -p
-	std::vector<uint32_t> tids;  // -L
-	int cpu = -1;                // -C, -1 for every online CPU
-	bool include_idle = false;   // -I
-	bool user_stacks = true;     // false with -K
-	bool kernel_stacks = true;   // false with -U
+// The command line: what the sampler is told (SamplerConfig: -f, -c, -p, -L, -C, -I, -U,
+// -K, --cgroup, --unwind and the maps' sizes), and the rest of the run.
+struct Options : SamplerConfig {
 	ReportFormat format = ReportFormat::Stacks;
 	ReportOptions report;
 	std::string output_path;     // -o, "" for stdout
-	uint32_t stack_storage_size = 16384;
-	uint32_t hash_storage_size = 40960;
-	uint32_t max_stack_depth = 127;
-	UnwindMode unwind = UnwindMode::Auto;
-	uint32_t unwind_table_size = 8388608; // rows, at most, over every table loaded
 	uint64_t unwind_cache_size = 256ull << 20; // --unwind-cache-size: bytes on disk; 0: no cache
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
 	// Continuous profiling.
@@ -53,11 +32,12 @@ struct Options {
 	std::string push_auth_file;  // --push-auth-file: credentials and secret headers
 	std::vector<std::string> push_auth_headers; // its lines, once the run has read it (secrets)
 	std::string push_ca, push_cert, push_key; // --push-ca, --push-cert, --push-key: TLS files
-	std::vector<std::string> cgroups; // --cgroup: only tasks under these cgroup v2 groups
 	bool agent = false;          // --agent: 19 Hz, --interval 15, system-wide, no end
 	std::string command_line;    // as typed, for report titles
 	bool help = false;
 	bool version = false;
+
+	bool operator==(const Options &) const = default;
 };
 
 // A usage error: one line for stderr, exit status 2.
@@ -69,7 +49,75 @@ struct UsageError {
 // Checks values and combinations only; whether a PID exists is the caller's question.
 std::variant<Options, UsageError> parse_options(int argc, char **argv);
 
+// --help, written from the option table: README.md's Options block is this text, and
+// tests/test_install.cpp holds both it and profile(8) to the table.
 std::string help_text();
+
+// Where the run's reports go: -o, the format, --push.
+Delivery delivery(const Options &options);
 
 // BCC's header line: "Sampling at 49 Hertz of all threads by user + kernel stack for 10 secs."
 std::string header_line(const Options &options);
+
+// The option table (cli/options.cpp says how to add a row). Each row is one option: its
+// names, the kind and range of its value, its --help group and text, and what it sets.
+enum class ValueKind {
+	None,   // a switch
+	Number, // a whole decimal number in [min, max]
+	Bytes,  // a byte count in [min, max], with an optional K, M or G suffix
+	Ids,    // a comma-separated list of ids, 1 to INT32_MAX each
+	Choice, // one of `choices`
+	Text,   // any text `accepts` (nullptr: any at all)
+};
+
+struct OptionChoice {
+	const char *name;
+	const char *help; // its own --help row; nullptr when the option's row says it all
+};
+
+// What a value became, for the row's `set`.
+struct OptionValue {
+	std::string_view text; // as typed
+	uint64_t number = 0;    // Number, Bytes
+	std::vector<uint32_t> ids;
+};
+
+// What the options given so far said, for the checks of combinations after the last one.
+struct OptionsGiven {
+	bool frequency = false, count = false, interval = false;
+	bool user_only = false, kernel_only = false;
+	bool folded = false, folded_flag = false; // -E or --folded; --folded itself
+	std::optional<ReportFormat> format;       // --format
+	std::string format_name;
+};
+
+struct OptionSpec {
+	const char *name;            // the long name, without "--"
+	const char *shorts = "";     // its short letters ("fF"), the first named in errors
+	ValueKind kind = ValueKind::None;
+	const char *value_name = nullptr; // "HZ", "PID[,PID...]" in --help; nullptr for a switch
+	uint64_t min = 0, max = 0; // Number and Bytes
+	// What a bad value's error expects, after "expected ": "{range}" reads "MIN to MAX".
+	// Choice says its choices itself.
+	const char *expected = nullptr;
+	std::vector<OptionChoice> choices = {};
+	bool (*accepts)(std::string_view) = nullptr; // Text
+	const char *group = "";
+	// Its --help text, one paragraph: "{default}" reads default_value, "{choices}"
+	// "a | b | c".
+	const char *help = "";
+	// The value that changes nothing, typed as the option takes it; nullptr when there is
+	// none to type (--app's host name). tests/test_cli_options.cpp parses it.
+	const char *default_value = nullptr;
+	// Stores the value; "" or a whole usage error.
+	std::string (*set)(Options &, OptionsGiven &, const OptionValue &) = nullptr;
+};
+
+const std::vector<OptionSpec> &option_table();
+
+// The rows of --help, by group, in its order: "-f, -F, --frequency HZ", or
+// "--unwind auto" for a choice with a row of its own.
+struct OptionRow {
+	std::string group, synopsis;
+};
+std::vector<OptionRow> option_rows();

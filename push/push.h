@@ -18,7 +18,12 @@
 #include <utility>
 #include <vector>
 
-#include "cli/options.h"
+// --push-format: which backend's API --push speaks.
+enum class PushFormat {
+	Auto,      // from the URL's path: /ingest is Pyroscope's, .../WriteRaw or /writeraw Parca's
+	Pyroscope, // Grafana Pyroscope's HTTP /ingest
+	Parca,     // Parca's ProfileStoreService WriteRaw over HTTP
+};
 
 struct PushConfig {
 	std::string url;                  // as typed; the full endpoint once resolved

@@ -13,14 +13,14 @@
 #include "report/output_file.h"
 #include "report/window.h"
 
-Reports::Reports(const Options &options, std::string host) : options_(options), host_(std::move(host)) {}
+Reports::Reports(Delivery delivery, std::string host) : delivery_(std::move(delivery)), host_(std::move(host)) {}
 
 Reports::~Reports() = default;
 
 ReportDetail Reports::detail() const
 {
-	ReportDetail detail = report_detail(options_.format, options_.report);
-	if (!options_.push_url.empty()) {
+	ReportDetail detail = report_detail(delivery_.format, delivery_.report);
+	if (delivery_.push) {
 		// What is pushed is pprof: every process apart, every address.
 		const ReportDetail pprof = report_detail(ReportFormat::Pprof, {});
 		detail.pids |= pprof.pids;
@@ -32,14 +32,14 @@ ReportDetail Reports::detail() const
 bool Reports::write_file(const Profile &profile, const std::string &path, const std::string &what)
 {
 	std::string error = write_output_file(path, [&](std::ostream &out) {
-		write_report(out, options_.format, profile, options_.report);
+		write_report(out, delivery_.format, profile, delivery_.report);
 	});
 	if (error.empty()) {
 		fprintf(stderr, "profile: wrote %s (%s)\n", path.c_str(), what.c_str());
 		return true;
 	}
 	status_ = 1;
-	if (options_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)) {
+	if (delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "profile: %s\n", error.c_str()); // gzip is no text for a terminal
 		return false;
 	}
@@ -57,7 +57,7 @@ void Reports::write_stdout(const Profile &profile, const std::string &opening)
 	int error = write_to_fd(STDOUT_FILENO, [&](std::ostream &out) {
 		if (!opening.empty())
 			out << opening << '\n';
-		write_report(out, options_.format, profile, options_.report);
+		write_report(out, delivery_.format, profile, delivery_.report);
 	});
 	// A reader that went away (| head) ends the run quietly.
 	if (error == EPIPE) {
@@ -70,12 +70,12 @@ void Reports::write_stdout(const Profile &profile, const std::string &opening)
 
 int Reports::single(const Profile &profile)
 {
-	const bool to_file = !options_.output_path.empty();
+	const bool to_file = !delivery_.output_path.empty();
 	char what[96];
 	std::snprintf(what, sizeof(what), "%" PRIu64 " sample%s, %zu stack%s", profile.total(),
 		      profile.total() == 1 ? "" : "s", profile.samples.size(), profile.samples.size() == 1 ? "" : "s");
-	if (!to_file || !write_file(profile, options_.output_path, what))
-		if (!to_file || !(options_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
+	if (!to_file || !write_file(profile, delivery_.output_path, what))
+		if (!to_file || !(delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
 			write_stdout(profile, "");
 	return status_;
 }
@@ -89,18 +89,18 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 		write_pprof(pprof, profile);
 		push_(std::move(pprof).str(), profile.start_time_ns, end_ns, profile.total());
 	}
-	if (!options_.output_path.empty()) {
+	if (!delivery_.output_path.empty()) {
 		const std::string path =
-			unused_window_path(expand_time_fields(options_.output_path, profile.start_time_ns), window_paths_);
+			unused_window_path(expand_time_fields(delivery_.output_path, profile.start_time_ns), window_paths_);
 		window_paths_.insert(path);
 		char stacks[48];
 		std::snprintf(stacks, sizeof(stacks), ", %zu stack%s", profile.samples.size(),
 			      profile.samples.size() == 1 ? "" : "s");
 		const std::string what = "window " + rfc3339_time(profile.start_time_ns) + " " + rfc3339_time(end_ns) +
 					 ": " + window_account(account.taken, account.stored, account.lost) + stacks;
-		if (!write_file(profile, path, what) && !(options_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
+		if (!write_file(profile, path, what) && !(delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
 			write_stdout(profile, opening);
-	} else if (options_.push_url.empty()) {
+	} else if (!delivery_.push) {
 		write_stdout(profile, opening);
 	}
 }

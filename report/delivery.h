@@ -9,7 +9,6 @@
 #include <set>
 #include <string>
 
-#include "cli/options.h"
 #include "report/model.h"
 #include "report/report.h"
 
@@ -18,9 +17,17 @@ struct WindowAccount {
 	uint64_t taken = 0, stored = 0, lost = 0;
 };
 
+// Where the reports go and what they show, as the command line said.
+struct Delivery {
+	ReportFormat format = ReportFormat::Stacks;
+	ReportOptions report;
+	std::string output_path; // -o: a file; with windows, a pattern of strftime fields
+	bool push = false;       // --push: every window goes to a server as pprof too
+};
+
 class Reports {
 public:
-	Reports(const Options &options, std::string host);
+	Reports(Delivery delivery, std::string host);
 	~Reports();
 	Reports(const Reports &) = delete;
 	Reports &operator=(const Reports &) = delete;
@@ -54,7 +61,7 @@ private:
 	// Writes a report to stdout, after `opening` (a line) when given.
 	void write_stdout(const Profile &profile, const std::string &opening);
 
-	Options options_;
+	Delivery delivery_;
 	std::string host_;
 	PushFn push_;
 	std::set<std::string> window_paths_; // every window's file this run has written or tried

@@ -62,3 +62,10 @@ struct Profile {
 		return n;
 	}
 };
+
+// What a report shows of each sample besides its frames' names: samples that differ only
+// in what it does not show may be merged before they are named.
+struct ReportDetail {
+	bool pids = true;      // which process (stacks, pprof, folded and SVG with -E)
+	bool addresses = true; // each frame's address and mapping (stacks with -v, pprof)
+};

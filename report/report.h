@@ -13,16 +13,12 @@ struct ReportOptions {
 	bool annotations = false; // -a: _[k] after kernel frames
 	bool verbose = false;     // -v: address, symbol+offset, module, file:line
 	bool fold_pid = false;    // -E: comm-PID[@CONTAINER] as the root frame of folded stacks
+
+	bool operator==(const ReportOptions &) const = default;
 };
 
 enum class ReportFormat { Stacks, Folded, Svg, Pprof };
 
-// What a report shows of each sample besides its frames' names: samples that differ only
-// in what it does not show may be merged before they are named.
-struct ReportDetail {
-	bool pids = true;      // which process (stacks, pprof, folded and SVG with -E)
-	bool addresses = true; // each frame's address and mapping (stacks with -v, pprof)
-};
 ReportDetail report_detail(ReportFormat format, const ReportOptions &options);
 
 // -E's root frame, comm-PID, names the container of a process in one: "@" and the first

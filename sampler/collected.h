@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "report/model.h"
-#include "report/report.h"
 #include "sampler/sampler.h"
 #include "syms/symbolizer.h"
 

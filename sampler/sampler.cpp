@@ -9,6 +9,7 @@
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,32 +84,33 @@ std::vector<bpf_program *> hooks(const profile_bpf &skel)
 		skel.progs.on_mprotect_exit};
 }
 
-// Opens the skeleton and sets what the options decide, ready to load. Hash maps marked
-// BPF_F_NO_PREALLOC in profile.bpf.c allocate an entry when a key first appears instead of
-// all of them at load (a few ms of the run's CPU and megabytes of kernel memory);
-// `lazy_maps` false makes them preallocated again, for kernels that want that. Without
-// `two_generations` (nothing can be drained) the second set of maps is left as small as
-// the kernel allows: it is never used.
-Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps, bool two_generations,
-			 bool unwinding, bool follow)
+// Opens the skeleton and sets what the options and the plan's sizes decide, ready to load.
+// Hash maps marked BPF_F_NO_PREALLOC in profile.bpf.c allocate an entry when a key first
+// appears instead of all of them at load (a few ms of the run's CPU and megabytes of
+// kernel memory); `lazy_maps` false makes them preallocated again, for kernels that want
+// that. With one generation (nothing can be drained) the second set of maps is left as
+// small as the kernel allows: it is never used.
+Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bool lazy_maps, bool follow)
 {
 	Skeleton skel(profile_bpf__open());
 	if (!skel)
 		throw RunError("cannot open the BPF program: " + errno_text(errno));
 
+	const bool unwinding = sizes.unwinding;
+	const uint32_t depth = sizes.depth;
 	// Stacks go to the STACK_TRACE maps (fp) or to the stores kept by content (unwinding):
 	// the other kind is left as small as the kernel allows.
 	for (bpf_map *stacks : {skel->maps.stacks0, skel->maps.stacks1}) {
 		bpf_map__set_value_size(stacks, depth * sizeof(uint64_t));
-		bpf_map__set_max_entries(stacks, unwinding ? 1 : options.stack_storage_size);
+		bpf_map__set_max_entries(stacks, unwinding ? 1 : sizes.stack_entries);
 	}
 	for (bpf_map *store : {skel->maps.store0, skel->maps.store1}) {
 		bpf_map__set_value_size(store, STORED_STACK_SIZE(depth));
-		bpf_map__set_max_entries(store, unwinding ? options.stack_storage_size : 1);
+		bpf_map__set_max_entries(store, unwinding ? sizes.stack_entries : 1);
 	}
 	for (bpf_map *counts : {skel->maps.counts0, skel->maps.counts1})
-		bpf_map__set_max_entries(counts, options.hash_storage_size);
-	if (!two_generations) {
+		bpf_map__set_max_entries(counts, sizes.count_entries);
+	if (sizes.generations < 2) {
 		bpf_map__set_max_entries(skel->maps.stacks1, 1);
 		bpf_map__set_max_entries(skel->maps.store1, 1);
 		bpf_map__set_max_entries(skel->maps.counts1, 1);
@@ -122,7 +124,7 @@ Skeleton open_configured(const Options &options, uint32_t depth, bool lazy_maps,
 	bpf_program__set_autoload(skel->progs.do_sample_unwind, unwinding);
 	for (bpf_program *hook : hooks(*skel))
 		bpf_program__set_autoload(hook, unwinding && follow);
-	bpf_map__set_max_entries(skel->maps.sampled_pids, options.hash_storage_size);
+	bpf_map__set_max_entries(skel->maps.sampled_pids, sizes.count_entries);
 	if (!options.pids.empty())
 		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
 	if (!options.tids.empty())
@@ -158,7 +160,7 @@ struct Sampler::Impl {
 	// The hooks through which the kernel keeps processes' mappings for the table walk.
 	std::vector<Link> hooks;
 	uint32_t depth = DEFAULT_STACK_DEPTH;
-	Options options;
+	SamplerConfig options;
 	// Stacks walked from unwind tables and kept by content, rather than bpf_get_stackid's.
 	bool unwinding = false;
 
@@ -277,51 +279,76 @@ void check_kernel_support(const char *btf_path)
 		throw RunError("this kernel has no BPF support (CONFIG_BPF_SYSCALL is off)");
 }
 
-Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
+MapPlan plan_maps(const SamplerConfig &options)
 {
-	impl_->options = options;
-	libbpf_set_print(libbpf_print);
-
+	MapPlan plan;
+	MapSizes &sizes = plan.sizes;
+	sizes.stack_entries = options.stack_storage_size;
+	sizes.count_entries = options.hash_storage_size;
 	if (options.unwind != UnwindMode::FramePointers && options.user_stacks) {
 		std::string missing = unwinder_support();
 		if (missing.empty())
-			impl_->unwinding = true;
+			sizes.unwinding = true;
 		else if (options.unwind == UnwindMode::Tables)
-			throw RunError("--unwind dwarf cannot be used here: " + missing);
+			plan.refusal = "--unwind dwarf cannot be used here: " + missing;
 		else
-			fprintf(stderr, "profile: unwinding by frame pointers (as --unwind fp): %s\n", missing.c_str());
+			plan.warnings.push_back("unwinding by frame pointers (as --unwind fp): " + missing);
 	}
 
 	// The kernel cuts stacks at kernel.perf_event_max_stack whatever the map holds.
 	long kernel_max = read_sysctl("/proc/sys/kernel/perf_event_max_stack", 127);
-	impl_->depth = std::min<uint32_t>(options.max_stack_depth, uint32_t(std::max(1L, kernel_max)));
-	if (options.max_stack_depth > impl_->depth)
-		fprintf(stderr, "profile: warning: stacks are cut at %u frames, the kernel's "
-				"kernel.perf_event_max_stack (raise it with sysctl for deeper stacks)\n",
-			impl_->depth);
-	if (impl_->unwinding && impl_->depth > UNWIND_MAX_DEPTH) {
-		impl_->depth = UNWIND_MAX_DEPTH;
-		fprintf(stderr, "profile: warning: stacks are cut at %u frames, the deepest the unwinder walks "
-				"(--unwind fp keeps up to --perf-max-stack-depth)\n",
-			impl_->depth);
+	sizes.depth = std::min<uint32_t>(options.max_stack_depth, uint32_t(std::max(1L, kernel_max)));
+	if (options.max_stack_depth > sizes.depth)
+		plan.warnings.push_back("warning: stacks are cut at " + std::to_string(sizes.depth) +
+					" frames, the kernel's kernel.perf_event_max_stack (raise it with sysctl for "
+					"deeper stacks)");
+	if (sizes.unwinding && sizes.depth > UNWIND_MAX_DEPTH) {
+		sizes.depth = UNWIND_MAX_DEPTH;
+		plan.warnings.push_back("warning: stacks are cut at " + std::to_string(sizes.depth) +
+					" frames, the deepest the unwinder walks (--unwind fp keeps up to "
+					"--perf-max-stack-depth)");
 	}
 
 	const long membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-	impl_->can_drain = membarrier > 0 && (membarrier & MEMBARRIER_CMD_GLOBAL) && !getenv("PROFILE_NO_DRAIN");
+	const bool can_drain =
+		membarrier > 0 && (membarrier & MEMBARRIER_CMD_GLOBAL) && !getenv("PROFILE_NO_DRAIN");
+	sizes.generations = can_drain ? 2 : 1;
+	// Before 6.1 perf_event programs may only use preallocated hash maps.
+	utsname name{};
+	int major = 0, minor = 0;
+	if (uname(&name) == 0)
+		std::sscanf(name.release, "%d.%d", &major, &minor);
+	sizes.preallocated_hashes = major < 6 || (major == 6 && minor < 1);
+	return plan;
+}
+
+Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std::make_unique<Impl>())
+{
+	impl_->options = options;
+	libbpf_set_print(libbpf_print);
+
+	if (!plan.refusal.empty())
+		throw RunError(plan.refusal);
+	for (const std::string &warning : plan.warnings)
+		fprintf(stderr, "profile: %s\n", warning.c_str());
+	MapSizes sizes = plan.sizes;
+	impl_->unwinding = sizes.unwinding;
+	impl_->depth = sizes.depth;
+	impl_->can_drain = sizes.generations > 1;
 	// The kernel keeps the mappings of new processes where it can hook exec, fork and mmap;
 	// elsewhere user space sends them, later.
 	bool follow = impl_->unwinding && !getenv("PROFILE_NO_KERNEL_MAPPINGS");
-	Skeleton skel = open_configured(options, impl_->depth, true, impl_->can_drain, impl_->unwinding, follow);
+	Skeleton skel = open_configured(options, sizes, true, follow);
 	int err = profile_bpf__load(skel.get());
 	if (err && follow) {
 		follow = false;
-		skel = open_configured(options, impl_->depth, true, impl_->can_drain, impl_->unwinding, follow);
+		skel = open_configured(options, sizes, true, follow);
 		err = profile_bpf__load(skel.get());
 	}
 	if (err == -EINVAL) {
 		// Before 6.1 perf_event programs may only use preallocated hash maps: pay
 		// for the preallocation there.
-		skel = open_configured(options, impl_->depth, false, impl_->can_drain, impl_->unwinding, follow);
+		skel = open_configured(options, sizes, false, follow);
 		err = profile_bpf__load(skel.get());
 	}
 	if (err && impl_->unwinding && options.unwind == UnwindMode::Auto) {
@@ -331,10 +358,11 @@ Sampler::Sampler(const Options &options) : impl_(std::make_unique<Impl>())
 			errno_text(err).c_str());
 		impl_->unwinding = false;
 		follow = false;
-		skel = open_configured(options, impl_->depth, true, impl_->can_drain, false, false);
+		sizes.unwinding = false;
+		skel = open_configured(options, sizes, true, false);
 		err = profile_bpf__load(skel.get());
 		if (err == -EINVAL) {
-			skel = open_configured(options, impl_->depth, false, impl_->can_drain, false, false);
+			skel = open_configured(options, sizes, false, false);
 			err = profile_bpf__load(skel.get());
 		}
 	}
@@ -384,7 +412,7 @@ void Sampler::attach()
 	std::vector<int> online = online_cpus();
 	if (online.empty())
 		throw RunError("cannot read the online CPUs from /sys/devices/system/cpu/online");
-	const Options &options = impl_->options;
+	const SamplerConfig &options = impl_->options;
 	if (options.cpu >= 0) {
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
 			throw RunError("CPU " + std::to_string(options.cpu) + " is not online (see /sys/devices/system/cpu/online)");

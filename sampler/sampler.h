@@ -11,8 +11,9 @@
 
 #include <linux/types.h>
 
-#include "cli/options.h"
+#include "sampler/config.h"
 #include "profile.h"
+#include "sampler/map_memory.h"
 #include "unwind/maps.h"
 
 // The run cannot go on: one line for stderr, exit status 1.
@@ -45,10 +46,25 @@ struct RawProfile {
 	void add_account(const RawProfile &other);
 };
 
+// How the sampler's maps are made on this kernel, decided once, before anything loads:
+// the run judges their memory by it (judge_map_memory), and the sampler creates them by it.
+struct MapPlan {
+	// Stacks walked from unwind tables (not --unwind fp, and the kernel has what the walk
+	// needs); frames per stack, as the kernel and the walk allow; two generations when
+	// the maps can be drained while sampling (membarrier, and not PROFILE_NO_DRAIN).
+	// Hash maps are taken as preallocated before Linux 6.1: the sampler falls back to
+	// that when the kernel refuses maps allocated as keys arrive.
+	MapSizes sizes;
+	std::vector<std::string> warnings; // for stderr when the sampler loads, without "profile: "
+	std::string refusal;               // the run cannot go on (--unwind dwarf here): the sampler throws it
+};
+MapPlan plan_maps(const SamplerConfig &options);
+
 class Sampler {
 public:
-	// Opens and loads the BPF program configured by the options. Throws RunError.
-	explicit Sampler(const Options &options);
+	// Opens and loads the BPF program configured by the options, its maps as the plan
+	// says. Throws RunError.
+	Sampler(const SamplerConfig &options, const MapPlan &plan);
 	~Sampler();
 	Sampler(const Sampler &) = delete;
 	Sampler &operator=(const Sampler &) = delete;

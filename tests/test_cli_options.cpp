@@ -1,6 +1,8 @@
 // tests/test_cli_options.cpp: the command line, value by value.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "cli/options.h"
 
 namespace {
@@ -282,6 +284,122 @@ TEST_CASE("every bad value is named in the error")
 	CHECK(error({"-p"}) == "option -p needs a value");
 	CHECK(error({"--pid"}) == "option --pid needs a value");
 	CHECK(error({"--bogus"}) == "unknown option '--bogus'");
+}
+
+TEST_CASE("each kind of value is held to its range, and a bad one's error names the option and what it expects")
+{
+	// One of each kind, word for word.
+	CHECK(error({"--interval", "86401"}) == "invalid value '86401' for --interval: expected whole seconds, 1 to 86400");
+	CHECK(error({"-C", "65536"}) == "invalid value '65536' for -C: expected a CPU number");
+	CHECK(error({"--push-queue-bytes", "1025G"}) ==
+	      "invalid value '1025G' for --push-queue-bytes: expected a size in bytes, 64K or more (K, M and G suffixes "
+	      "allowed)");
+	CHECK(error({"-L", "2147483648"}) ==
+	      "invalid value '2147483648' for -L: expected a comma-separated list of positive ids");
+	CHECK(error({"--push-format", "otlp"}) == "invalid value 'otlp' for --push-format: expected pyroscope or parca");
+	CHECK(error({"-o", ""}) == "invalid value '' for -o: expected a file name");
+	CHECK(error({"--app", std::string(201, 'a')}).find("expected a name of up to 200 printable characters") !=
+	      std::string::npos);
+	CHECK(ok({"--app", std::string(200, 'a')}).app.size() == 200);
+
+	// Every row of the table, at and past the ends of its range.
+	for (const OptionSpec &spec : option_table()) {
+		const std::string name = std::string("--") + spec.name;
+		const std::string shown = spec.shorts[0] ? std::string("-") + spec.shorts[0] : name;
+		auto refused = [&](const std::string &value) {
+			const std::string message = error({name, value});
+			CHECK_MESSAGE(message.starts_with("invalid value '" + value + "' for " + shown + ": expected "),
+				      message);
+		};
+		CAPTURE(name);
+		switch (spec.kind) {
+		case ValueKind::Number:
+			ok({name, std::to_string(spec.min)});
+			ok({name, std::to_string(spec.max)});
+			refused(std::to_string(spec.max + 1));
+			if (spec.min > 0)
+				refused(std::to_string(spec.min - 1));
+			refused("-1");
+			refused("1x");
+			refused("");
+			refused("1K");
+			break;
+		case ValueKind::Bytes:
+			ok({name, std::to_string(spec.min)});
+			ok({name, std::to_string(spec.max)});
+			ok({name, std::to_string(spec.max >> 30) + "G"});
+			ok({name, std::to_string(std::max<uint64_t>(spec.min, 1024) >> 10) + "K"});
+			refused(std::to_string(spec.max + 1));
+			refused(std::to_string((spec.max >> 30) + 1) + "G");
+			if (spec.min > 0) {
+				refused(std::to_string(spec.min - 1));
+				refused(std::to_string((spec.min >> 10) - 1) + "K");
+			}
+			refused("1T");
+			refused("K");
+			refused("");
+			break;
+		case ValueKind::Ids:
+			ok({name, "1"});
+			ok({name, "2147483647,1"});
+			refused("0");
+			refused("2147483648");
+			refused("1,,2");
+			refused("1,");
+			refused("");
+			break;
+		case ValueKind::Choice: {
+			std::string choices;
+			for (size_t i = 0; i < spec.choices.size(); i++)
+				choices += std::string(i == 0 ? "" : i + 1 == spec.choices.size() ? " or " : ", ") +
+					   spec.choices[i].name;
+			CHECK(error({name, "nope"}) == "invalid value 'nope' for " + shown + ": expected " + choices);
+			break;
+		}
+		case ValueKind::Text:
+			if (spec.accepts && !spec.accepts(""))
+				refused("");
+			break;
+		case ValueKind::None:
+			CHECK(error({name + "=1"}).find("unknown option") != std::string::npos);
+			break;
+		}
+		if (spec.kind != ValueKind::None)
+			CHECK(error({name}) == "option " + name + " needs a value");
+	}
+}
+
+TEST_CASE("the table: a default it names is the value without the option, and --help shows it")
+{
+	Options none = ok({});
+	for (const OptionSpec &spec : option_table()) {
+		CAPTURE(spec.name);
+		CHECK_MESSAGE((std::string(spec.help).find("{default}") == std::string::npos || spec.default_value),
+			      "its help shows a default it does not name");
+		if (!spec.default_value)
+			continue;
+		Options with = ok({std::string("--") + spec.name, spec.default_value});
+		with.command_line = none.command_line;
+		CHECK(with == none);
+	}
+	CHECK(help_text().find("samples per second on each CPU (default 49)") != std::string::npos);
+	CHECK(help_text().find("(default 64M; K, M and G suffixes)") != std::string::npos);
+}
+
+TEST_CASE("the table: every option has one long name, short letters of its own, a group and help")
+{
+	std::set<std::string> names;
+	std::set<char> letters;
+	for (const OptionSpec &spec : option_table()) {
+		CAPTURE(spec.name);
+		CHECK(names.insert(spec.name).second);
+		for (const char *c = spec.shorts; *c; c++)
+			CHECK(letters.insert(*c).second);
+		CHECK(*spec.group);
+		CHECK((*spec.help || !spec.choices.empty()));
+		CHECK(bool(spec.set));
+		CHECK((spec.kind == ValueKind::None) == (spec.value_name == nullptr));
+	}
 }
 
 TEST_CASE("help and version stop parsing")

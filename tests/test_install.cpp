@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <map>
@@ -53,32 +54,20 @@ std::set<std::string> option_names(const std::string &tag)
 	return names;
 }
 
-// Option -> the group --help lists it under ("" for -h and -V, which follow the groups).
-std::map<std::string, std::string> help_options()
+// Option ("-f", "--frequency") -> its group in the option table.
+std::map<std::string, std::string> table_options()
 {
 	std::map<std::string, std::string> options;
-	std::string group, previous;
-	bool in_options = false;
-	for (const std::string &line : split_lines(help_text())) {
-		if (line.starts_with("DURATION"))
-			in_options = true;
-		else if (line.starts_with("Examples"))
-			in_options = false;
-		if (in_options && !line.empty() && line[0] != ' ' && previous.empty())
-			group = line.substr(0, line.find(':'));
-		if (in_options && line.starts_with("  -")) {
-			if (previous.empty())
-				group = ""; // options after a blank line belong to no group
-			for (const std::string &name : option_names(line.substr(2, line.find("  ", 2) - 2)))
-				options[name] = group;
-		}
-		previous = line;
+	for (const OptionSpec &spec : option_table()) {
+		for (const char *c = spec.shorts; *c; c++)
+			options[std::string("-") + *c] = spec.group;
+		options[std::string("--") + spec.name] = spec.group;
 	}
 	return options;
 }
 
 // The text a line of roff shows, near enough to read names from: no macro, no font
-// changes, no quotes, \- as -.
+// changes, no quotes, \- as -, \(aq as '.
 std::string roff_text(std::string line)
 {
 	if (line.starts_with("."))
@@ -86,6 +75,7 @@ std::string roff_text(std::string line)
 	line = std::regex_replace(line, std::regex(R"(\\f[BIRP])"), "");
 	line = std::regex_replace(line, std::regex(R"(\\[%:&])"), "");
 	line = std::regex_replace(line, std::regex(R"(\\-)"), "-");
+	line = std::regex_replace(line, std::regex(R"(\\\(aq)"), "'");
 	line = std::regex_replace(line, std::regex("\""), "");
 	return line;
 }
@@ -93,6 +83,7 @@ std::string roff_text(std::string line)
 struct ManPage {
 	std::vector<std::string> lines;                  // without comment lines
 	std::map<std::string, std::string> options;      // OPTIONS' tags -> their .SS
+	std::set<std::pair<std::string, std::string>> rows; // OPTIONS' (.SS, tag) of options, as --help writes tags
 	std::set<std::string> subsections;               // .SS names of OPTIONS
 	std::set<std::string> environment;               // ENVIRONMENT's tags
 };
@@ -117,22 +108,21 @@ ManPage read_man_page()
 				page.subsections.insert(subsection);
 		} else if (line == ".TP" && i + 1 < page.lines.size()) {
 			const std::string tag = roff_text(page.lines[i + 1]);
-			if (section == "OPTIONS")
+			if (section == "OPTIONS") {
 				for (const std::string &name : option_names(tag))
 					page.options[name] = subsection;
+				if (tag.starts_with("-")) {
+					// ".BR \-f ", " \-F" reads "-f ,  -F": spaces as --help has them.
+					std::string row = std::regex_replace(tag, std::regex(" +"), " ");
+					row = std::regex_replace(row, std::regex(" ,"), ",");
+					page.rows.insert({subsection, row});
+				}
+			}
 			if (section == "ENVIRONMENT")
 				page.environment.insert(tag);
 		}
 	}
 	return page;
-}
-
-bool same_name(std::string a, std::string b)
-{
-	for (std::string *s : {&a, &b})
-		for (char &c : *s)
-			c = char(std::tolower(static_cast<unsigned char>(c)));
-	return a == b;
 }
 
 // The PROFILE_* variables the program's sources read with getenv.
@@ -197,38 +187,46 @@ std::set<std::string> words(const std::string &text)
 
 TEST_SUITE("unit") {
 
-TEST_CASE("install: profile(8)'s OPTIONS document every option of --help, under the group --help gives it, and no other")
+TEST_CASE("install: profile(8)'s OPTIONS document every option of the table, with its value, under its group, and no other")
 {
-	const std::map<std::string, std::string> help = help_options();
 	const ManPage page = read_man_page();
-	REQUIRE(help.size() > 40); // the parse found the options, short and long
-	for (const auto &[name, group] : help) {
-		CAPTURE(name);
-		auto documented = page.options.find(name);
-		CHECK_MESSAGE(documented != page.options.end(), name << " is in --help but not in profile(8)'s OPTIONS");
-		if (documented != page.options.end() && !group.empty())
-			CHECK_MESSAGE(same_name(documented->second, group), name << " is under \"" << documented->second
-										  << "\" in profile(8), under \"" << group
-										  << "\" in --help");
-	}
-	for (const auto &[name, subsection] : page.options)
-		CHECK_MESSAGE(help.count(name) == 1, name << " is documented in profile(8) but --help has no such option");
-	// Every group of --help is a subsection of OPTIONS.
-	std::set<std::string> groups;
-	for (const auto &[name, group] : help)
-		if (!group.empty())
-			groups.insert(group);
-	for (const std::string &group : groups) {
-		bool found = false;
-		for (const std::string &subsection : page.subsections)
-			found = found || same_name(subsection, group);
-		CHECK_MESSAGE(found, "--help's group \"" << group << "\" is no subsection of profile(8)'s OPTIONS");
+	std::set<std::pair<std::string, std::string>> table;
+	for (const OptionRow &row : option_rows())
+		table.insert({row.group, row.synopsis});
+	REQUIRE(table.size() > 30);
+	for (const auto &[group, synopsis] : table)
+		CHECK_MESSAGE(page.rows.count({group, synopsis}) == 1,
+			      "--help's \"" << synopsis << "\" (" << group << ") is no tag under .SS " << group
+					   << " in profile(8)'s OPTIONS");
+	for (const auto &[subsection, tag] : page.rows)
+		CHECK_MESSAGE(table.count({subsection, tag}) == 1,
+			      "profile(8)'s \"" << tag << "\" (.SS " << subsection << ") is no row of --help");
+}
+
+TEST_CASE("install: README.md's Options block is --help, line for line")
+{
+	const std::string readme = read_file((source_tree() / "README.md").string());
+	const size_t heading = readme.find("\n## Options\n");
+	REQUIRE(heading != std::string::npos);
+	const size_t open = readme.find("```\n", heading);
+	REQUIRE(open != std::string::npos);
+	const size_t close = readme.find("\n```\n", open);
+	REQUIRE(close != std::string::npos);
+	const std::vector<std::string> block = split_lines(readme.substr(open + 4, close + 1 - (open + 4)));
+	const std::vector<std::string> help = split_lines(help_text());
+	for (size_t i = 0; i < std::max(block.size(), help.size()); i++) {
+		const std::string in_readme = i < block.size() ? block[i] : "(the end)";
+		const std::string in_help = i < help.size() ? help[i] : "(the end)";
+		CHECK_MESSAGE(in_readme == in_help, "README.md's Options block differs from ./profile --help at line "
+							    << i + 1 << ": run scripts/readme-help.sh");
+		if (in_readme != in_help)
+			break;
 	}
 }
 
 TEST_CASE("install: every long option profile(8) names anywhere is one of profile's")
 {
-	const std::map<std::string, std::string> help = help_options();
+	const std::map<std::string, std::string> help = table_options();
 	// Other programs' options the page shows in commands.
 	const std::set<std::string> others = {"--now"};
 	for (const std::string &line : read_man_page().lines)
@@ -281,7 +279,7 @@ TEST_CASE("install: profile-agent.service.in: the agent's command line is profil
 	const std::vector<std::string> exec = unit_values(unit, "ExecStart");
 	REQUIRE(exec.size() == 1);
 	CHECK(exec[0].starts_with("@SBINDIR@/profile "));
-	const std::map<std::string, std::string> help = help_options();
+	const std::map<std::string, std::string> help = table_options();
 	for (const std::string &name : option_names(exec[0]))
 		CHECK_MESSAGE(help.count(name) == 1, "the unit runs profile with " << name << ", which is no option");
 	CHECK(contains(exec[0], "--agent"));
@@ -335,6 +333,57 @@ TEST_CASE("layout: the root of the tree holds the files the layout names and no 
 	for (const std::string &name : files)
 		CHECK_MESSAGE(allowed.count(name) == 1, name << " is at the root of the tree (" << std::string(checkout ? "git ls-files" : "the folder")
 							  << "): move it into the folder it belongs to, or name it in this test");
+}
+
+TEST_CASE("layout: every #include runs down the folders' order: model, syms, unwind, sampler, report, push, cli, profile.cpp")
+{
+	// Each layer may include its own and those before it, never one after it: the shared
+	// basics and the sources of truth (processes, symbols, unwinding) know nothing of the
+	// sampler, the sampler nothing of reports, pushes or the command line. report/model.h
+	// (the symbolized profile every layer above hands on) is the data model, below syms/;
+	// profile.h, the contract between profile.bpf.c and the sampler, is the sampler's.
+	const std::vector<std::string> order = {"model", "syms", "unwind", "sampler", "report", "push", "cli", "profile.cpp"};
+	auto layer = [](const std::string &path) -> std::string {
+		if (path == "report/model.h")
+			return "model";
+		if (path == "profile.h")
+			return "sampler";
+		return path.substr(0, path.find('/'));
+	};
+	auto rank = [&](const std::string &name) {
+		return size_t(std::find(order.begin(), order.end(), name) - order.begin());
+	};
+	const fs::path tree = source_tree();
+	std::vector<std::string> files = {"profile.cpp", "profile.h"};
+	for (const auto &entry : fs::directory_iterator(tree)) {
+		const std::string dir = entry.path().filename();
+		if (!entry.is_directory() || dir.starts_with(".") || dir.starts_with("build") ||
+		    std::set<std::string>{"tests", "scripts", "doc", "systemd"}.count(dir))
+			continue;
+		CHECK_MESSAGE(rank(dir) < order.size(), dir << "/ has no place in the folders' order: name it in this test");
+		for (const auto &file : fs::recursive_directory_iterator(entry.path()))
+			if (file.path().extension() == ".h" || file.path().extension() == ".cpp")
+				files.push_back(fs::relative(file.path(), tree).string());
+	}
+	REQUIRE(files.size() > 40);
+	static const std::regex include(R"re(^\s*#\s*include\s+"([^"]+)")re");
+	size_t includes = 0;
+	for (const std::string &file : files) {
+		for (const std::string &line : split_lines(read_file((tree / file).string()))) {
+			std::smatch m;
+			if (!std::regex_search(line, m, include))
+				continue;
+			const std::string target = m[1];
+			// Made by the build: the skeleton is the sampler's, vmlinux.h the BPF side's.
+			if (target == "profile.skel.h" || target == "vmlinux.h")
+				continue;
+			includes++;
+			CHECK_MESSAGE(rank(layer(target)) <= rank(layer(file)),
+				      file << " (" << layer(file) << ") includes " << target << " (" << layer(target)
+					   << "), which comes after it in the folders' order");
+		}
+	}
+	CHECK(includes > 100); // the scan read the includes
 }
 
 } // TEST_SUITE("unit")

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include "sampler/map_memory.h"
+#include "sampler/sampler.h"
+#include "tests/support.h"
 
 namespace {
 
@@ -122,6 +124,43 @@ TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than hal
 	CHECK(byte_size(36 * MiB + 100) == "36 MiB");
 	CHECK(byte_size(3 * GiB + GiB / 100) == "3.0 GiB");
 	CHECK(byte_size(130 * GiB) == "130 GiB");
+}
+
+} // TEST_SUITE
+
+TEST_SUITE("unit") {
+
+TEST_CASE("map plan: the sizes the run judges are the options' as this kernel allows them, one plan for the sampler too")
+{
+	SamplerConfig options;
+	options.unwind = UnwindMode::FramePointers; // no probe of the kernel's helpers
+	options.stack_storage_size = 1000;
+	options.hash_storage_size = 2000;
+	options.max_stack_depth = 64;
+	const MapPlan plan = plan_maps(options);
+	CHECK(plan.refusal.empty());
+	CHECK(!plan.sizes.unwinding);
+	CHECK(plan.sizes.stack_entries == 1000);
+	CHECK(plan.sizes.count_entries == 2000);
+	CHECK(plan.sizes.depth <= 64);
+	CHECK(plan.sizes.depth >= 1);
+	{
+		// Nothing is drained: the second set of maps is never used, and costs nothing.
+		ScopedEnv no_drain("PROFILE_NO_DRAIN", "1");
+		CHECK(plan_maps(options).sizes.generations == 1);
+		CHECK((map_memory(plan_maps(options).sizes).total() < map_memory(plan.sizes).total() ||
+		       plan.sizes.generations == 1));
+	}
+	// Kernel stacks only: no user stack to walk, whatever --unwind says.
+	options.unwind = UnwindMode::Tables;
+	options.user_stacks = false;
+	CHECK(!plan_maps(options).sizes.unwinding);
+	CHECK(plan_maps(options).refusal.empty());
+	// Deeper than the kernel cuts stacks: the plan is cut too, and says so.
+	options.max_stack_depth = 1024;
+	const MapPlan deep = plan_maps(options);
+	if (deep.sizes.depth < 1024)
+		CHECK(deep.warnings.size() == 1);
 }
 
 } // TEST_SUITE

@@ -55,11 +55,10 @@ TEST_CASE("windows: a window's file never replaces another's: a name taken in th
 	CHECK(unused_window_path("/d.v2/cpu", {"/d.v2/cpu"}) == "/d.v2/cpu.1");
 	CHECK(unused_window_path("/d/.cpu", {"/d/.cpu"}) == "/d/.cpu.1");
 	TempDir dir;
-	Options options;
-	options.format = ReportFormat::Folded;
-	options.interval_s = 1;
-	options.output_path = dir / "cpu-%H%M%S.folded";
-	Reports reports(options, "host");
+	Delivery delivery;
+	delivery.format = ReportFormat::Folded;
+	delivery.output_path = dir / "cpu-%H%M%S.folded";
+	Reports reports(delivery, "host");
 	const int64_t t = 1795440000000000000; // 2026-11-23T13:20:00.000Z
 	for (int64_t start : {t, t + 993000000, t + 999000000, t + 1000000000}) {
 		Profile profile;

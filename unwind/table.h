@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "profile.h"
+#include "unwind/unwind.h"
 
 struct UnwindTable {
 	// Sorted by pc (a file offset, see struct unwind_row). Adjacent rows never hold the

@@ -1,5 +1,5 @@
-// sampler/account.cpp: the stderr lines that account for what a run sampled.
-#include "sampler/account.h"
+// cli/account.cpp: the stderr lines that account for what a run sampled.
+#include "cli/account.h"
 
 #include <algorithm>
 #include <cinttypes>

@@ -1,0 +1,33 @@
+// sampler/config.h: what the sampler is told of a run: what to sample, how often, how user
+// stacks are walked, how large its maps are. The command line's Options hold it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// --unwind: how user stacks are walked.
+enum class UnwindMode {
+	Auto,          // unwind tables where an object has one, frame pointers elsewhere
+	FramePointers, // bpf_get_stackid, as BCC does
+	Tables,        // unwind tables only
+};
+
+struct SamplerConfig {
+	uint64_t frequency = 49;     // samples per second per CPU; 0 in period mode
+	uint64_t period = 0;         // -c: one sample every N events
+	std::vector<uint32_t> pids;  // -p
+	std::vector<uint32_t> tids;  // -L
+	std::vector<std::string> cgroups; // --cgroup: only tasks under these cgroup v2 groups
+	int cpu = -1;                // -C, -1 for every online CPU
+	bool include_idle = false;   // -I
+	bool user_stacks = true;     // false with -K
+	bool kernel_stacks = true;   // false with -U
+	uint32_t stack_storage_size = 16384;
+	uint32_t hash_storage_size = 40960;
+	uint32_t max_stack_depth = 127;
+	UnwindMode unwind = UnwindMode::Auto;
+	uint32_t unwind_table_size = 8388608; // rows, at most, over every table loaded
+
+	bool operator==(const SamplerConfig &) const = default;
+};
