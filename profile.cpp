@@ -275,6 +275,7 @@ int run(const Options &options)
 	startup.mark("load");
 	SymbolizerOptions symbolizer_options;
 	symbolizer_options.want_lines = options.report.verbose;
+	symbolizer_options.want_inlined = options.inline_frames;
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer_options.kernel_cache_dir = "/run/profile";
 	Symbolizer symbolizer(symbolizer_options);

@@ -35,6 +35,7 @@ enum LongOnly {
 	OPT_PUSH_KEY,
 	OPT_CGROUP,
 	OPT_AGENT,
+	OPT_NO_INLINE,
 };
 
 const option long_options[] = {
@@ -52,6 +53,7 @@ const option long_options[] = {
 	{"delimited", no_argument, nullptr, 'd'},
 	{"annotations", no_argument, nullptr, 'a'},
 	{"verbose", no_argument, nullptr, 'v'},
+	{"no-inline", no_argument, nullptr, OPT_NO_INLINE},
 	{"output", required_argument, nullptr, 'o'},
 	{"format", required_argument, nullptr, OPT_FORMAT},
 	{"stack-storage-size", required_argument, nullptr, OPT_STACK_STORAGE},
@@ -217,6 +219,9 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			break;
 		case 'v':
 			options.report.verbose = true;
+			break;
+		case OPT_NO_INLINE:
+			options.inline_frames = false;
 			break;
 		case 'o':
 			if (arg.empty())
@@ -513,9 +518,12 @@ Output
                           (with --format svg: a flame graph with the process ids)
   -d, --delimited         a delimiter between kernel and user frames
                           ("--" in multi-line stacks, "-" in folded ones)
-  -a, --annotations       append _[k] to kernel frames
+  -a, --annotations       append _[k] to kernel frames, _[i] to inlined ones
   -v, --verbose           each frame's address, symbol+offset, module, and file:line
                           where debug info has it
+  --no-inline             no frames for functions the compiler inlined; by default
+                          each is a frame of its own, innermost first, as perf shows
+                          them (found in DWARF, in the binary or its debug file)
   -o, --output FILE       write the report to FILE, in the format named by --format,
                           --folded or -E, else by its extension (.svg flame graph,
                           .pb.gz pprof, .folded, .txt multi-line stacks); written whole

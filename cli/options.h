@@ -34,6 +34,7 @@ struct Options {
 	bool kernel_stacks = true;   // false with -U
 	ReportFormat format = ReportFormat::Stacks;
 	ReportOptions report;
+	bool inline_frames = true;   // false with --no-inline: no frames for inlined functions
 	std::string output_path;     // -o, "" for stdout
 	uint32_t stack_storage_size = 16384;
 	uint32_t hash_storage_size = 40960;
