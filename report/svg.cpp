@@ -226,10 +226,13 @@ FlameGraph build(const Profile &profile, const ReportOptions &options)
 		uint32_t &symbol = frame_symbols[index];
 		if (symbol == no_symbol) {
 			const Frame &frame = profile.frames[index];
-			const BoxKind kind = !frame.named()			? BoxKind::Unnamed
-					     : frame.kind == FrameKind::Kernel ? BoxKind::Kernel
-					     : frame.inlined			? BoxKind::Inlined
-										: BoxKind::User;
+			BoxKind kind = BoxKind::User;
+			if (!frame.named())
+				kind = BoxKind::Unnamed;
+			else if (frame.kind == FrameKind::Kernel)
+				kind = BoxKind::Kernel;
+			else if (frame.inlined)
+				kind = BoxKind::Inlined;
 			symbol = graph.symbols.intern(frame_label(frame), kind);
 		}
 		return symbol;

@@ -11,8 +11,8 @@
 # overlap of the two distributions of stacks), for folded and for pprof (each location's
 # lines, innermost first), and the stacks that differ most.
 # Then the cost: the end-of-run symbolization time (PROFILE_DEBUG=1's "symbolize" phase)
-# with inlined frames and with --no-inline, of this program alone and of the whole
-# machine, RUNS times each (the median).
+# and the peak RSS with inlined frames and with --no-inline, of this program alone and of
+# the whole machine, RUNS times each (the median).
 # Needs root, perf, python3, ./profile and build/workloads/inlined (make; make workloads).
 set -eu
 
@@ -267,6 +267,10 @@ symbolize_ms() {
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "?" }'; }
 
+# The peak RSS too, through GNU time where it is installed (Debian's `time` package).
+TIME=()
+[ -x /usr/bin/time ] && TIME=(/usr/bin/time -f %M -o "$TMP/rss")
+
 cost() { # what, then profile's arguments
 	local what=$1 with=() without=() run line
 	shift
@@ -274,16 +278,21 @@ cost() { # what, then profile's arguments
 		for mode in inline no-inline; do
 			local extra=()
 			[ "$mode" = no-inline ] && extra=(--no-inline)
-			PROFILE_DEBUG=1 "$PROFILE" "$@" "${extra[@]}" >/dev/null 2>"$TMP/cost.err" ||
+			echo 0 >"$TMP/rss"
+			PROFILE_DEBUG=1 "${TIME[@]}" "$PROFILE" "$@" "${extra[@]}" >/dev/null 2>"$TMP/cost.err" ||
 				{ log "profile $* failed:"; cat "$TMP/cost.err" >&2; exit 1; }
-			line=$(symbolize_ms "$TMP/cost.err")
+			line="$(symbolize_ms "$TMP/cost.err") $(tail -1 "$TMP/rss")"
 			if [ "$mode" = inline ]; then with+=("$line"); else without+=("$line"); fi
 		done
 	done
-	printf '%s: symbolize at the end of the run, median of %d: with inlined frames %s ms (CPU %s), --no-inline %s ms (CPU %s)\n' \
-		"$what" "$RUNS" \
-		"$(printf '%s\n' "${with[@]}" | cut -d' ' -f1 | median)" "$(printf '%s\n' "${with[@]}" | cut -d' ' -f2 | median)" \
-		"$(printf '%s\n' "${without[@]}" | cut -d' ' -f1 | median)" "$(printf '%s\n' "${without[@]}" | cut -d' ' -f2 | median)"
+	field() { # the median of field $1 of the runs given after it
+		local n=$1
+		shift
+		printf '%s\n' "$@" | cut -d' ' -f"$n" | median
+	}
+	printf '%s, median of %d: symbolize at the end of the run %s ms (CPU %s) with inlined frames, %s ms (CPU %s) with --no-inline; peak RSS %s KiB against %s KiB\n' \
+		"$what" "$RUNS" "$(field 1 "${with[@]}")" "$(field 2 "${with[@]}")" \
+		"$(field 1 "${without[@]}")" "$(field 2 "${without[@]}")" "$(field 3 "${with[@]}")" "$(field 3 "${without[@]}")"
 }
 
 "$WORKLOAD" $((RUNS * 2 * 4 + 30)) &
