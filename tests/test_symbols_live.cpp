@@ -17,6 +17,7 @@
 #include "syms/elf.h"
 #include "syms/fd.h"
 #include "tests/support.h"
+#include "tests/test_report_data.h"
 
 namespace {
 
@@ -343,21 +344,41 @@ TEST_CASE("kernel stacks name a running BPF program as kallsyms does, with [bpf]
 
 // build/workloads/inlined: C++ at -O2 whose hot loop is workload::Mixer::mix and
 // workload::scramble, always inlined into workload::mix_block, and std::accumulate inlined
-// into workload::sum_block. Two runs at once over it: the default, and --no-inline.
-TEST_CASE("inlined functions are frames of their own in folded stacks, innermost last, and --no-inline drops them")
+// into workload::sum_block. Three runs at once over it: folded, folded with --no-inline,
+// and pprof, which go tool pprof reads back.
+TEST_CASE("inlined functions are frames of their own in folded stacks and pprof, and --no-inline drops them")
 {
 	require_root();
+	if (find_tool("go").empty())
+		return skip_test("go is not installed (apt-get install golang-go)");
 	Background program({workload("inlined"), "8"});
 	const std::string pid = std::to_string(program.pid());
+	TempDir dir;
 	PipedProcess with(profile_command({"-U", "-F", "99", "-p", pid, "--folded", "4"}));
 	PipedProcess without(profile_command({"-U", "-F", "99", "-p", pid, "--no-inline", "--folded", "4"}));
-	std::string with_out, with_err, without_out, without_err;
-	while (with.open() || without.open()) {
+	PipedProcess pprof(profile_command({"-U", "-F", "99", "-p", pid, "-o", dir / "cpu.pb.gz", "4"}));
+	std::string with_out, with_err, without_out, without_err, pprof_out, pprof_err;
+	while (with.open() || without.open() || pprof.open()) {
 		with.pump(100, &with_out, &with_err);
 		without.pump(100, &without_out, &without_err);
+		pprof.pump(100, &pprof_out, &pprof_err);
 	}
 	REQUIRE_MESSAGE(with.wait() == 0, with_err);
 	REQUIRE_MESSAGE(without.wait() == 0, without_err);
+	REQUIRE_MESSAGE(pprof.wait() == 0, pprof_err);
+	// pprof's own reading: each inlined line of a location "(inline)", above the function
+	// it was inlined into, names without their parameters.
+	uint64_t pprof_inlined = 0;
+	for (const Trace &trace : pprof_traces(dir / "cpu.pb.gz")) {
+		const std::vector<std::string> &f = trace.frames;
+		for (size_t i = 0; i + 2 < f.size(); i++)
+			if (f[i] == "workload::scramble (inline)") {
+				CHECK(f[i + 1] == "workload::Mixer::mix (inline)");
+				CHECK(f[i + 2] == "workload::mix_block");
+				pprof_inlined += trace.count;
+			}
+	}
+	CHECK(pprof_inlined > 0);
 	const std::vector<FoldedLine> inlined = parse_folded(with_out), plain = parse_folded(without_out);
 	INFO("default:\n" << with_out << "--no-inline:\n" << without_out);
 
