@@ -295,7 +295,7 @@ cost() { # what, then profile's arguments
 		"$(field 1 "${without[@]}")" "$(field 2 "${without[@]}")" "$(field 3 "${with[@]}")" "$(field 3 "${without[@]}")"
 }
 
-"$WORKLOAD" $((RUNS * 2 * 4 + 30)) &
+"$WORKLOAD" $((RUNS * 30 + 10)) & # through every run of both costs below
 WORKLOAD_PID=$!
 BACKGROUND+=("$WORKLOAD_PID")
 sleep 1
