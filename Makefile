@@ -93,6 +93,7 @@ WORKLOADS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(OUTPUT)/workloads/%)
 # clang, because GCC 12 drops the frame of leaf functions at -O1 even with
 # -mno-omit-leaf-frame-pointer, and the caller of a hot leaf then vanishes from its stacks.
 WORKLOAD_CC := $(CLANG)
+WORKLOAD_CXX := clang++
 WORKLOAD_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline
 
 $(OUTPUT)/workloads/%: tests/workloads/%.c $(WORKLOAD_HEADERS)
@@ -135,7 +136,14 @@ $(OUTPUT)/workloads/nofp: tests/workloads/nofp.c $(WORKLOAD_HEADERS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) -O2 -g -fomit-frame-pointer $< -o $@
 
-workloads: $(WORKLOADS) $(OUTPUT)/workloads/libplugin.so
+# C++ at -O2 whose hot code is inlined, with frame pointers, the leaf's too: a frame-pointer
+# walk and perf's DWARF walk agree, so their inlined frames can be compared.
+$(OUTPUT)/workloads/inlined: tests/workloads/inlined.cpp $(WORKLOAD_HEADERS)
+	$(call msg,WORKLOAD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(WORKLOAD_CXX) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer $< -o $@
+
+workloads: $(WORKLOADS) $(OUTPUT)/workloads/libplugin.so $(OUTPUT)/workloads/inlined
 
 $(OUTPUT)/run-tests: $(TEST_OBJS) $(MODULE_OBJS)
 	$(call msg,BINARY,$@)

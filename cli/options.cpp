@@ -166,11 +166,15 @@ const std::vector<OptionSpec> table = {
 	 .help = "a delimiter between kernel and user frames (\"--\" in multi-line stacks, \"-\" in folded ones)",
 	 .set = [](Options &o, G, V) { o.report.delimited = true; return ok; }},
 	{.name = "annotations", .shorts = "a", .group = "Output",
-	 .help = "append _[k] to kernel frames",
+	 .help = "append _[k] to kernel frames, _[i] to inlined ones",
 	 .set = [](Options &o, G, V) { o.report.annotations = true; return ok; }},
 	{.name = "verbose", .shorts = "v", .group = "Output",
 	 .help = "each frame's address, symbol+offset, module, and file:line where debug info has it",
 	 .set = [](Options &o, G, V) { o.report.verbose = true; return ok; }},
+	{.name = "no-inline", .group = "Output",
+	 .help = "no frames for functions the compiler inlined; by default each is a frame of its own, innermost "
+		 "first, as perf shows them (found in DWARF, in the binary or its debug file)",
+	 .set = [](Options &o, G, V) { o.inline_frames = false; return ok; }},
 	{.name = "output", .shorts = "o", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file name",
 	 .accepts = nonempty, .group = "Output",
 	 .help = "write the report to FILE, in the format named by --format, --folded or -E, else by its "

@@ -18,6 +18,7 @@
 struct Options : SamplerConfig {
 	ReportFormat format = ReportFormat::Stacks;
 	ReportOptions report;
+	bool inline_frames = true;   // false with --no-inline: no frames for inlined functions
 	std::string output_path;     // -o, "" for stdout
 	uint64_t unwind_cache_size = 256ull << 20; // --unwind-cache-size: bytes on disk; 0: no cache
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM

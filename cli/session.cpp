@@ -43,6 +43,7 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	startup.mark("load");
 	SymbolizerOptions symbolizer;
 	symbolizer.want_lines = options.report.verbose;
+	symbolizer.want_inlined = options.inline_frames;
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer.kernel_cache_dir = "/run/profile";
 	return symbolizer;

@@ -10,7 +10,7 @@
 
 struct ReportOptions {
 	bool delimited = false;   // -d: a delimiter between kernel and user frames
-	bool annotations = false; // -a: _[k] after kernel frames
+	bool annotations = false; // -a: _[k] after kernel frames, _[i] after inlined ones
 	bool verbose = false;     // -v: address, symbol+offset, module, file:line
 	bool fold_pid = false;    // -E: comm-PID[@CONTAINER] as the root frame of folded stacks
 

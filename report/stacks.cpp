@@ -57,8 +57,11 @@ void write_merged(const Profile &profile, const std::vector<std::string> &pieces
 std::string label(const Frame &frame, const ReportOptions &options)
 {
 	std::string text = frame_label(frame);
+	// stackcollapse-perf.pl's annotations, which flamegraph.pl's palettes read.
 	if (options.annotations && frame.kind == FrameKind::Kernel)
 		text += "_[k]";
+	else if (options.annotations && frame.inlined)
+		text += "_[i]";
 	return text;
 }
 

@@ -29,7 +29,7 @@ constexpr double min_frame_width = 0.1;
 // much over 4 MB (about 200 bytes a box) or a page too slow to zoom.
 constexpr size_t max_boxes = 20000;
 
-enum class BoxKind : uint8_t { All, Process, User, Kernel, Unnamed };
+enum class BoxKind : uint8_t { All, Process, User, Kernel, Unnamed, Inlined };
 
 struct Symbol {
 	std::string text; // valid UTF-8 without control characters, not yet escaped
@@ -157,6 +157,9 @@ void append_fill(std::string &out, const Symbol &symbol)
 	case BoxKind::Unnamed:
 		r = g = b = 165 + int(45 * v1);
 		break;
+	case BoxKind::Inlined: // flamegraph.pl's aqua for inlined frames (_[i])
+		r = 50 + int(60 * v1), g = b = 165 + int(55 * v1);
+		break;
 	case BoxKind::User:
 	default:
 		// flamegraph.pl's native colours: yellow for C++ (and Rust) names, red for C.
@@ -223,9 +226,13 @@ FlameGraph build(const Profile &profile, const ReportOptions &options)
 		uint32_t &symbol = frame_symbols[index];
 		if (symbol == no_symbol) {
 			const Frame &frame = profile.frames[index];
-			const BoxKind kind = !frame.named() ? BoxKind::Unnamed
-					     : frame.kind == FrameKind::Kernel ? BoxKind::Kernel
-									       : BoxKind::User;
+			BoxKind kind = BoxKind::User;
+			if (!frame.named())
+				kind = BoxKind::Unnamed;
+			else if (frame.kind == FrameKind::Kernel)
+				kind = BoxKind::Kernel;
+			else if (frame.inlined)
+				kind = BoxKind::Inlined;
 			symbol = graph.symbols.intern(frame_label(frame), kind);
 		}
 		return symbol;
@@ -602,7 +609,8 @@ void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &o
 		append_grouped(svg, box.count);
 		svg += box.count == 1 ? " sample, " : " samples, ";
 		append_fixed(svg, 100.0 * double(box.count) / double(graph.total), 2);
-		svg += "%)</title><rect x=\"";
+		// After the counts, where the script's name of the box (up to " (") leaves it.
+		svg += symbol.kind == BoxKind::Inlined ? "%, inlined)</title><rect x=\"" : "%)</title><rect x=\"";
 		append_fixed(svg, x, 1);
 		svg += "\" y=\"";
 		append_uint(svg, y);

@@ -532,6 +532,16 @@ const std::string &SourceLines::Impl::name(Dwarf_Die *function)
 	auto known = names.find(key);
 	if (known != names.end())
 		return known->second;
+	// An inlined call names the function it inlined by DW_AT_abstract_origin. One whose
+	// origin is not a function (malformed DWARF: past its unit, itself, the unit) has no
+	// name, rather than the name of whatever it points at.
+	if (dwarf_tag(function) == DW_TAG_inlined_subroutine) {
+		Dwarf_Attribute attribute;
+		Dwarf_Die origin;
+		if (!dwarf_formref_die(dwarf_attr(function, DW_AT_abstract_origin, &attribute), &origin) ||
+		    dwarf_tag(&origin) != DW_TAG_subprogram)
+			return names.emplace(key, std::string()).first->second;
+	}
 	// A C++ linkage name demangles to the qualified name with its parameters, as the
 	// ELF symbols read; DW_AT_name alone is "spin" for fixture::Spinner::spin(long).
 	const char *linkage = string_attribute(function, DW_AT_linkage_name);

@@ -45,7 +45,7 @@ struct Binary {
 	std::unique_ptr<ElfFile> elf;
 	std::unique_ptr<ElfFile> debug;     // its separate debug file, when one was found
 	ElfFile *symbols = nullptr;         // the fullest table: elf's .symtab, else debug's, else elf's .dynsym
-	std::unique_ptr<SourceLines> lines; // with want_lines, where DWARF was found
+	std::unique_ptr<SourceLines> lines; // with want_lines or want_inlined, where DWARF was found
 };
 
 // What user addresses lie in, in terms that outlive their process: one file mapped by
@@ -287,7 +287,8 @@ Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 	// A stripped file's full symbol table, and its DWARF, are in its separate debug file.
 	const bool own_symtab = binary->elf->has_section(".symtab"), own_dwarf = has_dwarf(*binary->elf);
 	std::optional<DebugFile> debug;
-	if (!own_symtab || (options.want_lines && !own_dwarf)) {
+	const bool want_dwarf = options.want_lines || options.want_inlined;
+	if (!own_symtab || (want_dwarf && !own_dwarf)) {
 		debug = find_debug_file(*binary->elf, mapping.path, options.debug_root, root, false);
 		// The host's debug files serve a container's binaries too when the build id,
 		// which names the very build, says they are the same.
@@ -299,7 +300,7 @@ Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 	binary->symbols = binary->elf.get();
 	if (debug && !own_symtab && debug->elf->has_section(".symtab"))
 		binary->symbols = debug->elf.get();
-	if (options.want_lines) {
+	if (want_dwarf) {
 		if (own_dwarf)
 			binary->lines = SourceLines::open(fd.get());
 		else if (debug && has_dwarf(*debug->elf))
@@ -578,9 +579,9 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 		frame.name = impl_->name_of(*symbol);
 		frame.symbol_offset = frame.module_offset - symbol->start;
 	}
-	if (impl_->options.want_lines && binary->lines) {
+	if (binary->lines) {
 		std::vector<SourceLocation> lines = binary->lines->find(*elf_address);
-		for (size_t i = 0; i + 1 < lines.size(); i++) {
+		for (size_t i = 0; impl_->options.want_inlined && i + 1 < lines.size(); i++) {
 			if (lines[i].function.empty())
 				continue;
 			Frame inlined = frame;

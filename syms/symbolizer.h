@@ -40,7 +40,9 @@ struct SymbolizerOptions {
 	// folder for its .gnu_debuglink name. Looked up inside each process's root.
 	std::string debug_root = "/usr/lib/debug";
 	std::string perf_map_dir = "/tmp"; // where JIT compilers write perf-PID.map
-	bool want_lines = false;           // -v: file:line and inlined frames from DWARF
+	// Both read DWARF. Either gives each frame its file:line where DWARF has it.
+	bool want_lines = false;   // -v: file:line
+	bool want_inlined = false; // a frame for each function inlined at an address (on unless --no-inline)
 	// Where the core kernel's symbols are kept between runs of one boot (see
 	// syms/kallsyms_cache.h); "" reads kallsyms_path every time.
 	std::string kernel_cache_dir;
@@ -102,7 +104,7 @@ public:
 	UserLocation locate(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address);
 	size_t object_count() const;
 
-	// Appends the frames of one located user address: with want_lines, each function
+	// Appends the frames of one located user address: with want_inlined, each function
 	// inlined there first (inlined = true, innermost first), then the function the
 	// address is in. Always at least one frame.
 	void user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out);

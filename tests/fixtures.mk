@@ -95,7 +95,7 @@ $(FIXTURE_DIR)/inlined.cpp $(FIXTURE_DIR)/inlined.h: $(FIXTURE_DIR)/%: tests/fix
 	$(Q)cp $< $@
 
 fixtures: $(SOURCE_LINE_PROGRAMS) $(SOURCE_LINE_PROGRAMS:%=%.nm) $(FIXTURE_DIR)/inlined-split.debug \
-	$(FIXTURE_DIR)/inlined.cpp $(FIXTURE_DIR)/inlined.h
+	$(FIXTURE_DIR)/inlined.cpp $(FIXTURE_DIR)/inlined.h $(FIXTURE_DIR)/inlined.loads
 
 # inlined with a .gnu_debugaltlink naming "alt.fifo" beside it: the test makes that name
 # a FIFO and its names alt-file references, and checks the FIFO is never opened.

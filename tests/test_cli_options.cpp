@@ -98,7 +98,7 @@ TEST_CASE("-U and -K pick one stack; together they are an error")
 	CHECK(error({"-U", "-K"}).find("-U and -K") != std::string::npos);
 }
 
-TEST_CASE("output options: folded, -E, -d, -a, -v, -o and --format")
+TEST_CASE("output options: folded, -E, -d, -a, -v, --no-inline, -o and --format")
 {
 	CHECK(ok({"--folded"}).format == ReportFormat::Folded);
 	Options e = ok({"-E"});
@@ -108,6 +108,10 @@ TEST_CASE("output options: folded, -E, -d, -a, -v, -o and --format")
 	CHECK(d.report.delimited);
 	CHECK(d.report.annotations);
 	CHECK(d.report.verbose);
+	// Inlined frames are on by default, as in perf; --no-inline turns them off.
+	CHECK(ok({}).inline_frames);
+	CHECK(!ok({"--no-inline"}).inline_frames);
+	CHECK(!ok({"--no-inline", "-v", "--folded"}).inline_frames);
 	CHECK(ok({"-o", "cpu.svg"}).format == ReportFormat::Svg);
 	CHECK(ok({"-o", "cpu.pb.gz"}).format == ReportFormat::Pprof);
 	CHECK(ok({"-o", "cpu.folded"}).format == ReportFormat::Folded);

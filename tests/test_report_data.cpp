@@ -218,7 +218,7 @@ std::vector<Trace> pprof_traces(const std::string &file)
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	std::vector<Trace> traces;
 	// Labels "%10s:  %s" (a longer key unpadded), frames "%10s   %s" with the count on the leaf.
-	const std::regex label("^ *([a-z_]+):  (.*)$"), frame("^ {0,9}([0-9]*) {3}(.*)$");
+	const std::regex label("^ *([a-z_]+):  (.*)$"), frame("^ {0,10}([0-9]*) {3}(.*)$");
 	std::smatch m;
 	for (const std::string &line : split_lines(r.out)) {
 		if (line.starts_with("-----------+")) {

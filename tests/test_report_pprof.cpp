@@ -469,6 +469,66 @@ TEST_CASE("pprof: an inlined frame is a line of its caller's location, with file
 	CHECK(location.address == 0x555555559500);
 }
 
+TEST_CASE("pprof: functions inlined at one address are one location's lines, innermost first")
+{
+	Profile profile;
+	const uint64_t start = 0x555555554000;
+	auto add = [&](std::string name, uint64_t offset, bool inlined, uint32_t line) {
+		Frame f;
+		f.name = std::move(name);
+		f.address = start + offset;
+		f.module = "/usr/bin/app";
+		f.module_offset = offset;
+		f.map_start = start;
+		f.map_end = start + 0x10000;
+		f.inlined = inlined;
+		f.source_file = "/src/app.cpp";
+		f.line = line;
+		profile.frames.push_back(f);
+		return uint32_t(profile.frames.size() - 1);
+	};
+	// Two functions inlined into mix_block at its leaf address; a return address in main
+	// with one inlined call; and a recursive function whose two frames return to one address
+	// without being inlined, which stay two locations.
+	const uint32_t scramble = add("scramble(unsigned long)", 0x11d7, true, 19);
+	const uint32_t mix = add("Mixer::mix(unsigned long)", 0x11d7, true, 30);
+	const uint32_t block = add("mix_block(Mixer&, int)", 0x11d7, false, 37);
+	const uint32_t now = add("now()", 0x148c, true, 11);
+	const uint32_t main = add("main", 0x148c, false, 59);
+	const uint32_t walk = add("walk(int)", 0x2000, false, 70);
+	profile.samples.push_back({7, "app", {}, {scramble, mix, block, now, main}, 5});
+	profile.samples.push_back({7, "app", {}, {walk, walk, now, main}, 2});
+	profile.single_pid = 7;
+
+	const Decoded p = decode(render(profile));
+	REQUIRE(p.samples.size() == 2);
+	const Decoded::Sample &inlined = p.samples[0];
+	REQUIRE(inlined.locations.size() == 2); // one per address
+	const Decoded::Location &leaf = p.location(inlined.locations[0]);
+	CHECK(leaf.address == start + 0x11d7);
+	REQUIRE(leaf.lines.size() == 3);
+	CHECK(p.str(p.function(leaf.lines[0].function).name) == "scramble(unsigned long)");
+	CHECK(leaf.lines[0].line == 19);
+	CHECK(p.str(p.function(leaf.lines[1].function).name) == "Mixer::mix(unsigned long)");
+	CHECK(leaf.lines[1].line == 30);
+	CHECK(p.str(p.function(leaf.lines[2].function).name) == "mix_block(Mixer&, int)");
+	CHECK(leaf.lines[2].line == 37);
+	const Decoded::Location &caller = p.location(inlined.locations[1]);
+	REQUIRE(caller.lines.size() == 2);
+	CHECK(p.str(p.function(caller.lines[0].function).name) == "now()");
+	CHECK(p.str(p.function(caller.lines[1].function).name) == "main");
+	CHECK(p.stack(inlined) ==
+	      std::vector<std::string>{"scramble(unsigned long)", "Mixer::mix(unsigned long)", "mix_block(Mixer&, int)",
+				       "now()", "main"});
+
+	const Decoded::Sample &recursive = p.samples[1];
+	REQUIRE(recursive.locations.size() == 3);
+	CHECK(recursive.locations[0] == recursive.locations[1]);
+	CHECK(p.location(recursive.locations[0]).lines.size() == 1);
+	CHECK(recursive.locations[2] == inlined.locations[1]); // main's, with now() inlined
+	CHECK(p.mapping_named("/usr/bin/app").has_inline);
+}
+
 // tricky_profile as a run of -p 100 alone.
 Profile one_process_profile()
 {

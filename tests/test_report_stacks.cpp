@@ -32,6 +32,28 @@ Profile sample_profile()
 	return p;
 }
 
+// One address of an -O2 program: two functions inlined into mix_block, innermost first,
+// each a frame of its own at the address of the function they were inlined into.
+Profile inlined_profile()
+{
+	Profile p;
+	auto add = [&](std::string name, uint64_t address, bool inlined) {
+		Frame f;
+		f.name = std::move(name);
+		f.address = address;
+		f.module = "/usr/bin/app";
+		f.inlined = inlined;
+		p.frames.push_back(f);
+		return uint32_t(p.frames.size() - 1);
+	};
+	uint32_t scramble = add("scramble(unsigned long)", 0x11d7, true);
+	uint32_t mix = add("Mixer::mix(unsigned long)", 0x11d7, true);
+	uint32_t block = add("mix_block(Mixer&, int)", 0x11d7, false);
+	uint32_t main = add("main", 0x148c, false);
+	p.samples.push_back({42, "app", {}, {scramble, mix, block, main}, 9});
+	return p;
+}
+
 std::string render(ReportFormat format, ReportOptions options = {})
 {
 	std::ostringstream out;
@@ -91,6 +113,40 @@ TEST_CASE("folded: root first, user then kernel, -d and -E")
 	CHECK(render(ReportFormat::Folded, options) ==
 	      "cold-42;[unknown];[libfoo.so+0x1a2b] 5\n"
 	      "hot-42;main;read_zeros;-;entry_SYSCALL_64_[k];clear_page_erms_[k] 30\n");
+}
+
+TEST_CASE("folded and stacks: inlined functions are frames of their own; -a marks them _[i]")
+{
+	std::ostringstream folded, stacks, annotated, annotated_stacks;
+	write_folded(folded, inlined_profile(), {});
+	CHECK(folded.str() == "app;main;mix_block(Mixer&, int);Mixer::mix(unsigned long);scramble(unsigned long) 9\n");
+	write_stacks(stacks, inlined_profile(), {});
+	CHECK(stacks.str() == "    scramble(unsigned long)\n"
+			      "    Mixer::mix(unsigned long)\n"
+			      "    mix_block(Mixer&, int)\n"
+			      "    main\n"
+			      "    -                app (42)\n"
+			      "        9\n\n");
+	// As stackcollapse-perf.pl marks them, for flamegraph.pl's palettes.
+	ReportOptions options;
+	options.annotations = true;
+	write_folded(annotated, inlined_profile(), options);
+	CHECK(annotated.str() ==
+	      "app;main;mix_block(Mixer&, int);Mixer::mix(unsigned long)_[i];scramble(unsigned long)_[i] 9\n");
+	write_stacks(annotated_stacks, inlined_profile(), options);
+	CHECK(annotated_stacks.str().starts_with("    scramble(unsigned long)_[i]\n    Mixer::mix(unsigned long)_[i]\n"
+						 "    mix_block(Mixer&, int)\n"));
+}
+
+TEST_CASE("stacks: -v marks inlined frames [inlined], with no offset of their own")
+{
+	ReportOptions options;
+	options.verbose = true;
+	std::ostringstream out;
+	write_stacks(out, inlined_profile(), options);
+	CHECK(out.str().starts_with("    0x11d7 scramble(unsigned long) (/usr/bin/app) [inlined]\n"
+				    "    0x11d7 Mixer::mix(unsigned long) (/usr/bin/app) [inlined]\n"
+				    "    0x11d7 mix_block(Mixer&, int)+0x0 (/usr/bin/app)\n"));
 }
 
 TEST_CASE("folded: -E's root names a process's container by its id's first 12 characters")

@@ -45,13 +45,14 @@ struct Box {
 	uint64_t fg_x = 0, fg_w = 0;
 	bool has_text = false;
 	std::string text;
+	bool inlined = false; // the tooltip ends "..., inlined)"
 };
 
 // The boxes, one per line as write_svg puts them.
 std::vector<Box> parse_boxes(const std::string &svg)
 {
 	static const std::regex line(
-		R"re(<g><title>(.*) \(([0-9,]+) samples?, ([0-9.]+)%\)</title><rect x="([0-9.]+)" y="([0-9]+)" )re"
+		R"re(<g><title>(.*) \(([0-9,]+) samples?, ([0-9.]+)%(, inlined)?\)</title><rect x="([0-9.]+)" y="([0-9]+)" )re"
 		R"re(width="([0-9.]+)" height="15" fill="(#[0-9a-f]{6})" fg:x="([0-9]+)" fg:w="([0-9]+)"/>)re"
 		R"re((<text x="[0-9.]+" y="[0-9]+">(.*)</text>)?</g>)re");
 	std::vector<Box> boxes;
@@ -66,14 +67,15 @@ std::vector<Box> parse_boxes(const std::string &svg)
 		std::erase(samples, ',');
 		box.samples = std::stoull(samples);
 		box.percent = std::stod(m[3]);
-		box.x = std::stod(m[4]);
-		box.y = std::stoi(m[5]);
-		box.width = std::stod(m[6]);
-		box.fill = m[7];
-		box.fg_x = std::stoull(m[8]);
-		box.fg_w = std::stoull(m[9]);
-		box.has_text = m[10].matched;
-		box.text = unescape(m[11]);
+		box.inlined = m[4].matched;
+		box.x = std::stod(m[5]);
+		box.y = std::stoi(m[6]);
+		box.width = std::stod(m[7]);
+		box.fill = m[8];
+		box.fg_x = std::stoull(m[9]);
+		box.fg_w = std::stoull(m[10]);
+		box.has_text = m[11].matched;
+		box.text = unescape(m[12]);
 		boxes.push_back(box);
 	}
 	return boxes;
@@ -251,6 +253,11 @@ const char interaction_script[] = R"JS(
 		say("hover", details.textContent.indexOf("Function: std::vector<int") === 0 &&
 			     details.textContent.indexOf("(401 samples, 40.10%)") > 0);
 		fire(push, "mouseout");
+		var inlined = find("inline_helper");
+		fire(inlined, "mouseover");
+		say("inlined_name", inlined.name);
+		say("inlined_hover", details.textContent);
+		fire(inlined, "mouseout");
 		fire(push, "click");
 		say("zoom_width", push.rect.getAttribute("width"));
 		say("zoom_child", clear.rect.getAttribute("width"));
@@ -385,7 +392,7 @@ TEST_CASE("svg: the title line gives the command, rate, duration and total sampl
 	CHECK(svg.find(std::string(100, 'c') + "..</text>") != std::string::npos);
 }
 
-TEST_CASE("svg: kernel, user, unnamed and process boxes are coloured apart, the same every run")
+TEST_CASE("svg: kernel, user, inlined, unnamed and process boxes are coloured apart, the same every run")
 {
 	const std::vector<Box> boxes = parse_boxes(render(tricky_profile()));
 	for (const char *name : {"clear_page_erms", "do_syscall_64", "entry_SYSCALL_64_after_hwframe"}) {
@@ -407,6 +414,16 @@ TEST_CASE("svg: kernel, user, unnamed and process boxes are coloured apart, the 
 		CHECK(c.r >= 200);
 		CHECK(c.g == c.b);
 		CHECK(c.r - c.g >= 70);
+	}
+	{ // inlined: flamegraph.pl's aqua, which no other kind of box is
+		const Box &inlined = find_box(boxes, "inline_helper(Foo<Bar>&)");
+		const Rgb c = rgb(inlined.fill);
+		CHECK(inlined.inlined);
+		CHECK(c.r <= 110);
+		CHECK(c.g == c.b);
+		CHECK(c.g >= 165);
+		for (const Box &box : boxes)
+			CHECK_MESSAGE(box.inlined == (box.name == "inline_helper(Foo<Bar>&)"), box.name);
 	}
 	for (const Box &box : boxes) {
 		if (box.name == "[unknown]" || box.name == "[libc.so.6+0x29d90]") {
@@ -627,6 +644,9 @@ TEST_CASE("svg: hover, zoom, reset and search run in Chromium without script err
 		CHECK(results["exception"] == "");
 		CHECK(results["errors"] == "none");
 		CHECK(results["hover"] == "true");
+		// An inlined box is searched and labelled by its function's name; its tooltip says inlined.
+		CHECK(results["inlined_name"] == "inline_helper(Foo<Bar>&)");
+		CHECK(results["inlined_hover"] == "Function: inline_helper(Foo<Bar>&) (150 samples, 15.00%, inlined)");
 		CHECK(results["zoom_width"] == "1180.0");
 		CHECK(results["zoom_child"] == "1177.1"); // 400 of 401 samples
 		CHECK(results["sibling_hidden"] == "true");

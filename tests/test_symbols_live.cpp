@@ -17,6 +17,7 @@
 #include "syms/elf.h"
 #include "syms/fd.h"
 #include "tests/support.h"
+#include "tests/test_report_data.h"
 
 namespace {
 
@@ -340,3 +341,78 @@ TEST_CASE("kernel stacks name a running BPF program as kallsyms does, with [bpf]
 }
 
 } // TEST_SUITE
+
+// build/workloads/inlined: C++ at -O2 whose hot loop is workload::Mixer::mix and
+// workload::scramble, always inlined into workload::mix_block, and std::accumulate inlined
+// into workload::sum_block. Three runs at once over it: folded, folded with --no-inline,
+// and pprof, which go tool pprof reads back.
+TEST_CASE("inlined functions are frames of their own in folded stacks and pprof, and --no-inline drops them")
+{
+	require_root();
+	if (find_tool("go").empty())
+		return skip_test("go is not installed (apt-get install golang-go)");
+	Background program({workload("inlined"), "8"});
+	const std::string pid = std::to_string(program.pid());
+	TempDir dir;
+	PipedProcess with(profile_command({"-U", "-F", "99", "-p", pid, "--folded", "4"}));
+	PipedProcess without(profile_command({"-U", "-F", "99", "-p", pid, "--no-inline", "--folded", "4"}));
+	PipedProcess pprof(profile_command({"-U", "-F", "99", "-p", pid, "-o", dir / "cpu.pb.gz", "4"}));
+	std::string with_out, with_err, without_out, without_err, pprof_out, pprof_err;
+	while (with.open() || without.open() || pprof.open()) {
+		with.pump(100, &with_out, &with_err);
+		without.pump(100, &without_out, &without_err);
+		pprof.pump(100, &pprof_out, &pprof_err);
+	}
+	REQUIRE_MESSAGE(with.wait() == 0, with_err);
+	REQUIRE_MESSAGE(without.wait() == 0, without_err);
+	REQUIRE_MESSAGE(pprof.wait() == 0, pprof_err);
+	// pprof's own reading: each inlined line of a location "(inline)", above the function
+	// it was inlined into, names without their parameters.
+	uint64_t pprof_inlined = 0;
+	for (const Trace &trace : pprof_traces(dir / "cpu.pb.gz")) {
+		const std::vector<std::string> &f = trace.frames;
+		for (size_t i = 0; i + 2 < f.size(); i++)
+			if (f[i] == "workload::scramble (inline)") {
+				CHECK(f[i + 1] == "workload::Mixer::mix (inline)");
+				CHECK(f[i + 2] == "workload::mix_block");
+				pprof_inlined += trace.count;
+			}
+	}
+	CHECK(pprof_inlined > 0);
+	const std::vector<FoldedLine> inlined = parse_folded(with_out), plain = parse_folded(without_out);
+	INFO("default:\n" << with_out << "--no-inline:\n" << without_out);
+
+	const std::string block = "workload::mix_block(workload::Mixer&, int)", mix = "workload::Mixer::mix(unsigned long)",
+			  scramble = "workload::scramble(unsigned long)", sum = "workload::sum_block(std::vector<unsigned long, std::allocator<unsigned long> > const&)";
+	CHECK(samples_of_with(inlined, "inlined", scramble) > 0);
+	CHECK(samples_of_with(inlined, "inlined", mix) > 0);
+	CHECK(samples_of_with(plain, "inlined", block) > 0);
+	// Root first: each inlined function right above the function it was inlined into.
+	for (const FoldedLine &line : inlined) {
+		for (size_t i = 0; i < line.frames.size(); i++) {
+			CAPTURE(line.frames[i]);
+			if (line.frames[i] == mix)
+				CHECK(line.frames[i - 1] == block);
+			if (line.frames[i] == scramble)
+				CHECK(line.frames[i - 1] == mix);
+			if (line.frames[i].find("std::accumulate<") != std::string::npos)
+				CHECK(line.frames[i - 1] == sum);
+		}
+	}
+	uint64_t accumulate = 0;
+	for (const FoldedLine &line : inlined)
+		if (std::any_of(line.frames.begin(), line.frames.end(),
+				[](const std::string &f) { return f.find("std::accumulate<") != std::string::npos; }))
+			accumulate += line.count;
+	CHECK(accumulate > 0);
+	// --no-inline: only functions with code of their own, mix_block the leaf of its stacks.
+	for (const FoldedLine &line : plain) {
+		for (const std::string &frame : line.frames) {
+			CHECK(frame != mix);
+			CHECK(frame != scramble);
+			CHECK(frame.find("std::accumulate<") == std::string::npos);
+		}
+		if (std::find(line.frames.begin(), line.frames.end(), block) != line.frames.end())
+			CHECK(line.frames.back() == block);
+	}
+}

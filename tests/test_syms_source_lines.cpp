@@ -8,6 +8,7 @@
 #include <dwarf.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <map>
 #include <random>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "syms/fd.h"
 #include "syms/source_lines.h"
 #include "tests/fixtures/fixture_files.h"
+#include "tests/support.h"
 
 namespace {
 
@@ -352,5 +354,90 @@ TEST_SUITE("unit")
 			opened += try_all(damaged);
 		}
 		CHECK(opened > 0); // most damage leaves the file readable: find ran on it
+	}
+	// Where each attribute of the fixture's first inlined call is, as readelf -wi lists them:
+	// its offset in .debug_info and its size (up to the next attribute). The bytes are then
+	// changed in place, form and size kept, so the tree is malformed, not the file.
+	TEST_CASE("source lines: a malformed inline tree keeps the function's own frame, and never crashes")
+	{
+		const CommandResult readelf = run_command({"/bin/sh", "-c", "readelf --debug-dump=info \"$0\"", fixture_path("inlined")});
+		REQUIRE_MESSAGE(readelf.status == 0, "readelf is needed: " << readelf.err);
+		uint64_t unit = 0, unit_die = 0, call = 0;
+		std::map<std::string, std::pair<uint64_t, uint64_t>> attributes; // name: offset, size
+		std::string last;
+		uint64_t last_at = 0;
+		bool in_call = false;
+		for (const std::string &line : split_lines(readelf.out)) {
+			unsigned long long offset = 0;
+			char text[128] = "";
+			if (std::sscanf(line.c_str(), "  Compilation Unit @ offset %llx", &offset) == 1 && !call)
+				unit = offset;
+			int level = 0;
+			if (std::sscanf(line.c_str(), " <%d><%llx>: Abbrev Number: %*d (%127[^)])", &level, &offset, text) == 3) {
+				if (in_call)
+					break;
+				if (level == 0)
+					unit_die = offset;
+				in_call = std::string(text) == "DW_TAG_inlined_subroutine";
+				if (in_call)
+					call = offset;
+				continue;
+			}
+			if (in_call && std::sscanf(line.c_str(), "    <%llx> %127[^: ]", &offset, text) == 2) {
+				if (!last.empty())
+					attributes[last] = {last_at, offset - last_at};
+				last = text;
+				last_at = offset;
+			}
+		}
+		REQUIRE(call);
+		REQUIRE(unit_die > unit);
+		REQUIRE(attributes.count("DW_AT_abstract_origin"));
+		REQUIRE(attributes.count("DW_AT_call_file"));
+
+		const std::string program = read_text(fixture_path("inlined"));
+		const std::vector<std::pair<size_t, size_t>> info = sections_named(program, ".debug_info");
+		REQUIRE(info.size() == 1);
+		const uint64_t marker = nm_address("inlined.nm", "inner_marker");
+		auto patched = [&](const char *attribute, uint64_t value) {
+			const auto [at, size] = attributes.at(attribute);
+			REQUIRE(at + size <= info[0].second);
+			std::string bytes = program;
+			for (uint64_t i = 0; i < size; i++) // little-endian; a 1-byte ULEB128 stays one
+				bytes[info[0].first + at + i] = char(size == 1 ? value & 0x7f : value >> (8 * i));
+			return bytes;
+		};
+		struct Damage {
+			const char *what, *attribute;
+			uint64_t value;
+		};
+		const uint64_t self = call - unit; // DW_FORM_ref4 counts from its unit
+		std::vector<Damage> damages = {
+			{"its origin past the end of the unit", "DW_AT_abstract_origin", 0xffffffff},
+			{"its origin itself, a loop", "DW_AT_abstract_origin", self},
+			{"its origin the unit's own DIE", "DW_AT_abstract_origin", unit_die - unit},
+			{"its origin inside the unit's header", "DW_AT_abstract_origin", 0},
+			{"its call file past the file table", "DW_AT_call_file", 0x7f},
+		};
+		for (const char *ranges : {"DW_AT_ranges", "DW_AT_low_pc", "DW_AT_high_pc"})
+			if (attributes.count(ranges))
+				damages.push_back({"its code range out of the section or of the function", ranges, 0xffffffff});
+		for (const Damage &damage : damages) {
+			INFO("the inlined call with " << damage.what);
+			UniqueFd fd = memory_file(patched(damage.attribute, damage.value));
+			std::unique_ptr<SourceLines> lines = SourceLines::open(fd.get());
+			REQUIRE(lines);
+			const std::vector<SourceLocation> found = lines->find(marker);
+			REQUIRE(!found.empty());
+			CHECK(found.back().function == kOuterName); // the function the address is in
+			CHECK(!found.back().inlined);
+			CHECK(found.size() <= 2);
+			for (size_t i = 0; i + 1 < found.size(); i++) {
+				CHECK(found[i].inlined);
+				// Either the name the call's origin gives, or none: the symbolizer drops a
+				// nameless inlined frame.
+				CHECK((found[i].function == kGccInnerName || found[i].function.empty()));
+			}
+		}
 	}
 }

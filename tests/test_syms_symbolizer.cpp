@@ -823,4 +823,52 @@ TEST_SUITE("unit")
 		CHECK(frames[1].symbol_offset == next - caller);
 		CHECK(frames[1].module_offset == next);
 	}
+	TEST_CASE("symbolizer: code inlined at an address is a frame of its own, innermost first, unless turned off")
+	{
+		// inner_marker is in fixture::inner_step, inlined into fixture::outer_loop (see
+		// tests/fixtures/inlined.cpp).
+		std::string program = absolute_fixture("inlined");
+		ProcessHistory history;
+		const uint64_t bias = 0x555555554000;
+		history.add_snapshot(gone_pid, "inlined", mappings_of("inlined", bias, program, program), 100);
+		const uint64_t marker = nm_address("inlined.nm", "inner_marker");
+		REQUIRE(marker);
+		auto frames_with = [&](bool inlined, bool lines) {
+			SymbolizerOptions options;
+			options.want_inlined = inlined;
+			options.want_lines = lines;
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			std::vector<Frame> frames;
+			symbolizer.user_frames(
+				symbolizer.locate(gone_pid, symbolizer.image_at(gone_pid, 150), bias + marker, false), false,
+				frames);
+			return frames;
+		};
+
+		const std::vector<Frame> inlined = frames_with(true, false);
+		REQUIRE(inlined.size() == 2);
+		CHECK(inlined[0].name == "fixture::inner_step"); // GCC gives it no linkage name
+		CHECK(inlined[0].inlined);
+		CHECK(inlined[0].address == bias + marker); // the same address as its caller's frame
+		CHECK(inlined[0].source_file.ends_with("/tests/fixtures/inlined.h"));
+		CHECK(inlined[1].name == "fixture::outer_loop(long)");
+		CHECK(!inlined[1].inlined);
+		CHECK(inlined[1].address == bias + marker);
+		CHECK(inlined[1].source_file.ends_with("/tests/fixtures/inlined.cpp")); // at the call
+
+		// --no-inline: the function alone, as the ELF symbols name it, and no DWARF read.
+		const std::vector<Frame> plain = frames_with(false, false);
+		REQUIRE(plain.size() == 1);
+		CHECK(plain[0].name == "fixture::outer_loop(long)");
+		CHECK(plain[0].source_file.empty());
+		// --no-inline with -v: no inlined frame; the function's file and line are its own,
+		// the call's it inlined the address from, as in its frame above.
+		const std::vector<Frame> lines = frames_with(false, true);
+		REQUIRE(lines.size() == 1);
+		CHECK(lines[0].name == "fixture::outer_loop(long)");
+		CHECK(lines[0].source_file == inlined[1].source_file);
+		CHECK(lines[0].line == inlined[1].line);
+		CHECK(!lines[0].inlined);
+	}
 }
