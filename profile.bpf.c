@@ -255,6 +255,8 @@ static __always_inline void clear_from(struct frames *frames, __u32 n)
 			frames->ip[i] = 0;
 }
 
+/* CPython's frames, which the table walk shows in place of the interpreter's. */
+#include "python/python.bpf.h"
 /* The table walk and the maps and hooks it needs: its own room. */
 #include "unwind/unwind.bpf.h"
 

@@ -27,6 +27,7 @@
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
 #include "sampler/targets.h"
+#include "python/reader.h"
 #include "unwind/unwinder.h"
 #include "syms/cgroup.h"
 #include "syms/fd.h"
@@ -318,6 +319,11 @@ int run(const Options &options)
 		unwinder->prepare(history, options.pids);
 		startup.mark("unwind tables asked");
 	}
+	// The Python walk's user half: which processes are CPython, and their code objects'
+	// names, read while they live.
+	std::optional<PythonReader> python;
+	if (PythonMaps maps = sampler.python_maps(); maps.processes >= 0)
+		python.emplace(maps);
 	// What -p or -L names, from now on: its CPU time, and whether it still runs.
 	TargetWatch targets(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
 	const std::string host = host_name();
@@ -373,7 +379,7 @@ int run(const Options &options)
 		window = std::move(next);
 	};
 	auto add_batch = [&](const RawProfile &batch) {
-		window->collected.add(batch, symbolizer);
+		window->collected.add(batch, symbolizer, python ? &python->names() : nullptr);
 		window->account.add_account(batch);
 	};
 	const int64_t interval_ns = int64_t(options.interval_s) * 1000000000;
@@ -389,6 +395,8 @@ int run(const Options &options)
 		history.settle_labels(has_samples, uint64_t(clock_ns(CLOCK_MONOTONIC)));
 		if (unwinder)
 			unwinder->tick(history);
+		if (python)
+			python->tick();
 		if (batch)
 			add_batch(*batch);
 		bool drained = batch.has_value();
@@ -440,6 +448,9 @@ int run(const Options &options)
 	}
 	PhaseClock phases;
 
+	// The code objects met last, named before the stacks that hold them are.
+	if (python)
+		python->tick();
 	RawProfile raw = sampler.read();
 	side_band.poll(history);
 	history.settle_labels(has_samples, uint64_t(clock_ns(CLOCK_MONOTONIC)));
@@ -482,6 +493,12 @@ int run(const Options &options)
 			fprintf(stderr, "profile: windows: %" PRIu64 " closed, CPU to name and write one %.1f ms on average, "
 					"%.1f ms at most\n",
 				windows, window_cpu_ms_sum / double(std::max<uint64_t>(windows, 1)), window_cpu_ms_max);
+		if (python) {
+			const PythonReader::Stats py = python->stats();
+			fprintf(stderr, "profile: python: %u processes followed, %" PRIu64 " code objects named (%" PRIu64
+					" not), naming CPU %.1f ms\n",
+				py.processes, py.codes, py.unnamed, py.naming_ms);
+		}
 		if (unwinder)
 			fprintf(stderr, "profile: unwind tables: %u asked for, %u in the kernel (%u from the cache, %" PRIu64
 					" rows of %u), %u without CFI, %u without room, %u unfinished; built in %.1f ms "

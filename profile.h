@@ -61,5 +61,7 @@ struct sample_stats {
 
 /* The table walk's own types: tables, rows, mappings. */
 #include "unwind/unwind.h"
+/* The walk of CPython frames' types. */
+#include "python/python.h"
 
 #endif /* PROFILE_H */

@@ -35,6 +35,7 @@ enum LongOnly {
 	OPT_PUSH_KEY,
 	OPT_CGROUP,
 	OPT_AGENT,
+	OPT_NO_PYTHON,
 };
 
 const option long_options[] = {
@@ -73,6 +74,7 @@ const option long_options[] = {
 	{"push-key", required_argument, nullptr, OPT_PUSH_KEY},
 	{"cgroup", required_argument, nullptr, OPT_CGROUP},
 	{"agent", no_argument, nullptr, OPT_AGENT},
+	{"no-python", no_argument, nullptr, OPT_NO_PYTHON},
 	{"help", no_argument, nullptr, 'h'},
 	{"version", no_argument, nullptr, 'V'},
 	{},
@@ -268,6 +270,9 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 			options.unwind_cache_size = *n;
 			break;
 		}
+		case OPT_NO_PYTHON:
+			options.python = false;
+			break;
 		case OPT_INTERVAL: {
 			auto n = parse_number(arg, 1, 86400);
 			if (!n)
@@ -574,6 +579,10 @@ How user stacks are walked
   --unwind fp             by frame pointers only, as BCC and perf -g do: programs built
                           without frame pointers (most of Debian's) lose their callers
   --unwind dwarf          from unwind tables only; a stack ends where no table covers it
+  --no-python             show CPython's interpreter as it is: by default, in processes
+                          running CPython 3.8 to 3.13, each of its eval frames is shown
+                          as the Python functions it ran, as fib (fib.py:2); needs
+                          --unwind auto or dwarf
 
 Limits: the kernel keeps what is sampled in maps until profile reads them (as they
 fill, and at the end); a full map loses samples, and the last line on stderr then says

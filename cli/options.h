@@ -41,6 +41,7 @@ struct Options {
 	UnwindMode unwind = UnwindMode::Auto;
 	uint32_t unwind_table_size = 8388608; // rows, at most, over every table loaded
 	uint64_t unwind_cache_size = 256ull << 20; // --unwind-cache-size: bytes on disk; 0: no cache
+	bool python = true;          // false with --no-python: CPython's eval frames shown as they are
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
 	// Continuous profiling.
 	uint64_t interval_s = 0;     // --interval: a report every N seconds; 0: one at the end

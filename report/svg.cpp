@@ -29,7 +29,7 @@ constexpr double min_frame_width = 0.1;
 // much over 4 MB (about 200 bytes a box) or a page too slow to zoom.
 constexpr size_t max_boxes = 20000;
 
-enum class BoxKind : uint8_t { All, Process, User, Kernel, Unnamed };
+enum class BoxKind : uint8_t { All, Process, User, Kernel, Unnamed, Python };
 
 struct Symbol {
 	std::string text; // valid UTF-8 without control characters, not yet escaped
@@ -157,6 +157,9 @@ void append_fill(std::string &out, const Symbol &symbol)
 	case BoxKind::Unnamed:
 		r = g = b = 165 + int(45 * v1);
 		break;
+	case BoxKind::Python: // green, as flamegraph.pl colours an interpreted language's frames
+		r = 50 + int(60 * v1), g = 180 + int(55 * v1), b = r;
+		break;
 	case BoxKind::User:
 	default:
 		// flamegraph.pl's native colours: yellow for C++ (and Rust) names, red for C.
@@ -223,9 +226,10 @@ FlameGraph build(const Profile &profile, const ReportOptions &options)
 		uint32_t &symbol = frame_symbols[index];
 		if (symbol == no_symbol) {
 			const Frame &frame = profile.frames[index];
-			const BoxKind kind = !frame.named() ? BoxKind::Unnamed
-					     : frame.kind == FrameKind::Kernel ? BoxKind::Kernel
-									       : BoxKind::User;
+			const BoxKind kind = !frame.named()			? BoxKind::Unnamed
+					     : frame.python				? BoxKind::Python
+					     : frame.kind == FrameKind::Kernel	? BoxKind::Kernel
+										: BoxKind::User;
 			symbol = graph.symbols.intern(frame_label(frame), kind);
 		}
 		return symbol;

@@ -13,6 +13,7 @@
 
 #include "cli/options.h"
 #include "profile.h"
+#include "python/reader.h"
 #include "unwind/maps.h"
 
 // The run cannot go on: one line for stderr, exit status 1.
@@ -80,6 +81,9 @@ public:
 	// The maps through which user space feeds the table unwinder; nothing (all -1) when
 	// stacks are walked by frame pointers.
 	UnwindMaps unwind_maps() const;
+	// The maps of the Python walk; nothing (all -1) without the table walk or with
+	// --no-python.
+	PythonMaps python_maps() const;
 
 private:
 	struct Impl;
