@@ -322,8 +322,11 @@ int run(const Options &options)
 	// The Python walk's user half: which processes are CPython, and their code objects'
 	// names, read while they live.
 	std::optional<PythonReader> python;
-	if (PythonMaps maps = sampler.python_maps(); maps.processes >= 0)
+	if (PythonMaps maps = sampler.python_maps(); maps.processes >= 0) {
 		python.emplace(maps);
+		python->prepare(options.pids.empty() ? history.live_pids() : options.pids);
+		startup.mark("python processes");
+	}
 	// What -p or -L names, from now on: its CPU time, and whether it still runs.
 	TargetWatch targets(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
 	const std::string host = host_name();

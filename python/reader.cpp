@@ -123,6 +123,12 @@ PythonReader::~PythonReader()
 		ring_buffer__free(impl_->seen);
 }
 
+void PythonReader::prepare(const std::vector<uint32_t> &pids)
+{
+	for (uint32_t pid : pids)
+		impl_->classify(pid);
+}
+
 void PythonReader::tick()
 {
 	Impl &d = *impl_;

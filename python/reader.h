@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "python/names.h"
 
@@ -20,6 +21,10 @@ public:
 	~PythonReader();
 	PythonReader(const PythonReader &) = delete;
 	PythonReader &operator=(const PythonReader &) = delete;
+
+	// Before sampling starts: classifies these processes, so that their first samples have
+	// their Python frames (the kernel asks about the others at their first sample).
+	void prepare(const std::vector<uint32_t> &pids);
 
 	// Every 20 ms or so, and once after sampling: classifies the processes the kernel asked
 	// about (one line on stderr for each CPython it cannot follow, once per reason) and names

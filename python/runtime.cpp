@@ -90,10 +90,15 @@ PythonDetection detect_python(uint32_t pid)
 	// to it has none of its own), else a python3.X binary.
 	const MapEntry *chosen = nullptr;
 	int minor = -1;
+	bool musl = false;
 	for (const MapEntry &m : maps.entries()) {
 		if (!m.file_backed())
 			continue;
 		const std::string_view name = base_name(m.path);
+		if (name.starts_with("ld-musl") || name.starts_with("libc.musl")) {
+			musl = true;
+			continue;
+		}
 		if (name.starts_with("libpypy")) {
 			found.kind = PythonDetection::Unknown;
 			found.note = "PyPy is not supported";
@@ -111,6 +116,12 @@ PythonDetection detect_python(uint32_t pid)
 	if (!chosen)
 		return found;
 	found.version = "3." + std::to_string(minor);
+	// The thread key's value is found where glibc keeps it.
+	if (musl) {
+		found.kind = PythonDetection::Unknown;
+		found.note = "Python " + found.version + " on musl libc is not supported";
+		return found;
+	}
 
 	// The file as the process sees it (its own root: containers), and its first mapping,
 	// from which its load bias follows.
