@@ -36,5 +36,8 @@ struct PythonLayout {
 // The layout of 3.minor, or nullptr when this profiler does not know it.
 const PythonLayout *python_layout(int minor);
 
+// The bytes of a code object user space reads to name it: every code_* offset lies within.
+constexpr uint16_t kPythonCodeRead = 160;
+
 // glibc x86-64: struct pthread's specific_1stblock, the values of pthread keys 0 to 31.
 constexpr uint16_t kGlibcSpecificFirstBlock = 0x310;

@@ -175,7 +175,7 @@ bool PythonNames::learn(uint32_t pid, uint64_t code, uint64_t code_type, const P
 {
 	if (codes_.contains({pid, code}))
 		return true;
-	uint8_t object[160];
+	uint8_t object[kPythonCodeRead];
 	if (!read_process_memory(mem_fd, code, object, sizeof(object)))
 		return false;
 	auto field = [&](uint16_t offset) {

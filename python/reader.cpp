@@ -32,7 +32,7 @@ struct PythonReader::Impl {
 	std::vector<python_code> fresh; // what the ring buffer held this tick
 	PythonNames names;
 	struct Process {
-		const PythonLayout *layout;
+		PythonLayout layout;
 		uint64_t code_type;
 	};
 	std::unordered_map<uint32_t, Process> processes; // CPython ones, by pid
@@ -101,7 +101,7 @@ void PythonReader::Impl::name_fresh()
 			mem = open_read_only(("/proc/" + std::to_string(code.pid) + "/mem").c_str());
 			open_pid = code.pid;
 		}
-		if (mem && names.learn(code.pid, code.code, it->second.code_type, *it->second.layout, mem.get()))
+		if (mem && names.learn(code.pid, code.code, it->second.code_type, it->second.layout, mem.get()))
 			stats.codes++;
 		else
 			stats.unnamed++;

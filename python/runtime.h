@@ -26,7 +26,7 @@ struct PythonDetection {
 	};
 	Kind kind = NotPython;
 	python_process process{};
-	const PythonLayout *layout = nullptr;
+	PythonLayout layout{}; // the table's, or (3.13) what the process's _Py_DebugOffsets say
 	std::string version; // "3.11", when known
 	std::string note;
 };

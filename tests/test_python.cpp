@@ -298,7 +298,7 @@ TEST_CASE("python: 10,000 distinct code objects of a live process are named in u
 	REQUIRE(mem);
 	const double start = now();
 	for (const auto &[code, name] : codes)
-		names.learn(uint32_t(program.pid()), code, detected.process.code_type, *detected.layout, mem.get());
+		names.learn(uint32_t(program.pid()), code, detected.process.code_type, detected.layout, mem.get());
 	const double took = now() - start;
 	CHECK_MESSAGE(took < 0.5, took << " s");
 	REQUIRE(names.size() == 10000);
@@ -311,5 +311,56 @@ TEST_CASE("python: 10,000 distinct code objects of a live process are named in u
 	CHECK(right == codes.size());
 	// What is not a code object is not named: the word after one's start, a str.
 	CHECK_FALSE(names.learn(uint32_t(program.pid()), codes[0].first + 8, detected.process.code_type,
-				*detected.layout, mem.get()));
+				detected.layout, mem.get()));
+}
+
+TEST_CASE("python: a corrupt libpython in a process gives native stacks and one line, never a crash")
+{
+	require_root();
+	const std::string python = "/usr/bin/python3.11";
+	if (access(python.c_str(), X_OK) != 0) {
+		skip_test(python + " is missing (apt-get install python3.11)");
+		return;
+	}
+	TempDir dir;
+	// The interpreter itself, cut short: headers that promise sections past the end.
+	const std::string whole = read_file(python);
+	REQUIRE(whole.size() > 65536);
+	const std::vector<std::pair<std::string, std::string>> bad = {
+		{"garbage", std::string(4096, 'x')},
+		{"truncated", whole.substr(0, 65536)},
+		{"empty", ""},
+	};
+	for (const auto &[what, bytes] : bad) {
+		CAPTURE(what);
+		std::filesystem::create_directories(dir / what);
+		const std::string mapped = dir / (what + "/libpython3.11.so.1.0");
+		write_file(mapped, bytes.empty() ? std::string(1, '\0') : bytes);
+		// The process maps it as a library would be (a libpython is preferred to the binary).
+		Background program({python, "-c",
+				    "import mmap, sys\n"
+				    "f = open(sys.argv[1], 'rb')\n"
+				    "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
+				    "def spin():\n"
+				    "    t = 0\n"
+				    "    while True:\n"
+				    "        t += 1\n"
+				    "print('ready', flush=True)\n"
+				    "spin()\n",
+				    mapped});
+		REQUIRE(program.read_line() == "ready");
+		const PythonDetection detected = detect_python(uint32_t(program.pid()));
+		CHECK(detected.kind == PythonDetection::Unknown);
+		CHECK(!detected.note.empty());
+		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "199", "--folded", "1"});
+		REQUIRE_MESSAGE(r.status == 0, r.err);
+		const auto lines = parse_folded(r.out);
+		CHECK(total(lines) > 0);
+		CHECK(with_prefix(lines, "spin (") == 0);
+		CHECK(samples_with(lines, "_PyEval_EvalFrameDefault") > 0);
+		size_t said = 0;
+		for (const std::string &line : split_lines(r.err))
+			said += contains(line, "Python frames not shown") ? 1 : 0;
+		CHECK(said == 1);
+	}
 }
