@@ -173,8 +173,6 @@ uint32_t python_line(LineTable kind, std::span<const uint8_t> table, int first_l
 
 bool PythonNames::learn(uint32_t pid, uint64_t code, uint64_t code_type, const PythonLayout &layout, int mem_fd)
 {
-	if (codes_.contains({pid, code}))
-		return true;
 	uint8_t object[kPythonCodeRead];
 	if (!read_process_memory(mem_fd, code, object, sizeof(object)))
 		return false;
@@ -197,13 +195,8 @@ bool PythonNames::learn(uint32_t pid, uint64_t code, uint64_t code_type, const P
 	if (!read_string(mem_fd, field(layout.code_filename), layout, named.file))
 		return false;
 	read_bytes(mem_fd, field(layout.code_lines), named.table);
-	codes_.emplace(Key{pid, code}, std::move(named));
+	codes_.insert_or_assign(Key{pid, code}, std::move(named));
 	return true;
-}
-
-void PythonNames::forget(uint32_t pid)
-{
-	std::erase_if(codes_, [&](const auto &entry) { return entry.first.pid == pid; });
 }
 
 bool PythonNames::name(uint32_t pid, uint64_t code, uint32_t index, PythonFrameName &out) const

@@ -23,12 +23,11 @@ struct PythonFrameName {
 
 class PythonNames {
 public:
-	// Reads the code object at `code` in the process whose memory mem_fd is, once per
-	// (pid, code); false when it is not a code object (its type is not code_type, the
-	// process's &PyCode_Type) or does not read as one of that layout.
+	// Reads the code object at `code` in the process whose memory mem_fd is, in place of
+	// what was read there before (the walk reports an address again only after the
+	// process's image changed); false when it is not a code object (its type is not
+	// code_type, the process's &PyCode_Type) or does not read as one of that layout.
 	bool learn(uint32_t pid, uint64_t code, uint64_t code_type, const PythonLayout &layout, int mem_fd);
-	// Forgets what was learned of a process's code objects (its image changed).
-	void forget(uint32_t pid);
 
 	// The frame's names, false when the code object was never named.
 	bool name(uint32_t pid, uint64_t code, uint32_t index, PythonFrameName &out) const;

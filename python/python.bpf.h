@@ -221,4 +221,15 @@ int BPF_PROG(python_on_exec, struct task_struct *task, pid_t old_pid, struct lin
 	return 0;
 }
 
+/* The last thread of a process exits: its pid may come back as another process's. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(python_on_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (!pid_namespace && task->signal->live.counter == 0)
+		bpf_map_delete_elem(&python_processes, &tgid);
+	return 0;
+}
+
 #endif /* PYTHON_BPF_H */

@@ -64,9 +64,8 @@ void PythonReader::Impl::classify(uint32_t pid)
 	python_process value{};
 	if (found.kind == PythonDetection::Python) {
 		value = found.process;
-		// A new image under the same pid: what was named of the old one is not its, and the
-		// walk is to report its code objects afresh.
-		names.forget(pid);
+		// A new image under the same pid (exec): the walk is to report its code objects
+		// afresh. What was named of the old image stays, for the samples taken before.
 		std::vector<python_code> stale;
 		python_code at, next_code;
 		for (python_code *prev = nullptr; bpf_map_get_next_key(maps.codes, prev, &next_code) == 0; prev = &at) {

@@ -226,10 +226,10 @@ FlameGraph build(const Profile &profile, const ReportOptions &options)
 		uint32_t &symbol = frame_symbols[index];
 		if (symbol == no_symbol) {
 			const Frame &frame = profile.frames[index];
-			const BoxKind kind = !frame.named()			? BoxKind::Unnamed
-					     : frame.python				? BoxKind::Python
-					     : frame.kind == FrameKind::Kernel	? BoxKind::Kernel
-										: BoxKind::User;
+			const BoxKind kind = !frame.named()		     ? BoxKind::Unnamed
+					     : frame.python		     ? BoxKind::Python
+					     : frame.kind == FrameKind::Kernel ? BoxKind::Kernel
+									       : BoxKind::User;
 			symbol = graph.symbols.intern(frame_label(frame), kind);
 		}
 		return symbol;

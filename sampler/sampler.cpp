@@ -80,7 +80,7 @@ std::vector<bpf_program *> hooks(const profile_bpf &skel)
 {
 	return {skel.progs.on_exec,	    skel.progs.on_fork,		skel.progs.on_exit,
 		skel.progs.on_mmap_enter,   skel.progs.on_mmap_exit,	skel.progs.on_mprotect_enter,
-		skel.progs.on_mprotect_exit, skel.progs.python_on_exec};
+		skel.progs.on_mprotect_exit, skel.progs.python_on_exec, skel.progs.python_on_exit};
 }
 
 // Opens the skeleton and sets what the options decide, ready to load. Hash maps marked

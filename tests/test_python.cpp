@@ -364,3 +364,37 @@ TEST_CASE("python: a corrupt libpython in a process gives native stacks and one 
 		CHECK(said == 1);
 	}
 }
+
+TEST_CASE("python: a whole-machine run names three interpreters' functions, one of them exited mid-run")
+{
+	require_root();
+	const auto found = interpreters();
+	if (found.size() < 3) {
+		skip_test("fewer than three CPython versions here (pyenv's 3.8 to 3.13 and Debian's python3.11)");
+		return;
+	}
+	// The first, the last and one between: Debian's 3.11 and two pyenv versions when present.
+	const std::vector<Interpreter> three = {found.front(), found[found.size() / 2], found.back()};
+	TempDir dir;
+	const std::string split = read_file(kWorkloads + "split.py");
+	std::vector<std::unique_ptr<Background>> programs;
+	for (size_t i = 0; i < three.size(); i++) {
+		const std::string script = dir / ("machine" + std::to_string(i) + ".py");
+		write_file(script, split);
+		// The first exits after 5 seconds, within the run.
+		programs.push_back(std::make_unique<Background>(std::vector<std::string>{
+			three[i].path, script, i == 0 ? "5" : "30", dir / ("truth" + std::to_string(i))}));
+		REQUIRE(programs.back()->read_line() == "ready");
+	}
+	auto r = profile({"-f", "49", "-U", "--folded", "8"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	const auto lines = parse_folded(r.out);
+	INFO("stderr:\n" << r.err);
+	for (size_t i = 0; i < three.size(); i++) {
+		CAPTURE(three[i].label);
+		const std::string file = "machine" + std::to_string(i) + ".py:";
+		CHECK(with_prefix(lines, "busy (" + file) > 0);
+		CHECK(with_prefix(lines, "compressing (" + file) > 0);
+	}
+	CHECK(read_file(dir / "truth0") != "");
+}
