@@ -10,6 +10,13 @@ namespace {
 
 constexpr size_t kMaxName = 1024;      // characters of a name or file name kept
 constexpr size_t kMaxTable = 1u << 20; // bytes of a line table read
+// A line past this is a table we misread, not a source file: no line.
+constexpr int64_t kMaxLine = 1 << 24;
+
+uint32_t checked_line(int64_t line)
+{
+	return line > 0 && line <= kMaxLine ? uint32_t(line) : 0;
+}
 
 void append_utf8(std::string &out, uint32_t c)
 {
@@ -73,7 +80,7 @@ bool read_bytes(int mem, uint64_t address, std::vector<uint8_t> &out)
 
 // ≤3.9: (bytecode bytes, signed line delta) pairs; the line of a byte offset is the one of
 // the last pair that starts at or before it.
-uint32_t lnotab_line(std::span<const uint8_t> table, int line, uint32_t offset)
+uint32_t lnotab_line(std::span<const uint8_t> table, int64_t line, uint32_t offset)
 {
 	uint32_t address = 0;
 	for (size_t i = 0; i + 1 < table.size(); i += 2) {
@@ -82,11 +89,11 @@ uint32_t lnotab_line(std::span<const uint8_t> table, int line, uint32_t offset)
 			break;
 		line += int8_t(table[i + 1]);
 	}
-	return line > 0 ? uint32_t(line) : 0;
+	return checked_line(line);
 }
 
 // 3.10: (bytecode bytes, signed line delta, -128 for none) pairs, each a range.
-uint32_t linetable_line(std::span<const uint8_t> table, int line, uint32_t offset)
+uint32_t linetable_line(std::span<const uint8_t> table, int64_t line, uint32_t offset)
 {
 	uint32_t end = 0;
 	for (size_t i = 0; i + 1 < table.size(); i += 2) {
@@ -97,7 +104,7 @@ uint32_t linetable_line(std::span<const uint8_t> table, int line, uint32_t offse
 		if (!none)
 			line += delta;
 		if (offset >= start && offset < end)
-			return none || line <= 0 ? 0 : uint32_t(line);
+			return none ? 0 : checked_line(line);
 	}
 	return 0;
 }
@@ -125,7 +132,7 @@ struct Varints {
 	}
 };
 
-uint32_t locations_line(std::span<const uint8_t> table, int line, uint32_t index)
+uint32_t locations_line(std::span<const uint8_t> table, int64_t line, uint32_t index)
 {
 	Varints in{table};
 	uint32_t end = 0;
@@ -151,7 +158,7 @@ uint32_t locations_line(std::span<const uint8_t> table, int line, uint32_t index
 			in.at += 1; // column
 		}
 		if (index >= start && index < end)
-			return none || line <= 0 ? 0 : uint32_t(line);
+			return none ? 0 : checked_line(line);
 	}
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "python/names.h"
 #include "python/runtime.h"
 #include "syms/fd.h"
+#include "syms/symbolizer.h"
 #include "tests/support.h"
 
 namespace {
@@ -89,6 +91,45 @@ TEST_CASE("python: file names give the minor version; only 3.8 to 3.13 have a la
 		CHECK(python_layout(minor) != nullptr);
 	CHECK(python_layout(7) == nullptr);
 	CHECK(python_layout(14) == nullptr);
+}
+
+TEST_CASE("python: frames read as py-spy writes them: function (file:line), the file by its last part")
+{
+	Frame frame;
+	frame.python = true;
+	frame.name = "Spinner.fib";
+	frame.source_file = "/srv/app/fib.py";
+	frame.line = 2;
+	CHECK(frame_label(frame) == "Spinner.fib (fib.py:2)");
+	frame.line = 0;
+	CHECK(frame_label(frame) == "Spinner.fib (fib.py)");
+	// A code object never named (its process gone before it was read).
+	Frame unnamed;
+	unnamed.python = true;
+	unnamed.name = "[python]";
+	CHECK(frame_label(unnamed) == "[python]");
+}
+
+TEST_CASE("python: hostile line tables give a line or 0, and never read past their end")
+{
+	uint64_t state = 0x9e3779b97f4a7c15ull;
+	auto next = [&] {
+		state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+		return state;
+	};
+	for (int round = 0; round < 20000; round++) {
+		std::vector<uint8_t> table(next() % 64);
+		for (uint8_t &b : table)
+			b = uint8_t(next());
+		const uint32_t index = uint32_t(next() % 256);
+		for (LineTable kind : {LineTable::Lnotab, LineTable::Linetable, LineTable::Locations}) {
+			// An exact-size copy on the heap: a read past it is one the sanitizers see.
+			std::unique_ptr<uint8_t[]> copy(new uint8_t[table.size() + 1]);
+			std::copy(table.begin(), table.end(), copy.get());
+			const uint32_t line = python_line(kind, {copy.get(), table.size()}, int(next() % 1000), index);
+			CHECK(line <= (1u << 24));
+		}
+	}
 }
 
 TEST_CASE("python: line tables decode as each interpreter's own co_lines or findlinestarts says")
