@@ -56,54 +56,60 @@ struct {
 	__uint(max_entries, 1);
 } python_scratch SEC(".maps");
 
-/* The Python side of one stack walk. */
+/* The Python side of one stack walk. The process's entry is copied in, so that the frame
+ * step (a global function, verified once on its own) reads it as plain memory. */
 struct python_walk {
-	struct python_process *process; /* null: no CPython frames to show */
-	__u64 frame;                    /* the next interpreter frame, 0 at the chain's end */
+	struct python_process py;
+	__u64 frame;   /* the next interpreter frame, 0 at the chain's end */
 	__u32 pid;
 	__u16 shown;   /* Python frames shown for the eval frame at hand */
-	bool in_eval;  /* showing the Python frames of a native eval frame */
-	bool replaced; /* that native frame was shown as its Python frames: not recorded again */
+	__u8 active;   /* a CPython process whose thread has a frame */
+	__u8 in_eval;  /* showing the Python frames of a native eval frame */
+	__u8 replaced; /* that native frame was shown as its Python frames: not recorded again */
+	__u8 pad[7];
 };
 
 /* Starts the Python side of a walk: the sampled thread's current interpreter frame, when
- * the process is CPython. A process not classified yet is asked about. */
-static __always_inline void python_start(struct python_walk *p, __u32 tgid)
+ * the process is CPython. A process not classified yet is asked about. Global, as
+ * python_frame below. */
+__noinline int python_start(struct python_walk *p, __u32 tgid)
 {
 	struct python_process *py;
 	struct task_struct *task;
 	__u64 tstate = 0, at, frame = 0;
 
-	if (!python_frames)
-		return;
+	if (!p || !python_frames)
+		return 0;
 	py = bpf_map_lookup_elem(&python_processes, &tgid);
 	if (!py) {
 		__u8 one = 1;
 
 		bpf_map_update_elem(&python_wanted, &tgid, &one, BPF_NOEXIST);
-		return;
+		return 0;
 	}
 	if (!py->is_python || py->tss_key >= 32)
-		return;
+		return 0;
 	/* glibc keeps the first 32 keys' values in struct pthread, which fsbase points at:
 	 * specific_1stblock[key] = {seq, data}. */
 	task = bpf_get_current_task_btf();
 	at = task->thread.fsbase + py->tsd_offset + 16 * (__u64)py->tss_key + 8;
 	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)at) || !tstate)
-		return;
+		return 0;
 	at = tstate + py->tstate_frame;
 	if (py->cframe_frame >= 0) {
 		__u64 cframe = 0;
 
 		if (bpf_probe_read_user(&cframe, sizeof(cframe), (void *)at) || !cframe)
-			return;
+			return 0;
 		at = cframe + py->cframe_frame;
 	}
 	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)at) || !frame)
-		return;
-	p->process = py;
+		return 0;
+	p->py = *py;
 	p->frame = frame;
 	p->pid = tgid;
+	p->active = 1;
+	return 0;
 }
 
 /* A field of the frame read into scratch: offsets are 8-aligned (4 for an int), within
@@ -140,73 +146,83 @@ static __always_inline void python_note_code(__u32 pid, __u64 code)
 	bpf_ringbuf_submit(sent, 0);
 }
 
-/* At a native frame of the walk (pc; index 0 for the leaf): when it is an eval frame, records
- * the next Python frame it ran into ip[*n] and returns true, the native frame waiting for its
- * step until every one of them is shown. Returns false when the native frame is to be
- * recorded as it is: not an eval frame, no Python frame for it, or the chain unreadable (the
- * Python frames stop there; what was read is never guessed past). */
-static __always_inline bool python_frame(struct python_walk *p, __u64 pc, __u32 index, __u64 *ip, __u32 *n)
+/* What python_frame did at a native frame. */
+#define PYTHON_NATIVE 0   /* nothing: the native frame is recorded as it is */
+#define PYTHON_SHOWN 1    /* one Python frame recorded at ip[n]; the native frame waits */
+#define PYTHON_REPLACED 2 /* nothing more: the native frame is not recorded, only stepped past */
+
+/* At a native frame of the walk (pc; index 0 for the leaf) that is an eval frame: records
+ * the next Python frame it ran at ip[n] of the user scratch stack, until every one of them
+ * is shown. The native frame stands when there is no Python frame for it, or the chain
+ * cannot be read (the Python frames stop there; what was read is never guessed past).
+ * Global, so the verifier checks it once, apart from the walk's step. */
+__noinline int python_frame(struct python_walk *p, __u64 pc, __u32 index, __u32 n)
 {
-	struct python_process *py = p->process;
 	struct python_scratch *s;
-	__u64 code, previous, type = 0, frame = p->frame;
-	__u32 zero = 0, at_index;
+	struct frames *frames;
+	__u64 code, previous, type = 0, frame;
+	__u32 zero = 0, user = 1, at_index;
 	__u8 entry;
 
-	if (!py || !frame)
+	if (!p || !p->active || p->replaced)
+		return PYTHON_NATIVE;
+	frame = p->frame;
+	if (!frame)
 		goto done;
 	if (!p->in_eval) {
 		__u64 at = index ? pc - 1 : pc;
 
-		if (at < py->eval_start || at >= py->eval_end)
-			return false;
-		p->in_eval = true;
+		if (at < p->py.eval_start || at >= p->py.eval_end)
+			return PYTHON_NATIVE;
+		p->in_eval = 1;
 		p->shown = 0;
 	}
 	s = bpf_map_lookup_elem(&python_scratch, &zero);
-	if (!s || bpf_probe_read_user(s->frame, PYTHON_FRAME_READ, (void *)frame))
+	frames = bpf_map_lookup_elem(&scratch, &user);
+	if (!s || !frames || bpf_probe_read_user(s->frame, PYTHON_FRAME_READ, (void *)frame))
 		goto stop;
-	code = python_u64(s, py->frame_code);
-	previous = python_u64(s, py->frame_previous);
-	entry = python_u8(s, py->frame_entry);
-	if (py->chain == PYTHON_CHAIN_SHIM && entry == PYTHON_OWNED_BY_CSTACK) {
+	code = python_u64(s, p->py.frame_code);
+	previous = python_u64(s, p->py.frame_previous);
+	entry = python_u8(s, p->py.frame_entry);
+	if (p->py.chain == PYTHON_CHAIN_SHIM && entry == PYTHON_OWNED_BY_CSTACK) {
 		/* The shim the eval call pushed first: its frames end here. */
 		p->frame = previous;
 		goto done;
 	}
 	/* Anything but a code object (a frame freed and reused under the walk) ends it. */
-	if (!code || bpf_probe_read_user(&type, sizeof(type), (void *)(code + 8)) || type != py->code_type)
+	if (!code || bpf_probe_read_user(&type, sizeof(type), (void *)(code + 8)) || type != p->py.code_type)
 		goto stop;
-	if (py->instr == PYTHON_INSTR_POINTER) {
-		__u64 pointer = python_u64(s, py->frame_instr), base = code + py->code_units;
+	if (p->py.instr == PYTHON_INSTR_POINTER) {
+		__u64 pointer = python_u64(s, p->py.frame_instr), base = code + p->py.code_units;
 
 		at_index = pointer >= base ? (pointer - base) / 2 : 0;
 	} else {
-		__s32 lasti = python_s32(s, py->frame_instr);
+		__s32 lasti = python_s32(s, p->py.frame_instr);
 
-		at_index = lasti < 0 ? 0 : py->instr == PYTHON_INSTR_LASTI_BYTES ? lasti / 2 : lasti;
+		at_index = lasti < 0 ? 0 : p->py.instr == PYTHON_INSTR_LASTI_BYTES ? lasti / 2 : lasti;
 	}
 	if (at_index > PYTHON_NO_INDEX)
 		at_index = PYTHON_NO_INDEX;
-	ip[*n & UNWIND_MAX_DEPTH] = PYTHON_FRAME(code, (__u64)at_index);
-	(*n)++;
+	frames->ip[n & UNWIND_MAX_DEPTH] = PYTHON_FRAME(code, (__u64)at_index);
 	p->shown++;
 	python_note_code(p->pid, code);
 	p->frame = previous;
-	if (py->chain == PYTHON_CHAIN_FRAME_OBJECT || (py->chain == PYTHON_CHAIN_IS_ENTRY && entry))
-		goto done;
-	return true;
+	if (p->py.chain == PYTHON_CHAIN_FRAME_OBJECT || (p->py.chain == PYTHON_CHAIN_IS_ENTRY && entry) || !previous) {
+		p->in_eval = 0;
+		p->replaced = 1;
+	}
+	return PYTHON_SHOWN;
 
 stop:
 	p->frame = 0;
 done:
 	if (!p->in_eval)
-		return false;
-	p->in_eval = false;
+		return PYTHON_NATIVE;
+	p->in_eval = 0;
 	if (p->shown == 0)
-		return false;
-	p->replaced = true;
-	return true;
+		return PYTHON_NATIVE;
+	p->replaced = 1;
+	return PYTHON_REPLACED;
 }
 
 /* A process's image changes with exec and its pid may come back as another's after exit:

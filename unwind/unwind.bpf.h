@@ -242,13 +242,19 @@ static long walk_step(__u32 index, struct walk *w)
 		return 1;
 	}
 	/* An eval frame of CPython is shown as the Python frames it ran, one a step. */
-	if (!w->py.replaced && python_frame(&w->py, w->pc, index, frames->ip, &w->n))
-		return 0;
+	if (w->py.active && !w->py.replaced) {
+		int shown = python_frame(&w->py, w->pc, index, w->n);
+
+		if (shown != PYTHON_NATIVE) {
+			w->n += shown == PYTHON_SHOWN;
+			return 0;
+		}
+	}
 	if (!w->py.replaced) {
 		frames->ip[w->n & UNWIND_MAX_DEPTH] = w->pc;
 		w->n++;
 	}
-	w->py.replaced = false;
+	w->py.replaced = 0;
 
 	/* A caller's pc is a return address: the call is the byte before it, which may
 	 * belong to another function's rules (a call that ends a function). */
