@@ -271,7 +271,7 @@ TEST_CASE("python: each thread's samples name its own function, never another th
 		CAPTURE(py.label);
 		Background program({py.path, kWorkloads + "threads.py", "30"}); // killed at the end
 		REQUIRE(program.read_line() == "ready");
-		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "2"});
+		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "3"});
 		REQUIRE_MESSAGE(r.status == 0, r.err);
 		const auto lines = parse_folded(r.out);
 		INFO("stderr:\n" << r.err);
@@ -290,9 +290,10 @@ TEST_CASE("python: each thread's samples name its own function, never another th
 						}
 			}
 			CHECK(other == 0);
-			// The sleeper is seldom on a CPU; the three others are most of the time.
+			// The sleeper is seldom on a CPU; the three others are often, even on a busy
+			// machine (hundreds of samples on a quiet one).
 			if (comm != "py-sleep") {
-				CHECK(samples > 50);
+				CHECK(samples >= 20);
 				CHECK(own * 100 >= samples * 95);
 			}
 		}
