@@ -172,7 +172,7 @@ __noinline int python_frame(struct python_walk *p, __u64 pc, __u32 index, __u32 
 	if (!p->in_eval) {
 		__u64 at = index ? pc - 1 : pc;
 
-		if (at < p->py.eval_start || at >= p->py.eval_end)
+		if ((at < p->py.eval_start || at >= p->py.eval_end) && (at < p->py.cold_start || at >= p->py.cold_end))
 			return PYTHON_NATIVE;
 		p->in_eval = 1;
 		p->shown = 0;

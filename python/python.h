@@ -44,6 +44,7 @@ enum python_instr {
  * it does not know. Addresses are the process's own. */
 struct python_process {
 	__u64 eval_start, eval_end; /* _PyEval_EvalFrameDefault */
+	__u64 cold_start, cold_end; /* its .cold part, when the symbols name one (else 0, 0) */
 	__u64 code_type;            /* &PyCode_Type: what a frame's code object must be */
 	__u32 tss_key;              /* the pthread key of _PyRuntime's autoTSSkey */
 	__u16 tsd_offset;           /* glibc: struct pthread's specific_1stblock */

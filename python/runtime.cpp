@@ -247,6 +247,12 @@ PythonDetection detect_python(uint32_t pid)
 	python_process &p = found.process;
 	p.eval_start = bias + eval->address;
 	p.eval_end = p.eval_start + eval->size;
+	// A compiler that splits the function's unlikely paths out names them NAME.cold in
+	// .symtab (a stripped binary's are not found: see the README's limits).
+	if (const auto cold = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault.cold"); cold && cold->size) {
+		p.cold_start = bias + cold->address;
+		p.cold_end = p.cold_start + cold->size;
+	}
 	p.code_type = bias + code_type->address;
 	p.tss_key = tss.key;
 	p.tsd_offset = kGlibcSpecificFirstBlock;
