@@ -140,8 +140,11 @@ static __always_inline void python_note_code(__u32 pid, __u64 code)
 	if (bpf_map_update_elem(&python_codes, &key, &one, BPF_NOEXIST))
 		return;
 	sent = bpf_ringbuf_reserve(&python_seen, sizeof(*sent), 0);
-	if (!sent)
+	if (!sent) {
+		/* The ring is full: told at a later sample instead. */
+		bpf_map_delete_elem(&python_codes, &key);
 		return;
+	}
 	*sent = key;
 	bpf_ringbuf_submit(sent, 0);
 }
