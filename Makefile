@@ -42,7 +42,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 # Every module folder's .cpp files go into the program (and the tests).
-MODULE_SRCS := $(wildcard cli/*.cpp sampler/*.cpp syms/*.cpp unwind/*.cpp report/*.cpp push/*.cpp)
+MODULE_SRCS := $(wildcard cli/*.cpp sampler/*.cpp syms/*.cpp unwind/*.cpp python/*.cpp report/*.cpp push/*.cpp)
 MODULE_OBJS := $(MODULE_SRCS:%.cpp=$(OUTPUT)/%.o)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(OUTPUT)/%.o)
@@ -55,14 +55,14 @@ $(TEST_OBJS): CXXFLAGS += -O0
 
 all: $(PROFILE)
 
-$(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(OUTPUT)/profile.bpf.o: profile.bpf.c profile.h unwind/unwind.bpf.h unwind/unwind.h $(OUTPUT)/vmlinux.h
+$(OUTPUT)/profile.bpf.o: profile.bpf.c profile.h unwind/unwind.bpf.h unwind/unwind.h python/python.bpf.h python/python.h $(OUTPUT)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -I. -c $< -o $@
 
@@ -73,7 +73,7 @@ $(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
 # Everything that includes the skeleton waits for it.
 $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(OUTPUT)/profile.skel.h
 
-$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests
+$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 

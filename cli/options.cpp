@@ -289,6 +289,11 @@ const std::vector<OptionSpec> table = {
 	 .help = "frames kept per stack, deeper ones are cut (default {default}; at most 127 but with --unwind fp)",
 	 .default_value = "127",
 	 .set = [](Options &o, G, V v) { o.max_stack_depth = uint32_t(v.number); return ok; }},
+	{.name = "no-python", .group = "How user stacks are walked",
+	 .help = "show CPython's interpreter as it is: by default, in processes running CPython 3.8 to 3.13, each "
+		 "of its eval frames is shown as the Python functions it ran, as fib (fib.py:2); needs --unwind auto "
+		 "or dwarf",
+	 .set = [](Options &o, G, V) { o.python = false; return ok; }},
 	{.name = "unwind-table-size", .kind = ValueKind::Number, .value_name = "N", .min = 1024,
 	 .max = 1u << 26, .expected = "a number of table rows, {range}", .group = "Limits",
 	 .help = "unwind table rows the kernel may hold, 8 bytes each, taken as tables load (default {default}: "

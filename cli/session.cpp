@@ -87,6 +87,13 @@ Session::Session(const Options &options, const MapPlan &plan, PhaseClock &startu
 		unwinder_->prepare(history_, options.pids);
 		startup.mark("unwind tables asked");
 	}
+	// The Python walk's user half: which processes are CPython, and their code objects'
+	// names, read while they live.
+	if (PythonMaps maps = sampler_.python_maps(); maps.processes >= 0) {
+		python_.emplace(maps);
+		python_->prepare(options.pids.empty() ? history_.live_pids() : options.pids);
+		startup.mark("python processes");
+	}
 	targets_.emplace(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
 }
 
@@ -113,6 +120,8 @@ void Session::follow(WindowCutter &windows)
 	history_.settle_labels(has_samples, uint64_t(clock_ns(CLOCK_MONOTONIC)));
 	if (unwinder_)
 		unwinder_->tick(history_);
+	if (python_)
+		python_->tick();
 	if (batch)
 		windows.add(*batch);
 	bool drained = batch.has_value();
@@ -140,6 +149,9 @@ void Session::stop_tables()
 
 RawProfile Session::read_rest()
 {
+	// The code objects met last, named before the stacks that hold them are.
+	if (python_)
+		python_->tick();
 	RawProfile raw = sampler_.read();
 	side_band_->poll(history_);
 	history_.settle_labels([&](uint32_t pid) { return sampler_.has_samples(pid); },
@@ -163,7 +175,7 @@ void WindowCutter::start()
 
 void WindowCutter::add(const RawProfile &batch)
 {
-	window_->collected.add(batch, session_.symbolizer());
+	window_->collected.add(batch, session_.symbolizer(), session_.python_names());
 	window_->account.add_account(batch);
 }
 
@@ -250,6 +262,12 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 				tables.objects, tables.ready, tables.from_cache, tables.rows, tables.row_capacity,
 				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
 				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
+		}
+		if (const PythonReader *python = session.python()) {
+			const PythonReader::Stats py = python->stats();
+			fprintf(stderr, "profile: python: %u processes followed, %" PRIu64 " code objects named (%" PRIu64
+					" not), naming CPU %.1f ms\n",
+				py.processes, py.codes, py.unnamed, py.naming_ms);
 		}
 	}
 	if (!options_.interval_s)

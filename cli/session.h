@@ -21,6 +21,7 @@
 #include "sampler/targets.h"
 #include "syms/process_history.h"
 #include "syms/symbolizer.h"
+#include "python/reader.h"
 #include "unwind/unwinder.h"
 
 int64_t clock_ns(clockid_t clock);
@@ -75,6 +76,9 @@ public:
 	const ProcessHistory &history() const { return history_; }
 	bool unwinding() const { return unwinder_.has_value(); }
 	const Unwinder::Stats &tables() const { return tables_; }
+	// The Python walk's reader, when CPython frames are walked; its code objects' names.
+	const PythonReader *python() const { return python_ ? &*python_ : nullptr; }
+	const PythonNames *python_names() const { return python_ ? &python_->names() : nullptr; }
 	double kernel_symbols_cpu_ms() const { return kernel_symbols_cpu_ms_; }
 
 private:
@@ -86,6 +90,7 @@ private:
 	// The table unwinder's user half: mappings of sampled processes, tables of objects.
 	std::optional<Unwinder> unwinder_;
 	Unwinder::Stats tables_;
+	std::optional<PythonReader> python_;
 	// What -p or -L names, from just before sampling: its CPU time, and whether it runs.
 	std::optional<TargetWatch> targets_;
 	// Indexes the kernel symbols; last, so that it is joined first on destruction, also

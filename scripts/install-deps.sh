@@ -22,7 +22,8 @@ BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev li
 #   libc6-dbg            libc's debug file under /usr/lib/debug/.build-id/, which names libc's
 #                        internal functions (__libc_start_call_main) as perf names them
 #   rustc                builds the Rust fixtures whose names the demangler is tested on
-#   python3              Debian's own interpreter, unwound without frame pointers (tests/test_unwind)
+#   python3              Debian's own interpreter (/usr/bin/python3.11), unwound without frame
+#                        pointers (tests/test_unwind), and its Python frames (tests/test_python)
 #   groff-base man-db    groff, nroff and man render profile(8) and must not warn (tests/test_install)
 #   systemd              systemd-analyze verify checks the installed profile-agent.service
 #   openssl              makes the CA and the server and client certificates of the HTTPS

@@ -614,6 +614,14 @@ SymbolizerStats Symbolizer::stats() const
 
 std::string frame_label(const Frame &frame)
 {
+	// py-spy's "fib (fib.py:2)": the file by its last component.
+	if (frame.python && !frame.source_file.empty()) {
+		const size_t slash = frame.source_file.rfind('/');
+		std::string text = frame.name + " (" + frame.source_file.substr(slash == std::string::npos ? 0 : slash + 1);
+		if (frame.line)
+			text += ':' + std::to_string(frame.line);
+		return text + ')';
+	}
 	if (frame.named())
 		return frame.name;
 	if (frame.module.empty())
