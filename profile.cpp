@@ -29,6 +29,7 @@
 #include "sampler/targets.h"
 #include "unwind/unwinder.h"
 #include "syms/cgroup.h"
+#include "syms/debuginfod.h"
 #include "syms/fd.h"
 #include "syms/process_history.h"
 #include "syms/symbolizer.h"
@@ -176,6 +177,70 @@ std::string unwind_cache_dir()
 	return std::string(dir && *dir == '/' ? dir : "/var/cache/profile") + "/unwind";
 }
 
+// What fetching debug files cost, for PROFILE_DEBUG and the benchmark.
+struct DebuginfodAccount {
+	size_t asked = 0, used = 0;
+	double wall_ms = 0;
+	bool told = false; // the one line of a run's failures is printed
+};
+
+// The debug files of what a report is about to name that no file here has, from the
+// debuginfod servers: fetched all at once, bounded by --debuginfod-timeout. What could not
+// be used is said in one line, once a run; its frames stay [file+0x...].
+void fetch_debug_files(Symbolizer &symbolizer, const Options &options, DebuginfodAccount &account)
+{
+	const int64_t start = clock_ns(CLOCK_MONOTONIC);
+	std::vector<std::string> wanted = symbolizer.wanted_debug_files();
+	if (wanted.empty())
+		return;
+	DebuginfodSettings settings;
+	settings.timeout_s = options.debuginfod_timeout_s;
+	if (isatty(STDERR_FILENO))
+		settings.progress = [](size_t done, size_t total, bool last) {
+			if (last)
+				fprintf(stderr, "\r\033[K");
+			else
+				fprintf(stderr, "\rprofile: debuginfod: %zu of %zu debug files fetched", done, total);
+		};
+	std::vector<FetchedDebugFile> files = fetch_debug_files(wanted, settings);
+	size_t missing = 0, late = 0, refused = 0, failed = 0;
+	std::string refused_why, failed_why;
+	for (FetchedDebugFile &file : files) {
+		if (file.error == ENOENT) {
+			missing++;
+		} else if (file.error == ETIME) {
+			late++;
+		} else if (file.error) {
+			failed++;
+			failed_why = strerror(file.error);
+		} else if (std::string why = symbolizer.add_debug_file(file.build_id, file.fd.get()); !why.empty()) {
+			refused++;
+			refused_why = why;
+			// Not what its build id names: kept in the cache, it would be served again.
+			if (!file.path.empty())
+				unlink(file.path.c_str());
+		} else {
+			account.used++;
+		}
+	}
+	account.asked += files.size();
+	account.wall_ms += double(clock_ns(CLOCK_MONOTONIC) - start) / 1e6;
+	if (account.told || missing + late + refused + failed == 0)
+		return;
+	account.told = true;
+	std::string why;
+	auto add = [&](size_t n, const std::string &text) {
+		if (n)
+			why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + text;
+	};
+	add(missing, "not on the servers");
+	add(late, "not there within --debuginfod-timeout " + std::to_string(options.debuginfod_timeout_s) + " s");
+	add(refused, "refused (" + refused_why + ")");
+	add(failed, "failed (" + failed_why + ")");
+	fprintf(stderr, "profile: debuginfod: %zu of %zu debug files not used, their frames stay unnamed: %s\n",
+		missing + late + refused + failed, files.size(), why.c_str());
+}
+
 // What the pusher is told of the run.
 PushConfig push_config(const Options &options)
 {
@@ -264,6 +329,14 @@ int run(const Options &options)
 	check_privileges();
 	check_kernel_support();
 
+	// Set before any thread starts: libdebuginfod reads its settings from the environment.
+	const bool debuginfod = options.debuginfod && debuginfod_configured();
+	if (debuginfod && !getenv("DEBUGINFOD_CACHE_PATH"))
+		if (std::string cache = debuginfod_cache_dir(); !cache.empty()) {
+			mkdir(cache.substr(0, cache.rfind('/')).c_str(), 0700);
+			setenv("DEBUGINFOD_CACHE_PATH", cache.c_str(), 1);
+		}
+
 	sigset_t stop_signals;
 	sigemptyset(&stop_signals);
 	sigaddset(&stop_signals, SIGINT);
@@ -275,6 +348,9 @@ int run(const Options &options)
 	startup.mark("load");
 	SymbolizerOptions symbolizer_options;
 	symbolizer_options.want_lines = options.report.verbose;
+	// For the tests: debug files from a debuginfod server alone, none from this machine's.
+	if (const char *root = getenv("PROFILE_DEBUG_ROOT"))
+		symbolizer_options.debug_root = root;
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer_options.kernel_cache_dir = "/run/profile";
 	Symbolizer symbolizer(symbolizer_options);
@@ -344,9 +420,12 @@ int run(const Options &options)
 	Profile profile;
 	// What closing a window costs this thread (naming, writing, handing to the pusher).
 	double window_cpu_ms_sum = 0, window_cpu_ms_max = 0;
+	DebuginfodAccount fetched;
 	auto close_window = [&](int64_t end_mono, int64_t end_real) {
 		join_kernel_symbols();
 		const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		if (debuginfod)
+			fetch_debug_files(symbolizer, options, fetched);
 		profile = window->collected.name(symbolizer);
 		profile.command = options.command_line;
 		profile.frequency = options.frequency;
@@ -478,6 +557,9 @@ int run(const Options &options)
 				"%zu processes followed; whole run's CPU %.1f ms\n",
 			phases.summary().c_str(), entries, stacks, symbolizer.object_count(), sampler.drains(),
 			history.process_count(), clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
+		if (debuginfod)
+			fprintf(stderr, "profile: debuginfod: %zu debug files asked for, %zu used; fetched in %.1f ms\n",
+				fetched.asked, fetched.used, fetched.wall_ms);
 		if (options.interval_s)
 			fprintf(stderr, "profile: windows: %" PRIu64 " closed, CPU to name and write one %.1f ms on average, "
 					"%.1f ms at most\n",

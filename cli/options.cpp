@@ -35,6 +35,8 @@ enum LongOnly {
 	OPT_PUSH_KEY,
 	OPT_CGROUP,
 	OPT_AGENT,
+	OPT_NO_DEBUGINFOD,
+	OPT_DEBUGINFOD_TIMEOUT,
 };
 
 const option long_options[] = {
@@ -73,6 +75,8 @@ const option long_options[] = {
 	{"push-key", required_argument, nullptr, OPT_PUSH_KEY},
 	{"cgroup", required_argument, nullptr, OPT_CGROUP},
 	{"agent", no_argument, nullptr, OPT_AGENT},
+	{"no-debuginfod", no_argument, nullptr, OPT_NO_DEBUGINFOD},
+	{"debuginfod-timeout", required_argument, nullptr, OPT_DEBUGINFOD_TIMEOUT},
 	{"help", no_argument, nullptr, 'h'},
 	{"version", no_argument, nullptr, 'V'},
 	{},
@@ -347,6 +351,16 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 		case OPT_AGENT:
 			options.agent = true;
 			break;
+		case OPT_NO_DEBUGINFOD:
+			options.debuginfod = false;
+			break;
+		case OPT_DEBUGINFOD_TIMEOUT: {
+			auto n = parse_number(arg, 1, 3600);
+			if (!n)
+				return bad_value("expected whole seconds, 1 to 3600");
+			options.debuginfod_timeout_s = *n;
+			break;
+		}
 		case 'h':
 			options.help = true;
 			return options;
@@ -516,6 +530,10 @@ Output
   -a, --annotations       append _[k] to kernel frames
   -v, --verbose           each frame's address, symbol+offset, module, and file:line
                           where debug info has it
+  --no-debuginfod         fetch no debug files, even with DEBUGINFOD_URLS set (below)
+  --debuginfod-timeout SECONDS  how long the fetch of debug files may add to the end
+                          of a run (or of each --interval window), all files together
+                          (default 5)
   -o, --output FILE       write the report to FILE, in the format named by --format,
                           --folded or -E, else by its extension (.svg flame graph,
                           .pb.gz pprof, .folded, .txt multi-line stacks); written whole
@@ -592,6 +610,13 @@ of the run: above 1 GiB profile warns, above half the memory available it refuse
   --unwind-cache-size SIZE  disk the unwind tables kept between runs may take (default
                             256M; K, M and G suffixes; 0: none kept), in
                             /var/cache/profile/unwind, least recently used dropped first
+
+Names of stripped programs and libraries: from their debug files, found by build id
+under /usr/lib/debug/.build-id or by their .gnu_debuglink. With DEBUGINFOD_URLS set
+(sudo drops it: sudo --preserve-env=DEBUGINFOD_URLS), the debug files not found here
+are fetched from those debuginfod servers at the end of the run, by libdebuginfod, in
+parallel, and kept in DEBUGINFOD_CACHE_PATH (for root: /var/cache/profile/debuginfod).
+A file whose build id differs from the program's is not used.
 
   -h, --help      this text
   -V, --version   the version
