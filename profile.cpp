@@ -604,10 +604,19 @@ int main(int argc, char **argv)
 	}
 	for (const std::string &note : notes)
 		fprintf(stderr, "profile: %s\n", note.c_str());
+	int status;
 	try {
-		return run(options);
+		status = run(options);
 	} catch (const RunError &e) {
 		fprintf(stderr, "profile: %s\n", e.what());
-		return 1;
+		status = 1;
 	}
+	// A fetch given up at --debuginfod-timeout may still be inside libcurl: no exit
+	// handler of its libraries runs beneath it.
+	if (debuginfod_fetches_running()) {
+		std::cout.flush();
+		fflush(nullptr);
+		_exit(status);
+	}
+	return status;
 }

@@ -20,6 +20,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::atomic<size_t> threads_running{0};
+
 // What the caller and the fetching threads share. The threads hold it too, so a caller
 // that stopped waiting at the bound may return while some of them still end their fetch.
 struct FetchState {
@@ -41,6 +43,9 @@ int keep_going(debuginfod_client *client, long, long)
 
 void fetch_some(std::shared_ptr<FetchState> state)
 {
+	struct Running {
+		~Running() { threads_running--; } // counted up by whoever started the thread
+	} running;
 	debuginfod_client *client = debuginfod_begin();
 	if (client) {
 		debuginfod_set_user_data(client, state.get());
@@ -82,6 +87,11 @@ void fetch_some(std::shared_ptr<FetchState> state)
 
 } // namespace
 
+size_t debuginfod_fetches_running()
+{
+	return threads_running.load();
+}
+
 bool debuginfod_configured()
 {
 	const char *urls = getenv(DEBUGINFOD_URLS_ENV_VAR);
@@ -112,8 +122,10 @@ std::vector<FetchedDebugFile> fetch_debug_files(const std::vector<std::string> &
 		return {};
 
 	const size_t threads = std::min<size_t>(build_ids.size(), std::max(settings.parallel, 1u));
-	for (size_t i = 0; i < threads; i++)
+	for (size_t i = 0; i < threads; i++) {
+		threads_running++;
 		std::thread(fetch_some, state).detach();
+	}
 
 	std::unique_lock lock(state->mutex);
 	const Clock::time_point quiet_until = start + std::chrono::seconds(1);

@@ -40,3 +40,8 @@ std::string debuginfod_cache_dir();
 // result ETIME. In the order of build_ids.
 std::vector<FetchedDebugFile> fetch_debug_files(const std::vector<std::string> &build_ids,
 						const DebuginfodSettings &settings);
+
+// Fetches given up at their bound whose threads have not ended yet. A process that exits
+// with some should leave by _exit once its output is flushed: the exit handlers of the
+// TLS libraries under libcurl must not run beneath a thread still inside them.
+size_t debuginfod_fetches_running();
