@@ -10,7 +10,9 @@
 #   profile leaves as [file+0x...].
 # - RUNS runs of profile from an empty cache: the fetch's time (PROFILE_DEBUG=1's account)
 #   and the whole run's wall time against --no-debuginfod; then one from the full cache.
-# Needs root, ./profile, debuginfod, perf, libc6-dbg. Takes about a minute.
+# - What each fault (404, another build's file, junk, a stall, a redirect loop, no server,
+#   an unwritable cache) adds to a run with --debuginfod-timeout 2, and its one line.
+# Needs root, ./profile, debuginfod, perf, libc6-dbg, python3. Takes about two minutes.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -166,7 +168,7 @@ echo "names: profile --no-debuginfod $(fraction "$1" "$2") ($1 of $2)"
 set -- $theirs
 echo "names: perf    $(fraction "$1" "$2") of user frames named ($1 of $2 frame samples)"
 unnamed=$(awk '{ n = split($0, f, ";"); for (i = 2; i <= n; i++) if (f[i] ~ /^\[/) { sub(/ [0-9]+$/, "", f[i]); print f[i] } }' \
-	"$TMP/profile.folded" | sed 's/+0x[0-9a-f]*\]/+0x...]/' | sort | uniq -c | sort -rn | head -5)
+	"$TMP/profile.folded" | sort | uniq -c | sort -rn | head -5)
 echo "names: profile's unnamed frames: ${unnamed:-none}"
 grep '^profile: debuginfod:' "$TMP/profile.err" | sed 's/^/names: /' || true
 
@@ -188,3 +190,38 @@ done
 fetch=$(DEBUGINFOD_CACHE_PATH="$TMP/cache-1" PROFILE_DEBUG=1 wall "$PROFILE" -p "$MANY" -f "$HZ" --folded 2 >/dev/null;
 	sed -n 's/^profile: debuginfod: .* fetched in \([0-9.]*\) ms$/\1 ms/p' "$TMP/run.err")
 echo "time: full cache: fetch ${fetch:-?}"
+
+FAULT=""
+# Faults: what a server gone wrong (tests/debuginfod_faults.py) adds to a run, with
+# --debuginfod-timeout 2: the fetch's own time (PROFILE_DEBUG=1's account), the whole run
+# against --no-debuginfod (on a busy machine mostly noise), and the one line.
+touch "$TMP/a-file"
+head -c 5000 /dev/urandom >"$TMP/junk"
+for fault in 404 "file:$TMP/served/lib1.so.debug" "file:$TMP/junk" stall redirect down unwritable; do
+	url=""
+	cache="$TMP/fault-cache-$RANDOM"
+	case "$fault" in
+	down) url="http://127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" ;;
+	unwritable) cache="$TMP/a-file/cache" ;;
+	esac
+	if [ -z "$url" ]; then
+		python3 tests/debuginfod_faults.py "${fault/unwritable/404}" >"$TMP/fault.port" &
+		FAULT=$!
+		BACKGROUND+=("$FAULT")
+		for try in $(seq 1 50); do [ -s "$TMP/fault.port" ] && break; sleep 0.1; done
+		url="http://127.0.0.1:$(awk '{ print $2 }' "$TMP/fault.port")"
+	fi
+	without=$(wall "$PROFILE" --no-debuginfod -p "$MANY" --folded 1)
+	with=$(DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$cache" PROFILE_DEBUG=1 \
+		wall "$PROFILE" -p "$MANY" --folded --debuginfod-timeout 2 1)
+	fetch=$(sed -n 's/^profile: debuginfod: .* fetched in \([0-9.]*\) ms$/\1 ms/p' "$TMP/run.err")
+	said=$(grep '^profile: debuginfod:' "$TMP/run.err" | grep -v 'fetched in')
+	echo "fault ${fault#file:$TMP/}: fetch ${fetch:-?}; whole run $with ms against $without ms;" \
+		"$(echo "$said" | grep -c .) line: $(echo "$said" | cut -c1-160)"
+	if [ -n "${FAULT:-}" ]; then
+		kill "$FAULT" 2>/dev/null || true
+		wait "$FAULT" 2>/dev/null || true
+	fi
+	FAULT=""
+	rm -f "$TMP/fault.port"
+done
