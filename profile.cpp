@@ -187,7 +187,7 @@ struct DebuginfodAccount {
 // The debug files of what a report is about to name that no file here has, from the
 // debuginfod servers: fetched all at once, bounded by --debuginfod-timeout. What could not
 // be used is said in one line, once a run; its frames stay [file+0x...].
-void fetch_debug_files(Symbolizer &symbolizer, const Options &options, DebuginfodAccount &account)
+void fetch_missing_debug_files(Symbolizer &symbolizer, const Options &options, DebuginfodAccount &account)
 {
 	const int64_t start = clock_ns(CLOCK_MONOTONIC);
 	std::vector<std::string> wanted = symbolizer.wanted_debug_files();
@@ -425,7 +425,7 @@ int run(const Options &options)
 		join_kernel_symbols();
 		const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		if (debuginfod)
-			fetch_debug_files(symbolizer, options, fetched);
+			fetch_missing_debug_files(symbolizer, options, fetched);
 		profile = window->collected.name(symbolizer);
 		profile.command = options.command_line;
 		profile.frequency = options.frequency;

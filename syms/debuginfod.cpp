@@ -72,7 +72,7 @@ void fetch_some(std::shared_ptr<FetchState> state)
 			file.error = 0;
 		} else {
 			// Stopped by keep_going: whatever libdebuginfod made of that, it is the bound.
-			file.error = keep_going(client, 0, 0) ? ETIME : -fd;
+			file.error = state->stop || Clock::now() >= state->deadline ? ETIME : -fd;
 		}
 		if (path) {
 			file.path = path;
