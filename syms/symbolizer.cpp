@@ -313,7 +313,7 @@ Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 	if (debug)
 		binary->debug = std::move(debug->elf);
 	binary->wants_debug_file = !binary->elf->build_id().empty() &&
-				   (binary->symbols == binary->elf.get() && !own_symtab ||
+				   ((binary->symbols == binary->elf.get() && !own_symtab) ||
 				    (options.want_lines && !binary->lines));
 
 	Binary *result = binary.get();
