@@ -195,6 +195,15 @@ TEST_CASE("debuginfod: a stripped program, its library and libc named from debug
 	CHECK(contains(r.err, "profile: debuginfod: 3 debug files asked for, 3 used"));
 	CHECK(!contains(r.err, "not used"));
 
+	// -v: file:line from the DWARF of the same files.
+	std::vector<std::string> verbose = {"-v"};
+	verbose.insert(verbose.end(), args.begin(), args.end() - 2);
+	verbose.push_back("2");
+	r = profile(verbose);
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	CHECK(contains(r.out, "/tests/workloads/fetched.c:"));
+	CHECK(contains(r.out, "/tests/workloads/lib/fetched_lib.c:"));
+
 	// With the server gone, the cache has them.
 	server.stop();
 	r = profile(args);
