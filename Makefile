@@ -28,7 +28,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -I. -I$(OUTPUT) -DPROFILE_VERSION='"$(VERSION)"' $(SAN_FLAGS) -MMD -MP
 LDFLAGS += $(SAN_FLAGS)
-LDLIBS := -lbpf -lelf -lz -ldw -liberty -lcurl -lpthread
+LDLIBS := -lbpf -lelf -lz -ldw -ldebuginfod -liberty -lcurl -lpthread
 
 # Where the tests find sudo: root runs them directly, anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -119,6 +119,23 @@ $(OUTPUT)/workloads/debuglink: tests/workloads/debuglink.c $(WORKLOAD_HEADERS)
 	$(Q)objcopy --add-gnu-debuglink=$@.debug $@.stripped $@
 	$(Q)rm -f $@.full $@.stripped
 
+# A program and the library it links, both stripped of every symbol and with no
+# .gnu_debuglink: their debug files are in workloads/debuginfod/, for the debuginfod
+# server of tests/test_debuginfod.cpp to serve.
+$(OUTPUT)/workloads/fetched $(OUTPUT)/workloads/libfetched.so &: tests/workloads/fetched.c \
+		tests/workloads/lib/fetched_lib.c $(WORKLOAD_HEADERS)
+	$(call msg,WORKLOAD,$(OUTPUT)/workloads/fetched)
+	$(Q)mkdir -p $(OUTPUT)/workloads/debuginfod
+	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) -shared -fPIC tests/workloads/lib/fetched_lib.c \
+		-o $(OUTPUT)/workloads/libfetched.so.full
+	$(Q)objcopy --only-keep-debug $(OUTPUT)/workloads/libfetched.so.full $(OUTPUT)/workloads/debuginfod/libfetched.so.debug
+	$(Q)strip --strip-all $(OUTPUT)/workloads/libfetched.so.full -o $(OUTPUT)/workloads/libfetched.so
+	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) tests/workloads/fetched.c -o $(OUTPUT)/workloads/fetched.full \
+		-L$(OUTPUT)/workloads -lfetched -Wl,-rpath,'$$ORIGIN'
+	$(Q)objcopy --only-keep-debug $(OUTPUT)/workloads/fetched.full $(OUTPUT)/workloads/debuginfod/fetched.debug
+	$(Q)strip --strip-all $(OUTPUT)/workloads/fetched.full -o $(OUTPUT)/workloads/fetched
+	$(Q)rm -f $(OUTPUT)/workloads/fetched.full $(OUTPUT)/workloads/libfetched.so.full
+
 # A BPF program kept running in the kernel (BPF_PROG_TEST_RUN), through libbpf.
 $(OUTPUT)/workloads/bpf_loop: tests/workloads/bpf_loop.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
@@ -143,7 +160,7 @@ $(OUTPUT)/workloads/inlined: tests/workloads/inlined.cpp $(WORKLOAD_HEADERS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CXX) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer $< -o $@
 
-workloads: $(WORKLOADS) $(OUTPUT)/workloads/libplugin.so $(OUTPUT)/workloads/inlined
+workloads: $(WORKLOADS) $(OUTPUT)/workloads/libplugin.so $(OUTPUT)/workloads/inlined $(OUTPUT)/workloads/libfetched.so
 
 $(OUTPUT)/run-tests: $(TEST_OBJS) $(MODULE_OBJS)
 	$(call msg,BINARY,$@)

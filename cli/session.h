@@ -45,6 +45,14 @@ private:
 
 class WindowCutter;
 
+// What fetching debug files from debuginfod servers cost, for PROFILE_DEBUG and the
+// benchmark.
+struct DebuginfodAccount {
+	size_t asked = 0, used = 0;
+	double wall_ms = 0;
+	bool told = false; // the one line of a run's failures is printed
+};
+
 // The sampler and what names its samples: loaded and following every process from the
 // constructor on, sampling from attach() to detach().
 class Session {
@@ -125,6 +133,9 @@ public:
 	// What closing a window cost this thread (naming, writing, handing to the pusher).
 	double cpu_ms_sum() const { return cpu_ms_sum_; }
 	double cpu_ms_max() const { return cpu_ms_max_; }
+	// Debug files fetched before windows were named (with DEBUGINFOD_URLS set).
+	bool fetches_debug_files() const { return debuginfod_; }
+	const DebuginfodAccount &fetched() const { return fetched_; }
 
 private:
 	struct Window {
@@ -138,6 +149,8 @@ private:
 	Session &session_;
 	const std::string host_;
 	std::unique_ptr<Window> window_;
+	const bool debuginfod_;
+	DebuginfodAccount fetched_;
 	RawProfile run_account_;
 	Profile profile_;
 	uint64_t closed_ = 0;

@@ -46,6 +46,9 @@ struct Binary {
 	std::unique_ptr<ElfFile> debug;     // its separate debug file, when one was found
 	ElfFile *symbols = nullptr;         // the fullest table: elf's .symtab, else debug's, else elf's .dynsym
 	std::unique_ptr<SourceLines> lines; // with want_lines or want_inlined, where DWARF was found
+	// Its symbols (or, with want_lines, its DWARF) are in no file here: a debug file from
+	// elsewhere may still have them.
+	bool wants_debug_file = false;
 };
 
 // What user addresses lie in, in terms that outlive their process: one file mapped by
@@ -177,6 +180,8 @@ struct Symbolizer::Impl {
 	// Demangled names, keyed by where the raw name lies in its mapped file: each name is
 	// demangled once, and only if some frame needs it.
 	std::unordered_map<const char *, std::string> names;
+	// Build ids wanted_debug_files has listed.
+	std::unordered_set<std::string> asked_debug_files;
 
 	std::string pid_dir(uint32_t pid) const { return options.proc_root + "/" + std::to_string(pid); }
 	LiveProcess &live_process(uint32_t pid);
@@ -308,6 +313,9 @@ Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 	}
 	if (debug)
 		binary->debug = std::move(debug->elf);
+	binary->wants_debug_file = !binary->elf->build_id().empty() &&
+				   ((binary->symbols == binary->elf.get() && !own_symtab) ||
+				    (options.want_lines && !binary->lines));
 
 	Binary *result = binary.get();
 	binaries[FileKey{mapping.dev_major, mapping.dev_minor, mapping.inode}] = std::move(binary);
@@ -605,6 +613,48 @@ Frame Symbolizer::user_frame(uint32_t pid, uint64_t address, uint64_t time_ns)
 	std::vector<Frame> frames;
 	user_frames(locate(pid, image_at(pid, time_ns), address, false), false, frames);
 	return std::move(frames.back());
+}
+
+std::vector<std::string> Symbolizer::wanted_debug_files()
+{
+	std::vector<std::string> wanted;
+	for (uint32_t id = 1; id < impl_->objects.size(); id++) {
+		Binary *binary = impl_->binary_of(id);
+		if (binary && binary->wants_debug_file && impl_->asked_debug_files.insert(binary->elf->build_id()).second)
+			wanted.push_back(binary->elf->build_id());
+	}
+	return wanted;
+}
+
+std::string Symbolizer::add_debug_file(const std::string &build_id, int fd)
+{
+	std::string why_not = "no file wants it";
+	for (auto &[key, binary] : impl_->binaries) {
+		if (!binary->wants_debug_file || binary->elf->build_id() != build_id)
+			continue;
+		std::unique_ptr<ElfFile> debug = ElfFile::open(fd);
+		if (!debug)
+			return "not an ELF file";
+		why_not = debug_file_mismatch(*binary->elf, *debug);
+		if (!why_not.empty())
+			return why_not;
+		const bool symbols = binary->symbols == binary->elf.get() && !binary->elf->has_section(".symtab") &&
+				     debug->has_section(".symtab");
+		// Its DWARF too, for inlined frames or -v's lines, once it is here for its symbols.
+		const bool lines = (impl_->options.want_lines || impl_->options.want_inlined) && !binary->lines &&
+				   has_dwarf(*debug);
+		if (!symbols && !lines)
+			return "neither symbols nor DWARF in it";
+		if (lines)
+			binary->lines = SourceLines::open(fd);
+		if (symbols) {
+			binary->symbols = debug.get();
+			binary->debug = std::move(debug);
+		}
+		binary->wants_debug_file = false;
+		impl_->stats.debug_files_added++;
+	}
+	return why_not;
 }
 
 SymbolizerStats Symbolizer::stats() const

@@ -228,7 +228,7 @@ TEST_CASE("install: every long option profile(8) names anywhere is one of profil
 {
 	const std::map<std::string, std::string> help = table_options();
 	// Other programs' options the page shows in commands.
-	const std::set<std::string> others = {"--now"};
+	const std::set<std::string> others = {"--now", "--preserve-env"};
 	for (const std::string &line : read_man_page().lines)
 		for (const std::string &name : option_names(roff_text(line)))
 			if (name.starts_with("--")) {
