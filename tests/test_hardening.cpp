@@ -824,6 +824,7 @@ TEST_CASE("maps smaller than the run: drained into user space while sampling, ev
 	ScopedEnv no_drain("PROFILE_NO_DRAIN", "1");
 	auto undrained = profile(args);
 	REQUIRE(undrained.status == 0);
+	INFO("undrained stderr: " << undrained.err);
 	const size_t undrained_keys = keys_of_stacks(parse_folded(undrained.out));
 	CHECK(undrained_keys > 0);
 	CHECK(undrained_keys <= 32);
