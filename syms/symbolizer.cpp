@@ -25,6 +25,7 @@
 #include "syms/fd.h"
 #include "syms/kallsyms.h"
 #include "syms/kallsyms_cache.h"
+#include "syms/lru_cache.h"
 #include "syms/maps.h"
 #include "syms/perf_map.h"
 #include "syms/process_history.h"
@@ -46,6 +47,9 @@ struct Binary {
 	std::unique_ptr<ElfFile> debug;     // its separate debug file, when one was found
 	ElfFile *symbols = nullptr;         // the fullest table: elf's .symtab, else debug's, else elf's .dynsym
 	std::unique_ptr<SourceLines> lines; // with want_lines or want_inlined, where DWARF was found
+	// Demangled names, keyed by where the raw name lies in the mapped file: each name is
+	// demangled once, and only if some frame needs it. Dropped with the file.
+	std::unordered_map<const char *, std::string> names;
 };
 
 // What user addresses lie in, in terms that outlive their process: one file mapped by
@@ -144,13 +148,12 @@ struct Symbolizer::Impl {
 	std::unordered_map<uint32_t, LiveProcess> live;
 	UniqueFd host_root;
 
-	std::map<FileKey, std::unique_ptr<Binary>> binaries;
-	// The objects user addresses were located in; [0] is the Unknown one. An object's
-	// binary is looked up once, when a frame in it is first named.
+	// Null for a file that could not be read, so it is not tried for every frame.
+	LruCache<FileKey, std::unique_ptr<Binary>> binaries;
+	// The objects user addresses were located in; [0] is the Unknown one. A file's binary
+	// is looked up in `binaries` when a frame in it is named.
 	struct Object {
 		UserObject object;
-		bool looked_up = false;
-		Binary *binary = nullptr;
 	};
 	std::vector<Object> objects{Object{}};
 	// (kind, device major, minor, inode or pid or [vdso] size, deleted, path) -> objects;
@@ -174,9 +177,6 @@ struct Symbolizer::Impl {
 	bool vdso_read = false;
 	uint64_t vdso_size = 0;
 	Binary vdso;
-	// Demangled names, keyed by where the raw name lies in its mapped file: each name is
-	// demangled once, and only if some frame needs it.
-	std::unordered_map<const char *, std::string> names;
 
 	std::string pid_dir(uint32_t pid) const { return options.proc_root + "/" + std::to_string(pid); }
 	LiveProcess &live_process(uint32_t pid);
@@ -184,10 +184,10 @@ struct Symbolizer::Impl {
 	Binary *binary_of(uint32_t object);
 	bool gone(uint32_t pid) const;
 	uint32_t object_of(uint32_t pid, const MapEntry *mapping);
-	Binary *open_binary(uint32_t pid, const MapEntry &mapping);
+	std::unique_ptr<Binary> open_binary(uint32_t pid, const MapEntry &mapping);
 	Binary *own_vdso(uint64_t size);
 	const PerfMap::Symbol *jit_symbol(uint32_t pid, uint64_t address, std::string &path);
-	const std::string &name_of(const ElfFile::Symbol &symbol);
+	const std::string &name_of(Binary &binary, const ElfFile::Symbol &symbol);
 };
 
 LiveProcess &Symbolizer::Impl::live_process(uint32_t pid)
@@ -219,18 +219,19 @@ const ProcessMaps &Symbolizer::Impl::maps_now(uint32_t pid, LiveProcess &process
 
 Binary *Symbolizer::Impl::binary_of(uint32_t id)
 {
-	Object &o = objects[id];
-	if (o.looked_up)
-		return o.binary;
-	o.looked_up = true;
-	const MapEntry &mapping = o.object.mapping;
-	if (o.object.kind == UserObject::Kind::Area && mapping.path == "[vdso]") {
-		o.binary = own_vdso(mapping.end - mapping.start);
-	} else if (o.object.kind == UserObject::Kind::File) {
-		auto known = binaries.find(FileKey{mapping.dev_major, mapping.dev_minor, mapping.inode});
-		o.binary = known != binaries.end() ? known->second.get() : open_binary(o.object.pid, mapping);
-	}
-	return o.binary;
+	const UserObject &object = objects[id].object;
+	const MapEntry &mapping = object.mapping;
+	if (object.kind == UserObject::Kind::Area && mapping.path == "[vdso]")
+		return own_vdso(mapping.end - mapping.start);
+	if (object.kind != UserObject::Kind::File)
+		return nullptr;
+	const FileKey key{mapping.dev_major, mapping.dev_minor, mapping.inode};
+	if (std::unique_ptr<Binary> *known = binaries.find(key))
+		return known->get();
+	const uint64_t dropped = binaries.dropped();
+	Binary *binary = binaries.insert(key, open_binary(object.pid, mapping)).get();
+	stats.files_dropped += binaries.dropped() - dropped;
+	return binary;
 }
 
 // True when pid has exited, as far as the history or /proc can tell.
@@ -242,7 +243,7 @@ bool Symbolizer::Impl::gone(uint32_t pid) const
 	return stat(pid_dir(pid).c_str(), &st) != 0;
 }
 
-Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
+std::unique_ptr<Binary> Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 {
 	// The very file mapped, while the process lives and still maps it there (even deleted,
 	// even in another mount namespace); else the path inside its root; once it is gone,
@@ -308,10 +309,7 @@ Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 	}
 	if (debug)
 		binary->debug = std::move(debug->elf);
-
-	Binary *result = binary.get();
-	binaries[FileKey{mapping.dev_major, mapping.dev_minor, mapping.inode}] = std::move(binary);
-	return result;
+	return binary;
 }
 
 Binary *Symbolizer::Impl::own_vdso(uint64_t size)
@@ -352,9 +350,9 @@ const PerfMap::Symbol *Symbolizer::Impl::jit_symbol(uint32_t pid, uint64_t addre
 	return process.perf_map->find(address);
 }
 
-const std::string &Symbolizer::Impl::name_of(const ElfFile::Symbol &symbol)
+const std::string &Symbolizer::Impl::name_of(Binary &binary, const ElfFile::Symbol &symbol)
 {
-	auto [it, inserted] = names.try_emplace(symbol.name.data());
+	auto [it, inserted] = binary.names.try_emplace(symbol.name.data());
 	if (inserted)
 		it->second = demangle(symbol.name);
 	return it->second;
@@ -363,6 +361,7 @@ const std::string &Symbolizer::Impl::name_of(const ElfFile::Symbol &symbol)
 Symbolizer::Symbolizer(SymbolizerOptions options) : impl_(std::make_unique<Impl>())
 {
 	impl_->options = std::move(options);
+	impl_->binaries.set_capacity(impl_->options.kept_files);
 	impl_->read_now = ProcessHistory{impl_->options.proc_root};
 }
 
@@ -523,6 +522,12 @@ size_t Symbolizer::object_count() const
 	return impl_->objects.size();
 }
 
+void Symbolizer::forget_objects()
+{
+	impl_->objects.resize(1);
+	impl_->object_ids.clear();
+}
+
 void Symbolizer::user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out)
 {
 	const UserObject &object = impl_->objects[where.object].object;
@@ -576,7 +581,7 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 	if (!symbol && from_debug_file)
 		symbol = binary->elf->find_symbol(*elf_address);
 	if (symbol) {
-		frame.name = impl_->name_of(*symbol);
+		frame.name = impl_->name_of(*binary, *symbol);
 		frame.symbol_offset = frame.module_offset - symbol->start;
 	}
 	if (binary->lines) {

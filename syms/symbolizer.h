@@ -46,6 +46,10 @@ struct SymbolizerOptions {
 	// Where the core kernel's symbols are kept between runs of one boot (see
 	// syms/kallsyms_cache.h); "" reads kallsyms_path every time.
 	std::string kernel_cache_dir;
+	// Files whose symbols and DWARF are kept after use, the least recently used dropped
+	// first: one file's DWARF can take tens of MiB, and a long run meets files without end.
+	// A file dropped is read again when an address in it is named next.
+	size_t kept_files = 16;
 };
 
 // What a run cost, for tests and for the summary under -v.
@@ -56,6 +60,7 @@ struct SymbolizerStats {
 	size_t elf_files_parsed = 0;  // ELF files opened and parsed (once per device and inode)
 	size_t debug_files_read = 0;  // separate debug files found and parsed
 	size_t perf_maps_read = 0;    // /tmp/perf-PID.map files read (once per pid)
+	size_t files_dropped = 0;     // files (and their debug files) dropped past kept_files
 };
 
 class Symbolizer {
@@ -103,6 +108,10 @@ public:
 	// address of pid, which ran image: its object, its offset in it, and its mapping.
 	UserLocation locate(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address);
 	size_t object_count() const;
+	// Drops every object located so far: the next one is 1 again. Once each location
+	// handed out is named (a window's end), so that a run that meets processes without
+	// end keeps no more objects than one window has. The files stay kept (kept_files).
+	void forget_objects();
 
 	// Appends the frames of one located user address: with want_inlined, each function
 	// inlined there first (inlined = true, innermost first), then the function the
