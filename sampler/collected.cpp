@@ -345,6 +345,44 @@ Profile Collected::name(Symbolizer &symbolizer) const
 	Profile profile;
 	std::vector<Frame> named;
 
+	// User frames are named object by object, ahead of the samples: the symbolizer then
+	// needs the DWARF of few files at once, and drops each file once it is done with it.
+	std::vector<Span> user_stored[2] = {std::vector<Span>(d.user_frames.size()),
+					    std::vector<Span>(d.user_frames.size())};
+	std::vector<Frame> stored;
+	{
+		struct Wanted {
+			uint32_t object, frame;
+			bool leaf;
+		};
+		std::vector<Wanted> wanted;
+		for (const Entry &entry : d.entries) {
+			const std::span<const uint32_t> user = d.stacks[entry.user_stack];
+			for (size_t i = 0; i < user.size(); i++) {
+				Span &at = user_stored[i == 0][user[i]];
+				if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated)
+					continue;
+				at.first = 0;
+				wanted.push_back({d.user_frames[user[i]].object, user[i], i == 0});
+			}
+		}
+		std::stable_sort(wanted.begin(), wanted.end(),
+				 [](const Wanted &a, const Wanted &b) { return a.object < b.object; });
+		for (const Wanted &w : wanted) {
+			const UserFrameRef &f = d.user_frames[w.frame];
+			UserLocation where;
+			where.object = f.object;
+			where.offset = f.offset;
+			if (f.placement)
+				where.mapped = d.placements[f.placement - 1];
+			named.clear();
+			symbolizer.user_frames(where, !w.leaf, named);
+			user_stored[w.leaf][w.frame] = Span{uint32_t(stored.size()), uint32_t(named.size())};
+			for (Frame &frame : named)
+				stored.push_back(std::move(frame));
+		}
+	}
+
 	profile.samples.reserve(d.entries.size());
 	for (const Entry &entry : d.entries) {
 		Sample sample;
@@ -375,17 +413,10 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				frame.name = "[truncated]";
 				profile.frames.push_back(std::move(frame));
 			} else if (at.first == kNotYet) {
-				const UserFrameRef &f = d.user_frames[user[i]];
-				UserLocation where;
-				where.object = f.object;
-				where.offset = f.offset;
-				if (f.placement)
-					where.mapped = d.placements[f.placement - 1];
-				named.clear();
-				symbolizer.user_frames(where, i > 0, named);
-				at = Span{uint32_t(profile.frames.size()), uint32_t(named.size())};
-				for (Frame &frame : named)
-					profile.frames.push_back(std::move(frame));
+				const Span from = user_stored[i == 0][user[i]];
+				at = Span{uint32_t(profile.frames.size()), from.count};
+				for (uint32_t n = 0; n < from.count; n++)
+					profile.frames.push_back(std::move(stored[from.first + n]));
 			}
 			for (uint32_t n = 0; n < at.count; n++)
 				sample.user.push_back(at.first + n);
