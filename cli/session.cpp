@@ -47,7 +47,10 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	symbolizer.want_inlined = options.inline_frames;
 	// A run that names its addresses once, object by object, is done with each file when
 	// it moves on to the next; windows name the same files again every interval.
-	symbolizer.kept_files = options.interval_s ? 16 : 4;
+	if (!options.interval_s) {
+		symbolizer.kept_files = 4;
+		symbolizer.kept_dwarf_files = 2;
+	}
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer.kernel_cache_dir = "/run/profile";
 	return symbolizer;
@@ -207,8 +210,10 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 	window_ = std::move(next);
 	// What the window freed goes back to the system: an agent's heap should not keep the
 	// high-water mark of its busiest window.
-	if (options_.interval_s)
+	if (options_.interval_s) {
+		session_.symbolizer().drop_dwarf();
 		malloc_trim(0);
+	}
 	while (next_cut_ <= end_mono)
 		next_cut_ += int64_t(options_.interval_s) * 1000000000;
 }

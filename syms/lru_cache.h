@@ -37,6 +37,36 @@ public:
 		return order_.front().second;
 	}
 
+	// Drops the entries pred(key, value) is true of.
+	template <typename Pred>
+	void erase_if(Pred pred)
+	{
+		for (auto it = order_.begin(); it != order_.end();) {
+			if (pred(it->first, it->second)) {
+				index_.erase(it->first);
+				it = order_.erase(it);
+			} else {
+				++it;
+			}
+		}
+	}
+
+	// Keeps only the `most` most recently used of the entries pred(key, value) is true of.
+	template <typename Pred>
+	void keep_newest(size_t most, Pred pred)
+	{
+		size_t seen = 0;
+		for (auto it = order_.begin(); it != order_.end();) {
+			if (pred(it->first, it->second) && ++seen > most) {
+				index_.erase(it->first);
+				it = order_.erase(it);
+				dropped_++;
+			} else {
+				++it;
+			}
+		}
+	}
+
 	void set_capacity(size_t capacity)
 	{
 		capacity_ = std::max<size_t>(capacity, 1);

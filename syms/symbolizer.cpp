@@ -230,6 +230,10 @@ Binary *Symbolizer::Impl::binary_of(uint32_t id)
 		return known->get();
 	const uint64_t dropped = binaries.dropped();
 	Binary *binary = binaries.insert(key, open_binary(object.pid, mapping)).get();
+	if (binary && binary->lines)
+		binaries.keep_newest(std::max<size_t>(options.kept_dwarf_files, 1), [](const FileKey &, const std::unique_ptr<Binary> &b) {
+			return b && b->lines;
+		});
 	stats.files_dropped += binaries.dropped() - dropped;
 	return binary;
 }
@@ -520,6 +524,13 @@ UserLocation Symbolizer::locate(uint32_t pid, const ProcessImage *image, uint64_
 size_t Symbolizer::object_count() const
 {
 	return impl_->objects.size();
+}
+
+void Symbolizer::drop_dwarf()
+{
+	impl_->binaries.erase_if([](const FileKey &, const std::unique_ptr<Binary> &binary) {
+		return binary && binary->lines;
+	});
 }
 
 void Symbolizer::forget_objects()

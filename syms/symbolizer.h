@@ -49,7 +49,10 @@ struct SymbolizerOptions {
 	// Files whose symbols and DWARF are kept after use, the least recently used dropped
 	// first: one file's DWARF can take tens of MiB, and a long run meets files without end.
 	// A file dropped is read again when an address in it is named next.
-	size_t kept_files = 16;
+	size_t kept_files = 32;
+	// Of those, the files whose DWARF was read (want_lines, want_inlined): the most memory
+	// by far.
+	size_t kept_dwarf_files = 4;
 };
 
 // What a run cost, for tests and for the summary under -v.
@@ -112,6 +115,11 @@ public:
 	// handed out is named (a window's end), so that a run that meets processes without
 	// end keeps no more objects than one window has. The files stay kept (kept_files).
 	void forget_objects();
+	// Drops the kept files whose DWARF was read, which take the most memory by far: an
+	// agent does it between windows, so that what it holds while it samples does not
+	// depend on which files the last window met. They are read again when a frame in
+	// them is named next.
+	void drop_dwarf();
 
 	// Appends the frames of one located user address: with want_inlined, each function
 	// inlined there first (inlined = true, innermost first), then the function the
