@@ -12,6 +12,8 @@ template <typename Key, typename Value>
 class LruCache {
 public:
 	explicit LruCache(size_t capacity = 1) : capacity_(std::max<size_t>(capacity, 1)) {}
+	LruCache(const LruCache &) = delete; // the index points into this object's list
+	LruCache &operator=(const LruCache &) = delete;
 
 	// key's value, now the most recently used; null when it is not kept.
 	Value *find(const Key &key)
