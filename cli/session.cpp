@@ -49,7 +49,7 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	// it moves on to the next; windows name the same files again every interval.
 	if (!options.interval_s) {
 		symbolizer.kept_files = 4;
-		symbolizer.kept_dwarf_files = 2;
+		symbolizer.kept_dwarf_files = 1;
 	}
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer.kernel_cache_dir = "/run/profile";
