@@ -211,7 +211,7 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 	// What the window freed goes back to the system: an agent's heap should not keep the
 	// high-water mark of its busiest window.
 	if (options_.interval_s) {
-		session_.symbolizer().drop_dwarf();
+		session_.symbolizer().drop_files();
 		malloc_trim(0);
 	}
 	while (next_cut_ <= end_mono)

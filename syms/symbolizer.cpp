@@ -526,11 +526,9 @@ size_t Symbolizer::object_count() const
 	return impl_->objects.size();
 }
 
-void Symbolizer::drop_dwarf()
+void Symbolizer::drop_files()
 {
-	impl_->binaries.erase_if([](const FileKey &, const std::unique_ptr<Binary> &binary) {
-		return binary && binary->lines;
-	});
+	impl_->binaries.erase_if([](const FileKey &, const std::unique_ptr<Binary> &) { return true; });
 }
 
 void Symbolizer::forget_objects()

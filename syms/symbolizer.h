@@ -115,11 +115,11 @@ public:
 	// handed out is named (a window's end), so that a run that meets processes without
 	// end keeps no more objects than one window has. The files stay kept (kept_files).
 	void forget_objects();
-	// Drops the kept files whose DWARF was read, which take the most memory by far: an
-	// agent does it between windows, so that what it holds while it samples does not
-	// depend on which files the last window met. They are read again when a frame in
-	// them is named next.
-	void drop_dwarf();
+	// Drops every kept file: an agent does it between windows, so that what it holds while
+	// it samples (the files' DWARF, and their mapped pages, which count in its RSS too)
+	// does not depend on which files the last window met. A file is read again when a
+	// frame in it is named next.
+	void drop_files();
 
 	// Appends the frames of one located user address: with want_inlined, each function
 	// inlined there first (inlined = true, innermost first), then the function the

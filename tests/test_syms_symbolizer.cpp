@@ -823,7 +823,7 @@ TEST_SUITE("unit")
 		CHECK(frames[1].symbol_offset == next - caller);
 		CHECK(frames[1].module_offset == next);
 	}
-	TEST_CASE("symbolizer: files dropped for room, their DWARF dropped, objects forgotten: named again the same")
+	TEST_CASE("symbolizer: files dropped for room or between windows, objects forgotten: named again the same")
 	{
 		// Three copies of one program with DWARF (three files) and a stripped one, in
 		// processes that are gone: each file is read again from its path when needed.
@@ -894,20 +894,20 @@ TEST_SUITE("unit")
 			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined); // read again
 			CHECK(symbolizer.stats().elf_files_parsed == 5);
 		}
-		SUBCASE("drop_dwarf drops the files with DWARF only; forget_objects starts the objects again")
+		SUBCASE("drop_files drops every file kept; forget_objects starts the objects again")
 		{
 			Symbolizer symbolizer(options);
 			symbolizer.set_process_history(&history);
 			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
 			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
 			CHECK(symbolizer.object_count() == 3);
-			symbolizer.drop_dwarf();
+			symbolizer.drop_files();
 			symbolizer.forget_objects();
 			CHECK(symbolizer.object_count() == 1);
 			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain); // now object 1
 			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
 			CHECK(symbolizer.object_count() == 3);
-			CHECK(symbolizer.stats().elf_files_parsed == 3); // only the file with DWARF read again
+			CHECK(symbolizer.stats().elf_files_parsed == 4); // both read again
 		}
 	}
 
