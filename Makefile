@@ -28,7 +28,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -I. -I$(OUTPUT) -DPROFILE_VERSION='"$(VERSION)"' $(SAN_FLAGS) -MMD -MP
 LDFLAGS += $(SAN_FLAGS)
-LDLIBS := -lbpf -lelf -lz -ldw -liberty -lcurl -lpthread
+LDLIBS := -lbpf -lelf -lz -ldw -ldebuginfod -liberty -lcurl -lpthread
 
 # Where the tests find sudo: root runs them directly, anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -42,7 +42,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 # Every module folder's .cpp files go into the program (and the tests).
-MODULE_SRCS := $(wildcard cli/*.cpp sampler/*.cpp syms/*.cpp unwind/*.cpp report/*.cpp push/*.cpp)
+MODULE_SRCS := $(wildcard cli/*.cpp sampler/*.cpp syms/*.cpp unwind/*.cpp python/*.cpp report/*.cpp push/*.cpp)
 MODULE_OBJS := $(MODULE_SRCS:%.cpp=$(OUTPUT)/%.o)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(OUTPUT)/%.o)
@@ -55,14 +55,14 @@ $(TEST_OBJS): CXXFLAGS += -O0
 
 all: $(PROFILE)
 
-$(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(OUTPUT)/profile.bpf.o: profile.bpf.c profile.h unwind/unwind.bpf.h unwind/unwind.h $(OUTPUT)/vmlinux.h
+$(OUTPUT)/profile.bpf.o: profile.bpf.c profile.h unwind/unwind.bpf.h unwind/unwind.h python/python.bpf.h python/python.h $(OUTPUT)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -I. -c $< -o $@
 
@@ -73,7 +73,7 @@ $(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
 # Everything that includes the skeleton waits for it.
 $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(OUTPUT)/profile.skel.h
 
-$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests
+$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 
@@ -119,6 +119,23 @@ $(OUTPUT)/workloads/debuglink: tests/workloads/debuglink.c $(WORKLOAD_HEADERS)
 	$(Q)objcopy --add-gnu-debuglink=$@.debug $@.stripped $@
 	$(Q)rm -f $@.full $@.stripped
 
+# A program and the library it links, both stripped of every symbol and with no
+# .gnu_debuglink: their debug files are in workloads/debuginfod/, for the debuginfod
+# server of tests/test_debuginfod.cpp to serve.
+$(OUTPUT)/workloads/fetched $(OUTPUT)/workloads/libfetched.so &: tests/workloads/fetched.c \
+		tests/workloads/lib/fetched_lib.c $(WORKLOAD_HEADERS)
+	$(call msg,WORKLOAD,$(OUTPUT)/workloads/fetched)
+	$(Q)mkdir -p $(OUTPUT)/workloads/debuginfod
+	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) -shared -fPIC tests/workloads/lib/fetched_lib.c \
+		-o $(OUTPUT)/workloads/libfetched.so.full
+	$(Q)objcopy --only-keep-debug $(OUTPUT)/workloads/libfetched.so.full $(OUTPUT)/workloads/debuginfod/libfetched.so.debug
+	$(Q)strip --strip-all $(OUTPUT)/workloads/libfetched.so.full -o $(OUTPUT)/workloads/libfetched.so
+	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) tests/workloads/fetched.c -o $(OUTPUT)/workloads/fetched.full \
+		-L$(OUTPUT)/workloads -lfetched -Wl,-rpath,'$$ORIGIN'
+	$(Q)objcopy --only-keep-debug $(OUTPUT)/workloads/fetched.full $(OUTPUT)/workloads/debuginfod/fetched.debug
+	$(Q)strip --strip-all $(OUTPUT)/workloads/fetched.full -o $(OUTPUT)/workloads/fetched
+	$(Q)rm -f $(OUTPUT)/workloads/fetched.full $(OUTPUT)/workloads/libfetched.so.full
+
 # A BPF program kept running in the kernel (BPF_PROG_TEST_RUN), through libbpf.
 $(OUTPUT)/workloads/bpf_loop: tests/workloads/bpf_loop.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
@@ -143,7 +160,7 @@ $(OUTPUT)/workloads/inlined: tests/workloads/inlined.cpp $(WORKLOAD_HEADERS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CXX) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer $< -o $@
 
-workloads: $(WORKLOADS) $(OUTPUT)/workloads/libplugin.so $(OUTPUT)/workloads/inlined
+workloads: $(WORKLOADS) $(OUTPUT)/workloads/libplugin.so $(OUTPUT)/workloads/inlined $(OUTPUT)/workloads/libfetched.so
 
 $(OUTPUT)/run-tests: $(TEST_OBJS) $(MODULE_OBJS)
 	$(call msg,BINARY,$@)

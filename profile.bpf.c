@@ -258,6 +258,8 @@ static __always_inline bool store_stack(void *store, struct stored_stack *stack,
 	return false;
 }
 
+/* CPython's frames, which the table walk shows in place of the interpreter's. */
+#include "python/python.bpf.h"
 /* The table walk and the maps and hooks it needs: its own room. */
 #include "unwind/unwind.bpf.h"
 

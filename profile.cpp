@@ -19,6 +19,7 @@
 #include "sampler/sampler.h"
 #include "sampler/targets.h"
 #include "syms/cgroup.h"
+#include "syms/debuginfod.h"
 #include "syms/fd.h"
 
 namespace {
@@ -183,6 +184,12 @@ int run(const Options &options, const MapPlan &plan)
 	check_privileges();
 	check_kernel_support();
 	const sigset_t stop_signals = block_stop_signals();
+	// Set before any thread starts: libdebuginfod reads its settings from the environment.
+	if (options.debuginfod && debuginfod_configured() && !getenv("DEBUGINFOD_CACHE_PATH"))
+		if (std::string cache = debuginfod_cache_dir(); !cache.empty()) {
+			mkdir(cache.substr(0, cache.rfind('/')).c_str(), 0700);
+			setenv("DEBUGINFOD_CACHE_PATH", cache.c_str(), 1);
+		}
 
 	Session session(options, plan, summary.startup());
 	const std::string host = host_name();
@@ -273,10 +280,19 @@ int main(int argc, char **argv)
 	}
 	for (const std::string &note : notes)
 		fprintf(stderr, "profile: %s\n", note.c_str());
+	int status;
 	try {
-		return run(options, plan);
+		status = run(options, plan);
 	} catch (const RunError &e) {
 		fprintf(stderr, "profile: %s\n", e.what());
-		return 1;
+		status = 1;
 	}
+	// A fetch given up at --debuginfod-timeout may still be inside libcurl: no exit
+	// handler of its libraries runs beneath it.
+	if (debuginfod_fetches_running()) {
+		std::cout.flush();
+		fflush(nullptr);
+		_exit(status);
+	}
+	return status;
 }

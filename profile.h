@@ -78,5 +78,7 @@ struct stored_stack {
 
 /* The table walk's own types: tables, rows, mappings. */
 #include "unwind/unwind.h"
+/* The walk of CPython frames' types. */
+#include "python/python.h"
 
 #endif /* PROFILE_H */

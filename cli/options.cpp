@@ -175,6 +175,15 @@ const std::vector<OptionSpec> table = {
 	 .help = "no frames for functions the compiler inlined; by default each is a frame of its own, innermost "
 		 "first, as perf shows them (found in DWARF, in the binary or its debug file)",
 	 .set = [](Options &o, G, V) { o.inline_frames = false; return ok; }},
+	{.name = "no-debuginfod", .group = "Output",
+	 .help = "fetch no debug files, even with DEBUGINFOD_URLS set (below)",
+	 .set = [](Options &o, G, V) { o.debuginfod = false; return ok; }},
+	{.name = "debuginfod-timeout", .kind = ValueKind::Number, .value_name = "SECONDS", .min = 1, .max = 3600,
+	 .expected = "whole seconds, {range}", .group = "Output",
+	 .help = "how long the fetch of debug files may add to the end of a run (or of each --interval window), "
+		 "all files together (default {default})",
+	 .default_value = "5",
+	 .set = [](Options &o, G, V v) { o.debuginfod_timeout_s = uint32_t(v.number); return ok; }},
 	{.name = "output", .shorts = "o", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file name",
 	 .accepts = nonempty, .group = "Output",
 	 .help = "write the report to FILE, in the format named by --format, --folded or -E, else by its "
@@ -270,6 +279,11 @@ const std::vector<OptionSpec> table = {
 											 : UnwindMode::Auto;
 		 return ok;
 	 }},
+	{.name = "no-python", .group = "How user stacks are walked",
+	 .help = "show CPython's interpreter as it is: by default, in processes running CPython 3.8 to 3.13, each "
+		 "of its eval frames is shown as the Python functions it ran, as fib (fib.py:2); needs --unwind auto "
+		 "or dwarf",
+	 .set = [](Options &o, G, V) { o.python = false; return ok; }},
 	// Limits
 	{.name = "stack-storage-size", .kind = ValueKind::Number, .value_name = "N", .min = 1,
 	 .max = 1u << 26, .expected = "a number of entries, {range}", .group = "Limits",
@@ -566,6 +580,13 @@ DURATION                  seconds to sample; without it, until Ctrl-C or SIGTERM
 )";
 
 const char help_tail[] = R"(
+Names of stripped programs and libraries: from their debug files, found by build id
+under /usr/lib/debug/.build-id or by their .gnu_debuglink. With DEBUGINFOD_URLS set
+(sudo drops it: sudo --preserve-env=DEBUGINFOD_URLS), the debug files not found here
+are fetched from those debuginfod servers at the end of the run, by libdebuginfod, in
+parallel, and kept in DEBUGINFOD_CACHE_PATH (for root: /var/cache/profile/debuginfod).
+A file whose build id differs from the program's is not used.
+
 Examples:
   sudo ./profile -f 49 10           # all CPUs at 49 Hz for 10 seconds
   sudo ./profile -p 1234 --folded   # one process, folded, until Ctrl-C

@@ -22,6 +22,8 @@ struct Options : SamplerConfig {
 	std::string output_path;     // -o, "" for stdout
 	uint64_t unwind_cache_size = 256ull << 20; // --unwind-cache-size: bytes on disk; 0: no cache
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
+	bool debuginfod = true;      // false with --no-debuginfod
+	uint32_t debuginfod_timeout_s = 5; // --debuginfod-timeout: every fetch of a report together
 	// Continuous profiling.
 	uint64_t interval_s = 0;     // --interval: a report every N seconds; 0: one at the end
 	std::string push_url;        // --push: where each window goes as gzipped pprof

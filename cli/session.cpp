@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
 #include "report/window.h"
 #include "cli/account.h"
+#include "syms/debuginfod.h"
 
 int64_t clock_ns(clockid_t clock)
 {
@@ -44,6 +46,9 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	startup.mark("load");
 	SymbolizerOptions symbolizer;
 	symbolizer.want_lines = options.report.verbose;
+	// For the tests: debug files from a debuginfod server alone, none from this machine's.
+	if (const char *root = getenv("PROFILE_DEBUG_ROOT"))
+		symbolizer.debug_root = root;
 	symbolizer.want_inlined = options.inline_frames;
 	// A run that names its addresses once, object by object, is done with each file when
 	// it moves on to the next; windows name the same files again every interval.
@@ -54,6 +59,63 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer.kernel_cache_dir = "/run/profile";
 	return symbolizer;
+}
+
+// The debug files of what a report is about to name that no file here has, from the
+// debuginfod servers: fetched all at once, bounded by --debuginfod-timeout. What could not
+// be used is said in one line, once a run; its frames stay [file+0x...].
+void fetch_missing_debug_files(Symbolizer &symbolizer, const Options &options, DebuginfodAccount &account)
+{
+	const int64_t start = clock_ns(CLOCK_MONOTONIC);
+	std::vector<std::string> wanted = symbolizer.wanted_debug_files();
+	if (wanted.empty())
+		return;
+	DebuginfodSettings settings;
+	settings.timeout_s = options.debuginfod_timeout_s;
+	if (isatty(STDERR_FILENO))
+		settings.progress = [](size_t done, size_t total, bool last) {
+			if (last)
+				fprintf(stderr, "\r\033[K");
+			else
+				fprintf(stderr, "\rprofile: debuginfod: %zu of %zu debug files fetched", done, total);
+		};
+	std::vector<FetchedDebugFile> files = fetch_debug_files(wanted, settings);
+	size_t missing = 0, late = 0, refused = 0, failed = 0;
+	std::string refused_why, failed_why;
+	for (FetchedDebugFile &file : files) {
+		if (file.error == ENOENT) {
+			missing++;
+		} else if (file.error == ETIME) {
+			late++;
+		} else if (file.error) {
+			failed++;
+			failed_why = strerror(file.error);
+		} else if (std::string why = symbolizer.add_debug_file(file.build_id, file.fd.get()); !why.empty()) {
+			refused++;
+			refused_why = why;
+			// Not what its build id names: kept in the cache, it would be served again.
+			if (!file.path.empty())
+				unlink(file.path.c_str());
+		} else {
+			account.used++;
+		}
+	}
+	account.asked += files.size();
+	account.wall_ms += double(clock_ns(CLOCK_MONOTONIC) - start) / 1e6;
+	if (account.told || missing + late + refused + failed == 0)
+		return;
+	account.told = true;
+	std::string why;
+	auto add = [&](size_t n, const std::string &text) {
+		if (n)
+			why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + text;
+	};
+	add(missing, "not on the servers");
+	add(late, "not there within --debuginfod-timeout " + std::to_string(options.debuginfod_timeout_s) + " s");
+	add(refused, "refused (" + refused_why + ")");
+	add(failed, "failed (" + failed_why + ")");
+	fprintf(stderr, "profile: debuginfod: %zu of %zu debug files not used, their frames stay unnamed: %s\n",
+		missing + late + refused + failed, files.size(), why.c_str());
 }
 
 // Where unwind tables are kept between runs, across boots: systemd's CacheDirectory= for
@@ -94,6 +156,13 @@ Session::Session(const Options &options, const MapPlan &plan, PhaseClock &startu
 		unwinder_->prepare(history_, options.pids);
 		startup.mark("unwind tables asked");
 	}
+	// The Python walk's user half: which processes are CPython, and their code objects'
+	// names, read while they live.
+	if (PythonMaps maps = sampler_.python_maps(); maps.processes >= 0) {
+		python_.emplace(maps);
+		python_->prepare(options.pids.empty() ? history_.live_pids() : options.pids);
+		startup.mark("python processes");
+	}
 	targets_.emplace(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
 }
 
@@ -120,6 +189,8 @@ void Session::follow(WindowCutter &windows)
 	history_.settle_labels(has_samples, uint64_t(clock_ns(CLOCK_MONOTONIC)));
 	if (unwinder_)
 		unwinder_->tick(history_);
+	if (python_)
+		python_->tick();
 	if (batch)
 		windows.add(*batch);
 	bool drained = batch.has_value();
@@ -152,6 +223,9 @@ void Session::stop_tables()
 
 RawProfile Session::read_rest()
 {
+	// The code objects met last, named before the stacks that hold them are.
+	if (python_)
+		python_->tick();
 	RawProfile raw = sampler_.read();
 	side_band_->poll(history_);
 	history_.settle_labels([&](uint32_t pid) { return sampler_.has_samples(pid); },
@@ -161,7 +235,8 @@ RawProfile Session::read_rest()
 
 WindowCutter::WindowCutter(const Options &options, Reports &reports, Session &session, std::string host)
 	: options_(options), reports_(reports), session_(session), host_(std::move(host)),
-	  window_(std::make_unique<Window>(reports.detail()))
+	  window_(std::make_unique<Window>(reports.detail())),
+	  debuginfod_(options.debuginfod && debuginfod_configured())
 {
 }
 
@@ -175,7 +250,7 @@ void WindowCutter::start()
 
 void WindowCutter::add(const RawProfile &batch)
 {
-	window_->collected.add(batch, session_.symbolizer());
+	window_->collected.add(batch, session_.symbolizer(), session_.python_names());
 	window_->account.add_account(batch);
 }
 
@@ -183,6 +258,8 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 {
 	session_.kernel_symbols_ready();
 	const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	if (debuginfod_)
+		fetch_missing_debug_files(session_.symbolizer(), options_, fetched_);
 	profile_ = window_->collected.name(session_.symbolizer());
 	session_.symbolizer().forget_objects();
 	profile_.command = options_.command_line;
@@ -262,6 +339,9 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 			after_.summary().c_str(), entries_, stacks_, objects_,
 			session.sampler().drains(), session.history().process_count(),
 			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
+		if (windows.fetches_debug_files())
+			fprintf(stderr, "profile: debuginfod: %zu debug files asked for, %zu used; fetched in %.1f ms\n",
+				windows.fetched().asked, windows.fetched().used, windows.fetched().wall_ms);
 		if (options_.interval_s)
 			fprintf(stderr, "profile: windows: %" PRIu64 " closed, CPU to name and write one %.1f ms on average, "
 					"%.1f ms at most\n",
@@ -275,6 +355,12 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 				tables.objects, tables.ready, tables.from_cache, tables.rows, tables.row_capacity,
 				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
 				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
+		}
+		if (const PythonReader *python = session.python()) {
+			const PythonReader::Stats py = python->stats();
+			fprintf(stderr, "profile: python: %u processes followed, %" PRIu64 " code objects named (%" PRIu64
+					" not), naming CPU %.1f ms\n",
+				py.processes, py.codes, py.unnamed, py.naming_ms);
 		}
 	}
 	if (!options_.interval_s)

@@ -21,6 +21,7 @@
 #include "sampler/targets.h"
 #include "syms/process_history.h"
 #include "syms/symbolizer.h"
+#include "python/reader.h"
 #include "unwind/unwinder.h"
 
 int64_t clock_ns(clockid_t clock);
@@ -43,6 +44,14 @@ private:
 };
 
 class WindowCutter;
+
+// What fetching debug files from debuginfod servers cost, for PROFILE_DEBUG and the
+// benchmark.
+struct DebuginfodAccount {
+	size_t asked = 0, used = 0;
+	double wall_ms = 0;
+	bool told = false; // the one line of a run's failures is printed
+};
 
 // The sampler and what names its samples: loaded and following every process from the
 // constructor on, sampling from attach() to detach().
@@ -75,6 +84,9 @@ public:
 	const ProcessHistory &history() const { return history_; }
 	bool unwinding() const { return unwinder_.has_value(); }
 	const Unwinder::Stats &tables() const { return tables_; }
+	// The Python walk's reader, when CPython frames are walked; its code objects' names.
+	const PythonReader *python() const { return python_ ? &*python_ : nullptr; }
+	const PythonNames *python_names() const { return python_ ? &python_->names() : nullptr; }
 	double kernel_symbols_cpu_ms() const { return kernel_symbols_cpu_ms_; }
 
 private:
@@ -87,6 +99,7 @@ private:
 	// The table unwinder's user half: mappings of sampled processes, tables of objects.
 	std::optional<Unwinder> unwinder_;
 	Unwinder::Stats tables_;
+	std::optional<PythonReader> python_;
 	// What -p or -L names, from just before sampling: its CPU time, and whether it runs.
 	std::optional<TargetWatch> targets_;
 	// Indexes the kernel symbols; last, so that it is joined first on destruction, also
@@ -123,6 +136,9 @@ public:
 	// What closing a window cost this thread (naming, writing, handing to the pusher).
 	double cpu_ms_sum() const { return cpu_ms_sum_; }
 	double cpu_ms_max() const { return cpu_ms_max_; }
+	// Debug files fetched before windows were named (with DEBUGINFOD_URLS set).
+	bool fetches_debug_files() const { return debuginfod_; }
+	const DebuginfodAccount &fetched() const { return fetched_; }
 
 private:
 	struct Window {
@@ -136,6 +152,8 @@ private:
 	Session &session_;
 	const std::string host_;
 	std::unique_ptr<Window> window_;
+	const bool debuginfod_;
+	DebuginfodAccount fetched_;
 	RawProfile run_account_;
 	Profile profile_;
 	uint64_t closed_ = 0;

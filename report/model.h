@@ -18,6 +18,9 @@ struct Frame {
 	std::string source_file;    // from DWARF line tables, when debug info has it
 	uint32_t line = 0;
 	bool inlined = false;
+	// A Python function (a CPython eval frame's): name is its qualified name, source_file
+	// its file, line the line being run.
+	bool python = false;
 	// The mapping the address fell in (user frames), for pprof.
 	uint64_t map_start = 0, map_end = 0, map_offset = 0;
 

@@ -67,6 +67,13 @@ std::string label(const Frame &frame, const ReportOptions &options)
 
 std::string verbose_line(const Frame &frame, const ReportOptions &options)
 {
+	// A Python function has no address of its own: its whole file, and the line.
+	if (frame.python) {
+		std::string line = "    " + frame.name + " (" + frame.source_file;
+		if (frame.line)
+			line += ':' + std::to_string(frame.line);
+		return line + ") [python]\n";
+	}
 	char number[32];
 	std::snprintf(number, sizeof(number), "    0x%" PRIx64 " ", frame.address);
 	std::string line = number + label(frame, options);

@@ -29,7 +29,7 @@ constexpr double min_frame_width = 0.1;
 // much over 4 MB (about 200 bytes a box) or a page too slow to zoom.
 constexpr size_t max_boxes = 20000;
 
-enum class BoxKind : uint8_t { All, Process, User, Kernel, Unnamed, Inlined };
+enum class BoxKind : uint8_t { All, Process, User, Kernel, Unnamed, Inlined, Python };
 
 struct Symbol {
 	std::string text; // valid UTF-8 without control characters, not yet escaped
@@ -160,6 +160,9 @@ void append_fill(std::string &out, const Symbol &symbol)
 	case BoxKind::Inlined: // flamegraph.pl's aqua for inlined frames (_[i])
 		r = 50 + int(60 * v1), g = b = 165 + int(55 * v1);
 		break;
+	case BoxKind::Python: // green, as flamegraph.pl colours an interpreted language's frames
+		r = 50 + int(60 * v1), g = 180 + int(55 * v1), b = r;
+		break;
 	case BoxKind::User:
 	default:
 		// flamegraph.pl's native colours: yellow for C++ (and Rust) names, red for C.
@@ -229,6 +232,8 @@ FlameGraph build(const Profile &profile, const ReportOptions &options)
 			BoxKind kind = BoxKind::User;
 			if (!frame.named())
 				kind = BoxKind::Unnamed;
+			else if (frame.python)
+				kind = BoxKind::Python;
 			else if (frame.kind == FrameKind::Kernel)
 				kind = BoxKind::Kernel;
 			else if (frame.inlined)

@@ -130,6 +130,8 @@ struct UserFrameRef {
 };
 // The frame that ends a stack whose walk stopped early: "[truncated]".
 constexpr UserFrameRef kTruncated{0, UINT32_MAX, 0};
+// A Python frame: offset is its index in the table of Python frames.
+constexpr uint32_t kPythonObject = UINT32_MAX - 1;
 
 // Distinct values of T, each given the next id.
 template <typename T>
@@ -173,6 +175,12 @@ struct Collected::Impl {
 	std::vector<KernelSymbolRecord> programs;
 	std::unordered_map<uint64_t, uint32_t> program_ids; // record order -> 1 + index
 	ValueTable<MapPlacement> placements;
+	struct PythonFrame {
+		std::string function, file;
+		uint32_t line;
+		bool operator==(const PythonFrame &) const = default;
+	};
+	ValueTable<PythonFrame> python_frames;
 	std::vector<Entry> entries;
 	IdIndex entry_index;
 
@@ -234,7 +242,7 @@ Collected::Collected(ReportDetail detail) : impl_(std::make_unique<Impl>())
 
 Collected::~Collected() = default;
 
-void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
+void Collected::add(const RawProfile &batch, Symbolizer &symbolizer, const PythonNames *python)
 {
 	Impl &d = *impl_;
 	auto batch_stack = [&](int32_t id) -> const std::vector<uint64_t> * {
@@ -300,6 +308,17 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer)
 				};
 				for (size_t i = 0; i < addresses->size(); i++) {
 					const uint64_t address = (*addresses)[i];
+					if (PYTHON_IS_FRAME(address)) {
+						Impl::PythonFrame named{"[python]", "", 0};
+						PythonFrameName name;
+						if (python && python->name(pid, PYTHON_FRAME_CODE(address),
+									   uint32_t(PYTHON_FRAME_INDEX(address)), name))
+							named = {std::move(name.function), std::move(name.file), name.line};
+						const uint64_t h = mix(mix(text_hash(named.function), text_hash(named.file)), named.line);
+						const UserFrameRef frame{d.python_frames.intern(named, h), kPythonObject, 0};
+						ids.push_back(d.user_frames.intern(frame, mix(mix(frame.offset, frame.object), 0)));
+						continue;
+					}
 					// A stack that stopped early says so, rather than end on garbage: the
 					// walk's mark, or a caller in no executable mapping of its process
 					// (what a frame-pointer walk reads through code without frame pointers).
@@ -360,7 +379,8 @@ Profile Collected::name(Symbolizer &symbolizer) const
 			const std::span<const uint32_t> user = d.stacks[entry.user_stack];
 			for (size_t i = 0; i < user.size(); i++) {
 				Span &at = user_stored[i == 0][user[i]];
-				if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated)
+				if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated ||
+				    d.user_frames[user[i]].object == kPythonObject)
 					continue;
 				at.first = 0;
 				wanted.push_back({d.user_frames[user[i]].object, user[i], i == 0});
@@ -411,6 +431,15 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				at = Span{uint32_t(profile.frames.size()), 1};
 				Frame frame;
 				frame.name = "[truncated]";
+				profile.frames.push_back(std::move(frame));
+			} else if (at.first == kNotYet && d.user_frames[user[i]].object == kPythonObject) {
+				const Impl::PythonFrame &python = d.python_frames[uint32_t(d.user_frames[user[i]].offset)];
+				at = Span{uint32_t(profile.frames.size()), 1};
+				Frame frame;
+				frame.name = python.function;
+				frame.source_file = python.file;
+				frame.line = python.line;
+				frame.python = true;
 				profile.frames.push_back(std::move(frame));
 			} else if (at.first == kNotYet) {
 				const Span from = user_stored[i == 0][user[i]];

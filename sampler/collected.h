@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "report/model.h"
+#include "python/names.h"
 #include "sampler/sampler.h"
 #include "syms/symbolizer.h"
 
@@ -24,7 +25,9 @@ public:
 	// Locates every user address of the batch in the image its process ran at the
 	// sample's first time, and takes each kernel frame's BPF program as it was then, from
 	// the history behind the symbolizer; then adds the counts.
-	void add(const RawProfile &batch, Symbolizer &symbolizer);
+	// Python frames are named from `python` (what was read of their processes' code
+	// objects while they lived); without it they show as "[python]".
+	void add(const RawProfile &batch, Symbolizer &symbolizer, const PythonNames *python = nullptr);
 
 	// Names every distinct frame once.
 	Profile name(Symbolizer &symbolizer) const;

@@ -28,6 +28,7 @@ struct SamplerConfig {
 	uint32_t max_stack_depth = 127;
 	UnwindMode unwind = UnwindMode::Auto;
 	uint32_t unwind_table_size = 8388608; // rows, at most, over every table loaded
+	bool python = true;          // false with --no-python: CPython's eval frames shown as they are
 
 	bool operator==(const SamplerConfig &) const = default;
 };

@@ -81,7 +81,7 @@ std::vector<bpf_program *> hooks(const profile_bpf &skel)
 {
 	return {skel.progs.on_exec,	    skel.progs.on_fork,		skel.progs.on_exit,
 		skel.progs.on_mmap_enter,   skel.progs.on_mmap_exit,	skel.progs.on_mprotect_enter,
-		skel.progs.on_mprotect_exit};
+		skel.progs.on_mprotect_exit, skel.progs.python_on_exec, skel.progs.python_on_exit};
 }
 
 // Opens the skeleton and sets what the options and the plan's sizes decide, ready to load.
@@ -149,6 +149,7 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 				    : options.unwind == UnwindMode::Tables ? UNWIND_DWARF
 									     : UNWIND_AUTO;
 	skel->rodata->max_depth = depth;
+	skel->rodata->python_frames = options.python && unwinding;
 	return skel;
 }
 
@@ -724,6 +725,19 @@ RawProfile Sampler::read()
 	// The other generation was emptied by the drain that left it.
 	d.wait_for_programs();
 	return d.drain(d.skel->bss->generation);
+}
+
+PythonMaps Sampler::python_maps() const
+{
+	PythonMaps maps;
+	if (!impl_->unwinding || !impl_->options.python)
+		return maps;
+	const profile_bpf &skel = *impl_->skel;
+	maps.processes = bpf_map__fd(skel.maps.python_processes);
+	maps.wanted = bpf_map__fd(skel.maps.python_wanted);
+	maps.codes = bpf_map__fd(skel.maps.python_codes);
+	maps.seen = bpf_map__fd(skel.maps.python_seen);
+	return maps;
 }
 
 UnwindMaps Sampler::unwind_maps() const

@@ -14,6 +14,7 @@
 #include "sampler/config.h"
 #include "profile.h"
 #include "sampler/map_memory.h"
+#include "python/reader.h"
 #include "unwind/maps.h"
 
 // The run cannot go on: one line for stderr, exit status 1.
@@ -96,6 +97,9 @@ public:
 	// The maps through which user space feeds the table unwinder; nothing (all -1) when
 	// stacks are walked by frame pointers.
 	UnwindMaps unwind_maps() const;
+	// The maps of the Python walk; nothing (all -1) without the table walk or with
+	// --no-python.
+	PythonMaps python_maps() const;
 
 private:
 	struct Impl;

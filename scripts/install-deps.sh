@@ -7,8 +7,9 @@ set -e
 
 # BUILD: what `make` needs to build ./profile and what it needs to run. clang compiles the
 # BPF side, bpftool makes vmlinux.h and the skeleton, libiberty demangles C++ and Rust names,
-# libcurl speaks HTTP and TLS to the servers --push sends windows to.
-BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev libcurl4-openssl-dev"
+# libcurl speaks HTTP and TLS to the servers --push sends windows to, libdebuginfod fetches
+# the debug files of stripped binaries from the servers DEBUGINFOD_URLS names.
+BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev libcurl4-openssl-dev libdebuginfod-dev"
 
 # TEST: what `make test` needs on top of BUILD. Add a test's packages here, each with why.
 #   doctest-dev          the test framework
@@ -22,12 +23,15 @@ BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev li
 #   libc6-dbg            libc's debug file under /usr/lib/debug/.build-id/, which names libc's
 #                        internal functions (__libc_start_call_main) as perf names them
 #   rustc                builds the Rust fixtures whose names the demangler is tested on
-#   python3              Debian's own interpreter, unwound without frame pointers (tests/test_unwind)
+#   python3              Debian's own interpreter (/usr/bin/python3.11), unwound without frame
+#                        pointers (tests/test_unwind), and its Python frames (tests/test_python)
 #   groff-base man-db    groff, nroff and man render profile(8) and must not warn (tests/test_install)
 #   systemd              systemd-analyze verify checks the installed profile-agent.service
+#   debuginfod           the server tests/test_debuginfod.cpp and scripts/bench-debuginfod.sh
+#                        fetch debug files from, on loopback
 #   openssl              makes the CA and the server and client certificates of the HTTPS
 #                        receiver that --push's TLS and credentials are tested against
-TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3 groff-base man-db systemd openssl"
+TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3 groff-base man-db systemd openssl debuginfod"
 
 packages=$BUILD
 what="build"

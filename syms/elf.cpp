@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <elf.h>
 #include <sys/stat.h>
@@ -349,23 +351,63 @@ void ElfFile::add_plt_symbols()
 	auto strings = bytes_at(sections_[dynsym.link].offset, sections_[dynsym.link].size);
 	if (!entries || !symbols || !strings)
 		return;
-	std::vector<Symbol> added;
+	// Each relocation's name, by the GOT slot it fills (r_offset) and in table order.
+	std::vector<std::pair<uint64_t, std::string>> by_slot;
+	std::vector<std::string> in_order;
 	const size_t count = entries->size() / sizeof(Elf64_Rela);
-	for (size_t i = 0; i < count && first + 16 * (i + 1) <= plt->size; i++) {
+	for (size_t i = 0; i < count; i++) {
 		Elf64_Rela rela;
 		Elf64_Sym sym;
 		std::memcpy(&rela, entries->data() + i * sizeof(rela), sizeof(rela));
-		if (!read_struct(*symbols, ELF64_R_SYM(rela.r_info) * sizeof(Elf64_Sym), sym) || sym.st_name >= strings->size())
-			continue;
-		const char *name = reinterpret_cast<const char *>(strings->data()) + sym.st_name;
-		const void *nul = std::memchr(name, 0, strings->size() - sym.st_name);
-		if (!nul || nul == name)
-			continue;
-		// Sized symbols only, as yet: unsized ones still end where they start.
+		std::string name;
+		if (ELF64_R_SYM(rela.r_info) == 0 && ELF64_R_TYPE(rela.r_info) == R_X86_64_IRELATIVE) {
+			// No symbol: the resolver's address (libc's memcpy, chosen at load), named
+			// as objdump and perf name it.
+			char text[40];
+			std::snprintf(text, sizeof(text), "*ABS*+0x%" PRIx64, uint64_t(rela.r_addend));
+			name = text;
+		} else if (read_struct(*symbols, ELF64_R_SYM(rela.r_info) * sizeof(Elf64_Sym), sym) &&
+			   sym.st_name < strings->size()) {
+			const char *text = reinterpret_cast<const char *>(strings->data()) + sym.st_name;
+			if (const void *nul = std::memchr(text, 0, strings->size() - sym.st_name))
+				name.assign(text, static_cast<const char *>(nul));
+		}
+		in_order.push_back(name);
+		if (!name.empty())
+			by_slot.emplace_back(rela.r_offset, std::move(name));
+	}
+	std::sort(by_slot.begin(), by_slot.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+	// An entry jumps through its GOT slot (jmp *disp32(%rip), ff 25, after an endbr64 or a
+	// bnd prefix): the slot names it, as objdump finds it. Without the entries' bytes (a
+	// debug file's), entry i is taken to be relocation i's, as in an ordinary lazy PLT.
+	auto code = plt->type == SHT_NOBITS ? std::nullopt : bytes_at(plt->offset, plt->size);
+	std::vector<Symbol> added;
+	// Entries are read from the section (within the file), or one per relocation.
+	const size_t entries_count = code ? code->size() / 16 : in_order.size();
+	for (size_t i = 0; i < entries_count && first + 16 * (i + 1) <= plt->size; i++) {
 		const uint64_t start = plt->address + first + 16 * i;
-		if (find_symbol(start))
+		std::string name;
+		if (code) {
+			const uint8_t *entry = code->data() + first + 16 * i;
+			for (size_t at = 0; at + 6 <= 16; at++) {
+				if (entry[at] != 0xff || entry[at + 1] != 0x25)
+					continue;
+				int32_t displacement;
+				std::memcpy(&displacement, entry + at + 2, sizeof(displacement));
+				const uint64_t slot = start + at + 6 + uint64_t(int64_t(displacement));
+				auto it = std::lower_bound(by_slot.begin(), by_slot.end(), slot,
+							   [](const auto &a, uint64_t b) { return a.first < b; });
+				if (it != by_slot.end() && it->first == slot)
+					name = it->second;
+				break;
+			}
+		} else if (i < in_order.size()) {
+			name = in_order[i];
+		}
+		// Sized symbols only, as yet: unsized ones still end where they start.
+		if (name.empty() || find_symbol(start))
 			continue;
-		made_names_.push_back(std::string(name, static_cast<const char *>(nul)) + "@plt");
+		made_names_.push_back(name + "@plt");
 		added.push_back(Symbol{start, start + 16, made_names_.back()});
 	}
 	if (added.empty())

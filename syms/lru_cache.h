@@ -39,6 +39,14 @@ public:
 		return order_.front().second;
 	}
 
+	// Calls f(key, value) on every entry, without making any more recently used.
+	template <typename F>
+	void for_each(F f)
+	{
+		for (auto &[key, value] : order_)
+			f(key, value);
+	}
+
 	// Drops the entries pred(key, value) is true of.
 	template <typename Pred>
 	void erase_if(Pred pred)

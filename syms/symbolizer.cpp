@@ -50,6 +50,9 @@ struct Binary {
 	// Demangled names, keyed by where the raw name lies in the mapped file: each name is
 	// demangled once, and only if some frame needs it. Dropped with the file.
 	std::unordered_map<const char *, std::string> names;
+	// Its symbols (or, with want_lines, its DWARF) are in no file here: a debug file from
+	// elsewhere may still have them.
+	bool wants_debug_file = false;
 };
 
 // What user addresses lie in, in terms that outlive their process: one file mapped by
@@ -177,6 +180,11 @@ struct Symbolizer::Impl {
 	bool vdso_read = false;
 	uint64_t vdso_size = 0;
 	Binary vdso;
+	// Build ids wanted_debug_files has listed.
+	std::unordered_set<std::string> asked_debug_files;
+	// The debug files add_debug_file took, by build id: a file dropped from `binaries`
+	// takes its own again when it is read again.
+	std::unordered_map<std::string, UniqueFd> added_debug_files;
 
 	std::string pid_dir(uint32_t pid) const { return options.proc_root + "/" + std::to_string(pid); }
 	LiveProcess &live_process(uint32_t pid);
@@ -188,6 +196,7 @@ struct Symbolizer::Impl {
 	Binary *own_vdso(uint64_t size);
 	const PerfMap::Symbol *jit_symbol(uint32_t pid, uint64_t address, std::string &path);
 	const std::string &name_of(Binary &binary, const ElfFile::Symbol &symbol);
+	std::string take_debug_file(Binary &binary, int fd);
 };
 
 LiveProcess &Symbolizer::Impl::live_process(uint32_t pid)
@@ -313,6 +322,12 @@ std::unique_ptr<Binary> Symbolizer::Impl::open_binary(uint32_t pid, const MapEnt
 	}
 	if (debug)
 		binary->debug = std::move(debug->elf);
+	binary->wants_debug_file = !binary->elf->build_id().empty() &&
+				   ((binary->symbols == binary->elf.get() && !own_symtab) ||
+				    (options.want_lines && !binary->lines));
+	if (binary->wants_debug_file)
+		if (auto added = added_debug_files.find(binary->elf->build_id()); added != added_debug_files.end())
+			take_debug_file(*binary, added->second.get());
 	return binary;
 }
 
@@ -621,6 +636,67 @@ Frame Symbolizer::user_frame(uint32_t pid, uint64_t address, uint64_t time_ns)
 	return std::move(frames.back());
 }
 
+std::vector<std::string> Symbolizer::wanted_debug_files()
+{
+	std::vector<std::string> wanted;
+	for (uint32_t id = 1; id < impl_->objects.size(); id++) {
+		Binary *binary = impl_->binary_of(id);
+		if (binary && binary->wants_debug_file && impl_->asked_debug_files.insert(binary->elf->build_id()).second)
+			wanted.push_back(binary->elf->build_id());
+	}
+	return wanted;
+}
+
+std::string Symbolizer::add_debug_file(const std::string &build_id, int fd)
+{
+	if (!impl_->asked_debug_files.count(build_id))
+		return "no file wants it";
+	std::unique_ptr<ElfFile> debug = ElfFile::open(fd);
+	if (!debug)
+		return "not an ELF file";
+	if (debug->build_id() != build_id)
+		return debug->build_id().empty() ? "it has no build id"
+						 : "its build id is " + debug->build_id() + ", not " + build_id;
+	const bool want_dwarf = impl_->options.want_lines || impl_->options.want_inlined;
+	if (!debug->has_section(".symtab") && !(want_dwarf && has_dwarf(*debug)))
+		return "neither symbols nor DWARF in it";
+	UniqueFd kept(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+	if (!kept)
+		return "cannot keep it open";
+	impl_->binaries.for_each([&](const FileKey &, std::unique_ptr<Binary> &binary) {
+		if (binary && binary->wants_debug_file && binary->elf->build_id() == build_id)
+			impl_->take_debug_file(*binary, kept.get());
+	});
+	impl_->added_debug_files[build_id] = std::move(kept);
+	impl_->stats.debug_files_added++;
+	return "";
+}
+
+// A debug file from elsewhere, already checked against its build id: its symbols where
+// binary has no .symtab, its DWARF where binary has none and some frame wants it.
+std::string Symbolizer::Impl::take_debug_file(Binary &binary, int fd)
+{
+	std::unique_ptr<ElfFile> debug = ElfFile::open(fd);
+	if (!debug)
+		return "not an ELF file";
+	if (std::string why_not = debug_file_mismatch(*binary.elf, *debug); !why_not.empty())
+		return why_not;
+	const bool symbols = binary.symbols == binary.elf.get() && !binary.elf->has_section(".symtab") &&
+			     debug->has_section(".symtab");
+	// Its DWARF too, for inlined frames or -v's lines, once it is here for its symbols.
+	const bool lines = (options.want_lines || options.want_inlined) && !binary.lines && has_dwarf(*debug);
+	if (!symbols && !lines)
+		return "neither symbols nor DWARF in it";
+	if (lines)
+		binary.lines = SourceLines::open(fd);
+	if (symbols) {
+		binary.symbols = debug.get();
+		binary.debug = std::move(debug);
+	}
+	binary.wants_debug_file = false;
+	return "";
+}
+
 SymbolizerStats Symbolizer::stats() const
 {
 	return impl_->stats;
@@ -628,6 +704,14 @@ SymbolizerStats Symbolizer::stats() const
 
 std::string frame_label(const Frame &frame)
 {
+	// py-spy's "fib (fib.py:2)": the file by its last component.
+	if (frame.python && !frame.source_file.empty()) {
+		const size_t slash = frame.source_file.rfind('/');
+		std::string text = frame.name + " (" + frame.source_file.substr(slash == std::string::npos ? 0 : slash + 1);
+		if (frame.line)
+			text += ':' + std::to_string(frame.line);
+		return text + ')';
+	}
 	if (frame.named())
 		return frame.name;
 	if (frame.module.empty())

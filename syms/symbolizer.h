@@ -62,6 +62,7 @@ struct SymbolizerStats {
 	size_t processes_read = 0;    // /proc/PID/maps files read (once per pid)
 	size_t elf_files_parsed = 0;  // ELF files opened and parsed (once per device and inode)
 	size_t debug_files_read = 0;  // separate debug files found and parsed
+	size_t debug_files_added = 0; // debug files from elsewhere (debuginfod) taken by add_debug_file
 	size_t perf_maps_read = 0;    // /tmp/perf-PID.map files read (once per pid)
 	size_t files_dropped = 0;     // files (and their debug files) dropped past kept_files
 };
@@ -129,6 +130,16 @@ public:
 	// The function frame alone of address, in the image pid ran at time_ns (by default
 	// its last): locate, then user_frames.
 	Frame user_frame(uint32_t pid, uint64_t address, uint64_t time_ns = UINT64_MAX);
+
+	// Debug files from elsewhere (a debuginfod server), for what no file on this machine
+	// names: the build ids of the files user addresses were located in so far that lack
+	// their symbols (.symtab) or, with want_lines, their DWARF, neither in themselves nor
+	// in a debug file found here. Each build id is listed once per Symbolizer.
+	std::vector<std::string> wanted_debug_files();
+	// A debug file for build_id, from elsewhere: read by the same parser as a local one,
+	// and taken only if it is what that build id names (the same build id, with the
+	// symbols or DWARF missing). "" when taken, else why not, for a message.
+	std::string add_debug_file(const std::string &build_id, int fd);
 
 	SymbolizerStats stats() const;
 

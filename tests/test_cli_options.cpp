@@ -187,6 +187,17 @@ TEST_CASE("--unwind-cache-size bounds the table cache on disk: 256M by default, 
 	CHECK(error({"--unwind-cache-size", "2T"}).find("for --unwind-cache-size") != std::string::npos);
 }
 
+TEST_CASE("debuginfod: on by default within 5 s; --debuginfod-timeout takes whole seconds; --no-debuginfod")
+{
+	CHECK(ok({}).debuginfod);
+	CHECK(ok({}).debuginfod_timeout_s == 5);
+	CHECK(!ok({"--no-debuginfod"}).debuginfod);
+	CHECK(ok({"--debuginfod-timeout", "30"}).debuginfod_timeout_s == 30);
+	CHECK(error({"--debuginfod-timeout", "0"}) ==
+	      "invalid value '0' for --debuginfod-timeout: expected whole seconds, 1 to 3600");
+	CHECK(error({"--debuginfod-timeout", "1.5"}).find("for --debuginfod-timeout") != std::string::npos);
+}
+
 TEST_CASE("continuous profiling: --interval, --push, --app, the queue, --cgroup, --agent")
 {
 	Options o = ok({"--interval", "5", "-o", "cpu-%H%M%S.folded"});

@@ -28,12 +28,12 @@ TEST_SUITE("unit") {
 TEST_CASE("install-deps: set-up installs the build packages, the test command the test tools as well")
 {
 	std::set<std::string> build = packages({}), test = packages({"--test"});
-	for (const char *needed : {"make", "g++", "clang", "libbpf-dev", "bpftool", "libelf-dev", "libdw-dev"}) {
+	for (const char *needed : {"make", "g++", "clang", "libbpf-dev", "bpftool", "libelf-dev", "libdw-dev", "libdebuginfod-dev"}) {
 		CAPTURE(needed);
 		CHECK(build.count(needed) == 1);
 	}
 	// The big ones and the test framework are for the tests alone.
-	for (const char *tool : {"doctest-dev", "chromium", "golang-go", "bpftrace", "linux-perf", "libc6-dbg"}) {
+	for (const char *tool : {"doctest-dev", "chromium", "golang-go", "bpftrace", "linux-perf", "libc6-dbg", "debuginfod"}) {
 		CAPTURE(tool);
 		CHECK(build.count(tool) == 0);
 		CHECK(test.count(tool) == 1);

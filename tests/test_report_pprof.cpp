@@ -697,3 +697,36 @@ TEST_CASE("pprof: every stack go tool pprof shows is the same stack write_folded
 }
 
 } // TEST_SUITE
+
+TEST_CASE("pprof: a Python frame is its qualified name as function, with its file and the line run")
+{
+	Profile profile;
+	Frame python;
+	python.python = true;
+	python.name = "Spinner.fib";
+	python.source_file = "/srv/app/fib.py";
+	python.line = 7;
+	Frame caller = python;
+	caller.name = "<module>";
+	caller.line = 12;
+	profile.frames = {python, caller};
+	Sample sample;
+	sample.pid = 7;
+	sample.comm = "python3";
+	sample.user = {0, 1};
+	sample.count = 3;
+	profile.samples.push_back(sample);
+	const Decoded p = decode(render(profile));
+	REQUIRE(p.samples.size() == 1);
+	REQUIRE(p.samples[0].locations.size() == 2);
+	const Decoded::Location &leaf = p.location(p.samples[0].locations[0]);
+	REQUIRE(leaf.lines.size() == 1);
+	const Decoded::Function &function = p.function(leaf.lines[0].function);
+	CHECK(p.str(function.name) == "Spinner.fib");
+	CHECK(p.str(function.file) == "/srv/app/fib.py");
+	CHECK(leaf.lines[0].line == 7);
+	const Decoded::Location &outer = p.location(p.samples[0].locations[1]);
+	REQUIRE(outer.lines.size() == 1);
+	CHECK(p.str(p.function(outer.lines[0].function).name) == "<module>");
+	CHECK(outer.lines[0].line == 12);
+}

@@ -707,6 +707,45 @@ TEST_SUITE("unit")
 		}
 	}
 
+	TEST_CASE("symbolizer: a debug file from elsewhere (debuginfod) is asked for once and taken only for its build id")
+	{
+		TempDir dir;
+		std::string nosyms = absolute_fixture("hello-nosyms");
+		const uint64_t bias = 0x565656560000;
+		ProcessHistory history;
+		history.add_snapshot(gone_pid, "stripped", mappings_of("hello-nosyms", bias, nosyms, nosyms), 100);
+		const uint64_t leaf = nm_address("hello-nosyms.nm", "fixture_leaf");
+		REQUIRE(leaf);
+		const std::string id = read_build_id("hello-nosyms");
+
+		SymbolizerOptions options;
+		options.debug_root = dir.path() / "debug"; // empty: nothing here has its symbols
+		Symbolizer symbolizer(options);
+		symbolizer.set_process_history(&history);
+		CHECK(frame_label(symbolizer.user_frame(gone_pid, bias + leaf)).starts_with("[hello-nosyms+0x"));
+		CHECK(symbolizer.wanted_debug_files() == std::vector<std::string>{id});
+		CHECK(symbolizer.wanted_debug_files().empty());
+
+		// Another build's debug file, a file that is no ELF, and one for no file here: refused.
+		UniqueFd other = open_read_only(absolute_fixture("libfixture.so").c_str());
+		CHECK(contains(symbolizer.add_debug_file(id, other.get()), "build id"));
+		UniqueFd text = open_read_only(absolute_fixture("hello-nosyms.nm").c_str());
+		CHECK(symbolizer.add_debug_file(id, text.get()) == "not an ELF file");
+		UniqueFd right = open_read_only(absolute_fixture("hello-nosyms.debug").c_str());
+		CHECK(!symbolizer.add_debug_file(std::string(40, 'a'), right.get()).empty());
+		CHECK(!symbolizer.user_frame(gone_pid, bias + leaf).named());
+		CHECK(symbolizer.stats().debug_files_added == 0);
+
+		CHECK(symbolizer.add_debug_file(id, right.get()) == "");
+		CHECK(symbolizer.user_frame(gone_pid, bias + leaf).name == "fixture_leaf");
+		CHECK(symbolizer.stats().debug_files_added == 1);
+		CHECK(symbolizer.wanted_debug_files().empty());
+		// The file read again (an agent's next window) takes the debug file again.
+		symbolizer.drop_files();
+		CHECK(symbolizer.user_frame(gone_pid, bias + leaf).name == "fixture_leaf");
+		CHECK(symbolizer.wanted_debug_files().empty());
+	}
+
 	TEST_CASE("symbolizer: a process that has exited but is not reaped yet (a zombie) is named from its files' paths")
 	{
 		// Its /proc/PID is there, with empty maps and no root to open: an 8 s workload that

@@ -110,7 +110,9 @@ TEST_CASE("--unwind auto: a program built without frame pointers is unwound to i
 	auto lines = parse_folded(r.out);
 	INFO("stderr:\n" << r.err << "stacks not reaching the root:\n" << worst_lines(lines));
 	RootShare root = root_share(lines, "nofp", r.err);
-	REQUIRE(root.samples > root.pending + 500);
+	// Enough samples to tell 95 % from less (about 2000 on a quiet machine; a loaded one
+	// gives the workload a fraction of a CPU, and fewer).
+	REQUIRE(root.samples > root.pending + 150);
 	CHECK_MESSAGE(root.share() >= 0.95, root);
 
 	// strcmp under the comparator, the comparator under glibc's sort and search, and the

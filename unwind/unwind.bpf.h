@@ -122,6 +122,7 @@ struct walk {
 	__u64 window_start, window_end;
 	bool process_known;
 	bool pending, fp_no_table, cut, done;
+	struct python_walk py; /* python/python.bpf.h: interpreter frames in eval frames' places */
 };
 
 /* The object of a mapping's file: 0 for no file; when the file has none yet, user space is
@@ -384,9 +385,24 @@ static long walk_step(__u32 index, struct walk *w)
 		w->cut = true; /* the depth limit */
 		return 1;
 	}
-	frames->ip[w->n & UNWIND_MAX_DEPTH] = w->pc;
-	hash_frame(&w->hash, w->pc);
-	w->n++;
+	/* An eval frame of CPython is shown as the Python frames it ran, one a step. */
+	if (w->py.active && !w->py.replaced) {
+		int shown = python_frame(&w->py, w->pc, index, w->n);
+
+		if (shown != PYTHON_NATIVE) {
+			if (shown == PYTHON_SHOWN) {
+				hash_frame(&w->hash, frames->ip[w->n & UNWIND_MAX_DEPTH]);
+				w->n++;
+			}
+			return 0;
+		}
+	}
+	if (!w->py.replaced) {
+		frames->ip[w->n & UNWIND_MAX_DEPTH] = w->pc;
+		hash_frame(&w->hash, w->pc);
+		w->n++;
+	}
+	w->py.replaced = 0;
 
 	/* A caller's pc is a return address: the call is the byte before it, which may
 	 * belong to another function's rules (a call that ends a function). */
@@ -569,6 +585,7 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 
 		bpf_map_update_elem(&wanted_processes, &tgid, &one, BPF_NOEXIST);
 	}
+	python_start(&w.py, tgid);
 	bpf_loop(UNWIND_MAX_DEPTH, walk_step, &w, 0);
 	/* The list changed under the walk: what it found there may not hold. */
 	if (w.process_known) {

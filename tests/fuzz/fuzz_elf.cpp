@@ -1,8 +1,10 @@
-// tests/fuzz/fuzz_elf.cpp: ElfFile::from_bytes on any bytes, then every query on what it parsed.
+// tests/fuzz/fuzz_elf.cpp: ElfFile::from_bytes on any bytes, then every query on what it parsed,
+// and the check a debug file from a debuginfod server passes before it is used.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "syms/debug_file.h"
 #include "syms/elf.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -15,6 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (char c : elf->build_id())
 		FUZZ_CHECK((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+	// As the debug file of itself (taken exactly when it has a build id) and of another build.
+	FUZZ_CHECK(debug_file_mismatch(*elf, *elf).empty() == !elf->build_id().empty());
 	for (const char *name : {".text", ".symtab", ".dynsym", ".strtab", ".note.gnu.build-id", ".debug_line",
 				 ".debug_info", ".gnu_debuglink", ""})
 		if (auto bytes = elf->section_data(name))

@@ -1,0 +1,254 @@
+/* python/python.bpf.h: the kernel's walk of CPython frames, included by profile.bpf.c before
+ * the table walk (unwind/unwind.bpf.h), which calls it at each native frame. Where a native
+ * frame is the interpreter's _PyEval_EvalFrameDefault, the Python frames that call ran are
+ * recorded in its place, one per step of the table walk, from the sampled thread's own
+ * PyThreadState (found through glibc's thread-specific data and _PyRuntime's autoTSSkey).
+ * Each is a tagged value (python/python.h): the code object and the instruction. Code
+ * objects met for the first time are sent to user space to be named while the process
+ * lives. */
+#ifndef PYTHON_BPF_H
+#define PYTHON_BPF_H
+
+/* --no-python clears it. */
+const volatile bool python_frames = true;
+
+/* Processes as user space classified them, by pid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct python_process);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} python_processes SEC(".maps");
+
+/* Processes sampled that user space has not classified yet, asked once each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1024);
+} python_wanted SEC(".maps");
+
+/* Code objects already sent to user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct python_code);
+	__type(value, __u8);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} python_codes SEC(".maps");
+
+/* The code objects met for the first time, to user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} python_seen SEC(".maps");
+
+/* A frame read in one go, per CPU: the fields are taken from it at offsets the verifier
+ * bounds. */
+struct python_scratch {
+	__u8 frame[PYTHON_FRAME_READ];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct python_scratch);
+	__uint(max_entries, 1);
+} python_scratch SEC(".maps");
+
+/* The Python side of one stack walk. The process's entry is copied in, so that the frame
+ * step (a global function, verified once on its own) reads it as plain memory. */
+struct python_walk {
+	struct python_process py;
+	__u64 frame;   /* the next interpreter frame, 0 at the chain's end */
+	__u32 pid;
+	__u16 shown;   /* Python frames shown for the eval frame at hand */
+	__u8 active;   /* a CPython process whose thread has a frame */
+	__u8 in_eval;  /* showing the Python frames of a native eval frame */
+	__u8 replaced; /* that native frame was shown as its Python frames: not recorded again */
+	__u8 pad[7];
+};
+
+/* Starts the Python side of a walk: the sampled thread's current interpreter frame, when
+ * the process is CPython. A process not classified yet is asked about. Global, as
+ * python_frame below. */
+__noinline int python_start(struct python_walk *p, __u32 tgid)
+{
+	struct python_process *py;
+	struct task_struct *task;
+	__u64 tstate = 0, at, frame = 0;
+
+	if (!p || !python_frames)
+		return 0;
+	py = bpf_map_lookup_elem(&python_processes, &tgid);
+	if (!py) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&python_wanted, &tgid, &one, BPF_NOEXIST);
+		return 0;
+	}
+	if (!py->is_python || py->tss_key >= 32)
+		return 0;
+	/* glibc keeps the first 32 keys' values in struct pthread, which fsbase points at:
+	 * specific_1stblock[key] = {seq, data}. */
+	task = bpf_get_current_task_btf();
+	at = task->thread.fsbase + py->tsd_offset + 16 * (__u64)py->tss_key + 8;
+	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)at) || !tstate)
+		return 0;
+	at = tstate + py->tstate_frame;
+	if (py->cframe_frame >= 0) {
+		__u64 cframe = 0;
+
+		if (bpf_probe_read_user(&cframe, sizeof(cframe), (void *)at) || !cframe)
+			return 0;
+		at = cframe + py->cframe_frame;
+	}
+	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)at) || !frame)
+		return 0;
+	p->py = *py;
+	p->frame = frame;
+	p->pid = tgid;
+	p->active = 1;
+	return 0;
+}
+
+/* A field of the frame read into scratch: offsets are 8-aligned (4 for an int), within
+ * PYTHON_FRAME_READ. */
+static __always_inline __u64 python_u64(struct python_scratch *s, __u16 offset)
+{
+	return *(__u64 *)&s->frame[offset & (PYTHON_FRAME_READ - 8)];
+}
+
+static __always_inline __s32 python_s32(struct python_scratch *s, __u16 offset)
+{
+	return *(__s32 *)&s->frame[offset & (PYTHON_FRAME_READ - 4)];
+}
+
+static __always_inline __u8 python_u8(struct python_scratch *s, __u16 offset)
+{
+	return s->frame[offset & (PYTHON_FRAME_READ - 1)];
+}
+
+/* Tells user space of a code object the first time the walk meets it in this process. */
+static __always_inline void python_note_code(__u32 pid, __u64 code)
+{
+	struct python_code key = {.pid = pid, .code = code}, *sent;
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&python_codes, &key))
+		return;
+	if (bpf_map_update_elem(&python_codes, &key, &one, BPF_NOEXIST))
+		return;
+	sent = bpf_ringbuf_reserve(&python_seen, sizeof(*sent), 0);
+	if (!sent) {
+		/* The ring is full: told at a later sample instead. */
+		bpf_map_delete_elem(&python_codes, &key);
+		return;
+	}
+	*sent = key;
+	bpf_ringbuf_submit(sent, 0);
+}
+
+/* What python_frame did at a native frame. */
+#define PYTHON_NATIVE 0   /* nothing: the native frame is recorded as it is */
+#define PYTHON_SHOWN 1    /* one Python frame recorded at ip[n]; the native frame waits */
+#define PYTHON_REPLACED 2 /* nothing more: the native frame is not recorded, only stepped past */
+
+/* At a native frame of the walk (pc; index 0 for the leaf) that is an eval frame: records
+ * the next Python frame it ran at ip[n] of the user scratch stack, until every one of them
+ * is shown. The native frame stands when there is no Python frame for it, or the chain
+ * cannot be read (the Python frames stop there; what was read is never guessed past).
+ * Global, so the verifier checks it once, apart from the walk's step. */
+__noinline int python_frame(struct python_walk *p, __u64 pc, __u32 index, __u32 n)
+{
+	struct python_scratch *s;
+	struct stored_stack *frames;
+	__u64 code, previous, type = 0, frame;
+	__u32 zero = 0, user = 1, at_index;
+	__u8 entry;
+
+	if (!p || !p->active || p->replaced)
+		return PYTHON_NATIVE;
+	frame = p->frame;
+	if (!frame)
+		goto done;
+	if (!p->in_eval) {
+		__u64 at = index ? pc - 1 : pc;
+
+		if ((at < p->py.eval_start || at >= p->py.eval_end) && (at < p->py.cold_start || at >= p->py.cold_end))
+			return PYTHON_NATIVE;
+		p->in_eval = 1;
+		p->shown = 0;
+	}
+	s = bpf_map_lookup_elem(&python_scratch, &zero);
+	frames = bpf_map_lookup_elem(&scratch, &user);
+	if (!s || !frames || bpf_probe_read_user(s->frame, PYTHON_FRAME_READ, (void *)frame))
+		goto stop;
+	code = python_u64(s, p->py.frame_code);
+	previous = python_u64(s, p->py.frame_previous);
+	entry = python_u8(s, p->py.frame_entry);
+	if (p->py.chain == PYTHON_CHAIN_SHIM && entry == PYTHON_OWNED_BY_CSTACK) {
+		/* The shim the eval call pushed first: its frames end here. */
+		p->frame = previous;
+		goto done;
+	}
+	/* Anything but a code object (a frame freed and reused under the walk) ends it. */
+	if (!code || bpf_probe_read_user(&type, sizeof(type), (void *)(code + 8)) || type != p->py.code_type)
+		goto stop;
+	if (p->py.instr == PYTHON_INSTR_POINTER) {
+		__u64 pointer = python_u64(s, p->py.frame_instr), base = code + p->py.code_units;
+
+		at_index = pointer >= base ? (pointer - base) / 2 : 0;
+	} else {
+		__s32 lasti = python_s32(s, p->py.frame_instr);
+
+		at_index = lasti < 0 ? 0 : p->py.instr == PYTHON_INSTR_LASTI_BYTES ? lasti / 2 : lasti;
+	}
+	if (at_index > PYTHON_NO_INDEX)
+		at_index = PYTHON_NO_INDEX;
+	frames->ip[n & UNWIND_MAX_DEPTH] = PYTHON_FRAME(code, (__u64)at_index);
+	p->shown++;
+	python_note_code(p->pid, code);
+	p->frame = previous;
+	if (p->py.chain == PYTHON_CHAIN_FRAME_OBJECT || (p->py.chain == PYTHON_CHAIN_IS_ENTRY && entry) || !previous) {
+		p->in_eval = 0;
+		p->replaced = 1;
+	}
+	return PYTHON_SHOWN;
+
+stop:
+	p->frame = 0;
+done:
+	if (!p->in_eval)
+		return PYTHON_NATIVE;
+	p->in_eval = 0;
+	if (p->shown == 0)
+		return PYTHON_NATIVE;
+	p->replaced = 1;
+	return PYTHON_REPLACED;
+}
+
+/* A process's image changes with exec and its pid may come back as another's after exit:
+ * either way it is classified again. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(python_on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!pid_namespace)
+		bpf_map_delete_elem(&python_processes, &tgid);
+	return 0;
+}
+
+/* The last thread of a process exits: its pid may come back as another process's. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(python_on_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (!pid_namespace && task->signal->live.counter == 0)
+		bpf_map_delete_elem(&python_processes, &tgid);
+	return 0;
+}
+
+#endif /* PYTHON_BPF_H */

@@ -1,0 +1,157 @@
+// python/reader.cpp: classify sampled processes, send the walk what it needs of each
+// CPython one, and name code objects as the walk reports them.
+#include "python/reader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <time.h>
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "python/runtime.h"
+#include "syms/fd.h"
+
+namespace {
+
+double thread_cpu_ms()
+{
+	timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+} // namespace
+
+struct PythonReader::Impl {
+	PythonMaps maps;
+	ring_buffer *seen = nullptr;
+	std::vector<python_code> fresh; // what the ring buffer held this tick
+	PythonNames names;
+	struct Process {
+		PythonLayout layout;
+		uint64_t code_type;
+	};
+	std::unordered_map<uint32_t, Process> processes; // CPython ones, by pid
+	std::set<std::string> said;                        // notes already printed
+	Stats stats;
+
+	static int on_seen(void *context, void *data, size_t size)
+	{
+		auto *impl = static_cast<Impl *>(context);
+		if (size >= sizeof(python_code)) {
+			python_code code;
+			std::memcpy(&code, data, sizeof(code));
+			impl->fresh.push_back(code);
+		}
+		return 0;
+	}
+
+	void classify(uint32_t pid);
+	void name_fresh();
+};
+
+void PythonReader::Impl::classify(uint32_t pid)
+{
+	PythonDetection found = detect_python(pid);
+	if (found.kind == PythonDetection::NotYet)
+		return; // asked again at its next sample
+	if (!found.note.empty() && said.insert(found.note).second)
+		fprintf(stderr, "profile: Python frames not shown for PID %u: %s\n", pid, found.note.c_str());
+	python_process value{};
+	if (found.kind == PythonDetection::Python) {
+		value = found.process;
+		// A new image under the same pid (exec): the walk is to report its code objects
+		// afresh. What was named of the old image stays, for the samples taken before.
+		std::vector<python_code> stale;
+		python_code at, next_code;
+		for (python_code *prev = nullptr; bpf_map_get_next_key(maps.codes, prev, &next_code) == 0; prev = &at) {
+			if (next_code.pid == pid)
+				stale.push_back(next_code);
+			at = next_code;
+		}
+		for (const python_code &code : stale)
+			bpf_map_delete_elem(maps.codes, &code);
+		processes[pid] = Process{found.layout, value.code_type};
+		stats.processes++;
+	} else {
+		processes.erase(pid);
+	}
+	bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
+}
+
+void PythonReader::Impl::name_fresh()
+{
+	if (fresh.empty())
+		return;
+	const double start = thread_cpu_ms();
+	uint32_t open_pid = 0;
+	UniqueFd mem;
+	for (const python_code &code : fresh) {
+		auto it = processes.find(code.pid);
+		if (it == processes.end()) {
+			stats.unnamed++;
+			continue;
+		}
+		if (!mem || open_pid != code.pid) {
+			mem = open_read_only(("/proc/" + std::to_string(code.pid) + "/mem").c_str());
+			open_pid = code.pid;
+		}
+		if (mem && names.learn(code.pid, code.code, it->second.code_type, it->second.layout, mem.get()))
+			stats.codes++;
+		else
+			stats.unnamed++;
+	}
+	fresh.clear();
+	stats.naming_ms += thread_cpu_ms() - start;
+}
+
+PythonReader::PythonReader(const PythonMaps &maps) : impl_(std::make_unique<Impl>())
+{
+	impl_->maps = maps;
+	if (maps.seen >= 0)
+		impl_->seen = ring_buffer__new(maps.seen, Impl::on_seen, impl_.get(), nullptr);
+}
+
+PythonReader::~PythonReader()
+{
+	if (impl_->seen)
+		ring_buffer__free(impl_->seen);
+}
+
+void PythonReader::prepare(const std::vector<uint32_t> &pids)
+{
+	for (uint32_t pid : pids)
+		impl_->classify(pid);
+}
+
+void PythonReader::tick()
+{
+	Impl &d = *impl_;
+	std::vector<uint32_t> wanted;
+	uint32_t key, next;
+	for (uint32_t *prev = nullptr; bpf_map_get_next_key(d.maps.wanted, prev, &next) == 0; prev = &key) {
+		wanted.push_back(next);
+		key = next;
+	}
+	for (uint32_t pid : wanted) {
+		d.classify(pid);
+		bpf_map_delete_elem(d.maps.wanted, &pid);
+	}
+	if (d.seen)
+		ring_buffer__consume(d.seen);
+	d.name_fresh();
+}
+
+const PythonNames &PythonReader::names() const
+{
+	return impl_->names;
+}
+
+PythonReader::Stats PythonReader::stats() const
+{
+	return impl_->stats;
+}

@@ -1,0 +1,47 @@
+// python/reader.h: the user half of the Python walk while sampling: answers the kernel's
+// questions about processes (CPython or not, and where) and names each code object the
+// walk meets, while its process lives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "python/names.h"
+
+// The kernel maps the reader works through (python/python.bpf.h).
+struct PythonMaps {
+	int processes = -1, wanted = -1, codes = -1, seen = -1;
+};
+
+class PythonReader {
+public:
+	explicit PythonReader(const PythonMaps &maps);
+	~PythonReader();
+	PythonReader(const PythonReader &) = delete;
+	PythonReader &operator=(const PythonReader &) = delete;
+
+	// Before sampling starts: classifies these processes, so that their first samples have
+	// their Python frames (the kernel asks about the others at their first sample).
+	void prepare(const std::vector<uint32_t> &pids);
+
+	// Every 20 ms or so, and once after sampling: classifies the processes the kernel asked
+	// about (one line on stderr for each CPython it cannot follow, once per reason) and names
+	// the code objects it met since.
+	void tick();
+
+	const PythonNames &names() const;
+
+	struct Stats {
+		uint32_t processes = 0; // CPython processes followed
+		uint64_t codes = 0;     // code objects named
+		uint64_t unnamed = 0;   // met but not read (gone, or not a code object)
+		double naming_ms = 0;   // CPU spent reading them
+	};
+	Stats stats() const;
+
+private:
+	struct Impl;
+	std::unique_ptr<Impl> impl_;
+};

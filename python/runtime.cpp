@@ -1,0 +1,271 @@
+// python/runtime.cpp: CPython in a process: the mapped file that holds the runtime, its
+// symbols, and the few words of its memory the walk needs.
+#include "python/runtime.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "syms/elf.h"
+#include "syms/fd.h"
+#include "syms/maps.h"
+
+namespace {
+
+std::string_view base_name(std::string_view path)
+{
+	const size_t slash = path.rfind('/');
+	return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+template <typename T>
+bool read_value(int mem_fd, uint64_t address, T &out)
+{
+	return read_process_memory(mem_fd, address, &out, sizeof(out));
+}
+
+// 3.13 on: the offsets the process states itself at the start of _PyRuntime
+// (_Py_DebugOffsets, cookie "xdebugpy") replace the table's. "" when they were read.
+std::string apply_debug_offsets(int mem_fd, uint64_t runtime, int minor, PythonLayout &layout)
+{
+	// Words from the version on, in 3.13's order: version, free_threaded, runtime_state (3),
+	// interpreter_state (13), thread_state (9), interpreter_frame (6), code_object (10).
+	uint64_t words[43];
+	char cookie[8];
+	if (!read_process_memory(mem_fd, runtime, cookie, sizeof(cookie)) ||
+	    !read_process_memory(mem_fd, runtime + 8, words, sizeof(words)))
+		return "its _PyRuntime cannot be read";
+	if (std::memcmp(cookie, "xdebugpy", 8) != 0)
+		return "its _PyRuntime has no debug offsets";
+	if ((words[0] >> 24) != 3 || int(words[0] >> 16 & 0xff) != minor)
+		return "its debug offsets are of another version";
+	if (words[1] != 0)
+		return "free-threaded builds are not supported";
+	const uint64_t current_frame = words[22], previous = words[28], executable = words[29],
+		       instr_ptr = words[30], owner = words[32];
+	const uint64_t filename = words[34], name = words[35], qualname = words[36], linetable = words[37],
+		       firstlineno = words[38];
+	// What the kernel reads of a frame, and user space of a code object, in one read each.
+	for (uint64_t frame_field : {previous, executable, instr_ptr})
+		if (frame_field > PYTHON_FRAME_READ - 8 || frame_field % 8)
+			return "its frame layout is not one this profiler reads";
+	if (owner >= PYTHON_FRAME_READ || current_frame > 4096)
+		return "its frame layout is not one this profiler reads";
+	for (uint64_t code_field : {filename, name, qualname, linetable, firstlineno})
+		if (code_field > kPythonCodeRead - 8)
+			return "its code object layout is not one this profiler reads";
+	layout.tstate_frame = uint16_t(current_frame);
+	layout.cframe_frame = -1;
+	layout.frame_previous = uint16_t(previous);
+	layout.frame_code = uint16_t(executable);
+	layout.frame_instr = uint16_t(instr_ptr);
+	layout.frame_entry = uint16_t(owner);
+	layout.code_filename = uint16_t(filename);
+	layout.code_name = uint16_t(name);
+	layout.code_qualname = int16_t(qualname);
+	layout.code_lines = uint16_t(linetable);
+	layout.code_firstlineno = uint16_t(firstlineno);
+	return "";
+}
+
+} // namespace
+
+int python_minor_of_file_name(std::string_view name)
+{
+	std::string_view rest;
+	if (name.starts_with("libpython3."))
+		rest = name.substr(11);
+	else if (name.starts_with("python3."))
+		rest = name.substr(8);
+	else
+		return -1;
+	int minor = 0;
+	size_t digits = 0;
+	while (digits < rest.size() && digits < 3 && rest[digits] >= '0' && rest[digits] <= '9')
+		minor = minor * 10 + (rest[digits++] - '0');
+	if (digits == 0)
+		return -1;
+	// What may follow: nothing (the binary), ".so...", or an ABI flag ("3.8d", "3.13t").
+	rest = rest.substr(digits);
+	if (!rest.empty() && rest[0] != '.' && rest != "d" && rest != "m" && rest != "t" && !rest.starts_with("d.") &&
+	    !rest.starts_with("m.") && !rest.starts_with("t."))
+		return -1;
+	return minor;
+}
+
+std::optional<ElfSymbolValue> find_elf_symbol(const ElfFile &elf, std::string_view name)
+{
+	for (auto [table_name, strings_name] : {std::pair{".dynsym", ".dynstr"}, std::pair{".symtab", ".strtab"}}) {
+		auto table = elf.section_data(table_name);
+		auto strings = elf.section_data(strings_name);
+		if (!table || !strings)
+			continue;
+		for (size_t at = 0; at + sizeof(Elf64_Sym) <= table->size(); at += sizeof(Elf64_Sym)) {
+			Elf64_Sym symbol;
+			std::memcpy(&symbol, table->data() + at, sizeof(symbol));
+			if (symbol.st_shndx == SHN_UNDEF || symbol.st_name >= strings->size())
+				continue;
+			const char *text = reinterpret_cast<const char *>(strings->data()) + symbol.st_name;
+			const size_t room = strings->size() - symbol.st_name;
+			if (strnlen(text, room) == name.size() && std::memcmp(text, name.data(), name.size()) == 0)
+				return ElfSymbolValue{symbol.st_value, symbol.st_size};
+		}
+	}
+	return std::nullopt;
+}
+
+bool read_process_memory(int mem_fd, uint64_t address, void *out, size_t size)
+{
+	return pread(mem_fd, out, size, off_t(address)) == ssize_t(size);
+}
+
+PythonDetection detect_python(uint32_t pid)
+{
+	PythonDetection found;
+	const std::string proc = "/proc/" + std::to_string(pid);
+	ProcessMaps maps;
+	if (!ProcessMaps::load(proc + "/maps", maps))
+		return found;
+
+	// The file that holds the runtime: a libpython3.X when one is mapped (a binary linked
+	// to it has none of its own), else a python3.X binary.
+	const MapEntry *chosen = nullptr;
+	int minor = -1;
+	bool musl = false;
+	for (const MapEntry &m : maps.entries()) {
+		if (!m.file_backed())
+			continue;
+		const std::string_view name = base_name(m.path);
+		if (name.starts_with("ld-musl") || name.starts_with("libc.musl")) {
+			musl = true;
+			continue;
+		}
+		if (name.starts_with("libpypy")) {
+			found.kind = PythonDetection::Unknown;
+			found.note = "PyPy is not supported";
+			return found;
+		}
+		const int file_minor = python_minor_of_file_name(name);
+		if (file_minor < 0)
+			continue;
+		const bool library = name.starts_with("lib");
+		if (!chosen || (library && !base_name(chosen->path).starts_with("lib"))) {
+			chosen = &m;
+			minor = file_minor;
+		}
+	}
+	if (!chosen)
+		return found;
+	found.version = "3." + std::to_string(minor);
+	// The thread key's value is found where glibc keeps it.
+	if (musl) {
+		found.kind = PythonDetection::Unknown;
+		found.note = "Python " + found.version + " on musl libc is not supported";
+		return found;
+	}
+
+	// The file as the process sees it (its own root: containers), and its first mapping,
+	// from which its load bias follows.
+	UniqueFd fd = open_read_only((proc + "/root" + chosen->path).c_str());
+	if (!fd || !same_file(fd.get(), *chosen))
+		return found;
+	std::unique_ptr<ElfFile> elf = ElfFile::open(fd.get());
+	if (!elf) {
+		found.kind = PythonDetection::Unknown;
+		found.note = chosen->path + " is not an ELF file this profiler reads";
+		return found;
+	}
+	const MapEntry *first = nullptr;
+	for (const MapEntry &m : maps.entries())
+		if (m.inode == chosen->inode && m.path == chosen->path && (!first || m.offset < first->offset))
+			first = &m;
+	const std::optional<uint64_t> first_address = elf->address_of_file_offset(first->offset);
+	if (!first_address) {
+		found.kind = PythonDetection::Unknown;
+		found.note = chosen->path + ": its mappings match none of its segments";
+		return found;
+	}
+	const uint64_t bias = first->start - *first_address;
+
+	const auto runtime = find_elf_symbol(*elf, "_PyRuntime");
+	const auto eval = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault");
+	const auto code_type = find_elf_symbol(*elf, "PyCode_Type");
+	if (!runtime || !eval || !code_type || eval->size == 0) {
+		found.kind = PythonDetection::Unknown;
+		found.note = chosen->path + " lacks the symbols needed (_PyRuntime, _PyEval_EvalFrameDefault, PyCode_Type)";
+		return found;
+	}
+	UniqueFd mem = open_read_only((proc + "/mem").c_str());
+	if (!mem)
+		return found;
+	// 3.11 on say which version they are; the file name says it for the others.
+	if (const auto version = find_elf_symbol(*elf, "Py_Version")) {
+		uint32_t hex = 0;
+		if (read_value(mem.get(), bias + version->address, hex) && (hex >> 24) == 3) {
+			minor = int(hex >> 16 & 0xff);
+			found.version = "3." + std::to_string(minor);
+		}
+	}
+	const PythonLayout *known = python_layout(minor);
+	if (!known) {
+		found.kind = PythonDetection::Unknown;
+		found.note = "Python " + found.version + " is not a version this profiler knows (3.8 to 3.13)";
+		return found;
+	}
+	found.layout = *known;
+	PythonLayout &layout = found.layout;
+	if (minor >= 13) {
+		if (std::string wrong = apply_debug_offsets(mem.get(), bias + runtime->address, minor, layout);
+		    !wrong.empty()) {
+			found.kind = PythonDetection::Unknown;
+			found.note = "Python " + found.version + " in " + chosen->path + ": " + wrong;
+			return found;
+		}
+	}
+	struct {
+		int32_t initialized;
+		uint32_t key;
+	} tss{};
+	uint64_t basic_size = 0;
+	if (!read_value(mem.get(), bias + runtime->address + layout.runtime_tss, tss) ||
+	    !read_value(mem.get(), bias + code_type->address + 32, basic_size)) // PyTypeObject.tp_basicsize
+		return found;
+	if (tss.initialized != 1) {
+		found.kind = PythonDetection::NotYet;
+		return found;
+	}
+	if (tss.key >= 32 || basic_size < 64 || basic_size > 1024) {
+		found.kind = PythonDetection::Unknown;
+		found.note = "Python " + found.version + " in " + chosen->path +
+			     ": its runtime does not look as expected (thread key " + std::to_string(tss.key) + ")";
+		return found;
+	}
+
+	python_process &p = found.process;
+	p.eval_start = bias + eval->address;
+	p.eval_end = p.eval_start + eval->size;
+	// A compiler that splits the function's unlikely paths out names them NAME.cold in
+	// .symtab (a stripped binary's are not found: see the README's limits).
+	if (const auto cold = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault.cold"); cold && cold->size) {
+		p.cold_start = bias + cold->address;
+		p.cold_end = p.cold_start + cold->size;
+	}
+	p.code_type = bias + code_type->address;
+	p.tss_key = tss.key;
+	p.tsd_offset = kGlibcSpecificFirstBlock;
+	p.is_python = 1;
+	p.chain = layout.chain;
+	p.instr = layout.instr;
+	p.tstate_frame = layout.tstate_frame;
+	p.cframe_frame = layout.cframe_frame;
+	p.frame_previous = layout.frame_previous;
+	p.frame_code = layout.frame_code;
+	p.frame_instr = layout.frame_instr;
+	p.frame_entry = layout.frame_entry;
+	p.code_units = uint16_t(basic_size);
+	found.kind = PythonDetection::Python;
+	return found;
+}

@@ -1,0 +1,50 @@
+// python/runtime.h: recognise CPython in a process (a libpython3.X.so or python3.X binary in
+// its maps), and find what the kernel's walk needs there: _PyRuntime's thread key, the eval
+// function's range, PyCode_Type, and the version's offsets.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <linux/types.h>
+
+#include "python/python.h"
+#include "python/layout.h"
+
+class ElfFile;
+
+// What a process turned out to be.
+struct PythonDetection {
+	enum Kind {
+		NotPython, // no CPython in its maps
+		Python,    // CPython the walk can follow: process and layout are set
+		Unknown,   // CPython (or PyPy) this profiler cannot follow: note says why, in one line
+		NotYet,    // CPython still starting up (its thread key is not made yet): ask again
+	};
+	Kind kind = NotPython;
+	python_process process{};
+	PythonLayout layout{}; // the table's, or (3.13) what the process's _Py_DebugOffsets say
+	std::string version; // "3.11", when known
+	std::string note;
+};
+
+// Looks at /proc/PID/maps and the files mapped there (through /proc/PID/root), and at the
+// process's memory. Never throws; a process gone meanwhile is NotPython.
+PythonDetection detect_python(uint32_t pid);
+
+// 3.X's minor number from a file name: "libpython3.11.so.1.0" and "python3.11" give 11;
+// -1 for any other name (python3, libpython3.so, pypy3).
+int python_minor_of_file_name(std::string_view name);
+
+// A symbol's value by name, from .dynsym, then .symtab; with its size.
+struct ElfSymbolValue {
+	uint64_t address = 0, size = 0;
+};
+std::optional<ElfSymbolValue> find_elf_symbol(const ElfFile &elf, std::string_view name);
+
+// Reads size bytes of a process's memory (an fd of /proc/PID/mem) at address; false when
+// any of them cannot be read.
+bool read_process_memory(int mem_fd, uint64_t address, void *out, size_t size);
