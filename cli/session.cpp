@@ -50,12 +50,6 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	if (const char *root = getenv("PROFILE_DEBUG_ROOT"))
 		symbolizer.debug_root = root;
 	symbolizer.want_inlined = options.inline_frames;
-	// A run that names its addresses once, object by object, is done with each file when
-	// it moves on to the next; windows name the same files again every interval.
-	if (!options.interval_s) {
-		symbolizer.kept_files = 4;
-		symbolizer.kept_dwarf_files = 1;
-	}
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer.kernel_cache_dir = "/run/profile";
 	return symbolizer;

@@ -366,9 +366,8 @@ Profile Collected::name(Symbolizer &symbolizer) const
 
 	// User frames are named object by object, ahead of the samples: the symbolizer then
 	// needs the DWARF of few files at once, and drops each file once it is done with it.
-	std::vector<Span> user_stored[2] = {std::vector<Span>(d.user_frames.size()),
-					    std::vector<Span>(d.user_frames.size())};
-	std::vector<Frame> stored;
+	// They come first in profile.frames; the kernel's, "[truncated]" and Python's follow
+	// as the samples meet them.
 	{
 		struct Wanted {
 			uint32_t object, frame;
@@ -378,7 +377,7 @@ Profile Collected::name(Symbolizer &symbolizer) const
 		for (const Entry &entry : d.entries) {
 			const std::span<const uint32_t> user = d.stacks[entry.user_stack];
 			for (size_t i = 0; i < user.size(); i++) {
-				Span &at = user_stored[i == 0][user[i]];
+				Span &at = user_named[i == 0][user[i]];
 				if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated ||
 				    d.user_frames[user[i]].object == kPythonObject)
 					continue;
@@ -397,9 +396,9 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				where.mapped = d.placements[f.placement - 1];
 			named.clear();
 			symbolizer.user_frames(where, !w.leaf, named);
-			user_stored[w.leaf][w.frame] = Span{uint32_t(stored.size()), uint32_t(named.size())};
+			user_named[w.leaf][w.frame] = Span{uint32_t(profile.frames.size()), uint32_t(named.size())};
 			for (Frame &frame : named)
-				stored.push_back(std::move(frame));
+				profile.frames.push_back(std::move(frame));
 		}
 	}
 
@@ -441,11 +440,6 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				frame.line = python.line;
 				frame.python = true;
 				profile.frames.push_back(std::move(frame));
-			} else if (at.first == kNotYet) {
-				const Span from = user_stored[i == 0][user[i]];
-				at = Span{uint32_t(profile.frames.size()), from.count};
-				for (uint32_t n = 0; n < from.count; n++)
-					profile.frames.push_back(std::move(stored[from.first + n]));
 			}
 			for (uint32_t n = 0; n < at.count; n++)
 				sample.user.push_back(at.first + n);

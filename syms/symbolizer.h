@@ -48,11 +48,12 @@ struct SymbolizerOptions {
 	std::string kernel_cache_dir;
 	// Files whose symbols and DWARF are kept after use, the least recently used dropped
 	// first: one file's DWARF can take tens of MiB, and a long run meets files without end.
-	// A file dropped is read again when an address in it is named next.
-	size_t kept_files = 32;
+	// A file dropped is read again when an address in it is named next: Collected names
+	// addresses object by object, so it never comes back to one it is done with.
+	size_t kept_files = 16;
 	// Of those, the files whose DWARF was read (want_lines, want_inlined): the most memory
 	// by far.
-	size_t kept_dwarf_files = 4;
+	size_t kept_dwarf_files = 1;
 };
 
 // What a run cost, for tests and for the summary under -v.
