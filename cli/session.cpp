@@ -2,6 +2,7 @@
 // processes it follows, the windows it is cut into, the account told on stderr at its end.
 #include "cli/session.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -194,6 +195,11 @@ void Session::follow(WindowCutter &windows)
 		history_.settle_labels(has_samples, uint64_t(now));
 		windows.add(last);
 		windows.close(now, now_real);
+		// The samples still to come were taken after the last cut: a program unloaded
+		// before it names none of them.
+		if (last_cut_ns_)
+			history_.forget_kernel_symbols(uint64_t(last_cut_ns_));
+		last_cut_ns_ = now;
 		drained = true;
 	}
 	// A process kept for its samples in the kernel is asked about again once they have
@@ -249,6 +255,7 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 	if (debuginfod_)
 		fetch_missing_debug_files(session_.symbolizer(), options_, fetched_);
 	profile_ = window_->collected.name(session_.symbolizer());
+	session_.symbolizer().forget_objects();
 	profile_.command = options_.command_line;
 	profile_.frequency = options_.frequency;
 	profile_.period = options_.period;
@@ -272,14 +279,26 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 	next->start_mono = end_mono;
 	next->start_real = end_real;
 	window_ = std::move(next);
+	// What the window freed goes back to the system: an agent's heap should not keep the
+	// high-water mark of its busiest window.
+	if (options_.interval_s) {
+		session_.symbolizer().drop_files();
+		malloc_trim(0);
+	}
 	while (next_cut_ <= end_mono)
 		next_cut_ += int64_t(options_.interval_s) * 1000000000;
+}
+
+size_t WindowCutter::object_count() const
+{
+	return session_.symbolizer().object_count();
 }
 
 void RunSummary::last_window(const WindowCutter &windows)
 {
 	entries_ = windows.entry_count();
 	stacks_ = windows.stack_count();
+	objects_ = windows.object_count();
 }
 
 void RunSummary::unwinding(const Session &session, const WindowCutter &windows)
@@ -311,7 +330,7 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 								     : "");
 		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %zu objects, %" PRIu64 " drains, "
 				"%zu processes followed; whole run's CPU %.1f ms\n",
-			after_.summary().c_str(), entries_, stacks_, session.symbolizer().object_count(),
+			after_.summary().c_str(), entries_, stacks_, objects_,
 			session.sampler().drains(), session.history().process_count(),
 			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
 		if (windows.fetches_debug_files())

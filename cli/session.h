@@ -93,6 +93,7 @@ private:
 	Sampler sampler_;
 	Symbolizer symbolizer_;
 	double kernel_symbols_cpu_ms_ = 0;
+	int64_t last_cut_ns_ = 0; // the time of the last window cut (follow)
 	ProcessHistory history_;
 	std::optional<SideBand> side_band_;
 	// The table unwinder's user half: mappings of sampled processes, tables of objects.
@@ -130,6 +131,8 @@ public:
 	// The window being collected: its distinct keys and stacks.
 	size_t entry_count() const { return window_->collected.entry_count(); }
 	size_t stack_count() const { return window_->collected.stack_count(); }
+	// The objects its user addresses were located in.
+	size_t object_count() const;
 	// What closing a window cost this thread (naming, writing, handing to the pusher).
 	double cpu_ms_sum() const { return cpu_ms_sum_; }
 	double cpu_ms_max() const { return cpu_ms_max_; }
@@ -180,5 +183,5 @@ public:
 private:
 	const Options &options_;
 	PhaseClock startup_, after_;
-	size_t entries_ = 0, stacks_ = 0;
+	size_t entries_ = 0, stacks_ = 0, objects_ = 0;
 };

@@ -364,6 +364,44 @@ Profile Collected::name(Symbolizer &symbolizer) const
 	Profile profile;
 	std::vector<Frame> named;
 
+	// User frames are named object by object, ahead of the samples: the symbolizer then
+	// needs the DWARF of few files at once, and drops each file once it is done with it.
+	// They come first in profile.frames; the kernel's, "[truncated]" and Python's follow
+	// as the samples meet them.
+	{
+		struct Wanted {
+			uint32_t object, frame;
+			bool leaf;
+		};
+		std::vector<Wanted> wanted;
+		for (const Entry &entry : d.entries) {
+			const std::span<const uint32_t> user = d.stacks[entry.user_stack];
+			for (size_t i = 0; i < user.size(); i++) {
+				Span &at = user_named[i == 0][user[i]];
+				if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated ||
+				    d.user_frames[user[i]].object == kPythonObject)
+					continue;
+				at.first = 0;
+				wanted.push_back({d.user_frames[user[i]].object, user[i], i == 0});
+			}
+		}
+		std::stable_sort(wanted.begin(), wanted.end(),
+				 [](const Wanted &a, const Wanted &b) { return a.object < b.object; });
+		for (const Wanted &w : wanted) {
+			const UserFrameRef &f = d.user_frames[w.frame];
+			UserLocation where;
+			where.object = f.object;
+			where.offset = f.offset;
+			if (f.placement)
+				where.mapped = d.placements[f.placement - 1];
+			named.clear();
+			symbolizer.user_frames(where, !w.leaf, named);
+			user_named[w.leaf][w.frame] = Span{uint32_t(profile.frames.size()), uint32_t(named.size())};
+			for (Frame &frame : named)
+				profile.frames.push_back(std::move(frame));
+		}
+	}
+
 	profile.samples.reserve(d.entries.size());
 	for (const Entry &entry : d.entries) {
 		Sample sample;
@@ -402,18 +440,6 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				frame.line = python.line;
 				frame.python = true;
 				profile.frames.push_back(std::move(frame));
-			} else if (at.first == kNotYet) {
-				const UserFrameRef &f = d.user_frames[user[i]];
-				UserLocation where;
-				where.object = f.object;
-				where.offset = f.offset;
-				if (f.placement)
-					where.mapped = d.placements[f.placement - 1];
-				named.clear();
-				symbolizer.user_frames(where, i > 0, named);
-				at = Span{uint32_t(profile.frames.size()), uint32_t(named.size())};
-				for (Frame &frame : named)
-					profile.frames.push_back(std::move(frame));
 			}
 			for (uint32_t n = 0; n < at.count; n++)
 				sample.user.push_back(at.first + n);

@@ -9,7 +9,8 @@
 # pushing every window to tests/receiver.py (PUSH_FORMAT pyroscope or parca) for DURATION
 # seconds (default 1800), with the same churn; it also reports the profiler's CPU (under
 # 0.5 % of a core is the target), the windows the receiver got and whether each request
-# followed the API, and the pusher's time per window.
+# followed the API, the pusher's time per window, and whether RSS at the end is within 2 %
+# of its value a third of the way in (30 and 10 minutes by default).
 # Not part of `make test`: run it by hand (as root, or it uses sudo) after `make`.
 set -u
 cd "$(dirname "$0")/.."
@@ -131,6 +132,22 @@ awk -v skip="$((DURATION / 4))" '
 		exit !(rss_flat && fd_flat)
 	}' "$OUT/samples"
 flat=$?
+# The agent's target: RSS at the end within 2 % of its value a third of the way in (at 10
+# and 30 minutes of the default 30), from the samples nearest those times.
+[ -n "$AGENT" ] && awk -v third="$((DURATION / 3))" -v full="$DURATION" '
+	NR > 1 && $2 != "" {
+		if (!(a) || ($1 <= third && third - $1 < third - at)) { at = $1; a = $2 }
+		if ($1 <= full) { bt = $1; b = $2 }
+		if ($1 <= 2 * third) { mt = $1; m = $2 }
+	}
+	END {
+		if (!a || !b || bt <= at) { print "soak: too few samples for the 2 % target"; exit 1 }
+		d = (b - a) / a * 100
+		printf "soak: RSS %d kB at %d s, %d kB at %d s, %d kB at %d s: %+.2f %% (%s the 2 %% target)\n",
+			a, at, m, mt, b, bt, d, (d <= 2 && d >= -2) ? "within" : "OUTSIDE"
+		exit !(d <= 2 && d >= -2)
+	}' "$OUT/samples"
+two_percent=$?
 [ -z "$AGENT" ] && { [ "$rc" = 0 ] && [ "$flat" = 0 ]; exit; }
 
 # The agent: its CPU over the run after warm-up, in % of one core.
@@ -148,4 +165,4 @@ received=$(find "$OUT/received" -name '*.json' | wc -l)
 bad=$(grep -L '"verdict": \[\]' "$OUT/received"/*.json 2>/dev/null | wc -l)
 echo "soak: ${windows:-?} windows closed, $received requests received, $bad not following the API"
 grep -E '^profile: (push|windows)' "$OUT/stderr"
-[ "$rc" = 0 ] && [ "$flat" = 0 ] && [ "$cpu_ok" = 0 ] && [ "${windows:-x}" = "$received" ] && [ "$bad" = 0 ]
+[ "$rc" = 0 ] && [ "$flat" = 0 ] && [ "$two_percent" = 0 ] && [ "$cpu_ok" = 0 ] && [ "${windows:-x}" = "$received" ] && [ "$bad" = 0 ]

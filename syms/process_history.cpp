@@ -432,6 +432,11 @@ void ProcessHistory::forget_exited(const std::function<bool(uint32_t pid)> &keep
 	exited_kept_ = exited_unforgotten_.size();
 }
 
+void ProcessHistory::forget_kernel_symbols(uint64_t unloaded_before_ns)
+{
+	std::erase_if(kernel_symbols_, [&](const KernelSymbolRecord &k) { return k.until_ns < unloaded_before_ns; });
+}
+
 void ProcessHistory::settle_labels(const std::function<bool(uint32_t pid)> &sampled, uint64_t now_ns, uint64_t after_ns)
 {
 	std::erase_if(labels_pending_, [&](const PendingLabels &pending) {

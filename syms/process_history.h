@@ -67,6 +67,11 @@ public:
 	// when none was, the one loaded nearest in time. Null when none ever covered it.
 	const KernelSymbolRecord *kernel_symbol(uint64_t address, uint64_t time_ns = UINT64_MAX) const;
 	static constexpr size_t kMaxKernelSymbols = 65536;
+	// Drops the kernel symbols unloaded before time_ns: no sample still to be located can
+	// lie in them. What keeps a long run that meets programs without end from growing
+	// up to kMaxKernelSymbols.
+	void forget_kernel_symbols(uint64_t unloaded_before_ns);
+	size_t kernel_symbol_count() const { return kernel_symbols_.size(); }
 	size_t process_count() const { return processes_.size(); }
 	uint64_t lost_records() const { return lost_; }
 	// Executable mappings ignored because an image already held kMaxMappingsPerImage.

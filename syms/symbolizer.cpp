@@ -25,6 +25,7 @@
 #include "syms/fd.h"
 #include "syms/kallsyms.h"
 #include "syms/kallsyms_cache.h"
+#include "syms/lru_cache.h"
 #include "syms/maps.h"
 #include "syms/perf_map.h"
 #include "syms/process_history.h"
@@ -46,6 +47,9 @@ struct Binary {
 	std::unique_ptr<ElfFile> debug;     // its separate debug file, when one was found
 	ElfFile *symbols = nullptr;         // the fullest table: elf's .symtab, else debug's, else elf's .dynsym
 	std::unique_ptr<SourceLines> lines; // with want_lines or want_inlined, where DWARF was found
+	// Demangled names, keyed by where the raw name lies in the mapped file: each name is
+	// demangled once, and only if some frame needs it. Dropped with the file.
+	std::unordered_map<const char *, std::string> names;
 	// Its symbols (or, with want_lines, its DWARF) are in no file here: a debug file from
 	// elsewhere may still have them.
 	bool wants_debug_file = false;
@@ -147,13 +151,12 @@ struct Symbolizer::Impl {
 	std::unordered_map<uint32_t, LiveProcess> live;
 	UniqueFd host_root;
 
-	std::map<FileKey, std::unique_ptr<Binary>> binaries;
-	// The objects user addresses were located in; [0] is the Unknown one. An object's
-	// binary is looked up once, when a frame in it is first named.
+	// Null for a file that could not be read, so it is not tried for every frame.
+	LruCache<FileKey, std::unique_ptr<Binary>> binaries;
+	// The objects user addresses were located in; [0] is the Unknown one. A file's binary
+	// is looked up in `binaries` when a frame in it is named.
 	struct Object {
 		UserObject object;
-		bool looked_up = false;
-		Binary *binary = nullptr;
 	};
 	std::vector<Object> objects{Object{}};
 	// (kind, device major, minor, inode or pid or [vdso] size, deleted, path) -> objects;
@@ -177,11 +180,11 @@ struct Symbolizer::Impl {
 	bool vdso_read = false;
 	uint64_t vdso_size = 0;
 	Binary vdso;
-	// Demangled names, keyed by where the raw name lies in its mapped file: each name is
-	// demangled once, and only if some frame needs it.
-	std::unordered_map<const char *, std::string> names;
 	// Build ids wanted_debug_files has listed.
 	std::unordered_set<std::string> asked_debug_files;
+	// The debug files add_debug_file took, by build id: a file dropped from `binaries`
+	// takes its own again when it is read again.
+	std::unordered_map<std::string, UniqueFd> added_debug_files;
 
 	std::string pid_dir(uint32_t pid) const { return options.proc_root + "/" + std::to_string(pid); }
 	LiveProcess &live_process(uint32_t pid);
@@ -189,10 +192,11 @@ struct Symbolizer::Impl {
 	Binary *binary_of(uint32_t object);
 	bool gone(uint32_t pid) const;
 	uint32_t object_of(uint32_t pid, const MapEntry *mapping);
-	Binary *open_binary(uint32_t pid, const MapEntry &mapping);
+	std::unique_ptr<Binary> open_binary(uint32_t pid, const MapEntry &mapping);
 	Binary *own_vdso(uint64_t size);
 	const PerfMap::Symbol *jit_symbol(uint32_t pid, uint64_t address, std::string &path);
-	const std::string &name_of(const ElfFile::Symbol &symbol);
+	const std::string &name_of(Binary &binary, const ElfFile::Symbol &symbol);
+	std::string take_debug_file(Binary &binary, int fd);
 };
 
 LiveProcess &Symbolizer::Impl::live_process(uint32_t pid)
@@ -224,18 +228,23 @@ const ProcessMaps &Symbolizer::Impl::maps_now(uint32_t pid, LiveProcess &process
 
 Binary *Symbolizer::Impl::binary_of(uint32_t id)
 {
-	Object &o = objects[id];
-	if (o.looked_up)
-		return o.binary;
-	o.looked_up = true;
-	const MapEntry &mapping = o.object.mapping;
-	if (o.object.kind == UserObject::Kind::Area && mapping.path == "[vdso]") {
-		o.binary = own_vdso(mapping.end - mapping.start);
-	} else if (o.object.kind == UserObject::Kind::File) {
-		auto known = binaries.find(FileKey{mapping.dev_major, mapping.dev_minor, mapping.inode});
-		o.binary = known != binaries.end() ? known->second.get() : open_binary(o.object.pid, mapping);
-	}
-	return o.binary;
+	const UserObject &object = objects[id].object;
+	const MapEntry &mapping = object.mapping;
+	if (object.kind == UserObject::Kind::Area && mapping.path == "[vdso]")
+		return own_vdso(mapping.end - mapping.start);
+	if (object.kind != UserObject::Kind::File)
+		return nullptr;
+	const FileKey key{mapping.dev_major, mapping.dev_minor, mapping.inode};
+	if (std::unique_ptr<Binary> *known = binaries.find(key))
+		return known->get();
+	const uint64_t dropped = binaries.dropped();
+	Binary *binary = binaries.insert(key, open_binary(object.pid, mapping)).get();
+	if (binary && binary->lines)
+		binaries.keep_newest(std::max<size_t>(options.kept_dwarf_files, 1), [](const FileKey &, const std::unique_ptr<Binary> &b) {
+			return b && b->lines;
+		});
+	stats.files_dropped += binaries.dropped() - dropped;
+	return binary;
 }
 
 // True when pid has exited, as far as the history or /proc can tell.
@@ -247,7 +256,7 @@ bool Symbolizer::Impl::gone(uint32_t pid) const
 	return stat(pid_dir(pid).c_str(), &st) != 0;
 }
 
-Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
+std::unique_ptr<Binary> Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 {
 	// The very file mapped, while the process lives and still maps it there (even deleted,
 	// even in another mount namespace); else the path inside its root; once it is gone,
@@ -316,10 +325,10 @@ Binary *Symbolizer::Impl::open_binary(uint32_t pid, const MapEntry &mapping)
 	binary->wants_debug_file = !binary->elf->build_id().empty() &&
 				   ((binary->symbols == binary->elf.get() && !own_symtab) ||
 				    (options.want_lines && !binary->lines));
-
-	Binary *result = binary.get();
-	binaries[FileKey{mapping.dev_major, mapping.dev_minor, mapping.inode}] = std::move(binary);
-	return result;
+	if (binary->wants_debug_file)
+		if (auto added = added_debug_files.find(binary->elf->build_id()); added != added_debug_files.end())
+			take_debug_file(*binary, added->second.get());
+	return binary;
 }
 
 Binary *Symbolizer::Impl::own_vdso(uint64_t size)
@@ -360,9 +369,9 @@ const PerfMap::Symbol *Symbolizer::Impl::jit_symbol(uint32_t pid, uint64_t addre
 	return process.perf_map->find(address);
 }
 
-const std::string &Symbolizer::Impl::name_of(const ElfFile::Symbol &symbol)
+const std::string &Symbolizer::Impl::name_of(Binary &binary, const ElfFile::Symbol &symbol)
 {
-	auto [it, inserted] = names.try_emplace(symbol.name.data());
+	auto [it, inserted] = binary.names.try_emplace(symbol.name.data());
 	if (inserted)
 		it->second = demangle(symbol.name);
 	return it->second;
@@ -371,6 +380,7 @@ const std::string &Symbolizer::Impl::name_of(const ElfFile::Symbol &symbol)
 Symbolizer::Symbolizer(SymbolizerOptions options) : impl_(std::make_unique<Impl>())
 {
 	impl_->options = std::move(options);
+	impl_->binaries.set_capacity(impl_->options.kept_files);
 	impl_->read_now = ProcessHistory{impl_->options.proc_root};
 }
 
@@ -531,6 +541,17 @@ size_t Symbolizer::object_count() const
 	return impl_->objects.size();
 }
 
+void Symbolizer::drop_files()
+{
+	impl_->binaries.erase_if([](const FileKey &, const std::unique_ptr<Binary> &) { return true; });
+}
+
+void Symbolizer::forget_objects()
+{
+	impl_->objects.resize(1);
+	impl_->object_ids.clear();
+}
+
 void Symbolizer::user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out)
 {
 	const UserObject &object = impl_->objects[where.object].object;
@@ -584,7 +605,7 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 	if (!symbol && from_debug_file)
 		symbol = binary->elf->find_symbol(*elf_address);
 	if (symbol) {
-		frame.name = impl_->name_of(*symbol);
+		frame.name = impl_->name_of(*binary, *symbol);
 		frame.symbol_offset = frame.module_offset - symbol->start;
 	}
 	if (binary->lines) {
@@ -628,33 +649,52 @@ std::vector<std::string> Symbolizer::wanted_debug_files()
 
 std::string Symbolizer::add_debug_file(const std::string &build_id, int fd)
 {
-	std::string why_not = "no file wants it";
-	for (auto &[key, binary] : impl_->binaries) {
-		if (!binary->wants_debug_file || binary->elf->build_id() != build_id)
-			continue;
-		std::unique_ptr<ElfFile> debug = ElfFile::open(fd);
-		if (!debug)
-			return "not an ELF file";
-		why_not = debug_file_mismatch(*binary->elf, *debug);
-		if (!why_not.empty())
-			return why_not;
-		const bool symbols = binary->symbols == binary->elf.get() && !binary->elf->has_section(".symtab") &&
-				     debug->has_section(".symtab");
-		// Its DWARF too, for inlined frames or -v's lines, once it is here for its symbols.
-		const bool lines = (impl_->options.want_lines || impl_->options.want_inlined) && !binary->lines &&
-				   has_dwarf(*debug);
-		if (!symbols && !lines)
-			return "neither symbols nor DWARF in it";
-		if (lines)
-			binary->lines = SourceLines::open(fd);
-		if (symbols) {
-			binary->symbols = debug.get();
-			binary->debug = std::move(debug);
-		}
-		binary->wants_debug_file = false;
-		impl_->stats.debug_files_added++;
+	if (!impl_->asked_debug_files.count(build_id))
+		return "no file wants it";
+	std::unique_ptr<ElfFile> debug = ElfFile::open(fd);
+	if (!debug)
+		return "not an ELF file";
+	if (debug->build_id() != build_id)
+		return debug->build_id().empty() ? "it has no build id"
+						 : "its build id is " + debug->build_id() + ", not " + build_id;
+	const bool want_dwarf = impl_->options.want_lines || impl_->options.want_inlined;
+	if (!debug->has_section(".symtab") && !(want_dwarf && has_dwarf(*debug)))
+		return "neither symbols nor DWARF in it";
+	UniqueFd kept(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+	if (!kept)
+		return "cannot keep it open";
+	impl_->binaries.for_each([&](const FileKey &, std::unique_ptr<Binary> &binary) {
+		if (binary && binary->wants_debug_file && binary->elf->build_id() == build_id)
+			impl_->take_debug_file(*binary, kept.get());
+	});
+	impl_->added_debug_files[build_id] = std::move(kept);
+	impl_->stats.debug_files_added++;
+	return "";
+}
+
+// A debug file from elsewhere, already checked against its build id: its symbols where
+// binary has no .symtab, its DWARF where binary has none and some frame wants it.
+std::string Symbolizer::Impl::take_debug_file(Binary &binary, int fd)
+{
+	std::unique_ptr<ElfFile> debug = ElfFile::open(fd);
+	if (!debug)
+		return "not an ELF file";
+	if (std::string why_not = debug_file_mismatch(*binary.elf, *debug); !why_not.empty())
+		return why_not;
+	const bool symbols = binary.symbols == binary.elf.get() && !binary.elf->has_section(".symtab") &&
+			     debug->has_section(".symtab");
+	// Its DWARF too, for inlined frames or -v's lines, once it is here for its symbols.
+	const bool lines = (options.want_lines || options.want_inlined) && !binary.lines && has_dwarf(*debug);
+	if (!symbols && !lines)
+		return "neither symbols nor DWARF in it";
+	if (lines)
+		binary.lines = SourceLines::open(fd);
+	if (symbols) {
+		binary.symbols = debug.get();
+		binary.debug = std::move(debug);
 	}
-	return why_not;
+	binary.wants_debug_file = false;
+	return "";
 }
 
 SymbolizerStats Symbolizer::stats() const

@@ -46,6 +46,14 @@ struct SymbolizerOptions {
 	// Where the core kernel's symbols are kept between runs of one boot (see
 	// syms/kallsyms_cache.h); "" reads kallsyms_path every time.
 	std::string kernel_cache_dir;
+	// Files whose symbols and DWARF are kept after use, the least recently used dropped
+	// first: one file's DWARF can take tens of MiB, and a long run meets files without end.
+	// A file dropped is read again when an address in it is named next: Collected names
+	// addresses object by object, so it never comes back to one it is done with.
+	size_t kept_files = 16;
+	// Of those, the files whose DWARF was read (want_lines, want_inlined): the most memory
+	// by far.
+	size_t kept_dwarf_files = 1;
 };
 
 // What a run cost, for tests and for the summary under -v.
@@ -57,6 +65,7 @@ struct SymbolizerStats {
 	size_t debug_files_read = 0;  // separate debug files found and parsed
 	size_t debug_files_added = 0; // debug files from elsewhere (debuginfod) taken by add_debug_file
 	size_t perf_maps_read = 0;    // /tmp/perf-PID.map files read (once per pid)
+	size_t files_dropped = 0;     // files (and their debug files) dropped past kept_files
 };
 
 class Symbolizer {
@@ -104,6 +113,15 @@ public:
 	// address of pid, which ran image: its object, its offset in it, and its mapping.
 	UserLocation locate(uint32_t pid, const ProcessImage *image, uint64_t address, bool return_address);
 	size_t object_count() const;
+	// Drops every object located so far: the next one is 1 again. Once each location
+	// handed out is named (a window's end), so that a run that meets processes without
+	// end keeps no more objects than one window has. The files stay kept (kept_files).
+	void forget_objects();
+	// Drops every kept file: an agent does it between windows, so that what it holds while
+	// it samples (the files' DWARF, and their mapped pages, which count in its RSS too)
+	// does not depend on which files the last window met. A file is read again when a
+	// frame in it is named next.
+	void drop_files();
 
 	// Appends the frames of one located user address: with want_inlined, each function
 	// inlined there first (inlined = true, innermost first), then the function the

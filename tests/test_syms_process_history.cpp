@@ -230,6 +230,23 @@ TEST_CASE("JIT memory reused: a sample is named by the program that was there at
 	CHECK(h.kernel_symbol(x + 0x100, 65)->until_ns == 70);
 }
 
+TEST_CASE("kernel symbols unloaded before a time are forgotten; those loaded still, or after, stay")
+{
+	const uint64_t x = 0xffffffffc0004000;
+	ProcessHistory h;
+	REQUIRE(h.apply(ksymbol(x, 0x20, 0, "bpf_prog_1111111111111111_gone", 10)));
+	REQUIRE(h.apply(ksymbol(x, 0x20, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_1111111111111111_gone", 20)));
+	REQUIRE(h.apply(ksymbol(x + 0x100, 0x20, 0, "bpf_prog_2222222222222222_late", 30)));
+	REQUIRE(h.apply(ksymbol(x + 0x100, 0x20, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_2222222222222222_late", 50)));
+	REQUIRE(h.apply(ksymbol(x + 0x200, 0x20, 0, "bpf_prog_3333333333333333_live", 5)));
+	CHECK(h.kernel_symbol_count() == 3);
+	h.forget_kernel_symbols(40);
+	CHECK(h.kernel_symbol_count() == 2);
+	CHECK(!h.kernel_symbol(x + 0x10, 15));
+	CHECK(h.kernel_symbol(x + 0x110, 45)->name == "bpf_prog_2222222222222222_late");
+	CHECK(h.kernel_symbol(x + 0x210, 45)->name == "bpf_prog_3333333333333333_live");
+}
+
 TEST_CASE("side band: records the kernel left undated get the times around them")
 {
 	auto time_of = [](const std::vector<uint8_t> &r) { return ProcessHistory::record_time(r); };

@@ -740,6 +740,10 @@ TEST_SUITE("unit")
 		CHECK(symbolizer.user_frame(gone_pid, bias + leaf).name == "fixture_leaf");
 		CHECK(symbolizer.stats().debug_files_added == 1);
 		CHECK(symbolizer.wanted_debug_files().empty());
+		// The file read again (an agent's next window) takes the debug file again.
+		symbolizer.drop_files();
+		CHECK(symbolizer.user_frame(gone_pid, bias + leaf).name == "fixture_leaf");
+		CHECK(symbolizer.wanted_debug_files().empty());
 	}
 
 	TEST_CASE("symbolizer: a process that has exited but is not reaped yet (a zombie) is named from its files' paths")
@@ -858,6 +862,94 @@ TEST_SUITE("unit")
 		CHECK(frames[1].symbol_offset == next - caller);
 		CHECK(frames[1].module_offset == next);
 	}
+	TEST_CASE("symbolizer: files dropped for room or between windows, objects forgotten: named again the same")
+	{
+		// Three copies of one program with DWARF (three files) and a stripped one, in
+		// processes that are gone: each file is read again from its path when needed.
+		TempDir dir;
+		std::vector<std::string> copies;
+		ProcessHistory history;
+		for (int i = 0; i < 3; i++) {
+			copies.push_back(dir / ("inlined-" + std::to_string(i)));
+			fs::copy_file(absolute_fixture("inlined"), copies.back());
+			history.add_snapshot(gone_pid + i, "inlined", mappings_of("inlined", 0x555555554000, copies.back(), copies.back()), 100);
+		}
+		const std::string stripped = absolute_fixture("hello-stripped");
+		history.add_snapshot(gone_pid + 3, "stripped",
+				     mappings_of("hello-stripped", 0x7f0000000000, stripped, stripped), 100);
+		const uint64_t marker = 0x555555554000 + nm_address("inlined.nm", "inner_marker");
+		const uint64_t leaf = 0x7f0000000000 + nm_address("hello-stripped.nm", "fixture_leaf");
+		REQUIRE(marker != 0x555555554000);
+		REQUIRE(leaf != 0x7f0000000000);
+
+		auto frames_of = [](Symbolizer &symbolizer, uint32_t pid, uint64_t address) {
+			std::vector<Frame> frames;
+			symbolizer.user_frames(symbolizer.locate(pid, symbolizer.image_at(pid, 150), address, false), false,
+					       frames);
+			std::vector<std::string> names;
+			for (const Frame &frame : frames)
+				names.push_back(frame_label(frame) + " " + frame.source_file + ":" + std::to_string(frame.line) +
+						(frame.inlined ? " inlined" : ""));
+			return names;
+		};
+		SymbolizerOptions options;
+		options.want_inlined = true;
+		Symbolizer reference(options);
+		reference.set_process_history(&history);
+		const std::vector<std::string> inlined = frames_of(reference, gone_pid, marker);
+		REQUIRE(inlined.size() == 2);
+		CHECK(inlined[0].starts_with("fixture::inner_step "));
+		const std::vector<std::string> plain = frames_of(reference, gone_pid + 3, leaf);
+		REQUIRE(plain.size() == 1);
+		CHECK(plain[0] == "fixture_leaf :0"); // from .dynsym; no DWARF
+
+		SUBCASE("one file kept: each file read again when it is needed again")
+		{
+			options.kept_files = 1;
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			for (int round = 0; round < 2; round++) {
+				CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
+				CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
+			}
+			CHECK(symbolizer.stats().elf_files_parsed == 4);
+			CHECK(symbolizer.stats().files_dropped == 3);
+		}
+		SUBCASE("two files with DWARF kept: the least recently used is dropped, the one without stays")
+		{
+			options.kept_dwarf_files = 2;
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
+			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
+			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined);
+			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined); // 0 is now newer than 1
+			CHECK(symbolizer.stats().elf_files_parsed == 3);
+			CHECK(frames_of(symbolizer, gone_pid + 2, marker) == inlined); // drops 1
+			CHECK(symbolizer.stats().files_dropped == 1);
+			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
+			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
+			CHECK(symbolizer.stats().elf_files_parsed == 4);
+			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined); // read again
+			CHECK(symbolizer.stats().elf_files_parsed == 5);
+		}
+		SUBCASE("drop_files drops every file kept; forget_objects starts the objects again")
+		{
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
+			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
+			CHECK(symbolizer.object_count() == 3);
+			symbolizer.drop_files();
+			symbolizer.forget_objects();
+			CHECK(symbolizer.object_count() == 1);
+			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain); // now object 1
+			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
+			CHECK(symbolizer.object_count() == 3);
+			CHECK(symbolizer.stats().elf_files_parsed == 4); // both read again
+		}
+	}
+
 	TEST_CASE("symbolizer: code inlined at an address is a frame of its own, innermost first, unless turned off")
 	{
 		// inner_marker is in fixture::inner_step, inlined into fixture::outer_loop (see
