@@ -181,6 +181,9 @@ cost_pair() {
 	sleep 6
 	o1=$(prog_stats "$ours_prog"); p1=$(prog_stats "$peer_prog")
 	kill -INT "$ours" "$peer" 2>/dev/null
+	# bpftrace has been seen to hang on SIGINT: 10 s, then it is killed.
+	for _ in $(seq 1 50); do kill -0 "$peer" 2>/dev/null || break; sleep 0.2; done
+	kill -KILL "$peer" 2>/dev/null || true
 	wait "$ours" "$peer" 2>/dev/null || true
 	echo "$(per_sample "$o0" "$o1") $(per_sample "$p0" "$p1")"
 }
