@@ -301,7 +301,7 @@ std::unique_ptr<Binary> Symbolizer::Impl::open_binary(uint32_t pid, const MapEnt
 	// A stripped file's full symbol table, and its DWARF, are in its separate debug file.
 	const bool own_symtab = binary->elf->has_section(".symtab"), own_dwarf = has_dwarf(*binary->elf);
 	std::optional<DebugFile> debug;
-	const bool want_dwarf = options.want_lines || options.want_inlined;
+	const bool want_dwarf = options.wants_dwarf();
 	if (!own_symtab || (want_dwarf && !own_dwarf)) {
 		debug = find_debug_file(*binary->elf, mapping.path, options.debug_root, root, false);
 		// The host's debug files serve a container's binaries too when the build id,
@@ -657,8 +657,7 @@ std::string Symbolizer::add_debug_file(const std::string &build_id, int fd)
 	if (debug->build_id() != build_id)
 		return debug->build_id().empty() ? "it has no build id"
 						 : "its build id is " + debug->build_id() + ", not " + build_id;
-	const bool want_dwarf = impl_->options.want_lines || impl_->options.want_inlined;
-	if (!debug->has_section(".symtab") && !(want_dwarf && has_dwarf(*debug)))
+	if (!debug->has_section(".symtab") && !(impl_->options.wants_dwarf() && has_dwarf(*debug)))
 		return "neither symbols nor DWARF in it";
 	UniqueFd kept(fcntl(fd, F_DUPFD_CLOEXEC, 0));
 	if (!kept)
@@ -684,7 +683,7 @@ std::string Symbolizer::Impl::take_debug_file(Binary &binary, int fd)
 	const bool symbols = binary.symbols == binary.elf.get() && !binary.elf->has_section(".symtab") &&
 			     debug->has_section(".symtab");
 	// Its DWARF too, for inlined frames or -v's lines, once it is here for its symbols.
-	const bool lines = (options.want_lines || options.want_inlined) && !binary.lines && has_dwarf(*debug);
+	const bool lines = options.wants_dwarf() && !binary.lines && has_dwarf(*debug);
 	if (!symbols && !lines)
 		return "neither symbols nor DWARF in it";
 	if (lines)

@@ -43,6 +43,7 @@ struct SymbolizerOptions {
 	// Both read DWARF. Either gives each frame its file:line where DWARF has it.
 	bool want_lines = false;   // -v: file:line
 	bool want_inlined = false; // a frame for each function inlined at an address (on unless --no-inline)
+	bool wants_dwarf() const { return want_lines || want_inlined; }
 	// Where the core kernel's symbols are kept between runs of one boot (see
 	// syms/kallsyms_cache.h); "" reads kallsyms_path every time.
 	std::string kernel_cache_dir;
