@@ -145,43 +145,32 @@ def folded_stacks(path):
         stacks[to_main([normal(f) for f in reversed(frames)])] += int(count)
     return stacks
 
+def varint(data, i):
+    """The varint at data[i]: its value, and where the next field starts."""
+    value = shift = 0
+    while True:
+        b = data[i]; i += 1
+        value |= (b & 0x7f) << shift; shift += 7
+        if not b & 0x80:
+            return value, i
+
 def varints(data):
     i = 0
     while i < len(data):
-        value = shift = 0
-        while True:
-            b = data[i]; i += 1
-            value |= (b & 0x7f) << shift; shift += 7
-            if not b & 0x80:
-                break
+        value, i = varint(data, i)
         yield value
 
 def fields(data):
     """(field number, value) of one protobuf message: ints and bytes."""
     i = 0
     while i < len(data):
-        key = shift = 0
-        while True:
-            b = data[i]; i += 1
-            key |= (b & 0x7f) << shift; shift += 7
-            if not b & 0x80:
-                break
+        key, i = varint(data, i)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            value = shift = 0
-            while True:
-                b = data[i]; i += 1
-                value |= (b & 0x7f) << shift; shift += 7
-                if not b & 0x80:
-                    break
+            value, i = varint(data, i)
             yield number, value
         elif wire == 2:
-            size = shift = 0
-            while True:
-                b = data[i]; i += 1
-                size |= (b & 0x7f) << shift; shift += 7
-                if not b & 0x80:
-                    break
+            size, i = varint(data, i)
             yield number, data[i:i + size]
             i += size
         elif wire == 1:
