@@ -36,18 +36,8 @@ LIBC_ID=$(build_id "$LIBC")
 LIBC_DEBUG=/usr/lib/debug/.build-id/${LIBC_ID:0:2}/${LIBC_ID:2}.debug
 [ -r "$LIBC_DEBUG" ] || { echo "bench-debuginfod: $LIBC_DEBUG is missing (apt-get install libc6-dbg)" >&2; exit 1; }
 
-TMP=$(mktemp -d /tmp/bench-debuginfod.XXXXXX)
-BACKGROUND=()
-cleanup() {
-	local pid
-	for pid in "${BACKGROUND[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/scripts/work-dir.sh"
+work_dir bench-debuginfod
 log() { echo "bench-debuginfod: $*" >&2; }
 
 # The program and its libraries, stripped; their debug files in served/.

@@ -36,18 +36,8 @@ for program in "$PROFILE" "$WORKLOAD"; do
 	[ -x "$program" ] || { log "$program is not built (run: make && make workloads)"; exit 1; }
 done
 
-TMP=$(mktemp -d /tmp/bench-inline.XXXXXX)
-BACKGROUND=()
-cleanup() {
-	local pid
-	for pid in "${BACKGROUND[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/scripts/work-dir.sh"
+work_dir bench-inline
 
 # --- the same run, sampled by all three --------------------------------------------------
 "$WORKLOAD" $((SECONDS_SAMPLED + 4)) &

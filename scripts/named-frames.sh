@@ -27,18 +27,8 @@ for program in "$PROFILE" "$WORKLOADS/stacks"; do
 	[ -x "$program" ] || { echo "named-frames: $program is not built (run: make && make workloads)" >&2; exit 1; }
 done
 
-TMP=$(mktemp -d /tmp/named-frames.XXXXXX)
-BACKGROUND=()
-cleanup() {
-	local pid
-	for pid in "${BACKGROUND[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/scripts/work-dir.sh"
+work_dir named-frames
 log() { echo "named-frames: $*" >&2; }
 
 # The build: the committed tree of this repository, in a folder of its own.
