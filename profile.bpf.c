@@ -270,21 +270,28 @@ static __always_inline bool store_stack(void *store, struct stored_stack *stack,
 struct taken_stacks {
 	__u32 kernel_n, user_n;
 	struct stack_hash kernel_hash, user_hash;
+	__u32 raw; /* kept raw in this slot of raw_samples, + 1; 0: not */
 };
 
 /* Kernel stack by bpf_get_stack, user stack by the table walk. Outside the two inlined
  * copies of each generation's maps: the verifier checks the walk once. */
-static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 tgid, struct sample_stats *st,
-					struct taken_stacks *taken)
+static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 gen, __u32 tgid,
+					struct sample_stats *st, struct taken_stacks *taken)
 {
+	struct raw_resume resume = {};
 	struct stored_stack *frames;
 	__u32 which = 0;
 	long n;
 
 	/* The walk first: the verifier then follows what it leaves through no more than the
 	 * kernel stack's few lines, rather than every count of kernel frames through the walk. */
-	if (user_stacks)
-		taken->user_n = walk_user_stack(ctx, tgid, st, &taken->user_hash);
+	if (user_stacks) {
+		taken->user_n = walk_user_stack(ctx, tgid, st, &taken->user_hash, &resume);
+		/* Stopped at code whose table is being built: kept raw while a slot is free,
+		 * else counted cut short as it is. */
+		if (resume.n && !(taken->raw = keep_raw(gen, &resume)))
+			st->unwound_pending++;
+	}
 	if (kernel_stacks) {
 		frames = bpf_map_lookup_elem(&scratch, &which);
 		if (!frames)
@@ -302,6 +309,25 @@ static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 t
 	}
 }
 
+/* A sample kept raw is whole once its key (kernel stack stored) is in: not counted in the
+ * counts map, its process marked sampled all the same (user space keeps its mappings). */
+static __always_inline int keep_raw_key(struct stack_key *key, __u32 slot, struct sample_stats *st)
+{
+	struct raw_sample *raw = bpf_map_lookup_elem(&raw_samples, &slot);
+	__u8 one = 1;
+
+	if (!raw) {
+		st->unwound_pending++;
+		st->lost_stack_other++;
+		return 0;
+	}
+	raw->key = *key;
+	raw->complete = 1;
+	st->unwound_raw++;
+	bpf_map_update_elem(&sampled_pids, &key->pid, &one, BPF_ANY);
+	return 0;
+}
+
 /* Stores the stacks taken in `store` and counts the key in `counts`: the maps of one
  * generation, constants in each of the two inlined copies. */
 static __always_inline int count_unwound(void *store, void *counts, __u32 tgid, struct taken_stacks *taken,
@@ -315,9 +341,14 @@ static __always_inline int count_unwound(void *store, void *counts, __u32 tgid, 
 	if (taken->kernel_n) {
 		which = 0;
 		frames = bpf_map_lookup_elem(&scratch, &which);
-		if (!frames || !store_stack(store, frames, taken->kernel_n, &taken->kernel_hash, &key.kernel_stack_id, st))
+		if (!frames || !store_stack(store, frames, taken->kernel_n, &taken->kernel_hash, &key.kernel_stack_id, st)) {
+			if (taken->raw) /* lost (counted so): its user stack as waiting, like any */
+				st->unwound_pending++;
 			return 0;
+		}
 	}
+	if (taken->raw)
+		return keep_raw_key(&key, taken->raw - 1, st);
 	if (taken->user_n) {
 		which = 1;
 		frames = bpf_map_lookup_elem(&scratch, &which);
@@ -444,7 +475,7 @@ int do_sample_unwind(struct bpf_perf_event_data *ctx)
 	st = wanted_sample(gen, &tgid);
 	if (!st)
 		return 0;
-	take_stacks(ctx, tgid, st, &taken);
+	take_stacks(ctx, gen, tgid, st, &taken);
 	if (gen)
 		return count_unwound(&store1, &counts1, tgid, &taken, st);
 	return count_unwound(&store0, &counts0, tgid, &taken, st);

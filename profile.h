@@ -41,6 +41,9 @@ struct sample_stats {
 	__u64 unwound_pending;      /* cut short at code whose table was not built yet */
 	__u64 unwound_fp_no_table;  /* some frame-pointer steps: code with no table (JIT, no CFI) */
 	__u64 unwound_cut;          /* cut short otherwise: no rule, a failed read, the depth limit */
+	/* Met code whose table was not built yet and kept raw (struct raw_sample) for user
+	 * space to finish: not in the counts map, and not in unwound_pending. */
+	__u64 unwound_raw;
 };
 
 /* The most --cgroup groups the program checks a task against: one slot each in its
@@ -71,6 +74,29 @@ struct stored_stack {
 	__u64 ip[UNWIND_MAX_DEPTH + 1];
 };
 #define STORED_STACK_SIZE(depth) (8 + ((depth) + 1) * 8)
+
+/* A sample whose user stack reached code with no table yet (the file's table still being
+ * built), kept raw, as perf's --call-graph dwarf keeps every sample: the frames walked so
+ * far, the registers where the walk stopped, and a copy of the stack from there up. User
+ * space walks on once the table is in and adds the sample as a stored one. A few slots a
+ * generation (RAW_SLOTS, claimed in turn; a generation whose slots are taken is drained at
+ * the next tick); with none free the stack stays cut short. */
+#define RAW_SLOTS 64
+#define RAW_STACK_BYTES 8192
+/* The copy is read in pieces that never cross a page: the first fault ends it. */
+#define RAW_PIECE 512
+struct raw_sample {
+	struct stack_key key; /* user_stack_id: NO_STACK */
+	__u32 complete;       /* 1 once the sample is whole: user space reads only those */
+	__u32 n;              /* frames walked in the kernel, the last the frame at pc */
+	__u32 leaf;           /* 1: pc is where the sample was taken, not a return address */
+	__u32 stack_len;      /* bytes copied from stack_base on */
+	__u64 time_ns;        /* CLOCK_MONOTONIC: which image of the process it ran */
+	__u64 pc, sp, bp;
+	__u64 stack_base;
+	__u64 frames[UNWIND_MAX_DEPTH + 1];
+	__u8 stack[RAW_STACK_BYTES];
+};
 
 /* The last frame of a user stack whose walk stopped early: user space prints it as
  * "[truncated]". No code lies at this address. */

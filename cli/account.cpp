@@ -41,7 +41,8 @@ void report_losses(const RawProfile &raw, const Options &options)
 void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 {
 	const sample_stats &t = raw.totals;
-	const uint64_t walked = t.unwound_tables + t.unwound_pending + t.unwound_fp_no_table + t.unwound_cut;
+	const uint64_t walked =
+		t.unwound_tables + t.unwound_pending + t.unwound_fp_no_table + t.unwound_cut + t.unwound_raw;
 	if (!walked)
 		return;
 	auto share = [&](uint64_t n) { return 100.0 * double(n) / double(walked); };
@@ -52,6 +53,13 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 	if (t.unwound_pending) {
 		std::snprintf(part, sizeof(part), ", %.1f %% cut short while tables were built",
 			      share(t.unwound_pending));
+		line += part;
+	}
+	if (t.unwound_raw) {
+		std::snprintf(part, sizeof(part),
+			      ", %.1f %% kept raw while tables were built and walked later (%" PRIu64 " of %" PRIu64
+			      " still cut short)",
+			      share(t.unwound_raw), raw.raw_cut, raw.raw_unwound);
 		line += part;
 	}
 	if (t.unwound_fp_no_table) {

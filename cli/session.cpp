@@ -185,14 +185,17 @@ void Session::follow(WindowCutter &windows)
 		unwinder_->tick(history_);
 	if (python_)
 		python_->tick();
-	if (batch)
+	if (batch) {
+		finish_raw(*batch);
 		windows.add(*batch);
+	}
 	bool drained = batch.has_value();
 	if (const int64_t now = clock_ns(CLOCK_MONOTONIC); windows.due(now)) {
 		const int64_t now_real = clock_ns(CLOCK_REALTIME);
 		RawProfile last = sampler_.cut();
 		side_band_->poll(history_);
 		history_.settle_labels(has_samples, uint64_t(now));
+		finish_raw(last);
 		windows.add(last);
 		windows.close(now, now_real);
 		// The samples still to come were taken after the last cut: a program unloaded
@@ -224,7 +227,22 @@ RawProfile Session::read_rest()
 	side_band_->poll(history_);
 	history_.settle_labels([&](uint32_t pid) { return sampler_.has_samples(pid); },
 			       uint64_t(clock_ns(CLOCK_MONOTONIC)));
+	finish_raw(raw);
 	return raw;
+}
+
+// The samples kept raw: their walks finished from the tables built since, and added as
+// stored samples. Their processes' mappings are in the history (it keeps an exited one
+// while the kernel's maps hold samples of it).
+void Session::finish_raw(RawProfile &batch)
+{
+	for (const RawProfile::RawSample &sample : batch.raw) {
+		const size_t room = batch.depth_limit > sample.frames.size() ? batch.depth_limit - sample.frames.size() : 0;
+		RawWalk walk = unwinder_ ? unwinder_->walk_raw(sample.key.pid, sample.time_ns, sample.stack, room, history_)
+					 : RawWalk{{}, true};
+		batch.add_unwound(sample, walk.frames, walk.truncated);
+	}
+	batch.raw.clear();
 }
 
 WindowCutter::WindowCutter(const Options &options, Reports &reports, Session &session, std::string host)

@@ -90,6 +90,8 @@ public:
 	double kernel_symbols_cpu_ms() const { return kernel_symbols_cpu_ms_; }
 
 private:
+	void finish_raw(RawProfile &batch);
+
 	Sampler sampler_;
 	Symbolizer symbolizer_;
 	double kernel_symbols_cpu_ms_ = 0;

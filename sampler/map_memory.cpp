@@ -25,10 +25,12 @@ constexpr uint64_t store_key = 16;                     // struct stack_hash
 // The unwinder's maps of fixed size: unwind_objects (an array of 16384 16-byte objects),
 // unwind_tables (16384 pointers), the buckets of unwind_processes (8192) and unwind_files
 // (16384), wanted_processes (4096 preallocated entries of a __u32 key and a __u8 value),
-// wanted_files (4096 of a 16-byte key and a 24-byte value), and the empty list exec copies.
+// wanted_files (4096 of a 16-byte key and a 24-byte value), the empty list exec copies, and
+// the slots of samples kept raw (RAW_SLOTS a generation, both generations' always made).
 constexpr uint64_t unwinder_fixed = 16384 * 16 + 16384 * 8 + 8192 * hash_bucket + 16384 * hash_bucket +
 				    4096 * hash_bucket + 4096 * (hash_entry_header + pid_key + pid_value) +
-				    4096 * hash_bucket + 4096 * (hash_entry_header + 16 + 24) + 8200;
+				    4096 * hash_bucket + 4096 * (hash_entry_header + 16 + 24) + 8200 +
+				    2 * RAW_SLOTS * sizeof(raw_sample);
 
 uint64_t buckets(uint64_t entries)
 {

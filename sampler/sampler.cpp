@@ -118,7 +118,7 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	if (!unwinding)
 		for (bpf_map *map : {skel->maps.unwind_processes, skel->maps.unwind_objects, skel->maps.unwind_files,
 				     skel->maps.unwind_tables, skel->maps.exec_mappings,
-				     skel->maps.wanted_processes, skel->maps.wanted_files})
+				     skel->maps.wanted_processes, skel->maps.wanted_files, skel->maps.raw_samples})
 			bpf_map__set_max_entries(map, 1);
 	bpf_program__set_autoload(skel->progs.do_sample, !unwinding);
 	bpf_program__set_autoload(skel->progs.do_sample_unwind, unwinding);
@@ -184,6 +184,8 @@ struct Sampler::Impl {
 	sample_stats tally(uint32_t generation, bool reset = false) const;
 	void wait_for_programs() const;
 	RawProfile drain(uint32_t generation);
+	template <typename BatchId>
+	void read_raw(uint32_t generation, RawProfile &batch, BatchId &batch_id);
 	RawProfile flip_and_drain();
 };
 
@@ -550,6 +552,7 @@ void add_stats(sample_stats &sum, const sample_stats &s)
 	sum.unwound_pending += s.unwound_pending;
 	sum.unwound_fp_no_table += s.unwound_fp_no_table;
 	sum.unwound_cut += s.unwound_cut;
+	sum.unwound_raw += s.unwound_raw;
 }
 
 sample_stats Sampler::Impl::tally(uint32_t generation, bool reset) const
@@ -575,7 +578,28 @@ void RawProfile::add_account(const RawProfile &other)
 	taken += other.taken;
 	stored += other.stored;
 	truncated += other.truncated;
+	raw_unwound += other.raw_unwound;
+	raw_cut += other.raw_cut;
 	depth_limit = std::max(depth_limit, other.depth_limit);
+}
+
+void RawProfile::add_unwound(const RawSample &sample, const std::vector<uint64_t> &more, bool truncated_walk)
+{
+	std::vector<uint64_t> user = sample.frames;
+	user.insert(user.end(), more.begin(), more.end());
+	if (truncated_walk)
+		user.push_back(TRUNCATED_FRAME);
+	Entry entry{sample.key, {1, sample.time_ns}};
+	entry.key.user_stack_id = int32_t(stacks.size());
+	const bool kernel_full = sample.key.kernel_stack_id >= 0 && size_t(sample.key.kernel_stack_id) < stacks.size() &&
+				 stacks[size_t(sample.key.kernel_stack_id)].size() == depth_limit;
+	if (kernel_full || user.size() == depth_limit)
+		truncated++;
+	stacks.push_back(std::move(user));
+	entries.push_back(entry);
+	stored++;
+	raw_unwound++;
+	raw_cut += truncated_walk;
 }
 
 void Sampler::Impl::wait_for_programs() const
@@ -649,6 +673,8 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		// is emptied key by key below.
 		bpf_map_delete_elem(counts_fd, &key);
 	}
+	if (unwinding)
+		read_raw(generation, batch, batch_id);
 	if (unwinding) {
 		for (const stack_hash &key : store_keys)
 			bpf_map_delete_elem(store_fd, &key);
@@ -662,6 +688,37 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 	batch.totals = tally(generation, true);
 	batch.taken = batch.totals.seen;
 	return batch;
+}
+
+// The generation's samples kept raw (complete ones), into the batch; their slots freed.
+template <typename BatchId>
+void Sampler::Impl::read_raw(uint32_t generation, RawProfile &batch, BatchId &batch_id)
+{
+	const uint32_t g = generation & 1;
+	const uint32_t claimed = std::min<uint32_t>(__atomic_load_n(&skel->bss->raw_claimed[g], __ATOMIC_RELAXED), RAW_SLOTS);
+	const int fd = bpf_map__fd(skel->maps.raw_samples);
+	auto raw = std::make_unique<raw_sample>();
+	const raw_sample empty{};
+	for (uint32_t i = 0; i < claimed; i++) {
+		const uint32_t slot = g * RAW_SLOTS + i;
+		if (bpf_map_lookup_elem(fd, &slot, raw.get()) != 0 || !raw->complete)
+			continue;
+		RawProfile::RawSample sample;
+		sample.key = raw->key;
+		sample.key.user_stack_id = NO_STACK;
+		batch_id(sample.key.kernel_stack_id);
+		sample.time_ns = raw->time_ns;
+		sample.frames.assign(raw->frames, raw->frames + std::min<uint32_t>(raw->n, depth));
+		sample.stack.pc = raw->pc;
+		sample.stack.sp = raw->sp;
+		sample.stack.bp = raw->bp;
+		sample.stack.leaf = raw->leaf;
+		sample.stack.base = raw->stack_base;
+		sample.stack.bytes.assign(raw->stack, raw->stack + std::min<uint32_t>(raw->stack_len, RAW_STACK_BYTES));
+		batch.raw.push_back(std::move(sample));
+		bpf_map_update_elem(fd, &slot, &empty, BPF_ANY);
+	}
+	skel->bss->raw_claimed[g] = 0;
 }
 
 // Sends new samples to the other generation, waits until no program still writes this
@@ -697,7 +754,10 @@ std::optional<RawProfile> Sampler::tick()
 	const bool filling = d.unwinding ? t.new_keys * 4 >= capacity : t.new_keys * 16 >= capacity;
 	const bool losing = lost_samples(t) > 0 &&
 			    (t.new_keys * 64 >= capacity || now - d.last_drain_ns >= 5000000000);
-	if (!filling && !losing)
+	// Every slot for samples kept raw is taken: the next would stay cut short.
+	const bool raw_full = d.unwinding && __atomic_load_n(&d.skel->bss->raw_claimed[d.skel->bss->generation & 1],
+							      __ATOMIC_RELAXED) >= RAW_SLOTS;
+	if (!filling && !losing && !raw_full)
 		return std::nullopt;
 	d.drains++;
 	return d.flip_and_drain();
@@ -753,6 +813,8 @@ UnwindMaps Sampler::unwind_maps() const
 	maps.files = bpf_map__fd(skel.maps.unwind_files);
 	maps.wanted_files = bpf_map__fd(skel.maps.wanted_files);
 	maps.kernel_follows = !impl_->hooks.empty();
+	maps.frame_pointers = impl_->options.unwind != UnwindMode::Tables;
+	maps.depth = impl_->depth;
 	maps.row_capacity = impl_->options.unwind_table_size;
 	maps.object_capacity = bpf_map__max_entries(skel.maps.unwind_objects);
 	maps.process_capacity = bpf_map__max_entries(skel.maps.unwind_processes);

@@ -16,6 +16,7 @@
 #include "sampler/map_memory.h"
 #include "python/reader.h"
 #include "unwind/maps.h"
+#include "unwind/raw_walk.h"
 
 // The run cannot go on: one line for stderr, exit status 1.
 struct RunError : std::runtime_error {
@@ -36,12 +37,29 @@ struct RawProfile {
 
 	uint32_t depth_limit = 0; // frames a stack could hold (a stack this long was likely cut)
 
+	// A sample the kernel kept raw (struct raw_sample) because its user stack met code whose
+	// table was still being built: its key (kernel stack id of this batch), its time, the
+	// user frames walked in the kernel, and where that walk stopped. Not in entries until
+	// its walk is finished in user space (add_unwound).
+	struct RawSample {
+		stack_key key;
+		uint64_t time_ns = 0;
+		std::vector<uint64_t> frames;
+		RawUserStack stack;
+	};
+	std::vector<RawSample> raw;
+	// Adds a raw sample as a stored one, its user stack now whole: the kernel's frames, then
+	// `more` found in user space, then TRUNCATED_FRAME when the walk was still cut short.
+	void add_unwound(const RawSample &sample, const std::vector<uint64_t> &more, bool truncated);
+
 	// The account of this batch: the samples the kernel tallied in the generation drained,
 	// which are exactly those whose counts the batch holds, so batches add up.
 	sample_stats totals{};    // losses by cause, summed over CPUs
 	uint64_t taken = 0;       // every sample that passed the filters, as the kernel counted them
 	uint64_t stored = 0;      // sum of the counts read back
 	uint64_t truncated = 0;   // samples whose stack filled every frame slot (likely cut)
+	uint64_t raw_unwound = 0; // samples kept raw whose walk user space finished (add_unwound)
+	uint64_t raw_cut = 0;     // of those, still cut short
 
 	// Adds another batch's account (not its entries) to this one's.
 	void add_account(const RawProfile &other);

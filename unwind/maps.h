@@ -10,4 +10,8 @@ struct UnwindMaps {
 	// The kernel keeps the mappings of processes once it has them (exec, fork, mmap and
 	// exit hooked): user space sends only those it asks for.
 	bool kernel_follows = false;
+	// --unwind auto: code without a rule takes frame-pointer steps (dwarf: the walk ends).
+	bool frame_pointers = true;
+	uint32_t depth = 0; // frames a user stack may hold
+
 };

@@ -108,7 +108,25 @@ struct {
 	__uint(max_entries, 1);
 } stack_window SEC(".maps");
 
+/* Samples kept raw (struct raw_sample): RAW_SLOTS a generation, generation g's from
+ * g * RAW_SLOTS on, claimed in turn through raw_claimed[g]; user space reads the complete
+ * ones when it drains the generation, then zeroes its count. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct raw_sample);
+	__uint(max_entries, 2 * RAW_SLOTS);
+} raw_samples SEC(".maps");
+__u32 raw_claimed[2] = {};
+
 #if defined(__TARGET_ARCH_x86)
+
+/* Where a walk stopped at code whose table was not in yet: what a raw sample keeps. n 0:
+ * the walk did not stop so, or cannot be kept raw (it showed Python frames). */
+struct raw_resume {
+	__u64 pc, sp, bp;
+	__u32 n, leaf;
+};
 
 struct walk {
 	__u64 pc, sp, bp;
@@ -545,7 +563,7 @@ fp:
  * Returns the frames written (with the TRUNCATED_FRAME mark), 0 when there is no user
  * stack (a kernel thread). */
 static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __u32 tgid, struct sample_stats *st,
-					     struct stack_hash *hash)
+					     struct stack_hash *hash, struct raw_resume *resume)
 {
 	struct walk w = {};
 	__u32 user = 1;
@@ -599,15 +617,25 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		return 0;
 	if (!w.done && !w.cut)
 		w.cut = true; /* bpf_loop ran out of steps: the depth limit */
+	/* Native frames only: the Python walk's state does not carry over to user space. */
+	if (w.pending && !w.py.active) {
+		resume->pc = w.pc;
+		resume->sp = w.sp;
+		resume->bp = w.bp;
+		resume->n = w.n;
+		resume->leaf = w.n == 1;
+	}
 	if (w.cut) {
 		frames->ip[w.n & UNWIND_MAX_DEPTH] = TRUNCATED_FRAME;
 		hash_frame(&w.hash, TRUNCATED_FRAME);
 		w.n++;
 	}
 	*hash = w.hash;
-	/* A stack cut short while its tables were being built counts as waiting for them. */
+	/* A stack cut short while its tables were being built counts as waiting for them
+	 * (or, kept raw, as such: take_stacks counts it). */
 	if (w.pending) {
-		st->unwound_pending++;
+		if (!resume->n)
+			st->unwound_pending++;
 	} else if (w.cut) {
 		st->unwound_cut++;
 	} else if (w.fp_no_table) {
@@ -616,6 +644,62 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		st->unwound_tables++;
 	}
 	return w.n;
+}
+
+/* Copies one piece of the user stack into a raw sample; the first that faults ends it. */
+struct raw_copy {
+	__u32 slot, len;
+	__u64 base;
+};
+
+static long raw_copy_step(__u32 i, struct raw_copy *c)
+{
+	struct raw_sample *raw = bpf_map_lookup_elem(&raw_samples, &c->slot);
+
+	if (!raw || i >= RAW_STACK_BYTES / RAW_PIECE)
+		return 1;
+	if (bpf_probe_read_user(&raw->stack[(i & (RAW_STACK_BYTES / RAW_PIECE - 1)) * RAW_PIECE], RAW_PIECE,
+				(void *)(c->base + i * RAW_PIECE)))
+		return 1;
+	c->len = (i + 1) * RAW_PIECE;
+	return 0;
+}
+
+/* Keeps the walk that stopped at `resume` raw in a free slot of generation gen: the frames
+ * walked (scratch[1]), the registers, the stack from sp's piece up. Returns the slot + 1,
+ * 0 when none is free; the sample is whole once its key is in (count_unwound). */
+static __always_inline __u32 keep_raw(__u32 gen, struct raw_resume *resume)
+{
+	struct raw_copy c = {};
+	struct raw_sample *raw;
+	struct stored_stack *frames;
+	__u32 user = 1, claimed;
+
+	claimed = __sync_fetch_and_add(&raw_claimed[gen & 1], 1);
+	if (claimed >= RAW_SLOTS)
+		return 0;
+	c.slot = (gen & 1) * RAW_SLOTS + claimed;
+	raw = bpf_map_lookup_elem(&raw_samples, &c.slot);
+	frames = bpf_map_lookup_elem(&scratch, &user);
+	if (!raw || !frames)
+		return 0;
+	raw->complete = 0;
+	raw->n = resume->n;
+	raw->leaf = resume->leaf;
+	raw->pc = resume->pc;
+	raw->sp = resume->sp;
+	raw->bp = resume->bp;
+	raw->time_ns = bpf_ktime_get_ns();
+	if (bpf_probe_read_kernel(raw->frames, sizeof(raw->frames), frames->ip))
+		return 0;
+	c.base = resume->sp & ~(__u64)(RAW_PIECE - 1);
+	raw->stack_base = c.base;
+	bpf_loop(RAW_STACK_BYTES / RAW_PIECE, raw_copy_step, &c, 0);
+	raw = bpf_map_lookup_elem(&raw_samples, &c.slot);
+	if (!raw)
+		return 0;
+	raw->stack_len = c.len;
+	return c.slot + 1;
 }
 
 /* ---- The mappings of processes, kept by the kernel (see unwind_processes) ---- */

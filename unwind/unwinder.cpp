@@ -154,6 +154,24 @@ struct Unwinder::Impl {
 
 	Stats stats;
 
+	// The kernel's rows of objects raw stacks were walked through, mapped read-only from
+	// their arrays (object -> mapping): the rows the kernel walk reads, no second copy.
+	struct MappedRows {
+		void *at = MAP_FAILED;
+		size_t bytes = 0;
+		std::span<const unwind_row> rows;
+		MappedRows() = default;
+		MappedRows(const MappedRows &) = delete;
+		MappedRows &operator=(const MappedRows &) = delete;
+		~MappedRows()
+		{
+			if (at != MAP_FAILED)
+				munmap(at, bytes);
+		}
+	};
+	std::unordered_map<uint32_t, std::unique_ptr<MappedRows>> mapped_rows;
+	CodeRows code_rows(const MapEntry &m, uint64_t address);
+
 	void cache_not_written(const std::string &why);
 	void prune_loop();
 
@@ -483,8 +501,10 @@ void Unwinder::stop()
 		d.stopping = true;
 		d.work.notify_one();
 	}
-	if (d.builder.joinable())
+	if (d.builder.joinable()) {
 		d.builder.join();
+		d.load_built();
+	}
 	{
 		std::lock_guard<std::mutex> guard(d.prune_lock);
 		d.prune_stopping = true;
@@ -570,6 +590,65 @@ void Unwinder::tick(const ProcessHistory &history)
 	d.load_built();
 }
 
+
+// What the kernel walk would find for an address in mapping m: its object's rows once they
+// are in, a frame-pointer step where the object has no table, nothing while it is built.
+CodeRows Unwinder::Impl::code_rows(const MapEntry &m, uint64_t address)
+{
+	if (!m.file_backed() || m.offset > UINT32_MAX)
+		return {CodeRows::FramePointers, {}, 0};
+	auto id = object_ids.find(file_key(m));
+	if (id == object_ids.end())
+		return {};
+	const uint32_t object = id->second;
+	unwind_object state{};
+	if (bpf_map_lookup_elem(maps.objects, &object, &state) != 0)
+		return {};
+	if (state.state == UNWIND_OBJECT_NO_TABLE || state.state == UNWIND_OBJECT_NO_ROOM)
+		return {CodeRows::FramePointers, {}, 0};
+	if (state.state != UNWIND_OBJECT_READY)
+		return {};
+	std::unique_ptr<MappedRows> &rows = mapped_rows[object];
+	if (!rows) {
+		rows = std::make_unique<MappedRows>();
+		// The outer map gives the inner array's id; its fd maps its slots.
+		uint32_t inner_id = 0;
+		bpf_map_info info{};
+		uint32_t info_size = sizeof(info);
+		UniqueFd inner;
+		if (bpf_map_lookup_elem(maps.tables, &object, &inner_id) == 0)
+			inner.reset(bpf_map_get_fd_by_id(inner_id));
+		if (inner && bpf_obj_get_info_by_fd(inner.get(), &info, &info_size) == 0 &&
+		    uint64_t(info.max_entries) * info.value_size >= uint64_t(state.row_count) * sizeof(unwind_row)) {
+			rows->bytes = size_t(info.max_entries) * info.value_size;
+			rows->at = mmap(nullptr, rows->bytes, PROT_READ, MAP_SHARED, inner.get(), 0);
+			if (rows->at != MAP_FAILED)
+				rows->rows = {static_cast<const unwind_row *>(rows->at), state.row_count};
+		}
+	}
+	if (rows->rows.empty())
+		return {};
+	return {CodeRows::Rows, rows->rows, address - m.start + m.offset};
+}
+
+RawWalk Unwinder::walk_raw(uint32_t pid, uint64_t time_ns, const RawUserStack &stack, size_t max_frames,
+			   const ProcessHistory &history)
+{
+	Impl &d = *impl_;
+	const ProcessImage *image = history.image_at(pid, time_ns);
+	if (!image || !image->maps)
+		return {{}, true};
+	const std::vector<MapEntry> &mappings = *image->maps;
+	return walk_raw_stack(stack, max_frames, d.maps.frame_pointers, [&](uint64_t address) -> CodeRows {
+		// Sorted by start, never overlapping: the last starting at or before the address.
+		auto after = std::upper_bound(mappings.begin(), mappings.end(), address,
+					      [](uint64_t a, const MapEntry &m) { return a < m.start; });
+		if (after == mappings.begin() || address >= (after - 1)->end || !(after - 1)->executable())
+			return {};
+		std::lock_guard<std::mutex> counting(d.loading);
+		return d.code_rows(*(after - 1), address);
+	});
+}
 
 Unwinder::Stats Unwinder::stats() const
 {

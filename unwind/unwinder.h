@@ -10,6 +10,7 @@
 
 #include "unwind/cache.h"
 #include "unwind/maps.h"
+#include "unwind/raw_walk.h"
 
 class ProcessHistory;
 
@@ -32,8 +33,15 @@ public:
 	// that mapped or exec'd since, forgets those that exited, and loads the tables built.
 	void tick(const ProcessHistory &history);
 
-	// Stops building: tables not finished are left undone. Called once sampling ends.
+	// Stops building: tables not finished are left undone, those finished go in. Called once
+	// sampling ends.
 	void stop();
+
+	// Finishes the walk of a user stack the kernel kept raw (its walk met code whose table
+	// was being built), from the same rows the kernel walk reads, located in the mappings
+	// the history gives the process at time_ns: at most max_frames more frames.
+	RawWalk walk_raw(uint32_t pid, uint64_t time_ns, const RawUserStack &stack, size_t max_frames,
+			 const ProcessHistory &history);
 
 	struct Stats {
 		uint32_t objects = 0;          // asked for
