@@ -79,8 +79,8 @@ struct stored_stack {
  * built), kept raw, as perf's --call-graph dwarf keeps every sample: the frames walked so
  * far, the registers where the walk stopped, and a copy of the stack from there up. User
  * space walks on once the table is in and adds the sample as a stored one. A few slots a
- * generation (RAW_SLOTS, claimed in turn; a generation whose slots are taken is drained at
- * the next tick); with none free the stack stays cut short. */
+ * generation (RAW_SLOTS, claimed in turn; a generation whose slots are all taken is
+ * drained soon after); with none free the stack stays cut short. */
 #define RAW_SLOTS 64
 #define RAW_STACK_BYTES 8192
 /* The copy is read in pieces that never cross a page: the first fault ends it. */

@@ -177,7 +177,7 @@ void Session::kernel_symbols_ready()
 // exactly the samples taken in it.
 void Session::follow(WindowCutter &windows)
 {
-	auto has_samples = [&](uint32_t pid) { return sampler_.has_samples(pid); };
+	auto has_samples = [&](uint32_t pid) { return this->has_samples(pid); };
 	std::optional<RawProfile> batch = sampler_.tick();
 	side_band_->poll(history_);
 	history_.settle_labels(has_samples, uint64_t(clock_ns(CLOCK_MONOTONIC)));
@@ -186,7 +186,7 @@ void Session::follow(WindowCutter &windows)
 	if (python_)
 		python_->tick();
 	if (batch) {
-		finish_raw(*batch);
+		finish_raw(*batch, false);
 		windows.add(*batch);
 	}
 	bool drained = batch.has_value();
@@ -195,7 +195,7 @@ void Session::follow(WindowCutter &windows)
 		RawProfile last = sampler_.cut();
 		side_band_->poll(history_);
 		history_.settle_labels(has_samples, uint64_t(now));
-		finish_raw(last);
+		finish_raw(last, true);
 		windows.add(last);
 		windows.close(now, now_real);
 		// The samples still to come were taken after the last cut: a program unloaded
@@ -225,24 +225,43 @@ RawProfile Session::read_rest()
 		python_->tick();
 	RawProfile raw = sampler_.read();
 	side_band_->poll(history_);
-	history_.settle_labels([&](uint32_t pid) { return sampler_.has_samples(pid); },
+	history_.settle_labels([&](uint32_t pid) { return has_samples(pid); },
 			       uint64_t(clock_ns(CLOCK_MONOTONIC)));
-	finish_raw(raw);
+	finish_raw(raw, true);
 	return raw;
 }
 
-// The samples kept raw: their walks finished from the tables built since, and added as
-// stored samples. Their processes' mappings are in the history (it keeps an exited one
-// while the kernel's maps hold samples of it).
-void Session::finish_raw(RawProfile &batch)
+// The samples kept raw: their walks finished from the tables built since, and added to the
+// batch as stored samples. One that meets a table still being built waits for the next
+// batch, unless this one is the last of its window (`last`), or too many wait. Their
+// processes' mappings are in the history (it keeps an exited one while the kernel's maps
+// hold samples of it, or one waits here).
+void Session::finish_raw(RawProfile &batch, bool last)
 {
-	for (const RawProfile::RawSample &sample : batch.raw) {
+	std::vector<RawProfile::RawSample> samples = std::move(raw_waiting_);
+	raw_waiting_.clear();
+	for (RawProfile::RawSample &sample : batch.raw)
+		samples.push_back(std::move(sample));
+	batch.raw.clear();
+	for (RawProfile::RawSample &sample : samples) {
 		const size_t room = batch.depth_limit > sample.frames.size() ? batch.depth_limit - sample.frames.size() : 0;
 		RawWalk walk = unwinder_ ? unwinder_->walk_raw(sample.key.pid, sample.time_ns, sample.stack, room, history_)
-					 : RawWalk{{}, true};
-		batch.add_unwound(sample, walk.frames, walk.truncated);
+					 : RawWalk{{}, true, false};
+		if (walk.waiting && !last && raw_waiting_.size() < 4 * RAW_SLOTS)
+			raw_waiting_.push_back(std::move(sample));
+		else
+			batch.add_unwound(sample, walk.frames, walk.truncated);
 	}
-	batch.raw.clear();
+}
+
+bool Session::has_samples(uint32_t pid) const
+{
+	if (sampler_.has_samples(pid))
+		return true;
+	for (const RawProfile::RawSample &sample : raw_waiting_)
+		if (sample.key.pid == pid)
+			return true;
+	return false;
 }
 
 WindowCutter::WindowCutter(const Options &options, Reports &reports, Session &session, std::string host)

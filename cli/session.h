@@ -90,7 +90,9 @@ public:
 	double kernel_symbols_cpu_ms() const { return kernel_symbols_cpu_ms_; }
 
 private:
-	void finish_raw(RawProfile &batch);
+	void finish_raw(RawProfile &batch, bool last);
+	// The sampler's maps may hold samples of the process, or a sample kept raw waits here.
+	bool has_samples(uint32_t pid) const;
 
 	Sampler sampler_;
 	Symbolizer symbolizer_;
@@ -102,6 +104,8 @@ private:
 	std::optional<Unwinder> unwinder_;
 	Unwinder::Stats tables_;
 	std::optional<PythonReader> python_;
+	// Samples kept raw whose walk meets a table still being built: finished with a later batch.
+	std::vector<RawProfile::RawSample> raw_waiting_;
 	// What -p or -L names, from just before sampling: its CPU time, and whether it runs.
 	std::optional<TargetWatch> targets_;
 	// Indexes the kernel symbols; last, so that it is joined first on destruction, also

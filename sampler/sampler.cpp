@@ -590,11 +590,14 @@ void RawProfile::add_unwound(const RawSample &sample, const std::vector<uint64_t
 	if (truncated_walk)
 		user.push_back(TRUNCATED_FRAME);
 	Entry entry{sample.key, {1, sample.time_ns}};
-	entry.key.user_stack_id = int32_t(stacks.size());
-	const bool kernel_full = sample.key.kernel_stack_id >= 0 && size_t(sample.key.kernel_stack_id) < stacks.size() &&
-				 stacks[size_t(sample.key.kernel_stack_id)].size() == depth_limit;
-	if (kernel_full || user.size() == depth_limit)
+	if (sample.kernel.size() == depth_limit || user.size() == depth_limit)
 		truncated++;
+	entry.key.kernel_stack_id = NO_STACK;
+	if (!sample.kernel.empty()) {
+		entry.key.kernel_stack_id = int32_t(stacks.size());
+		stacks.push_back(sample.kernel);
+	}
+	entry.key.user_stack_id = int32_t(stacks.size());
 	stacks.push_back(std::move(user));
 	entries.push_back(entry);
 	stored++;
@@ -706,7 +709,11 @@ void Sampler::Impl::read_raw(uint32_t generation, RawProfile &batch, BatchId &ba
 		RawProfile::RawSample sample;
 		sample.key = raw->key;
 		sample.key.user_stack_id = NO_STACK;
-		batch_id(sample.key.kernel_stack_id);
+		if (int32_t id = sample.key.kernel_stack_id; id >= 0) {
+			batch_id(id);
+			sample.kernel = batch.stacks[size_t(id)];
+		}
+		sample.key.kernel_stack_id = NO_STACK;
 		sample.time_ns = raw->time_ns;
 		sample.frames.assign(raw->frames, raw->frames + std::min<uint32_t>(raw->n, depth));
 		sample.stack.pc = raw->pc;
@@ -740,8 +747,16 @@ std::optional<RawProfile> Sampler::tick()
 	const int64_t now = int64_t(monotonic_ns());
 	// A drain at most every second; the fill looked at ten times a second at most (a read
 	// of every CPU's tally, which 50 ticks a second would make a good part of an idle
-	// agent's CPU).
-	if (now - d.last_drain_ns < 1000000000 || now - d.last_fill_check_ns < 100000000)
+	// agent's CPU). When every slot for samples kept raw is taken (the next would stay cut
+	// short), four times a second.
+	const int64_t since_drain = now - d.last_drain_ns;
+	const bool raw_full = d.unwinding && __atomic_load_n(&d.skel->bss->raw_claimed[d.skel->bss->generation & 1],
+							      __ATOMIC_RELAXED) >= RAW_SLOTS;
+	if (raw_full && since_drain >= 250000000) {
+		d.drains++;
+		return d.flip_and_drain();
+	}
+	if (since_drain < 1000000000 || now - d.last_fill_check_ns < 100000000)
 		return std::nullopt;
 	d.last_fill_check_ns = now;
 	// The generation in use counts from its last drain.
@@ -754,10 +769,7 @@ std::optional<RawProfile> Sampler::tick()
 	const bool filling = d.unwinding ? t.new_keys * 4 >= capacity : t.new_keys * 16 >= capacity;
 	const bool losing = lost_samples(t) > 0 &&
 			    (t.new_keys * 64 >= capacity || now - d.last_drain_ns >= 5000000000);
-	// Every slot for samples kept raw is taken: the next would stay cut short.
-	const bool raw_full = d.unwinding && __atomic_load_n(&d.skel->bss->raw_claimed[d.skel->bss->generation & 1],
-							      __ATOMIC_RELAXED) >= RAW_SLOTS;
-	if (!filling && !losing && !raw_full)
+	if (!filling && !losing)
 		return std::nullopt;
 	d.drains++;
 	return d.flip_and_drain();

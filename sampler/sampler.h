@@ -38,11 +38,12 @@ struct RawProfile {
 	uint32_t depth_limit = 0; // frames a stack could hold (a stack this long was likely cut)
 
 	// A sample the kernel kept raw (struct raw_sample) because its user stack met code whose
-	// table was still being built: its key (kernel stack id of this batch), its time, the
+	// table was still being built: its key (no stack ids), its kernel stack, its time, the
 	// user frames walked in the kernel, and where that walk stopped. Not in entries until
-	// its walk is finished in user space (add_unwound).
+	// its walk is finished in user space (add_unwound), in this batch or a later one.
 	struct RawSample {
 		stack_key key;
+		std::vector<uint64_t> kernel;
 		uint64_t time_ns = 0;
 		std::vector<uint64_t> frames;
 		RawUserStack stack;

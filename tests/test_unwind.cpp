@@ -161,6 +161,42 @@ TEST_CASE("whole machine: short-lived processes of a program without frame point
 	CHECK(pending_share(r.err) < 0.15);
 }
 
+TEST_CASE("whole machine: samples taken while a new program's table is built are kept raw and reach their roots")
+{
+	require_root();
+	// Five copies of the workload, each a file the run has not met, started one after
+	// another over the run (those that start before sampling does leave no samples): the
+	// first samples of each come before its table is in, a tick or more after it first
+	// runs (built, or read from the cache by the build id the copies share).
+	TempDir dir;
+	std::string loop = "for i in 1 2 3 4 5; do sleep 0.4; ";
+	for (int i = 1; i <= 5; i++)
+		std::filesystem::copy_file(workload("nofp"), dir / ("rawfresh" + std::to_string(i)));
+	loop += dir / "rawfresh$i 0.3; done";
+	Background copies({"/bin/sh", "-c", loop});
+	auto r = profile({"-U", "-F", "999", "--folded", "4"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	std::vector<FoldedLine> fresh;
+	for (const FoldedLine &l : lines)
+		if (l.frames[0].starts_with("rawfresh")) {
+			fresh.push_back(l);
+			fresh.back().frames[0] = "rawfresh";
+		}
+	INFO("stderr:\n" << r.err << "stacks not reaching the root:\n" << worst_lines(fresh));
+	std::smatch kept;
+	REQUIRE(std::regex_search(r.err, kept, std::regex("([0-9.]+) % kept raw while tables were built and walked "
+							  "later \\(([0-9]+) of ([0-9]+) still cut short\\)")));
+	CHECK(std::stoull(kept[3]) > 0);
+	// Every sample reaches the root but those a full set of raw slots left cut short (the
+	// account's share of all stacks, taken off these), and the few of a process's first
+	// and last instructions (in ld.so, in exit).
+	RootShare root = root_share(fresh, "rawfresh", r.err);
+	REQUIRE(root.samples > root.pending + 100);
+	const SampledShare whole = sampled_share(root.whole, root.samples - root.pending, 0.99);
+	CHECK_MESSAGE(whole.observed >= whole.expected - whole.bound, whole);
+}
+
 TEST_CASE("the table cache: kept in $CACHE_DIRECTORY/unwind for the next run; a full one gives one warning and the run goes on")
 {
 	require_root();

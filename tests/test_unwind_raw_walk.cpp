@@ -71,6 +71,7 @@ TEST_CASE("raw walk: rsp and rbp rules reach the outermost frame")
 	const RawWalk walk = walk_raw_stack(three_frames(), 100, true, in_file);
 	CHECK(walk.frames == std::vector<uint64_t>{0x2025, 0x3007});
 	CHECK_FALSE(walk.truncated);
+	CHECK_FALSE(walk.waiting);
 }
 
 TEST_CASE("raw walk: a read past the copied bytes, or below them, stops the walk as truncated")
@@ -96,6 +97,13 @@ TEST_CASE("raw walk: code whose table is not there, the depth limit, and rbp 0 u
 	});
 	CHECK(walk.frames == std::vector<uint64_t>{0x2025});
 	CHECK(walk.truncated);
+	CHECK_FALSE(walk.waiting);
+	walk = walk_raw_stack(three_frames(), 100, true, [](uint64_t a) {
+		return a >= 0x2000 ? CodeRows{CodeRows::Building, {}, 0} : in_file(a);
+	});
+	CHECK(walk.frames == std::vector<uint64_t>{0x2025});
+	CHECK(walk.truncated);
+	CHECK(walk.waiting);
 
 	walk = walk_raw_stack(three_frames(), 1, true, in_file);
 	CHECK(walk.frames == std::vector<uint64_t>{0x2025});

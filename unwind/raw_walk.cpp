@@ -83,8 +83,10 @@ RawWalk walk_raw_stack(const RawUserStack &stack, size_t max_frames, bool frame_
 		if (code.kind == CodeRows::Rows && code.offset <= UINT32_MAX)
 			row = find_unwind_row(code.rows, code.offset);
 		Step step;
-		if (code.kind == CodeRows::Unknown)
+		if (code.kind == CodeRows::Unknown || code.kind == CodeRows::Building) {
+			walk.waiting = code.kind == CodeRows::Building;
 			step = Step::Cut;
+		}
 		else if (row && row->cfa_type == UNWIND_CFA_END)
 			step = Step::Done;
 		else if (row && row->cfa_type != UNWIND_CFA_NONE)

@@ -24,7 +24,8 @@ struct RawUserStack {
 // How to step out of the code at an address (a pc, or a return address less one).
 struct CodeRows {
 	enum Kind {
-		Unknown,       // no table to trust (none mapped there, or still not built): stop
+		Unknown,       // no table to trust (nothing mapped executable there): stop
+		Building,      // its file's table is still being built: stop, for now
 		FramePointers, // code with no table (no file, no CFI): a frame-pointer step
 		Rows,          // the rows of its file; `offset` is the address's file offset
 	} kind = Unknown;
@@ -36,6 +37,7 @@ using FindCodeRows = std::function<CodeRows(uint64_t address)>;
 struct RawWalk {
 	std::vector<uint64_t> frames; // the callers found, outermost last
 	bool truncated = false;       // stopped before the stack's end (read outside the bytes, no rule, depth)
+	bool waiting = false;         // stopped at code whose table is still being built: may go on later
 };
 
 // Walks on from the stack's frame at pc, adding at most max_frames frames. frame_pointers:

@@ -597,9 +597,10 @@ CodeRows Unwinder::Impl::code_rows(const MapEntry &m, uint64_t address)
 {
 	if (!m.file_backed() || m.offset > UINT32_MAX)
 		return {CodeRows::FramePointers, {}, 0};
+	// No object yet: the file the walk asked about is answered at the next tick.
 	auto id = object_ids.find(file_key(m));
 	if (id == object_ids.end())
-		return {};
+		return {CodeRows::Building, {}, 0};
 	const uint32_t object = id->second;
 	unwind_object state{};
 	if (bpf_map_lookup_elem(maps.objects, &object, &state) != 0)
@@ -607,7 +608,7 @@ CodeRows Unwinder::Impl::code_rows(const MapEntry &m, uint64_t address)
 	if (state.state == UNWIND_OBJECT_NO_TABLE || state.state == UNWIND_OBJECT_NO_ROOM)
 		return {CodeRows::FramePointers, {}, 0};
 	if (state.state != UNWIND_OBJECT_READY)
-		return {};
+		return {CodeRows::Building, {}, 0};
 	std::unique_ptr<MappedRows> &rows = mapped_rows[object];
 	if (!rows) {
 		rows = std::make_unique<MappedRows>();
