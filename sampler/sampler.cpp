@@ -722,6 +722,7 @@ void Sampler::Impl::read_raw(uint32_t generation, RawProfile &batch, BatchId &ba
 		sample.stack.leaf = raw->leaf;
 		sample.stack.base = raw->stack_base;
 		sample.stack.bytes.assign(raw->stack, raw->stack + std::min<uint32_t>(raw->stack_len, RAW_STACK_BYTES));
+		sampled_until_drain.insert(sample.key.pid);
 		batch.raw.push_back(std::move(sample));
 		bpf_map_update_elem(fd, &slot, &empty, BPF_ANY);
 	}
