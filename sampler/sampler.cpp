@@ -676,9 +676,8 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		// is emptied key by key below.
 		bpf_map_delete_elem(counts_fd, &key);
 	}
-	if (unwinding)
-		read_raw(generation, batch, batch_id);
 	if (unwinding) {
+		read_raw(generation, batch, batch_id);
 		for (const stack_hash &key : store_keys)
 			bpf_map_delete_elem(store_fd, &key);
 	} else {
