@@ -310,12 +310,15 @@ static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 g
 }
 
 /* A sample kept raw is whole once its key (kernel stack stored) is in: not counted in the
- * counts map, its process marked sampled all the same (user space keeps its mappings). */
-static __always_inline int keep_raw_key(struct stack_key *key, __u32 slot, struct sample_stats *st)
+ * counts map, its process marked sampled all the same (user space keeps its mappings).
+ * Global, as keep_raw: checked once, not in each generation's copy of count_unwound. */
+__noinline int keep_raw_key(struct stack_key *key, __u32 slot, struct sample_stats *st)
 {
 	struct raw_sample *raw = bpf_map_lookup_elem(&raw_samples, &slot);
 	__u8 one = 1;
 
+	if (!key || !st)
+		return 0;
 	if (!raw) {
 		st->unwound_pending++;
 		st->lost_stack_other++;

@@ -667,14 +667,17 @@ static long raw_copy_step(__u32 i, struct raw_copy *c)
 
 /* Keeps the walk that stopped at `resume` raw in a free slot of generation gen: the frames
  * walked (scratch[1]), the registers, the stack from sp's piece up. Returns the slot + 1,
- * 0 when none is free; the sample is whole once its key is in (count_unwound). */
-static __always_inline __u32 keep_raw(__u32 gen, struct raw_resume *resume)
+ * 0 when none is free; the sample is whole once its key is in (count_unwound). A global
+ * function: the verifier checks it once, on its own, not along every path of the walk. */
+__noinline __u32 keep_raw(__u32 gen, struct raw_resume *resume)
 {
 	struct raw_copy c = {};
 	struct raw_sample *raw;
 	struct stored_stack *frames;
 	__u32 user = 1, claimed;
 
+	if (!resume)
+		return 0;
 	claimed = __sync_fetch_and_add(&raw_claimed[gen & 1], 1);
 	if (claimed >= RAW_SLOTS)
 		return 0;
