@@ -252,6 +252,8 @@ void Session::finish_raw(RawProfile &batch, bool last)
 		else
 			batch.add_unwound(sample, walk.frames, walk.truncated);
 	}
+	if (unwinder_)
+		unwinder_->drop_raw_rows();
 }
 
 bool Session::has_samples(uint32_t pid) const

@@ -651,6 +651,11 @@ RawWalk Unwinder::walk_raw(uint32_t pid, uint64_t time_ns, const RawUserStack &s
 	});
 }
 
+void Unwinder::drop_raw_rows()
+{
+	impl_->mapped_rows.clear();
+}
+
 Unwinder::Stats Unwinder::stats() const
 {
 	Impl &d = *impl_;

@@ -42,6 +42,8 @@ public:
 	// the history gives the process at time_ns: at most max_frames more frames.
 	RawWalk walk_raw(uint32_t pid, uint64_t time_ns, const RawUserStack &stack, size_t max_frames,
 			 const ProcessHistory &history);
+	// Unmaps the rows walk_raw mapped: a long run keeps none of their pages between batches.
+	void drop_raw_rows();
 
 	struct Stats {
 		uint32_t objects = 0;          // asked for
