@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "push/push.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 

@@ -20,9 +20,10 @@
 #include <unordered_set>
 #include <utility>
 
+#include "base/diagnostics.h"
 #include "profile.skel.h"
 #include "sampler/targets.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 
@@ -42,7 +43,13 @@ int libbpf_print(enum libbpf_print_level level, const char *format, va_list args
 		return 0;
 	if (!debug)
 		return 0; // errors are reported by the caller, in one line
-	return vfprintf(stderr, format, args);
+	char text[1024];
+	const int n = vsnprintf(text, sizeof(text), format, args);
+	std::string_view line(text, n < 0 ? 0 : std::min<size_t>(size_t(n), sizeof(text) - 1));
+	while (!line.empty() && line.back() == '\n')
+		line.remove_suffix(1);
+	diagnostics::line(std::string(line));
+	return n;
 }
 
 // Small /proc and /sys files, opened close-on-exec like every fd the profiler holds.
@@ -319,7 +326,7 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 	if (!plan.refusal.empty())
 		throw RunError(plan.refusal);
 	for (const std::string &warning : plan.warnings)
-		fprintf(stderr, "profile: %s\n", warning.c_str());
+		diagnostics::say("%s", warning.c_str());
 	MapSizes sizes = plan.sizes;
 	impl_->unwinding = sizes.unwinding;
 	impl_->depth = sizes.depth;
@@ -342,8 +349,8 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 	}
 	if (err && impl_->unwinding && options.unwind == UnwindMode::Auto) {
 		// The verifier refused the walk (an older kernel's limits): fall back, saying so.
-		fprintf(stderr, "profile: unwinding by frame pointers (as --unwind fp): the kernel refused the "
-				"table unwinder (%s; PROFILE_DEBUG=1 shows why)\n",
+		diagnostics::say("unwinding by frame pointers (as --unwind fp): the kernel refused the "
+				"table unwinder (%s; PROFILE_DEBUG=1 shows why)",
 			errno_text(err).c_str());
 		impl_->unwinding = false;
 		follow = false;

@@ -20,7 +20,7 @@
 
 #include "syms/demangle.h"
 #include "syms/elf_handles.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 

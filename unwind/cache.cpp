@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "syms/elf_handles.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 

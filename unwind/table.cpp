@@ -19,7 +19,7 @@
 
 #include "syms/elf.h"
 #include "syms/elf_handles.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 
