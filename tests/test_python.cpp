@@ -14,7 +14,7 @@
 #include "python/layout.h"
 #include "python/names.h"
 #include "python/runtime.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/symbolizer.h"
 #include "tests/support.h"
 
