@@ -266,6 +266,9 @@ PythonDetection detect_python(uint32_t pid)
 	p.frame_instr = layout.frame_instr;
 	p.frame_entry = layout.frame_entry;
 	p.code_units = uint16_t(basic_size);
+	p.code_name = python_fingerprint_name(layout);
+	p.code_filename = layout.code_filename;
+	p.code_firstlineno = layout.code_firstlineno;
 	found.kind = PythonDetection::Python;
 	return found;
 }
