@@ -446,6 +446,73 @@ TEST_CASE("python: a code object freed and its address taken by another is named
 	}
 }
 
+TEST_CASE("python: a recursion deeper than the walk's 127 frames ends in [truncated], never in wrong frames")
+{
+	require_root();
+	const auto found = interpreters();
+	if (found.empty()) {
+		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+		return;
+	}
+	// The first (Debian's 3.11: Python calls without a native frame between), and one
+	// before 3.11 (native eval frames between every two) when there is one.
+	std::vector<Interpreter> chosen = {found.front()};
+	for (const Interpreter &py : found)
+		if (py.label.starts_with("pyenv 3.8") || py.label.starts_with("pyenv 3.9") ||
+		    py.label.starts_with("pyenv 3.10")) {
+			chosen.push_back(py);
+			break;
+		}
+	for (const Interpreter &py : chosen) {
+		CAPTURE(py.label);
+		Background program({py.path, "-c",
+				    "import sys\n"
+				    "sys.setrecursionlimit(1000)\n"
+				    "def deep(n):\n"
+				    "    if n:\n"
+				    "        return deep(n - 1)\n"
+				    "    print('ready', flush=True)\n"
+				    "    t = 0\n"
+				    "    while True:\n"
+				    "        t += 1\n"
+				    "def top():\n"
+				    "    deep(200)\n"
+				    "top()\n"}); // killed at the end
+		REQUIRE(program.read_line() == "ready");
+		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "1"});
+		REQUIRE_MESSAGE(r.status == 0, r.err);
+		INFO("stderr:\n" << r.err);
+		uint64_t all = 0, cut = 0, wrong = 0;
+		size_t python_frames = 0;
+		for (const FoldedLine &l : parse_folded(r.out)) {
+			all += l.count;
+			// Root first: the mark, then only deep's frames (top and <module> are past the
+			// limit) and the interpreter's own between and below them.
+			size_t deep = 0;
+			bool right = l.frames.size() >= 3 && l.frames[1] == "[truncated]";
+			for (const std::string &f : l.frames) {
+				const bool python = f.find(" (") != std::string::npos;
+				deep += python && f.starts_with("deep (<string>:");
+				right &= !python || f.starts_with("deep (<string>:");
+			}
+			right &= deep > 0;
+			cut += l.frames.size() >= 2 && l.frames[1] == "[truncated]" ? l.count : 0;
+			python_frames = std::max(python_frames, deep);
+			if (!right) {
+				std::string stack;
+				for (const std::string &f : l.frames)
+					stack += f + ";";
+				MESSAGE("wrong: " << stack << " " << l.count);
+				wrong += l.count;
+			}
+		}
+		MESSAGE(python_frames << " Python frames of 200 shown, " << cut << " of " << all << " samples cut");
+		CHECK(all >= 20);
+		CHECK(wrong == 0);
+		CHECK(python_frames >= 20);
+	}
+}
+
 TEST_CASE("python: a corrupt libpython in a process gives native stacks and one line, never a crash")
 {
 	require_root();
