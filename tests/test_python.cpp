@@ -248,6 +248,17 @@ TEST_CASE("python: the eval function's cold part is found from the unwind tables
 	CHECK(checked > 0);
 }
 
+TEST_CASE("python: the README's flame graph is profile's own, of split.py, with its Python frames in place")
+{
+	// scripts/python-flamegraph.sh makes it; the README shows it.
+	const std::string svg = read_file("doc/python-flamegraph.svg");
+	CHECK(svg.find("<title>Flame Graph: ./profile -p ") != std::string::npos);
+	for (const char *frame : {"&lt;module&gt; (split.py:", "main (split.py:", "busy (split.py:",
+				  "compressing (split.py:23)", "deflate"})
+		CHECK_MESSAGE(svg.find(std::string("<title>") + frame) != std::string::npos, frame);
+	CHECK(read_file("README.md").find("](doc/python-flamegraph.svg)") != std::string::npos);
+}
+
 TEST_CASE("python: the known split, roots through the Python frames, and zlib under its caller")
 {
 	require_root();
