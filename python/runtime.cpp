@@ -118,7 +118,7 @@ struct FdeIndex {
 	std::optional<std::pair<uint64_t, uint64_t>> range(size_t i) const
 	{
 		const uint64_t fde = hdr_at + int64_t(load<int32_t>(hdr, 12 + 8 * i + 4));
-		if (fde < eh_frame_at || fde - eh_frame_at + 16 > eh_frame.size())
+		if (fde < eh_frame_at || eh_frame.size() < 16 || fde - eh_frame_at > eh_frame.size() - 16)
 			return std::nullopt;
 		const size_t at = fde - eh_frame_at;
 		const uint32_t length = load<uint32_t>(eh_frame, at);
@@ -139,7 +139,7 @@ std::optional<ElfSymbolValue> find_cold_part(const ElfFile &elf, ElfSymbolValue 
 	const auto text = elf.section_data(".text");
 	const auto text_at = elf.section_address(".text");
 	if (!fdes.open(elf) || !text || !text_at || function.address < *text_at ||
-	    function.address - *text_at + function.size > text->size())
+	    function.address - *text_at > text->size() || function.size > text->size() - (function.address - *text_at))
 		return std::nullopt;
 	const auto code = text->subspan(function.address - *text_at, function.size);
 	const uint64_t end = function.address + function.size;
