@@ -55,6 +55,28 @@ std::vector<Interpreter> interpreters()
 
 const std::string kWorkloads = "tests/workloads/python/";
 
+// The first interpreter (Debian's 3.11 where it is installed), and the first pyenv one
+// before 3.11 when there is one: the two ways of chaining frames and naming code.
+std::vector<Interpreter> first_and_one_before_3_11()
+{
+	const auto found = interpreters();
+	std::vector<Interpreter> chosen;
+	for (const Interpreter &py : found)
+		if (chosen.empty() || ((py.label.starts_with("pyenv 3.8") || py.label.starts_with("pyenv 3.9") ||
+					py.label.starts_with("pyenv 3.10")) && chosen.size() == 1))
+			chosen.push_back(py);
+	return chosen;
+}
+
+// A folded line as profile wrote it, for a failure's message.
+std::string folded_line(const FoldedLine &l)
+{
+	std::string stack;
+	for (const std::string &f : l.frames)
+		stack += (stack.empty() ? "" : ";") + f;
+	return stack + " " + std::to_string(l.count);
+}
+
 
 bool is_root_frame(const std::string &frame)
 {
@@ -442,19 +464,12 @@ TEST_CASE("python: 10,000 distinct code objects of a live process are all named,
 TEST_CASE("python: a code object freed and its address taken by another is named as the new one")
 {
 	require_root();
-	const auto found = interpreters();
-	if (found.empty()) {
+	// Names by co_qualname (3.11) and by co_name (before 3.11).
+	const auto chosen = first_and_one_before_3_11();
+	if (chosen.empty()) {
 		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
 		return;
 	}
-	// The first (Debian's), and one that names by co_name (before 3.11) when there is one.
-	std::vector<Interpreter> chosen = {found.front()};
-	for (const Interpreter &py : found)
-		if (py.label.starts_with("pyenv 3.8") || py.label.starts_with("pyenv 3.9") ||
-		    py.label.starts_with("pyenv 3.10")) {
-			chosen.push_back(py);
-			break;
-		}
 	TempDir dir;
 	for (const Interpreter &py : chosen) {
 		CAPTURE(py.label);
@@ -492,10 +507,7 @@ TEST_CASE("python: a code object freed and its address taken by another is named
 				right &= rec.size() <= depth;
 			}
 			if (!right) {
-				std::string stack;
-				for (const std::string &f : l.frames)
-					stack += f + ";";
-				MESSAGE("wrong: " << stack << " " << l.count);
+				MESSAGE("wrong: " << folded_line(l));
 				wrong += l.count;
 			}
 		}
@@ -509,20 +521,13 @@ TEST_CASE("python: a code object freed and its address taken by another is named
 TEST_CASE("python: a recursion deeper than the walk's 127 frames ends in [truncated], never in wrong frames")
 {
 	require_root();
-	const auto found = interpreters();
-	if (found.empty()) {
+	// 3.11: Python calls without a native frame between; before 3.11: native eval frames
+	// between every two.
+	const auto chosen = first_and_one_before_3_11();
+	if (chosen.empty()) {
 		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
 		return;
 	}
-	// The first (Debian's 3.11: Python calls without a native frame between), and one
-	// before 3.11 (native eval frames between every two) when there is one.
-	std::vector<Interpreter> chosen = {found.front()};
-	for (const Interpreter &py : found)
-		if (py.label.starts_with("pyenv 3.8") || py.label.starts_with("pyenv 3.9") ||
-		    py.label.starts_with("pyenv 3.10")) {
-			chosen.push_back(py);
-			break;
-		}
 	for (const Interpreter &py : chosen) {
 		CAPTURE(py.label);
 		Background program({py.path, "-c",
@@ -559,10 +564,7 @@ TEST_CASE("python: a recursion deeper than the walk's 127 frames ends in [trunca
 			cut += l.frames.size() >= 2 && l.frames[1] == "[truncated]" ? l.count : 0;
 			python_frames = std::max(python_frames, deep);
 			if (!right) {
-				std::string stack;
-				for (const std::string &f : l.frames)
-					stack += f + ";";
-				MESSAGE("wrong: " << stack << " " << l.count);
+				MESSAGE("wrong: " << folded_line(l));
 				wrong += l.count;
 			}
 		}
