@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -268,6 +269,66 @@ TEST_CASE("python: the eval function's cold part is found from the unwind tables
 		}
 	}
 	CHECK(checked > 0);
+}
+
+TEST_CASE("python: a sample in Debian's python3.11's unnamed cold part has its Python frames in place")
+{
+	require_root();
+	const auto found = interpreters();
+	if (found.empty() || found.front().label != "Debian 3.11") {
+		skip_test("Debian's /usr/bin/python3.11 is missing (apt-get install python3.11)");
+		return;
+	}
+	UniqueFd fd = open_read_only("/usr/bin/python3.11");
+	REQUIRE(fd);
+	auto elf = ElfFile::open(fd.get());
+	REQUIRE(elf);
+	const auto eval = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault");
+	REQUIRE(eval);
+	const auto cold = find_cold_part(*elf, *eval);
+	REQUIRE(cold);
+	// A frame written [python3.11+0xADDR] in the cold part.
+	auto in_cold = [&](const std::string &frame) {
+		unsigned long long at = 0;
+		return std::sscanf(frame.c_str(), "[python3.11+0x%llx]", &at) == 1 && at >= cold->address &&
+		       at < cold->address + cold->size;
+	};
+	// A local read before it is set: the error is made in the cold part.
+	Background program({"/usr/bin/python3.11", "-c",
+			    "def unbound(n):\n"
+			    "    for i in range(n):\n"
+			    "        try:\n"
+			    "            if i < 0: v = 1\n"
+			    "            v\n"
+			    "        except UnboundLocalError: pass\n"
+			    "print('ready', flush=True)\n"
+			    "while True:\n"
+			    "    unbound(1000)\n"}); // killed at the end
+	REQUIRE(program.read_line() == "ready");
+	const std::string pid = std::to_string(program.pid());
+	// As the interpreter is: some samples pass through the cold part.
+	auto native = profile({"-p", pid, "-U", "-f", "499", "--no-python", "--folded", "1"});
+	REQUIRE_MESSAGE(native.status == 0, native.err);
+	uint64_t through_cold = 0;
+	for (const FoldedLine &l : parse_folded(native.out))
+		through_cold += std::any_of(l.frames.begin(), l.frames.end(), in_cold) ? l.count : 0;
+	MESSAGE(through_cold << " samples through the cold part without Python frames");
+	REQUIRE(through_cold >= 3);
+	// With them: no frame is left in the cold part, and every sample has its Python frames.
+	auto r = profile({"-p", pid, "-U", "-f", "499", "--folded", "1"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	uint64_t all = 0, wrong = 0;
+	for (const FoldedLine &l : parse_folded(r.out)) {
+		all += l.count;
+		const bool module = std::any_of(l.frames.begin(), l.frames.end(),
+						[](const std::string &f) { return f.starts_with("<module> (<string>:"); });
+		if (!module || std::any_of(l.frames.begin(), l.frames.end(), in_cold)) {
+			MESSAGE("wrong: " << folded_line(l));
+			wrong += l.count;
+		}
+	}
+	CHECK(all >= 20);
+	CHECK(wrong == 0);
 }
 
 TEST_CASE("python: the README's flame graph is profile's own, of split.py, with its Python frames in place")
