@@ -537,9 +537,9 @@ TEST_CASE("python: a code object freed and its address taken by another is named
 	for (const Interpreter &py : chosen) {
 		CAPTURE(py.label);
 		const std::string report = dir / "reuse";
-		Background program({py.path, kWorkloads + "reuse.py", "3", report});
+		Background program({py.path, kWorkloads + "reuse.py", "2", report});
 		REQUIRE(program.read_line() == "ready");
-		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "2"});
+		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "1"});
 		REQUIRE_MESSAGE(r.status == 0, r.err);
 		program.wait();
 		uint32_t loop_line = 0, ran = 0, reused = 0;
