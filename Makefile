@@ -42,7 +42,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 # Every module folder's .cpp files go into the program (and the tests).
-MODULE_SRCS := $(wildcard cli/*.cpp sampler/*.cpp syms/*.cpp unwind/*.cpp python/*.cpp report/*.cpp push/*.cpp)
+MODULE_SRCS := $(wildcard base/*.cpp cli/*.cpp sampler/*.cpp syms/*.cpp unwind/*.cpp python/*.cpp report/*.cpp push/*.cpp)
 MODULE_OBJS := $(MODULE_SRCS:%.cpp=$(OUTPUT)/%.o)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(OUTPUT)/%.o)
@@ -55,7 +55,7 @@ $(TEST_OBJS): CXXFLAGS += -O0
 
 all: $(PROFILE)
 
-$(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/base $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
@@ -73,7 +73,7 @@ $(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
 # Everything that includes the skeleton waits for it.
 $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(OUTPUT)/profile.skel.h
 
-$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests
+$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/base $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 

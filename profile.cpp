@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/diagnostics.h"
 #include "cli/options.h"
 #include "cli/session.h"
 #include "push/push.h"
@@ -20,7 +21,7 @@
 #include "sampler/targets.h"
 #include "syms/cgroup.h"
 #include "syms/debuginfod.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 
@@ -215,7 +216,7 @@ int run(const Options &options, const MapPlan &plan)
 	if (options.format == ReportFormat::Stacks && to_stdout)
 		std::cout << header_line(options) << std::endl;
 	else
-		fprintf(stderr, "%s\n", header_line(options).c_str());
+		diagnostics::line(header_line(options));
 	// The table unwinder waits for user space to send a new process's mappings and its
 	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps. Below
 	// 50 Hz (an agent's 19) a process meets few samples in 20 ms, and waking 50 times a
@@ -228,7 +229,7 @@ int run(const Options &options, const MapPlan &plan)
 	};
 	if (wait_for_end(options, stop_signals, to_stdout, session.targets(), windows.start_mono(), tick_ns, follow) ==
 	    End::TargetsExited)
-		fprintf(stderr, "profile: every %s sampled has exited\n", session.targets().threads() ? "thread" : "process");
+		diagnostics::say("every %s sampled has exited", session.targets().threads() ? "thread" : "process");
 
 	session.detach();
 	const int64_t end = clock_ns(CLOCK_MONOTONIC), end_real = clock_ns(CLOCK_REALTIME);
@@ -259,7 +260,7 @@ int main(int argc, char **argv)
 	std::ios::sync_with_stdio(false);
 	auto parsed = parse_options(argc, argv);
 	if (auto *usage = std::get_if<UsageError>(&parsed)) {
-		fprintf(stderr, "profile: %s (see profile --help)\n", usage->message.c_str());
+		diagnostics::say("%s (see profile --help)", usage->message.c_str());
 		return 2;
 	}
 	Options &options = std::get<Options>(parsed);
@@ -275,16 +276,16 @@ int main(int argc, char **argv)
 	const MapPlan plan = plan_maps(options);
 	std::vector<std::string> notes;
 	if (std::string wrong = check_against_machine(options, plan, notes); !wrong.empty()) {
-		fprintf(stderr, "profile: %s\n", wrong.c_str());
+		diagnostics::say("%s", wrong.c_str());
 		return 2;
 	}
 	for (const std::string &note : notes)
-		fprintf(stderr, "profile: %s\n", note.c_str());
+		diagnostics::say("%s", note.c_str());
 	int status;
 	try {
 		status = run(options, plan);
 	} catch (const RunError &e) {
-		fprintf(stderr, "profile: %s\n", e.what());
+		diagnostics::say("%s", e.what());
 		status = 1;
 	}
 	// A fetch given up at --debuginfod-timeout may still be inside libcurl: no exit

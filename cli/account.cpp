@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <string>
 
+#include "base/diagnostics.h"
+
 // The account doc/cli.md promises: the last stderr line when anything was lost.
 void report_losses(const RawProfile &raw, const Options &options)
 {
 
 	if (raw.truncated)
-		fprintf(stderr, "profile: %" PRIu64 " %s cut at %u frames (raise --perf-max-stack-depth)\n",
+		diagnostics::say("%" PRIu64 " %s cut at %u frames (raise --perf-max-stack-depth)",
 			raw.truncated, raw.truncated == 1 ? "sample has its stack" : "samples have stacks", raw.depth_limit);
 	const sample_stats &t = raw.totals;
 	const uint64_t lost = lost_samples(t);
@@ -33,7 +35,7 @@ void report_losses(const RawProfile &raw, const Options &options)
 	cause(t.lost_stack_full, "with the stack map full (raise --stack-storage-size, now " +
 					 std::to_string(options.stack_storage_size) + ")");
 	cause(t.lost_stack_other, "on other stack errors");
-	fprintf(stderr, "profile: %" PRIu64 " sample%s taken, %" PRIu64 " stored, %" PRIu64 " lost: %s\n",
+	diagnostics::say("%" PRIu64 " sample%s taken, %" PRIu64 " stored, %" PRIu64 " lost: %s",
 		raw.taken, raw.taken == 1 ? "" : "s", raw.stored, lost, causes.c_str());
 }
 
@@ -69,10 +71,10 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 		line += part;
 	}
 	line += ")";
-	fprintf(stderr, "%s\n", line.c_str());
+	diagnostics::line(line);
 	if (tables.no_room)
-		fprintf(stderr, "profile: %u unwind table%s (%" PRIu64 " rows) did not fit in the kernel: %s code was "
-				"walked by frame pointers (raise --unwind-table-size, now %u)\n",
+		diagnostics::say("%u unwind table%s (%" PRIu64 " rows) did not fit in the kernel: %s code was "
+				"walked by frame pointers (raise --unwind-table-size, now %u)",
 			tables.no_room, tables.no_room == 1 ? "" : "s", tables.no_room_rows,
 			tables.no_room == 1 ? "its" : "their", tables.row_capacity);
 }
@@ -82,7 +84,7 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 // -U keeps. Samples taken and lost are report_losses' to tell.
 void explain_empty(const Profile &profile, const RawProfile &raw, const Options &options, TargetWatch &targets)
 {
-	auto say = [](const std::string &line) { fprintf(stderr, "profile: %s\n", line.c_str()); };
+	auto say = [](const std::string &line) { diagnostics::say("%s", line.c_str()); };
 	const uint64_t total = profile.total();
 	if (total) {
 		bool kernel_frames = false, user_frames = false;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/diagnostics.h"
 #include "report/window.h"
 #include "cli/account.h"
 #include "syms/debuginfod.h"
@@ -68,10 +69,8 @@ void fetch_missing_debug_files(Symbolizer &symbolizer, const Options &options, D
 	settings.timeout_s = options.debuginfod_timeout_s;
 	if (isatty(STDERR_FILENO))
 		settings.progress = [](size_t done, size_t total, bool last) {
-			if (last)
-				fprintf(stderr, "\r\033[K");
-			else
-				fprintf(stderr, "\rprofile: debuginfod: %zu of %zu debug files fetched", done, total);
+			diagnostics::progress(last ? "" : "profile: debuginfod: " + std::to_string(done) + " of " +
+								  std::to_string(total) + " debug files fetched");
 		};
 	std::vector<FetchedDebugFile> files = fetch_debug_files(wanted, settings);
 	size_t missing = 0, late = 0, refused = 0, failed = 0;
@@ -108,7 +107,7 @@ void fetch_missing_debug_files(Symbolizer &symbolizer, const Options &options, D
 	add(late, "not there within --debuginfod-timeout " + std::to_string(options.debuginfod_timeout_s) + " s");
 	add(refused, "refused (" + refused_why + ")");
 	add(failed, "failed (" + failed_why + ")");
-	fprintf(stderr, "profile: debuginfod: %zu of %zu debug files not used, their frames stay unnamed: %s\n",
+	diagnostics::say("debuginfod: %zu of %zu debug files not used, their frames stay unnamed: %s",
 		missing + late + refused + failed, files.size(), why.c_str());
 }
 
@@ -312,48 +311,48 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 	const RawProfile &account = windows.account();
 	if (pusher) {
 		const Pusher::Stats push = pusher->stats();
-		fprintf(stderr, "profile: push: %" PRIu64 " window%s sent to %s (%" PRIu64 " request%s, %" PRIu64
+		diagnostics::say("push: %" PRIu64 " window%s sent to %s (%" PRIu64 " request%s, %" PRIu64
 				" failed, %" PRIu64 " window%s dropped, %" PRIu64 " of them refused); a request took %.1f ms "
-				"on average, %.1f ms at most\n",
+				"on average, %.1f ms at most",
 			push.sent, push.sent == 1 ? "" : "s", url_for_humans(options_.push_url).c_str(), push.attempts,
 			push.attempts == 1 ? "" : "s", push.failures, push.dropped, push.dropped == 1 ? "" : "s",
 			push.refused, push.attempts ? push.total_ms / double(push.attempts) : 0.0, push.max_ms);
 	}
 	if (options_.interval_s)
-		fprintf(stderr, "profile: %" PRIu64 " window%s: %s\n", windows.closed(), windows.closed() == 1 ? "" : "s",
+		diagnostics::say("%" PRIu64 " window%s: %s", windows.closed(), windows.closed() == 1 ? "" : "s",
 			window_account(account.taken, account.stored, lost_samples(account.totals)).c_str());
 	if (getenv("PROFILE_DEBUG")) {
 		after_.mark("report");
-		fprintf(stderr, "profile: before sampling: %s; kernel symbols' thread CPU %.1f ms%s\n",
+		diagnostics::say("before sampling: %s; kernel symbols' thread CPU %.1f ms%s",
 			startup_.summary().c_str(), session.kernel_symbols_cpu_ms(),
 			session.symbolizer().stats().kallsyms_reread ? " (the cache did not hold every address: read again)"
 								     : "");
-		fprintf(stderr, "profile: after sampling: %s; %zu keys, %zu stacks, %zu objects, %" PRIu64 " drains, "
-				"%zu processes followed; whole run's CPU %.1f ms\n",
+		diagnostics::say("after sampling: %s; %zu keys, %zu stacks, %zu objects, %" PRIu64 " drains, "
+				"%zu processes followed; whole run's CPU %.1f ms",
 			after_.summary().c_str(), entries_, stacks_, objects_,
 			session.sampler().drains(), session.history().process_count(),
 			clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6);
 		if (windows.fetches_debug_files())
-			fprintf(stderr, "profile: debuginfod: %zu debug files asked for, %zu used; fetched in %.1f ms\n",
+			diagnostics::say("debuginfod: %zu debug files asked for, %zu used; fetched in %.1f ms",
 				windows.fetched().asked, windows.fetched().used, windows.fetched().wall_ms);
 		if (options_.interval_s)
-			fprintf(stderr, "profile: windows: %" PRIu64 " closed, CPU to name and write one %.1f ms on average, "
-					"%.1f ms at most\n",
+			diagnostics::say("windows: %" PRIu64 " closed, CPU to name and write one %.1f ms on average, "
+					"%.1f ms at most",
 				windows.closed(), windows.cpu_ms_sum() / double(std::max<uint64_t>(windows.closed(), 1)),
 				windows.cpu_ms_max());
 		if (session.unwinding()) {
 			const Unwinder::Stats &tables = session.tables();
-			fprintf(stderr, "profile: unwind tables: %u asked for, %u in the kernel (%u from the cache, %" PRIu64
+			diagnostics::say("unwind tables: %u asked for, %u in the kernel (%u from the cache, %" PRIu64
 					" rows of %u), %u without CFI, %u without room, %u unfinished; built in %.1f ms "
-					"(CPU %.1f); mappings of %u processes sent, %u mappings left out\n",
+					"(CPU %.1f); mappings of %u processes sent, %u mappings left out",
 				tables.objects, tables.ready, tables.from_cache, tables.rows, tables.row_capacity,
 				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
 				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
 		}
 		if (const PythonReader *python = session.python()) {
 			const PythonReader::Stats py = python->stats();
-			fprintf(stderr, "profile: python: %u processes followed, %" PRIu64 " code objects named (%" PRIu64
-					" not), naming CPU %.1f ms\n",
+			diagnostics::say("python: %u processes followed, %" PRIu64 " code objects named (%" PRIu64
+					" not), naming CPU %.1f ms",
 				py.processes, py.codes, py.unnamed, py.naming_ms);
 		}
 	}

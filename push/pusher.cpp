@@ -8,6 +8,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "base/diagnostics.h"
 #include "push/push.h"
 
 namespace {
@@ -124,7 +125,7 @@ void Pusher::log(const std::string &line) const
 	if (config_.log)
 		config_.log("profile: push: " + line);
 	else
-		std::fprintf(stderr, "profile: push: %s\n", line.c_str());
+		diagnostics::say("push: %s", line.c_str());
 }
 
 void Pusher::push(PushWindow window)

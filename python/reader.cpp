@@ -12,8 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/diagnostics.h"
 #include "python/runtime.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 
@@ -60,7 +61,7 @@ void PythonReader::Impl::classify(uint32_t pid)
 	if (found.kind == PythonDetection::NotYet)
 		return; // asked again at its next sample
 	if (!found.note.empty() && said.insert(found.note).second)
-		fprintf(stderr, "profile: Python frames not shown for PID %u: %s\n", pid, found.note.c_str());
+		diagnostics::say("Python frames not shown for PID %u: %s", pid, found.note.c_str());
 	python_process value{};
 	if (found.kind == PythonDetection::Python) {
 		value = found.process;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/maps.h"
 
 namespace {

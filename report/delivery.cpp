@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/diagnostics.h"
 #include "report/output_file.h"
 #include "report/window.h"
 
@@ -35,17 +36,17 @@ bool Reports::write_file(const Profile &profile, const std::string &path, const 
 		write_report(out, delivery_.format, profile, delivery_.report);
 	});
 	if (error.empty()) {
-		fprintf(stderr, "profile: wrote %s (%s)\n", path.c_str(), what.c_str());
+		diagnostics::say("wrote %s (%s)", path.c_str(), what.c_str());
 		return true;
 	}
 	status_ = 1;
 	if (delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "profile: %s\n", error.c_str()); // gzip is no text for a terminal
+		diagnostics::say("%s", error.c_str()); // gzip is no text for a terminal
 		return false;
 	}
 	// It was writable at the start and failed since (a full disk): what was collected goes
 	// to stdout rather than nowhere.
-	fprintf(stderr, "profile: %s; the report goes to stdout instead\n", error.c_str());
+	diagnostics::say("%s; the report goes to stdout instead", error.c_str());
 	return false;
 }
 
@@ -63,7 +64,7 @@ void Reports::write_stdout(const Profile &profile, const std::string &opening)
 	if (error == EPIPE) {
 		reader_gone_ = true;
 	} else if (error) {
-		fprintf(stderr, "profile: cannot write the report: %s\n", strerror(error));
+		diagnostics::say("cannot write the report: %s", strerror(error));
 		status_ = 1;
 	}
 }

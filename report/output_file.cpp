@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 

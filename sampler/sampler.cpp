@@ -20,9 +20,10 @@
 #include <unordered_set>
 #include <utility>
 
+#include "base/diagnostics.h"
 #include "profile.skel.h"
 #include "sampler/targets.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 
@@ -35,18 +36,6 @@ struct LinkDeleter {
 using Skeleton = std::unique_ptr<profile_bpf, SkeletonDeleter>;
 using Link = std::unique_ptr<bpf_link, LinkDeleter>;
 
-// An open perf event fd; the link that attaches the program takes it over.
-struct PerfEventFd {
-	int fd = -1;
-	explicit PerfEventFd(int f) : fd(f) {}
-	~PerfEventFd()
-	{
-		if (fd >= 0)
-			close(fd);
-	}
-	int release() { return std::exchange(fd, -1); }
-};
-
 int libbpf_print(enum libbpf_print_level level, const char *format, va_list args)
 {
 	static const bool debug = getenv("PROFILE_DEBUG") != nullptr;
@@ -54,7 +43,13 @@ int libbpf_print(enum libbpf_print_level level, const char *format, va_list args
 		return 0;
 	if (!debug)
 		return 0; // errors are reported by the caller, in one line
-	return vfprintf(stderr, format, args);
+	char text[1024];
+	const int n = vsnprintf(text, sizeof(text), format, args);
+	std::string_view line(text, n < 0 ? 0 : std::min<size_t>(size_t(n), sizeof(text) - 1));
+	while (!line.empty() && line.back() == '\n')
+		line.remove_suffix(1);
+	diagnostics::line(std::string(line));
+	return n;
 }
 
 // Small /proc and /sys files, opened close-on-exec like every fd the profiler holds.
@@ -331,7 +326,7 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 	if (!plan.refusal.empty())
 		throw RunError(plan.refusal);
 	for (const std::string &warning : plan.warnings)
-		fprintf(stderr, "profile: %s\n", warning.c_str());
+		diagnostics::say("%s", warning.c_str());
 	MapSizes sizes = plan.sizes;
 	impl_->unwinding = sizes.unwinding;
 	impl_->depth = sizes.depth;
@@ -354,8 +349,8 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 	}
 	if (err && impl_->unwinding && options.unwind == UnwindMode::Auto) {
 		// The verifier refused the walk (an older kernel's limits): fall back, saying so.
-		fprintf(stderr, "profile: unwinding by frame pointers (as --unwind fp): the kernel refused the "
-				"table unwinder (%s; PROFILE_DEBUG=1 shows why)\n",
+		diagnostics::say("unwinding by frame pointers (as --unwind fp): the kernel refused the "
+				"table unwinder (%s; PROFILE_DEBUG=1 shows why)",
 			errno_text(err).c_str());
 		impl_->unwinding = false;
 		follow = false;
@@ -432,8 +427,8 @@ void Sampler::attach()
 	}
 
 	for (int cpu : online) {
-		PerfEventFd event(int(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
-		if (event.fd < 0) {
+		UniqueFd event(int(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
+		if (!event) {
 			int err = errno;
 			if (err == ENODEV) // went offline since we read the list
 				continue;
@@ -448,7 +443,7 @@ void Sampler::attach()
 			throw RunError(why);
 		}
 		bpf_program *program = impl_->unwinding ? impl_->skel->progs.do_sample_unwind : impl_->skel->progs.do_sample;
-		Link link(bpf_program__attach_perf_event(program, event.fd));
+		Link link(bpf_program__attach_perf_event(program, event.get()));
 		if (!link)
 			throw RunError("cannot attach the BPF program to CPU " + std::to_string(cpu) + ": " + errno_text(errno));
 		event.release(); // the link closes it

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/process_history.h"
 
 // One dummy perf event per CPU whose ring buffer carries the side-band records.

@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 
 std::optional<TaskStatus> read_task_status(uint32_t id, const std::string &proc)
 {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 
 // From /proc/ID/status: the process a task belongs to (its Tgid) and that process's name.
 struct TaskStatus {

@@ -10,7 +10,7 @@
 #include <climits>
 #include <cstdlib>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 
 // The .gnu_debuglink section: the debug file's name, then (aligned to 4) the CRC32 of
 // the debug file's contents.

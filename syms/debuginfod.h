@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 
 struct FetchedDebugFile {
 	std::string build_id;

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 
 // Every offset and size the file states is checked against the file's size before it is
 // read, so a truncated or hostile file yields fewer symbols, never a read outside it.

@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 

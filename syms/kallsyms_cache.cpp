@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 

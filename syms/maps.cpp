@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/lines.h"
 
 namespace {

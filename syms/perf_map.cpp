@@ -10,7 +10,7 @@
 #include <iterator>
 #include <map>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/lines.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <optional>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include "syms/debug_file.h"
 #include "syms/demangle.h"
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/kallsyms.h"
 #include "syms/kallsyms_cache.h"
 #include "syms/lru_cache.h"

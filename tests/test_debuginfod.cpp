@@ -14,7 +14,7 @@
 #include <optional>
 
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"
 

@@ -15,8 +15,8 @@
 #include "python/layout.h"
 #include "python/names.h"
 #include "python/runtime.h"
+#include "base/fd.h"
 #include "syms/elf.h"
-#include "syms/fd.h"
 #include "syms/symbolizer.h"
 #include "tests/support.h"
 

@@ -14,7 +14,7 @@
 
 #include "report/output_file.h"
 #include "report/report.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "tests/support.h"
 
 namespace {

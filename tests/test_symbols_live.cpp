@@ -15,7 +15,7 @@
 #include <memory>
 
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "syms/debug_file.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"
 

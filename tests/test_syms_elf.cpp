@@ -10,7 +10,7 @@
 
 #include "syms/demangle.h"
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/kallsyms.h"
 #include "tests/support.h"
 

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/source_lines.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"

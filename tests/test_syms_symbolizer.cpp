@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/maps.h"
 #include "syms/process_history.h"
 #include "syms/symbolizer.h"

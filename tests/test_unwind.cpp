@@ -38,15 +38,16 @@ double pending_share(const std::string &err)
 
 // How many of a process's samples reach the root, out of those taken once its tables were
 // ready: a sample taken before stops where its table is missing, and says nothing of the
-// tables. The account gives the share of such
-// samples among all user stacks walked (at most all of `lines`' samples): all of them are
-// taken off this process's count, which bounds them from above.
+// tables. The account gives the share of such samples among all user stacks walked, of
+// every process the run saw; those of this process are among its stacks that do not reach
+// the root, so at most that many are taken off its count (on a machine busy with other
+// new programs, the whole run's count alone would swamp it).
 struct RootShare {
 	uint64_t samples = 0, whole = 0, pending = 0;
 	double share() const
 	{
-		const uint64_t ready = samples > pending ? samples - pending : 0;
-		return ready ? std::min(1.0, double(whole) / double(ready)) : 0;
+		const uint64_t ready = samples - std::min(pending, samples - whole);
+		return ready ? double(whole) / double(ready) : 0;
 	}
 };
 
@@ -164,7 +165,9 @@ TEST_CASE("whole machine: short-lived processes of a program without frame point
 TEST_CASE("the table cache: kept in $CACHE_DIRECTORY/unwind for the next run; a full one gives one warning and the run goes on")
 {
 	require_root();
-	Background nofp({workload("nofp"), "6"});
+	// Three runs of it: it must outlive them even when each one's start is slow (it is
+	// killed at the end).
+	Background nofp({workload("nofp"), "60"});
 	const std::vector<std::string> args = {"-p", std::to_string(nofp.pid()), "-U", "-f", "199", "--folded", "1"};
 	TempDir dir;
 	REQUIRE(chmod(dir.path().c_str(), 0700) == 0);

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "unwind/cache.h"
 #include "unwind/table.h"
 #include "tests/fixtures/fixture_files.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "unwind/table.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"

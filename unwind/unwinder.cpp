@@ -27,9 +27,10 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/diagnostics.h"
 #include "syms/debug_file.h"
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/process_history.h"
 #include "unwind/cache.h"
 #include "unwind/table.h"
@@ -402,11 +403,11 @@ void Unwinder::Impl::build_loop()
 		const double cpu_before = thread_cpu_ms();
 		Built built = build(job, cache_dir, !cache_stores_off, host_root.get());
 		if (!built.cache_problem.empty())
-			fprintf(stderr, "profile: warning: unwind cache: %s; built again\n", built.cache_problem.c_str());
+			diagnostics::say("warning: unwind cache: %s; built again", built.cache_problem.c_str());
 		if (!built.store_error.empty())
 			cache_not_written(built.store_error);
 		if (debug)
-			fprintf(stderr, "profile: unwind table of %s: %zu rows%s, %.1f ms of CPU\n", job.path.c_str(),
+			diagnostics::say("unwind table of %s: %zu rows%s, %.1f ms of CPU", job.path.c_str(),
 				built.table ? built.table->rows.size() : 0, built.from_cache ? " from the cache" : "",
 				thread_cpu_ms() - cpu_before);
 		bool idle;
@@ -432,7 +433,7 @@ void Unwinder::Impl::cache_not_written(const std::string &why)
 {
 	cache_stores_off = true;
 	if (!cache_warned.exchange(true))
-		fprintf(stderr, "profile: warning: unwind tables are not cached: %s\n", why.c_str());
+		diagnostics::say("warning: unwind tables are not cached: %s", why.c_str());
 }
 
 void Unwinder::Impl::prune_loop()
@@ -447,9 +448,8 @@ void Unwinder::Impl::prune_loop()
 		if (!pruned.error.empty())
 			cache_not_written(pruned.error);
 		if (debug)
-			fprintf(stderr,
-				"profile: unwind cache %s: %u tables kept (%.1f MiB), removed %u of files gone, %u "
-				"least recently used, %u temporary, %u bad; %.1f ms\n",
+			diagnostics::say("unwind cache %s: %u tables kept (%.1f MiB), removed %u of files gone, %u "
+				"least recently used, %u temporary, %u bad; %.1f ms",
 				cache_dir.c_str(), pruned.kept, double(pruned.kept_bytes) / (1 << 20), pruned.stale,
 				pruned.evicted, pruned.temporary, pruned.bad, monotonic_ms() - start_ms);
 		guard.lock();

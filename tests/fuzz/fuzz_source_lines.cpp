@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "syms/elf.h"
-#include "syms/fd.h"
+#include "base/fd.h"
 #include "syms/source_lines.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -1,4 +1,4 @@
-// syms/fd.h: owning types for file descriptors and read-only file mappings.
+// base/fd.h: owning types for file descriptors and read-only file mappings.
 #pragma once
 
 #include <sys/stat.h>

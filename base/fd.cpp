@@ -1,5 +1,5 @@
-// syms/fd.cpp: owning types for file descriptors and read-only file mappings.
-#include "syms/fd.h"
+// base/fd.cpp: owning types for file descriptors and read-only file mappings.
+#include "base/fd.h"
 
 #include <cerrno>
 #include <fcntl.h>
