@@ -37,7 +37,14 @@ struct PythonLayout {
 const PythonLayout *python_layout(int minor);
 
 // The bytes of a code object user space reads to name it: every code_* offset lies within.
-constexpr uint16_t kPythonCodeRead = 160;
+constexpr uint16_t kPythonCodeRead = PYTHON_CODE_READ;
+
+// The name a code object's fingerprint (python_fingerprint) is made with: co_qualname where
+// the version has one, else co_name.
+inline uint16_t python_fingerprint_name(const PythonLayout &layout)
+{
+	return layout.code_qualname >= 0 ? uint16_t(layout.code_qualname) : layout.code_name;
+}
 
 // glibc x86-64: struct pthread's specific_1stblock, the values of pthread keys 0 to 31.
 constexpr uint16_t kGlibcSpecificFirstBlock = 0x310;

@@ -178,37 +178,79 @@ uint32_t python_line(LineTable kind, std::span<const uint8_t> table, int first_l
 	return 0;
 }
 
-bool PythonNames::learn(uint32_t pid, uint64_t code, uint64_t code_type, const PythonLayout &layout, int mem_fd)
+namespace {
+
+// The code object's first bytes, when it is one (its type is code_type).
+bool read_code(int mem_fd, uint64_t code, uint64_t code_type, uint8_t (&object)[kPythonCodeRead])
 {
-	uint8_t object[kPythonCodeRead];
+	uint64_t type = 0;
 	if (!read_process_memory(mem_fd, code, object, sizeof(object)))
 		return false;
-	auto field = [&](uint16_t offset) {
-		uint64_t value = 0;
-		std::memcpy(&value, object + offset, sizeof(value));
-		return value;
-	};
-	if (field(8) != code_type)
+	std::memcpy(&type, object + 8, sizeof(type));
+	return type == code_type;
+}
+
+uint64_t code_field(const uint8_t (&object)[kPythonCodeRead], uint16_t offset)
+{
+	uint64_t value = 0;
+	std::memcpy(&value, object + offset, sizeof(value));
+	return value;
+}
+
+bool fingerprint_of(int mem_fd, const uint8_t (&object)[kPythonCodeRead], const PythonLayout &layout, uint64_t &out)
+{
+	const uint64_t name = code_field(object, python_fingerprint_name(layout));
+	uint64_t head[2]; // the name's length and hash
+	int32_t first_line = 0;
+	if (!read_process_memory(mem_fd, name + 16, head, sizeof(head)))
+		return false;
+	std::memcpy(&first_line, object + layout.code_firstlineno, sizeof(first_line));
+	out = python_fingerprint(name, code_field(object, layout.code_filename), first_line, head[0], head[1]);
+	return true;
+}
+
+} // namespace
+
+std::optional<uint64_t> python_code_fingerprint(int mem_fd, uint64_t code, const PythonLayout &layout)
+{
+	uint8_t object[kPythonCodeRead];
+	uint64_t out = 0;
+	if (!read_process_memory(mem_fd, code, object, sizeof(object)) || !fingerprint_of(mem_fd, object, layout, out))
+		return std::nullopt;
+	return out;
+}
+
+bool PythonNames::learn(const python_code &seen, uint64_t code_type, const PythonLayout &layout, int mem_fd)
+{
+	uint8_t object[kPythonCodeRead];
+	uint64_t fingerprint = 0;
+	if (!read_code(mem_fd, seen.code, code_type, object) || !fingerprint_of(mem_fd, object, layout, fingerprint) ||
+	    fingerprint != seen.fingerprint)
 		return false;
 	Code named;
 	int32_t first_line = 0;
 	std::memcpy(&first_line, object + layout.code_firstlineno, sizeof(first_line));
 	named.first_line = first_line;
 	named.lines = layout.lines;
-	const bool qualified =
-		layout.code_qualname >= 0 && read_string(mem_fd, field(uint16_t(layout.code_qualname)), layout, named.function);
-	if (!qualified && !read_string(mem_fd, field(layout.code_name), layout, named.function))
+	const bool qualified = layout.code_qualname >= 0 &&
+			       read_string(mem_fd, code_field(object, uint16_t(layout.code_qualname)), layout, named.function);
+	if (!qualified && !read_string(mem_fd, code_field(object, layout.code_name), layout, named.function))
 		return false;
-	if (!read_string(mem_fd, field(layout.code_filename), layout, named.file))
+	if (!read_string(mem_fd, code_field(object, layout.code_filename), layout, named.file))
 		return false;
-	read_bytes(mem_fd, field(layout.code_lines), named.table);
-	codes_.insert_or_assign(Key{pid, code}, std::move(named));
+	read_bytes(mem_fd, code_field(object, layout.code_lines), named.table);
+	// The fingerprint again: the object freed and its address taken while it was read.
+	uint64_t after = 0;
+	if (!read_code(mem_fd, seen.code, code_type, object) || !fingerprint_of(mem_fd, object, layout, after) ||
+	    after != fingerprint)
+		return false;
+	codes_.insert_or_assign(Key{seen.pid, seen.id}, std::move(named));
 	return true;
 }
 
-bool PythonNames::name(uint32_t pid, uint64_t code, uint32_t index, PythonFrameName &out) const
+bool PythonNames::name(uint32_t pid, uint64_t id, uint32_t index, PythonFrameName &out) const
 {
-	auto it = codes_.find({pid, code});
+	auto it = codes_.find({pid, id});
 	if (it == codes_.end())
 		return false;
 	const Code &c = it->second;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -21,27 +22,32 @@ struct PythonFrameName {
 	uint32_t line = 0;
 };
 
+// The fingerprint (python_fingerprint) of the code object at `code` as it is now, the walk's
+// way; nothing when it cannot be read.
+std::optional<uint64_t> python_code_fingerprint(int mem_fd, uint64_t code, const PythonLayout &layout);
+
 class PythonNames {
 public:
-	// Reads the code object at `code` in the process whose memory mem_fd is, in place of
-	// what was read there before (the walk reports an address again only after the
-	// process's image changed); false when it is not a code object (its type is not
-	// code_type, the process's &PyCode_Type) or does not read as one of that layout.
-	bool learn(uint32_t pid, uint64_t code, uint64_t code_type, const PythonLayout &layout, int mem_fd);
+	// Reads the code object the walk met (seen: its process, address, fingerprint and id)
+	// from the process whose memory mem_fd is, and names its id; false when it is not a code
+	// object (its type is not code_type, the process's &PyCode_Type), does not read as one
+	// of that layout, or is no longer the one the walk met (its fingerprint differs: freed,
+	// and another took its address, since).
+	bool learn(const python_code &seen, uint64_t code_type, const PythonLayout &layout, int mem_fd);
 
-	// The frame's names, false when the code object was never named.
-	bool name(uint32_t pid, uint64_t code, uint32_t index, PythonFrameName &out) const;
+	// The frame's names (id: what PYTHON_FRAME_ID gives), false when it was never named.
+	bool name(uint32_t pid, uint64_t id, uint32_t index, PythonFrameName &out) const;
 
 	size_t size() const { return codes_.size(); }
 
 private:
 	struct Key {
 		uint32_t pid;
-		uint64_t code;
+		uint64_t id;
 		bool operator==(const Key &) const = default;
 	};
 	struct KeyHash {
-		size_t operator()(const Key &k) const { return std::hash<uint64_t>()(k.code * 31 + k.pid); }
+		size_t operator()(const Key &k) const { return std::hash<uint64_t>()(k.id * 31 + k.pid); }
 	};
 	struct Code {
 		std::string function, file;

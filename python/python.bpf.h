@@ -3,9 +3,9 @@
  * frame is the interpreter's _PyEval_EvalFrameDefault, the Python frames that call ran are
  * recorded in its place, one per step of the table walk, from the sampled thread's own
  * PyThreadState (found through glibc's thread-specific data and _PyRuntime's autoTSSkey).
- * Each is a tagged value (python/python.h): the code object and the instruction. Code
- * objects met for the first time are sent to user space to be named while the process
- * lives. */
+ * Each is a tagged value (python/python.h): the code object's id and the instruction. Code
+ * objects met for the first time (or at an address another had, told apart by a
+ * fingerprint) are sent to user space to be named while the process lives. */
 #ifndef PYTHON_BPF_H
 #define PYTHON_BPF_H
 
@@ -29,14 +29,17 @@ struct {
 	__uint(max_entries, 1024);
 } python_wanted SEC(".maps");
 
-/* Code objects already sent to user space. */
+/* Code objects already sent to user space: their fingerprint and id. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct python_code);
-	__type(value, __u8);
+	__type(key, struct python_code_key);
+	__type(value, struct python_code);
 	__uint(max_entries, 65536);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } python_codes SEC(".maps");
+
+/* The last id given to a code object. */
+__u64 python_last_id = 0;
 
 /* The code objects met for the first time, to user space. */
 struct {
@@ -48,6 +51,7 @@ struct {
  * bounds. */
 struct python_scratch {
 	__u8 frame[PYTHON_FRAME_READ];
+	__u8 code[256]; /* PYTHON_CODE_READ of them read */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -129,24 +133,37 @@ static __always_inline __u8 python_u8(struct python_scratch *s, __u16 offset)
 	return s->frame[offset & (PYTHON_FRAME_READ - 1)];
 }
 
-/* Tells user space of a code object the first time the walk meets it in this process. */
-static __always_inline void python_note_code(__u32 pid, __u64 code)
+/* A field of the code object read into scratch (PYTHON_CODE_READ bytes). */
+static __always_inline __u64 python_code_u64(struct python_scratch *s, __u16 offset)
 {
-	struct python_code key = {.pid = pid, .code = code}, *sent;
-	__u8 one = 1;
+	return *(__u64 *)&s->code[offset & (256 - 8)];
+}
 
-	if (bpf_map_lookup_elem(&python_codes, &key))
-		return;
-	if (bpf_map_update_elem(&python_codes, &key, &one, BPF_NOEXIST))
-		return;
+/* The id of the code object at `code` with this fingerprint in this process, told to user
+ * space the first time the walk meets it there. 0 when the ring is full: the frame is then
+ * unnamed, and the code object told at a later sample. */
+static __always_inline __u64 python_code_id(__u32 pid, __u64 code, __u64 fingerprint)
+{
+	struct python_code_key key = {.pid = pid, .code = code};
+	struct python_code *known, *sent;
+	__u64 id;
+
+	known = bpf_map_lookup_elem(&python_codes, &key);
+	if (known && known->fingerprint == fingerprint)
+		return known->id;
 	sent = bpf_ringbuf_reserve(&python_seen, sizeof(*sent), 0);
-	if (!sent) {
-		/* The ring is full: told at a later sample instead. */
-		bpf_map_delete_elem(&python_codes, &key);
-		return;
-	}
-	*sent = key;
+	if (!sent)
+		return 0;
+	id = __sync_fetch_and_add(&python_last_id, 1) + 1;
+	sent->pid = pid;
+	sent->pad = 0;
+	sent->code = code;
+	sent->fingerprint = fingerprint;
+	sent->id = id;
+	/* Two CPUs meeting it at once each give it an id: both are named, alike. */
+	bpf_map_update_elem(&python_codes, &key, sent, BPF_ANY);
 	bpf_ringbuf_submit(sent, 0);
+	return id;
 }
 
 /* What python_frame did at a native frame. */
@@ -163,7 +180,7 @@ __noinline int python_frame(struct python_walk *p, __u64 pc, __u32 index, __u32 
 {
 	struct python_scratch *s;
 	struct stored_stack *frames;
-	__u64 code, previous, type = 0, frame;
+	__u64 code, previous, frame, name, id, name_head[2];
 	__u32 zero = 0, user = 1, at_index;
 	__u8 entry;
 
@@ -193,8 +210,16 @@ __noinline int python_frame(struct python_walk *p, __u64 pc, __u32 index, __u32 
 		goto done;
 	}
 	/* Anything but a code object (a frame freed and reused under the walk) ends it. */
-	if (!code || bpf_probe_read_user(&type, sizeof(type), (void *)(code + 8)) || type != p->py.code_type)
+	if (!code || bpf_probe_read_user(s->code, PYTHON_CODE_READ, (void *)code) ||
+	    python_code_u64(s, 8) != p->py.code_type)
 		goto stop;
+	name = python_code_u64(s, p->py.code_name);
+	if (bpf_probe_read_user(name_head, sizeof(name_head), (void *)(name + 16)))
+		goto stop;
+	id = python_code_id(p->pid, code,
+			    python_fingerprint(name, python_code_u64(s, p->py.code_filename),
+					       *(__s32 *)&s->code[p->py.code_firstlineno & (256 - 4)], name_head[0],
+					       name_head[1]));
 	if (p->py.instr == PYTHON_INSTR_POINTER) {
 		__u64 pointer = python_u64(s, p->py.frame_instr), base = code + p->py.code_units;
 
@@ -206,9 +231,8 @@ __noinline int python_frame(struct python_walk *p, __u64 pc, __u32 index, __u32 
 	}
 	if (at_index > PYTHON_NO_INDEX)
 		at_index = PYTHON_NO_INDEX;
-	frames->ip[n & UNWIND_MAX_DEPTH] = PYTHON_FRAME(code, (__u64)at_index);
+	frames->ip[n & UNWIND_MAX_DEPTH] = PYTHON_FRAME(id, (__u64)at_index);
 	p->shown++;
-	python_note_code(p->pid, code);
 	p->frame = previous;
 	if (p->py.chain == PYTHON_CHAIN_FRAME_OBJECT || (p->py.chain == PYTHON_CHAIN_IS_ENTRY && entry) || !previous) {
 		p->in_eval = 0;

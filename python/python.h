@@ -5,15 +5,17 @@
 #define PYTHON_PYTHON_H
 
 /* A Python frame in a user stack: the tag in the top four bits (no user address has them,
- * and the walk's TRUNCATED_FRAME has 0xf), the code object's address over 8 (heap addresses
- * are 8-aligned and below 2^47) in the next 44, and the instruction's index in code units
- * in the low 16 (PYTHON_NO_INDEX when it lies past them). */
+ * and the walk's TRUNCATED_FRAME has 0xf), the code object's id (struct python_code) in the
+ * next 44, and the instruction's index in code units in the low 16 (PYTHON_NO_INDEX when it
+ * lies past them). An id, not the code object's address: an address freed and taken by
+ * another code object is another id, so each keeps its own name. */
 #define PYTHON_FRAME_TAG 0xa000000000000000ULL
 #define PYTHON_FRAME_TAG_MASK 0xf000000000000000ULL
 #define PYTHON_NO_INDEX 0xffff
-#define PYTHON_FRAME(code, index) (PYTHON_FRAME_TAG | (((code) >> 3) << 16) | ((index) & 0xffff))
+#define PYTHON_ID_MASK 0xfffffffffffULL
+#define PYTHON_FRAME(id, index) (PYTHON_FRAME_TAG | (((id) & PYTHON_ID_MASK) << 16) | ((index) & 0xffff))
 #define PYTHON_IS_FRAME(value) (((value) & PYTHON_FRAME_TAG_MASK) == PYTHON_FRAME_TAG)
-#define PYTHON_FRAME_CODE(value) ((((value) >> 16) & 0xfffffffffffULL) << 3)
+#define PYTHON_FRAME_ID(value) (((value) >> 16) & PYTHON_ID_MASK)
 #define PYTHON_FRAME_INDEX(value) ((value) & 0xffff)
 
 /* How the interpreter chains its frames, by minor version. */
@@ -38,6 +40,9 @@ enum python_instr {
 
 /* Struct reads go through this many bytes of per-CPU scratch: offsets past it are refused. */
 #define PYTHON_FRAME_READ 128
+/* The bytes of a code object read, by the walk and by user space: every field either takes
+ * lies within. */
+#define PYTHON_CODE_READ 160
 
 /* A process as the walk knows it (python_processes, by pid). User space writes one for every
  * process the walk asks about: is_python 0 for one that is not CPython, or one whose version
@@ -59,15 +64,47 @@ struct python_process {
 	__u16 frame_instr;          /* f_lasti / prev_instr / instr_ptr */
 	__u16 frame_entry;          /* is_entry / owner */
 	__u16 code_units;           /* where co_code_adaptive starts (PYTHON_INSTR_POINTER) */
-	__u16 pad2;
+	/* The code object's fields its fingerprint is made of (python_fingerprint). */
+	__u16 code_name;            /* co_qualname, else co_name */
+	__u16 code_filename;
+	__u16 code_firstlineno;
+	__u16 pad2[2];
 };
 
-/* A code object the walk met in a process: the key of python_codes, and what the walk sends
- * user space (python_seen) the first time, so that it is named while the process lives. */
+/* What tells a code object from another that later took its address: the pointers to its
+ * name and file name, its first line, and its name's length and hash (read at the name
+ * plus 16, in every version's str; an interned name's hash is set when it is interned).
+ * Made alike by the walk and by user space. */
+static inline __u64 python_fingerprint(__u64 name, __u64 filename, __s32 first_line, __u64 name_length,
+				       __u64 name_hash)
+{
+	__u64 h = 0x9e3779b97f4a7c15ULL;
+	__u64 parts[5] = {name, filename, (__u64)(__u32)first_line, name_length, name_hash};
+
+	for (int i = 0; i < 5; i++) {
+		h ^= parts[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 33;
+	}
+	return h;
+}
+
+/* A code object the walk met in a process: the key of python_codes. */
+struct python_code_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 code;
+};
+
+/* What python_codes keeps of it, and what the walk sends user space (python_seen) for each
+ * new id, so that it is named while the process lives: a code object met again at the same
+ * address with another fingerprint is another, with an id of its own. */
 struct python_code {
 	__u32 pid;
 	__u32 pad;
 	__u64 code;
+	__u64 fingerprint;
+	__u64 id; /* from 1, unique in the run */
 };
 
 #endif /* PYTHON_PYTHON_H */

@@ -67,14 +67,14 @@ void PythonReader::Impl::classify(uint32_t pid)
 		value = found.process;
 		// A new image under the same pid (exec): the walk is to report its code objects
 		// afresh. What was named of the old image stays, for the samples taken before.
-		std::vector<python_code> stale;
-		python_code at, next_code;
-		for (python_code *prev = nullptr; bpf_map_get_next_key(maps.codes, prev, &next_code) == 0; prev = &at) {
+		std::vector<python_code_key> stale;
+		python_code_key at, next_code;
+		for (python_code_key *prev = nullptr; bpf_map_get_next_key(maps.codes, prev, &next_code) == 0; prev = &at) {
 			if (next_code.pid == pid)
 				stale.push_back(next_code);
 			at = next_code;
 		}
-		for (const python_code &code : stale)
+		for (const python_code_key &code : stale)
 			bpf_map_delete_elem(maps.codes, &code);
 		processes[pid] = Process{found.layout, value.code_type};
 		stats.processes++;
@@ -101,7 +101,7 @@ void PythonReader::Impl::name_fresh()
 			mem = open_read_only(("/proc/" + std::to_string(code.pid) + "/mem").c_str());
 			open_pid = code.pid;
 		}
-		if (mem && names.learn(code.pid, code.code, it->second.code_type, it->second.layout, mem.get()))
+		if (mem && names.learn(code, it->second.code_type, it->second.layout, mem.get()))
 			stats.codes++;
 		else
 			stats.unnamed++;

@@ -6,7 +6,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "syms/elf.h"
@@ -71,7 +74,108 @@ std::string apply_debug_offsets(int mem_fd, uint64_t runtime, int minor, PythonL
 	return "";
 }
 
+template <typename T>
+T load(std::span<const uint8_t> bytes, size_t at)
+{
+	T value{};
+	std::memcpy(&value, bytes.data() + at, sizeof(value));
+	return value;
+}
+
+// .eh_frame_hdr's search table: the start of every FDE and where the FDE is, sorted by start
+// (the encodings every GNU toolchain writes: table datarel|sdata4, count udata4).
+struct FdeIndex {
+	std::span<const uint8_t> hdr, eh_frame;
+	uint64_t hdr_at = 0, eh_frame_at = 0;
+	size_t count = 0;
+
+	bool open(const ElfFile &elf)
+	{
+		const auto h = elf.section_data(".eh_frame_hdr"), e = elf.section_data(".eh_frame");
+		const auto ha = elf.section_address(".eh_frame_hdr"), ea = elf.section_address(".eh_frame");
+		if (!h || !e || !ha || !ea || h->size() < 12 || (*h)[0] != 1 || (*h)[2] != 0x03 || (*h)[3] != 0x3b)
+			return false;
+		hdr = *h, eh_frame = *e, hdr_at = *ha, eh_frame_at = *ea;
+		count = std::min<size_t>(load<uint32_t>(hdr, 8), (hdr.size() - 12) / 8);
+		return true;
+	}
+	uint64_t start(size_t i) const { return hdr_at + int64_t(load<int32_t>(hdr, 12 + 8 * i)); }
+	// The last FDE that starts at or before address; count when none.
+	size_t before(uint64_t address) const
+	{
+		size_t low = 0, high = count;
+		while (low < high) {
+			const size_t mid = low + (high - low) / 2;
+			if (start(mid) <= address)
+				low = mid + 1;
+			else
+				high = mid;
+		}
+		return low == 0 ? count : low - 1;
+	}
+	// The FDE's [start, end), read from the FDE itself (pc_begin pcrel|sdata4, as its CIE
+	// says on every GNU toolchain: checked against the table's start).
+	std::optional<std::pair<uint64_t, uint64_t>> range(size_t i) const
+	{
+		const uint64_t fde = hdr_at + int64_t(load<int32_t>(hdr, 12 + 8 * i + 4));
+		if (fde < eh_frame_at || eh_frame.size() < 16 || fde - eh_frame_at > eh_frame.size() - 16)
+			return std::nullopt;
+		const size_t at = fde - eh_frame_at;
+		const uint32_t length = load<uint32_t>(eh_frame, at);
+		if (length < 12 || length == 0xffffffff || load<uint32_t>(eh_frame, at + 4) == 0)
+			return std::nullopt;
+		const uint64_t begin = fde + 8 + int64_t(load<int32_t>(eh_frame, at + 8));
+		if (begin != start(i))
+			return std::nullopt;
+		return std::pair{begin, begin + load<uint32_t>(eh_frame, at + 12)};
+	}
+};
+
 } // namespace
+
+std::optional<ElfSymbolValue> find_cold_part(const ElfFile &elf, ElfSymbolValue function)
+{
+	FdeIndex fdes;
+	const auto text = elf.section_data(".text");
+	const auto text_at = elf.section_address(".text");
+	if (!fdes.open(elf) || !text || !text_at || function.address < *text_at ||
+	    function.address - *text_at > text->size() || function.size > text->size() - (function.address - *text_at))
+		return std::nullopt;
+	const auto code = text->subspan(function.address - *text_at, function.size);
+	const uint64_t end = function.address + function.size;
+	// Every byte is tried as the start of a jump: what is not one (a byte inside another
+	// instruction) lands anywhere, seldom twice in one FDE.
+	std::unordered_map<size_t, std::set<uint64_t>> targets; // by FDE
+	for (size_t i = 0; i + 5 <= code.size(); i++) {
+		size_t length = 0;
+		if (code[i] == 0xe9)
+			length = 5; // jmp rel32
+		else if (code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80 && i + 6 <= code.size())
+			length = 6; // jcc rel32
+		if (!length)
+			continue;
+		const uint64_t target = function.address + i + length + int64_t(load<int32_t>(code, i + length - 4));
+		if (target >= function.address && target < end)
+			continue;
+		if (const size_t fde = fdes.before(target); fde < fdes.count)
+			targets[fde].insert(target);
+	}
+	std::optional<ElfSymbolValue> best;
+	size_t best_count = kMinColdTargets - 1;
+	for (const auto &[fde, at] : targets) {
+		const auto range = fdes.range(fde);
+		if (!range || (range->first < end && range->second > function.address))
+			continue;
+		const size_t inside = size_t(std::count_if(at.begin(), at.end(), [&](uint64_t target) {
+			return target >= range->first && target < range->second;
+		}));
+		if (inside > best_count) {
+			best_count = inside;
+			best = ElfSymbolValue{range->first, range->second - range->first};
+		}
+	}
+	return best;
+}
 
 int python_minor_of_file_name(std::string_view name)
 {
@@ -248,8 +352,11 @@ PythonDetection detect_python(uint32_t pid)
 	p.eval_start = bias + eval->address;
 	p.eval_end = p.eval_start + eval->size;
 	// A compiler that splits the function's unlikely paths out names them NAME.cold in
-	// .symtab (a stripped binary's are not found: see the README's limits).
-	if (const auto cold = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault.cold"); cold && cold->size) {
+	// .symtab; a stripped binary's are found from its unwind tables and its jumps.
+	auto cold = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault.cold");
+	if (!cold || !cold->size)
+		cold = find_cold_part(*elf, *eval);
+	if (cold && cold->size) {
 		p.cold_start = bias + cold->address;
 		p.cold_end = p.cold_start + cold->size;
 	}
@@ -266,6 +373,9 @@ PythonDetection detect_python(uint32_t pid)
 	p.frame_instr = layout.frame_instr;
 	p.frame_entry = layout.frame_entry;
 	p.code_units = uint16_t(basic_size);
+	p.code_name = python_fingerprint_name(layout);
+	p.code_filename = layout.code_filename;
+	p.code_firstlineno = layout.code_firstlineno;
 	found.kind = PythonDetection::Python;
 	return found;
 }

@@ -45,6 +45,15 @@ struct ElfSymbolValue {
 };
 std::optional<ElfSymbolValue> find_elf_symbol(const ElfFile &elf, std::string_view name);
 
+// The part of a function that the compiler moved away (its unlikely paths: NAME.cold) in a
+// file whose symbols do not name it, as Debian's stripped python3.11: the .eh_frame FDE
+// (found through .eh_frame_hdr's table) that the function's jumps out of itself (x86-64
+// jmp and jcc with a 32-bit displacement) land in at the most places, at least
+// kMinColdTargets of them. Nothing when no FDE has that many, or the tables are not of the
+// usual encodings.
+std::optional<ElfSymbolValue> find_cold_part(const ElfFile &elf, ElfSymbolValue function);
+constexpr size_t kMinColdTargets = 8;
+
 // Reads size bytes of a process's memory (an fd of /proc/PID/mem) at address; false when
 // any of them cannot be read.
 bool read_process_memory(int mem_fd, uint64_t address, void *out, size_t size);

@@ -311,7 +311,7 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer, const Pytho
 					if (PYTHON_IS_FRAME(address)) {
 						Impl::PythonFrame named{"[python]", "", 0};
 						PythonFrameName name;
-						if (python && python->name(pid, PYTHON_FRAME_CODE(address),
+						if (python && python->name(pid, PYTHON_FRAME_ID(address),
 									   uint32_t(PYTHON_FRAME_INDEX(address)), name))
 							named = {std::move(name.function), std::move(name.file), name.line};
 						const uint64_t h = mix(mix(text_hash(named.function), text_hash(named.file)), named.line);

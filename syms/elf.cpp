@@ -244,6 +244,14 @@ std::optional<std::span<const uint8_t>> ElfFile::section_data(std::string_view n
 	return std::nullopt;
 }
 
+std::optional<uint64_t> ElfFile::section_address(std::string_view name) const
+{
+	const Section *section = section_named(name);
+	if (!section)
+		return std::nullopt;
+	return section->address;
+}
+
 bool ElfFile::read_symbol_table(const Section &table)
 {
 	if (table.entry_size != 0 && table.entry_size != sizeof(Elf64_Sym))

@@ -52,6 +52,9 @@ public:
 	// This is what a DWARF reader for file:line starts from.
 	std::optional<std::span<const uint8_t>> section_data(std::string_view name) const;
 
+	// The ELF virtual address a section is loaded at, by name (0 for one not loaded).
+	std::optional<uint64_t> section_address(std::string_view name) const;
+
 	// True when the section is there with contents (not SHT_NOBITS, as in a stripped file's
 	// debug file): ".symtab" tells a file that has its own full symbol table.
 	bool has_section(std::string_view name) const { return section_data(name).has_value(); }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -15,6 +16,7 @@
 #include "python/names.h"
 #include "python/runtime.h"
 #include "base/fd.h"
+#include "syms/elf.h"
 #include "syms/symbolizer.h"
 #include "tests/support.h"
 
@@ -53,6 +55,43 @@ std::vector<Interpreter> interpreters()
 }
 
 const std::string kWorkloads = "tests/workloads/python/";
+
+// The first interpreter (Debian's 3.11 where it is installed), and the first pyenv one
+// before 3.11 when there is one: the two ways of chaining frames and naming code.
+std::vector<Interpreter> first_and_one_before_3_11()
+{
+	const auto found = interpreters();
+	std::vector<Interpreter> chosen;
+	for (const Interpreter &py : found)
+		if (chosen.empty() || ((py.label.starts_with("pyenv 3.8") || py.label.starts_with("pyenv 3.9") ||
+					py.label.starts_with("pyenv 3.10")) && chosen.size() == 1))
+			chosen.push_back(py);
+	return chosen;
+}
+
+// Runs a workload of tests/workloads/python (SCRIPT SECONDS REPORT_FILE; it prints "ready"
+// once started) under profile -p -U --folded for `sampled` seconds at 499 Hz, and waits for
+// it to end: profile's result, and the workload's report in `report`.
+CommandResult sample_workload(const Interpreter &py, const std::string &script, int seconds, int sampled,
+			      const std::string &report_file, std::string &report)
+{
+	Background program({py.path, kWorkloads + script, std::to_string(seconds), report_file});
+	REQUIRE(program.read_line() == "ready");
+	auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", std::to_string(sampled)});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	program.wait();
+	report = read_file(report_file);
+	return r;
+}
+
+// A folded line as profile wrote it, for a failure's message.
+std::string folded_line(const FoldedLine &l)
+{
+	std::string stack;
+	for (const std::string &f : l.frames)
+		stack += (stack.empty() ? "" : ";") + f;
+	return stack + " " + std::to_string(l.count);
+}
 
 
 bool is_root_frame(const std::string &frame)
@@ -199,6 +238,127 @@ for c in codes[:80]:
 	}
 }
 
+TEST_CASE("python: the eval function's cold part is found from the unwind tables where no symbol names it")
+{
+	const auto found = interpreters();
+	if (found.empty()) {
+		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+		return;
+	}
+	size_t checked = 0;
+	for (const Interpreter &py : found) {
+		CAPTURE(py.label);
+		// The file that holds the runtime: pyenv's libpython, Debian's binary.
+		std::string path = py.path;
+		const std::filesystem::path lib_dir = std::filesystem::path(py.path).parent_path().parent_path() / "lib";
+		std::error_code ec;
+		for (const auto &entry : std::filesystem::directory_iterator(lib_dir, ec))
+			if (entry.path().filename().string().starts_with("libpython3.") &&
+			    entry.path().filename().string().ends_with(".so.1.0"))
+				path = entry.path().string();
+		UniqueFd fd = open_read_only(path.c_str());
+		REQUIRE(fd);
+		auto elf = ElfFile::open(fd.get());
+		REQUIRE(elf);
+		const auto eval = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault");
+		REQUIRE(eval);
+		const auto cold = find_cold_part(*elf, *eval);
+		const auto named = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault.cold");
+		MESSAGE(path << ": found " << (cold ? cold->address : 0) << "+" << (cold ? cold->size : 0) << ", named "
+			     << (named ? named->address : 0) << "+" << (named ? named->size : 0));
+		if (named && cold) {
+			// Where the symbols name it, what the tables give holds it (pyenv's are a few
+			// bytes, too few jumps to be found: their symbol names them).
+			CHECK(cold->address <= named->address);
+			CHECK(cold->address + cold->size >= named->address + named->size);
+			checked++;
+		} else if (py.label == "Debian 3.11") {
+			// Stripped: 13.9 KiB of error paths, outside the function, that no symbol it
+			// keeps covers.
+			REQUIRE(cold);
+			CHECK((cold->address + cold->size <= eval->address || cold->address >= eval->address + eval->size));
+			CHECK(cold->size >= 1024);
+			CHECK(elf->find_symbol(cold->address) == nullptr);
+			CHECK(elf->find_symbol(cold->address + cold->size - 1) == nullptr);
+			checked++;
+		}
+	}
+	CHECK(checked > 0);
+}
+
+TEST_CASE("python: a sample in Debian's python3.11's unnamed cold part has its Python frames in place")
+{
+	require_root();
+	const auto found = interpreters();
+	if (found.empty() || found.front().label != "Debian 3.11") {
+		skip_test("Debian's /usr/bin/python3.11 is missing (apt-get install python3.11)");
+		return;
+	}
+	UniqueFd fd = open_read_only("/usr/bin/python3.11");
+	REQUIRE(fd);
+	auto elf = ElfFile::open(fd.get());
+	REQUIRE(elf);
+	const auto eval = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault");
+	REQUIRE(eval);
+	const auto cold = find_cold_part(*elf, *eval);
+	REQUIRE(cold);
+	// A frame written [python3.11+0xADDR] in the cold part.
+	auto in_cold = [&](const std::string &frame) {
+		unsigned long long at = 0;
+		return std::sscanf(frame.c_str(), "[python3.11+0x%llx]", &at) == 1 && at >= cold->address &&
+		       at < cold->address + cold->size;
+	};
+	// A local read before it is set: the error is made in the cold part.
+	Background program({"/usr/bin/python3.11", "-c",
+			    "def unbound(n):\n"
+			    "    for i in range(n):\n"
+			    "        try:\n"
+			    "            if i < 0: v = 1\n"
+			    "            v\n"
+			    "        except UnboundLocalError: pass\n"
+			    "print('ready', flush=True)\n"
+			    "while True:\n"
+			    "    unbound(1000)\n"}); // killed at the end
+	REQUIRE(program.read_line() == "ready");
+	const std::string pid = std::to_string(program.pid());
+	// As the interpreter is: some samples pass through the cold part.
+	auto native = profile({"-p", pid, "-U", "-f", "499", "--no-python", "--folded", "1"});
+	REQUIRE_MESSAGE(native.status == 0, native.err);
+	uint64_t through_cold = 0, native_all = 0;
+	for (const FoldedLine &l : parse_folded(native.out)) {
+		native_all += l.count;
+		through_cold += std::any_of(l.frames.begin(), l.frames.end(), in_cold) ? l.count : 0;
+	}
+	MESSAGE(through_cold << " of " << native_all << " samples through the cold part (--no-python)");
+	REQUIRE(through_cold >= 3);
+	// With them: no frame is left in the cold part, and every sample has its Python frames.
+	auto r = profile({"-p", pid, "-U", "-f", "499", "--folded", "1"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	uint64_t all = 0, wrong = 0;
+	for (const FoldedLine &l : parse_folded(r.out)) {
+		all += l.count;
+		const bool module = std::any_of(l.frames.begin(), l.frames.end(),
+						[](const std::string &f) { return f.starts_with("<module> (<string>:"); });
+		if (!module || std::any_of(l.frames.begin(), l.frames.end(), in_cold)) {
+			MESSAGE("wrong: " << folded_line(l));
+			wrong += l.count;
+		}
+	}
+	CHECK(all >= 20);
+	CHECK(wrong == 0);
+}
+
+TEST_CASE("python: the README's flame graph is profile's own, of split.py, with its Python frames in place")
+{
+	// scripts/python-flamegraph.sh makes it; the README shows it.
+	const std::string svg = read_file("doc/python-flamegraph.svg");
+	CHECK(svg.find("<title>Flame Graph: ./profile -p ") != std::string::npos);
+	for (const char *frame : {"&lt;module&gt; (split.py:", "main (split.py:", "busy (split.py:",
+				  "compressing (split.py:23)", "deflate"})
+		CHECK_MESSAGE(svg.find(std::string("<title>") + frame) != std::string::npos, frame);
+	CHECK(read_file("README.md").find("](doc/python-flamegraph.svg)") != std::string::npos);
+}
+
 TEST_CASE("python: the known split, roots through the Python frames, and zlib under its caller")
 {
 	require_root();
@@ -212,16 +372,12 @@ TEST_CASE("python: the known split, roots through the Python frames, and zlib un
 	TempDir dir;
 	for (const Interpreter &py : found) {
 		CAPTURE(py.label);
-		const std::string truth_file = dir / "truth";
 		// 2 s of sampling in a 4-second run, for each of up to seven interpreters: the
 		// suite's time is kept under its budget.
-		Background program({py.path, kWorkloads + "split.py", "4", truth_file});
-		REQUIRE(program.read_line() == "ready");
-		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "2"});
-		REQUIRE_MESSAGE(r.status == 0, r.err);
-		program.wait();
+		std::string truth;
+		const auto r = sample_workload(py, "split.py", 4, 2, dir / "truth", truth);
 		double busy_s = 0, compressing_s = 0;
-		std::istringstream(read_file(truth_file)) >> busy_s >> compressing_s;
+		std::istringstream(truth) >> busy_s >> compressing_s;
 		REQUIRE(busy_s + compressing_s > 0);
 		const auto lines = parse_folded(r.out);
 		INFO("stderr:\n" << r.err);
@@ -342,23 +498,151 @@ TEST_CASE("python: 10,000 distinct code objects of a live process are all named,
 	PythonNames names;
 	UniqueFd mem = open_read_only(("/proc/" + std::to_string(program.pid()) + "/mem").c_str());
 	REQUIRE(mem);
+	// What the walk sends: each code object with its fingerprint and an id.
+	const uint32_t pid = uint32_t(program.pid());
+	std::vector<python_code> seen;
+	for (const auto &[code, name] : codes) {
+		const auto fingerprint = python_code_fingerprint(mem.get(), code, detected.layout);
+		REQUIRE(fingerprint);
+		seen.push_back(python_code{pid, 0, code, *fingerprint, seen.size() + 1});
+	}
 	const double start = now();
-	for (const auto &[code, name] : codes)
-		names.learn(uint32_t(program.pid()), code, detected.process.code_type, detected.layout, mem.get());
+	for (const python_code &code : seen)
+		names.learn(code, detected.process.code_type, detected.layout, mem.get());
 	// How long it took is scripts/bench-python.sh's to say (timed checks flake on a
 	// loaded machine); here, that every one is named right.
 	MESSAGE("10,000 code objects named in " << now() - start << " s");
 	REQUIRE(names.size() == 10000);
 	size_t right = 0;
-	for (const auto &[code, name] : codes) {
+	for (size_t i = 0; i < codes.size(); i++) {
 		PythonFrameName frame;
-		if (names.name(uint32_t(program.pid()), code, 0, frame) && frame.function == name && frame.file == "many.py")
+		if (names.name(pid, seen[i].id, 0, frame) && frame.function == codes[i].second && frame.file == "many.py")
 			right++;
 	}
 	CHECK(right == codes.size());
 	// What is not a code object is not named: the word after one's start, a str.
-	CHECK_FALSE(names.learn(uint32_t(program.pid()), codes[0].first + 8, detected.process.code_type,
-				detected.layout, mem.get()));
+	python_code wrong = seen[0];
+	wrong.code += 8;
+	wrong.id = 0;
+	CHECK_FALSE(names.learn(wrong, detected.process.code_type, detected.layout, mem.get()));
+	// Nor is a code object whose fingerprint is not the one the walk read: another one, at
+	// an address that a freed one had.
+	wrong = seen[1];
+	wrong.fingerprint = seen[0].fingerprint;
+	wrong.id = 0;
+	CHECK_FALSE(names.learn(wrong, detected.process.code_type, detected.layout, mem.get()));
+	PythonFrameName unnamed;
+	CHECK_FALSE(names.name(pid, 0, 0, unnamed));
+}
+
+TEST_CASE("python: a code object freed and its address taken by another is named as the new one")
+{
+	require_root();
+	// Names by co_qualname (3.11) and by co_name (before 3.11).
+	const auto chosen = first_and_one_before_3_11();
+	if (chosen.empty()) {
+		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+		return;
+	}
+	TempDir dir;
+	for (const Interpreter &py : chosen) {
+		CAPTURE(py.label);
+		std::string report;
+		const auto r = sample_workload(py, "reuse.py", 2, 1, dir / "reuse", report);
+		uint32_t loop_line = 0, ran = 0, reused = 0;
+		std::istringstream(report) >> loop_line >> ran >> reused;
+		INFO("stderr:\n" << r.err);
+		// Addresses were taken again, by functions of the other depth: the check can fail.
+		REQUIRE(reused >= 5);
+		uint64_t in_loop = 0, wrong = 0;
+		for (const FoldedLine &l : parse_folded(r.out)) {
+			std::vector<std::string> rec;
+			for (const std::string &f : l.frames)
+				if (f.starts_with("rec_"))
+					rec.push_back(f);
+			if (rec.empty())
+				continue;
+			// rec_D_N (reuse_gen.py:LINE): D frames of it in its loop, at most D before.
+			const std::string function = rec.back().substr(0, rec.back().find(' '));
+			const unsigned depth = unsigned(std::stoul(function.substr(4)));
+			unsigned line = 0;
+			std::sscanf(rec.back().c_str() + rec.back().find(':') + 1, "%u", &line);
+			bool right = depth == 3 || depth == 7;
+			for (const std::string &f : rec)
+				right &= f.starts_with(function + " (reuse_gen.py:");
+			if (line >= loop_line) {
+				right &= rec.size() == depth;
+				in_loop += l.count;
+			} else {
+				right &= rec.size() <= depth;
+			}
+			if (!right) {
+				MESSAGE("wrong: " << folded_line(l));
+				wrong += l.count;
+			}
+		}
+		MESSAGE(ran << " functions ran, " << reused << " at an address of the other depth; " << in_loop
+			    << " samples in their loops");
+		CHECK(in_loop >= 30);
+		CHECK(wrong == 0);
+	}
+}
+
+TEST_CASE("python: a recursion deeper than the walk's 127 frames ends in [truncated], never in wrong frames")
+{
+	require_root();
+	// 3.11: Python calls without a native frame between; before 3.11: native eval frames
+	// between every two.
+	const auto chosen = first_and_one_before_3_11();
+	if (chosen.empty()) {
+		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+		return;
+	}
+	for (const Interpreter &py : chosen) {
+		CAPTURE(py.label);
+		Background program({py.path, "-c",
+				    "import sys\n"
+				    "sys.setrecursionlimit(1000)\n"
+				    "def deep(n):\n"
+				    "    if n:\n"
+				    "        return deep(n - 1)\n"
+				    "    print('ready', flush=True)\n"
+				    "    t = 0\n"
+				    "    while True:\n"
+				    "        t += 1\n"
+				    "def top():\n"
+				    "    deep(200)\n"
+				    "top()\n"}); // killed at the end
+		REQUIRE(program.read_line() == "ready");
+		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "1"});
+		REQUIRE_MESSAGE(r.status == 0, r.err);
+		INFO("stderr:\n" << r.err);
+		uint64_t all = 0, cut = 0, wrong = 0;
+		size_t python_frames = 0;
+		for (const FoldedLine &l : parse_folded(r.out)) {
+			all += l.count;
+			// Root first: the mark, then only deep's frames (top and <module> are past the
+			// limit) and the interpreter's own between and below them.
+			size_t deep = 0;
+			bool right = l.frames.size() >= 3 && l.frames[1] == "[truncated]";
+			for (const std::string &f : l.frames) {
+				const bool python = f.find(" (") != std::string::npos;
+				deep += python && f.starts_with("deep (<string>:");
+				right &= !python || f.starts_with("deep (<string>:");
+			}
+			right &= deep > 0;
+			cut += l.frames.size() >= 2 && l.frames[1] == "[truncated]" ? l.count : 0;
+			python_frames = std::max(python_frames, deep);
+			if (!right) {
+				MESSAGE("wrong: " << folded_line(l));
+				wrong += l.count;
+			}
+		}
+		MESSAGE(python_frames << " Python frames of 200 shown, " << cut << " of " << all << " samples cut");
+		CHECK(all >= 20);
+		CHECK(wrong == 0);
+		CHECK(python_frames >= 20);
+	}
 }
 
 TEST_CASE("python: a corrupt libpython in a process gives native stacks and one line, never a crash")

@@ -1,6 +1,7 @@
 // tests/fuzz/fuzz_python.cpp: what the Python walk reads from outside: a libpython's symbols
-// (ElfFile::from_bytes, then find_elf_symbol for every name it looks up), a mapped file's
-// name, and code objects' line tables of each format.
+// (ElfFile::from_bytes, then find_elf_symbol for every name it looks up, and the eval
+// function's cold part from .eh_frame_hdr), a mapped file's name, and code objects' line
+// tables of each format.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -27,5 +28,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	for (const char *name : {"_PyRuntime", "_PyEval_EvalFrameDefault", "PyCode_Type", "Py_Version", ""})
 		(void)find_elf_symbol(*elf, name);
+	// The eval function's cold part, from its unwind tables: where the file says the function
+	// is, and anywhere.
+	if (const auto eval = find_elf_symbol(*elf, "_PyEval_EvalFrameDefault"))
+		(void)find_cold_part(*elf, *eval);
+	const uint64_t tail = fuzz_tail_u64(data, size);
+	if (const auto cold = find_cold_part(*elf, ElfSymbolValue{tail, tail >> 48}))
+		FUZZ_CHECK(cold->size > 0);
 	return 0;
 }
