@@ -582,8 +582,8 @@ void Symbolizer::forget_objects()
 	impl_->object_ids.clear();
 }
 
-// user_frames without what kept_named_bytes keeps: from the file itself. False when the file
-// could not be read.
+// user_frames without what kept_named_bytes keeps: from the file itself. True when the
+// frames took the file's DWARF, the part of naming worth keeping them for.
 bool Symbolizer::Impl::read_user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out)
 {
 	const UserObject &object = objects[where.object].object;
@@ -626,7 +626,7 @@ bool Symbolizer::Impl::read_user_frames(const UserLocation &where, bool return_a
 	std::optional<uint64_t> elf_address = binary->elf->address_of_file_offset(file_offset);
 	if (!elf_address) {
 		out.push_back(std::move(frame));
-		return true;
+		return false;
 	}
 	frame.module_offset = *elf_address + back;
 	// A separate debug file has the fullest table, but not the binary's PLT.
@@ -659,7 +659,7 @@ bool Symbolizer::Impl::read_user_frames(const UserLocation &where, bool return_a
 		}
 	}
 	out.push_back(std::move(frame));
-	return true;
+	return binary->lines != nullptr;
 }
 
 void Symbolizer::user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out)
@@ -687,8 +687,11 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 	}
 	d.stats.named_from_file++;
 	const size_t first = out.size();
+	// Only what took DWARF is kept: naming from symbols alone is cheap (a sorted table,
+	// read with the file), and kept it would push out names that cost a file's DWARF. A
+	// file that could not be read now may be later.
 	if (!d.read_user_frames(where, return_address, out))
-		return; // a file that could not be read now may be later
+		return;
 	// Kept without what depends on where the file was mapped, which the next use sets.
 	Impl::NamedFrames named;
 	named.bytes = 2 * sizeof(Impl::NamedKey) + sizeof(Impl::NamedFrames) + kLruEntryBytes;

@@ -55,7 +55,7 @@ struct SymbolizerOptions {
 	// Of those, the files whose DWARF was read (want_lines, want_inlined): the most memory
 	// by far.
 	size_t kept_dwarf_files = 1;
-	// What user_frames named in files, by device, inode and offset, kept after
+	// What user_frames named from files' DWARF, by device, inode and offset, kept after
 	// drop_files, the least recently used dropped first past this many bytes: a run
 	// that names window after window (an agent) reads a file's DWARF again only for an
 	// address no window has named lately. 0 keeps nothing.

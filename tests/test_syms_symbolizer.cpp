@@ -954,7 +954,7 @@ TEST_SUITE("unit")
 	TEST_CASE("symbolizer: names kept past drop_files (kept_named_bytes): the file is read again only for an address not kept")
 	{
 		// One program with DWARF mapped at two places by two processes that are gone, and a
-		// stripped one: what is named from what was kept is what the file names.
+		// stripped one without: what is named from what was kept is what the file names.
 		const std::string program = absolute_fixture("inlined"), stripped = absolute_fixture("hello-stripped");
 		const uint64_t first_bias = 0x555555554000, second_bias = 0x560000000000, stripped_bias = 0x7f0000000000;
 		ProcessHistory history;
@@ -1015,6 +1015,17 @@ TEST_SUITE("unit")
 			CHECK(symbolizer.stats().named_kept == 2);
 			CHECK(symbolizer.stats().named_dropped == 0);
 		}
+		SUBCASE("names from symbols alone are not kept: the file is read again")
+		{
+			options.kept_named_bytes = 1 << 20;
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(frames_of(symbolizer, gone_pid + 2, stripped_bias + leaf, false) == plain);
+			symbolizer.drop_files();
+			CHECK(frames_of(symbolizer, gone_pid + 2, stripped_bias + leaf, false) == plain);
+			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(symbolizer.stats().named_kept == 0);
+		}
 		SUBCASE("past its bytes the least recently used address goes, and its file is read again")
 		{
 			options.kept_named_bytes = 1 << 20;
@@ -1023,7 +1034,7 @@ TEST_SUITE("unit")
 			frames_of(measure, gone_pid, first_bias + marker, false);
 			const size_t one = measure.stats().named_kept_bytes;
 			CHECK(one > 2 * sizeof(Frame));
-			frames_of(measure, gone_pid + 2, stripped_bias + leaf, false);
+			frames_of(measure, gone_pid + 1, second_bias + marker + 1, true);
 			const size_t both = measure.stats().named_kept_bytes;
 			CHECK(both > one);
 
@@ -1031,15 +1042,16 @@ TEST_SUITE("unit")
 			Symbolizer symbolizer(options);
 			symbolizer.set_process_history(&history);
 			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
-			CHECK(frames_of(symbolizer, gone_pid + 2, stripped_bias + leaf, false) == plain);
+			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned);
 			CHECK(symbolizer.stats().named_dropped == 1);
 			CHECK(symbolizer.stats().named_kept == 1);
 			CHECK(symbolizer.stats().named_kept_bytes <= both - 1);
+			CHECK(symbolizer.stats().elf_files_parsed == 1);
 			symbolizer.drop_files();
-			CHECK(frames_of(symbolizer, gone_pid + 2, stripped_bias + leaf, false) == plain); // kept
-			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned); // kept
+			CHECK(symbolizer.stats().elf_files_parsed == 1);
 			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first); // dropped: read again
-			CHECK(symbolizer.stats().elf_files_parsed == 3);
+			CHECK(symbolizer.stats().elf_files_parsed == 2);
 		}
 		SUBCASE("0 bytes keeps nothing")
 		{
