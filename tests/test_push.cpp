@@ -1019,6 +1019,16 @@ PushConfig receiver_config(const Receiver &receiver, PushFormat format, LogLines
 	return config;
 }
 
+// window(0) pushed as format to receiver, and delivered.
+void push_first_window(Receiver &receiver, PushFormat format)
+{
+	LogLines log;
+	Pusher pusher(receiver_config(receiver, format, log), nullptr);
+	pusher.push(window(0));
+	pusher.finish(10);
+	REQUIRE(pusher.stats().sent == 1);
+}
+
 const char *const empty_verdict = "\"verdict\": []";
 
 } // namespace
@@ -1076,11 +1086,7 @@ TEST_CASE("push: what reaches the server is a pprof go tool pprof reads: Pyrosco
 		const bool parca = format == PushFormat::Parca;
 		CAPTURE(parca);
 		Receiver receiver;
-		LogLines log;
-		Pusher pusher(receiver_config(receiver, format, log), nullptr);
-		pusher.push(window(0));
-		pusher.finish(10);
-		REQUIRE(pusher.stats().sent == 1);
+		push_first_window(receiver, format);
 		// Pyroscope's /ingest takes the body itself as the profile (gzipped); Parca's
 		// WriteRaw wraps it, which the receiver took out and gunzipped.
 		const std::string file = receiver.dir() + (parca ? "/0001.pb" : "/0001.body");
@@ -1095,12 +1101,8 @@ TEST_CASE("push: what reaches the server is a pprof go tool pprof reads: Pyrosco
 TEST_CASE("push: the WriteRaw request as sent decodes with Parca's published definitions (@parca/client)")
 {
 	Receiver receiver;
-	LogLines log;
-	Pusher pusher(receiver_config(receiver, PushFormat::Parca, log), nullptr);
+	push_first_window(receiver, PushFormat::Parca);
 	const PushWindow w = window(0);
-	pusher.push(w);
-	pusher.finish(10);
-	REQUIRE(pusher.stats().sent == 1);
 	const std::string body_file = receiver.dir() + "/0001.body";
 	const std::optional<CommandResult> r = parca_decoded(body_file);
 	if (!r)
