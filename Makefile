@@ -166,10 +166,26 @@ $(OUTPUT)/run-tests: $(TEST_OBJS) $(MODULE_OBJS)
 	$(call msg,BINARY,$@)
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# Parca's published definitions of its API, which tests/parca_decode.mjs decodes the WriteRaw
+# requests with: npm's @parca/client (generated from Parca's .proto files) and its protobuf
+# runtime, at these versions, from the npm registry into $(OUTPUT)/npm once, as whoever
+# runs make (root or a user alike; npm's own cache serves build-asan's copy). Without npm or
+# the registry the rule says so and the tests go on: the test that needs the package says
+# it is missing, and fails on CI. The package lists tsc-watch, a build tool of its own, as a
+# dependency, which wants TypeScript as a peer: --legacy-peer-deps leaves TypeScript out.
+PARCA_CLIENT_PACKAGES := @parca/client@0.17.24 @protobuf-ts/runtime@2.11.1 @protobuf-ts/runtime-rpc@2.11.1
+PARCA_CLIENT := $(OUTPUT)/npm/node_modules/@parca/client/package.json
+$(PARCA_CLIENT):
+	$(call msg,NPM,$(PARCA_CLIENT_PACKAGES))
+	$(Q)mkdir -p $(OUTPUT)/npm
+	$(Q)npm install --prefix $(OUTPUT)/npm --no-save --legacy-peer-deps --ignore-scripts --no-audit --no-fund --prefer-offline \
+		--loglevel=error $(PARCA_CLIENT_PACKAGES) >/dev/null || \
+		echo "make: npm could not install $(PARCA_CLIENT_PACKAGES); the Parca schema test will say so" >&2
+
 # The quick check while developing: the test suite alone. Unit tests need nothing;
 # integration tests need root, so the run goes through sudo for anyone else. The last
 # line printed is "N passed, N failed".
-check: $(PROFILE) $(OUTPUT)/run-tests fixtures workloads
+check: $(PROFILE) $(OUTPUT)/run-tests fixtures workloads $(PARCA_CLIENT)
 	$(Q)$(SUDO) env CI="$(CI)" PROFILE_BIN="$(abspath $(PROFILE))" TEST_OUTPUT="$(abspath $(OUTPUT))" \
 		$(OUTPUT)/run-tests $(TEST_ARGS)
 

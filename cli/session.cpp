@@ -41,6 +41,9 @@ std::string PhaseClock::summary() const
 
 namespace {
 
+// What windows keep of the names they read (SymbolizerOptions::kept_named_bytes).
+constexpr size_t kKeptNamedBytes = size_t(4) << 20;
+
 // The symbolizer's options; made once the sampler is loaded, which `startup` marks.
 SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup)
 {
@@ -53,6 +56,9 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	symbolizer.want_inlined = options.inline_frames;
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer.kernel_cache_dir = "/run/profile";
+	// Windows drop their files (WindowCutter::close); the names they read stay.
+	if (options.interval_s)
+		symbolizer.kept_named_bytes = kKeptNamedBytes;
 	return symbolizer;
 }
 
@@ -374,11 +380,17 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 		if (windows.fetches_debug_files())
 			diagnostics::say("debuginfod: %zu debug files asked for, %zu used; fetched in %.1f ms",
 				windows.fetched().asked, windows.fetched().used, windows.fetched().wall_ms);
-		if (options_.interval_s)
+		if (options_.interval_s) {
 			diagnostics::say("windows: %" PRIu64 " closed, CPU to name and write one %.1f ms on average, "
 					"%.1f ms at most",
 				windows.closed(), windows.cpu_ms_sum() / double(std::max<uint64_t>(windows.closed(), 1)),
 				windows.cpu_ms_max());
+			const SymbolizerStats names = session.symbolizer().stats();
+			diagnostics::say("named user addresses: %zu from what windows kept, %zu from their files; "
+					"%zu kept (%.1f KiB of %.1f), %zu dropped for room; %zu files parsed",
+				names.named_from_kept, names.named_from_file, names.named_kept, names.named_kept_bytes / 1024.0,
+				kKeptNamedBytes / 1024.0, names.named_dropped, names.elf_files_parsed);
+		}
 		if (session.unwinding()) {
 			const Unwinder::Stats &tables = session.tables();
 			diagnostics::say("unwind tables: %u asked for, %u in the kernel (%u from the cache, %" PRIu64

@@ -9,8 +9,9 @@
 # pushing every window to tests/receiver.py (PUSH_FORMAT pyroscope or parca) for DURATION
 # seconds (default 1800), with the same churn; it also reports the profiler's CPU (under
 # 0.5 % of a core is the target), the windows the receiver got and whether each request
-# followed the API, the pusher's time per window, and whether RSS at the end is within 2 %
-# of its value a third of the way in (30 and 10 minutes by default).
+# followed the API, the pusher's time per window, how many user addresses were named from
+# the names earlier windows kept and how many from their files, and whether RSS at the end
+# is within 2 % of its value a third of the way in (30 and 10 minutes by default).
 # Not part of `make test`: run it by hand (as root, or it uses sudo) after `make`.
 set -u
 cd "$(dirname "$0")/.."
@@ -164,5 +165,5 @@ windows=$(sed -n 's/^profile: \([0-9]*\) windows: .*/\1/p' "$OUT/stderr" | tail 
 received=$(find "$OUT/received" -name '*.json' | wc -l)
 bad=$(grep -L '"verdict": \[\]' "$OUT/received"/*.json 2>/dev/null | wc -l)
 echo "soak: ${windows:-?} windows closed, $received requests received, $bad not following the API"
-grep -E '^profile: (push|windows)' "$OUT/stderr"
+grep -E '^profile: (push|windows|named)' "$OUT/stderr"
 [ "$rc" = 0 ] && [ "$flat" = 0 ] && [ "$two_percent" = 0 ] && [ "$cpu_ok" = 0 ] && [ "${windows:-x}" = "$received" ] && [ "$bad" = 0 ]

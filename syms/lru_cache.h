@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <list>
 #include <map>
+#include <optional>
 #include <utility>
 
 template <typename Key, typename Value>
@@ -75,6 +76,18 @@ public:
 				++it;
 			}
 		}
+	}
+
+	// Drops the least recently used entry and hands its value back; nullopt when empty.
+	std::optional<Value> pop_oldest()
+	{
+		if (order_.empty())
+			return std::nullopt;
+		std::optional<Value> value(std::move(order_.back().second));
+		index_.erase(order_.back().first);
+		order_.pop_back();
+		dropped_++;
+		return value;
 	}
 
 	void set_capacity(size_t capacity)

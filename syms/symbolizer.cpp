@@ -136,6 +136,21 @@ uint32_t namespaced_pid(const std::string &pid_dir, uint32_t pid)
 	return inner && inner <= UINT32_MAX ? uint32_t(inner) : pid;
 }
 
+// The heap a frame takes: itself and its strings past the short-string buffer.
+size_t frame_bytes(const Frame &frame)
+{
+	size_t bytes = sizeof(Frame);
+	for (const std::string *text : {&frame.name, &frame.module, &frame.build_id, &frame.source_file})
+		if (text->capacity() > std::string().capacity())
+			bytes += text->capacity() + 1;
+	return bytes;
+}
+
+// What an LruCache entry takes beyond its value and its key's two copies (the list's and
+// the map's): the list node's two links, the map node's three and its color, the map's
+// iterator into the list.
+constexpr size_t kLruEntryBytes = 7 * sizeof(void *);
+
 } // namespace
 
 struct Symbolizer::Impl {
@@ -185,6 +200,20 @@ struct Symbolizer::Impl {
 	// The debug files add_debug_file took, by build id: a file dropped from `binaries`
 	// takes its own again when it is read again.
 	std::unordered_map<std::string, UniqueFd> added_debug_files;
+	// What user_frames named in files (options.kept_named_bytes): by device, inode, offset
+	// in the file and whether it is a return address; past drop_files.
+	struct NamedKey {
+		uint32_t dev_major, dev_minor;
+		uint64_t inode, offset;
+		bool return_address;
+		auto operator<=>(const NamedKey &) const = default;
+	};
+	struct NamedFrames {
+		std::vector<Frame> frames;
+		size_t bytes = 0; // what it takes, as frame_bytes counts
+	};
+	LruCache<NamedKey, NamedFrames> named{SIZE_MAX};
+	size_t named_bytes = 0;
 
 	std::string pid_dir(uint32_t pid) const { return options.proc_root + "/" + std::to_string(pid); }
 	LiveProcess &live_process(uint32_t pid);
@@ -197,6 +226,7 @@ struct Symbolizer::Impl {
 	const PerfMap::Symbol *jit_symbol(uint32_t pid, uint64_t address, std::string &path);
 	const std::string &name_of(Binary &binary, const ElfFile::Symbol &symbol);
 	std::string take_debug_file(Binary &binary, int fd);
+	bool read_user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out);
 };
 
 LiveProcess &Symbolizer::Impl::live_process(uint32_t pid)
@@ -552,9 +582,11 @@ void Symbolizer::forget_objects()
 	impl_->object_ids.clear();
 }
 
-void Symbolizer::user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out)
+// user_frames without what kept_named_bytes keeps: from the file itself. True when the
+// frames took the file's DWARF, the part of naming worth keeping them for.
+bool Symbolizer::Impl::read_user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out)
 {
-	const UserObject &object = impl_->objects[where.object].object;
+	const UserObject &object = objects[where.object].object;
 	const bool in_mapping = object.kind == UserObject::Kind::File || object.kind == UserObject::Kind::Area;
 	Frame frame;
 	frame.kind = FrameKind::User;
@@ -565,7 +597,7 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 	frame.map_offset = mapped.offset;
 	const uint64_t back = return_address && where.offset ? 1 : 0;
 
-	Binary *binary = impl_->binary_of(where.object);
+	Binary *binary = binary_of(where.object);
 	if (!binary) {
 		if (in_mapping) {
 			// No file to read: its offset in the file is the best address the frame has.
@@ -574,7 +606,7 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 		} else if (object.kind == UserObject::Kind::Jit) {
 			// What a JIT compiler wrote.
 			std::string path;
-			if (const PerfMap::Symbol *jit = impl_->jit_symbol(object.pid, where.offset - back, path)) {
+			if (const PerfMap::Symbol *jit = jit_symbol(object.pid, where.offset - back, path)) {
 				frame.name = jit->name;
 				frame.symbol_offset = where.offset - jit->start;
 				frame.module = path;
@@ -582,7 +614,7 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 			}
 		}
 		out.push_back(std::move(frame));
-		return;
+		return false;
 	}
 
 	frame.module = object.mapping.path;
@@ -594,7 +626,7 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 	std::optional<uint64_t> elf_address = binary->elf->address_of_file_offset(file_offset);
 	if (!elf_address) {
 		out.push_back(std::move(frame));
-		return;
+		return false;
 	}
 	frame.module_offset = *elf_address + back;
 	// A separate debug file has the fullest table, but not the binary's PLT.
@@ -605,12 +637,12 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 	if (!symbol && from_debug_file)
 		symbol = binary->elf->find_symbol(*elf_address);
 	if (symbol) {
-		frame.name = impl_->name_of(*binary, *symbol);
+		frame.name = name_of(*binary, *symbol);
 		frame.symbol_offset = frame.module_offset - symbol->start;
 	}
 	if (binary->lines) {
 		std::vector<SourceLocation> lines = binary->lines->find(*elf_address);
-		for (size_t i = 0; impl_->options.want_inlined && i + 1 < lines.size(); i++) {
+		for (size_t i = 0; options.want_inlined && i + 1 < lines.size(); i++) {
 			if (lines[i].function.empty())
 				continue;
 			Frame inlined = frame;
@@ -627,6 +659,56 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 		}
 	}
 	out.push_back(std::move(frame));
+	return binary->lines != nullptr;
+}
+
+void Symbolizer::user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out)
+{
+	Impl &d = *impl_;
+	const UserObject &object = d.objects[where.object].object;
+	if (object.kind != UserObject::Kind::File || !d.options.kept_named_bytes) {
+		d.read_user_frames(where, return_address, out);
+		return;
+	}
+	const MapEntry &file = object.mapping;
+	const Impl::NamedKey key{file.dev_major, file.dev_minor, file.inode, where.offset, return_address};
+	if (const Impl::NamedFrames *kept = d.named.find(key)) {
+		d.stats.named_from_kept++;
+		for (const Frame &frame : kept->frames) {
+			out.push_back(frame);
+			Frame &placed = out.back();
+			placed.module = file.path;
+			placed.address = where.mapped.end ? where.offset - where.mapped.offset + where.mapped.start : where.offset;
+			placed.map_start = where.mapped.start;
+			placed.map_end = where.mapped.end;
+			placed.map_offset = where.mapped.offset;
+		}
+		return;
+	}
+	d.stats.named_from_file++;
+	const size_t first = out.size();
+	// Only what took DWARF is kept: naming from symbols alone is cheap (a sorted table,
+	// read with the file), and kept it would push out names that cost a file's DWARF. A
+	// file that could not be read now may be later.
+	if (!d.read_user_frames(where, return_address, out))
+		return;
+	// Kept without what depends on where the file was mapped, which the next use sets.
+	Impl::NamedFrames named;
+	named.bytes = 2 * sizeof(Impl::NamedKey) + sizeof(Impl::NamedFrames) + kLruEntryBytes;
+	named.frames.reserve(out.size() - first);
+	for (size_t i = first; i < out.size(); i++) {
+		Frame frame = out[i];
+		std::string().swap(frame.module);
+		named.bytes += frame_bytes(frame);
+		named.frames.push_back(std::move(frame));
+	}
+	d.named_bytes += named.bytes;
+	d.named.insert(key, std::move(named));
+	while (d.named_bytes > d.options.kept_named_bytes)
+		if (std::optional<Impl::NamedFrames> dropped = d.named.pop_oldest()) {
+			d.named_bytes -= dropped->bytes;
+			d.stats.named_dropped++;
+		}
 }
 
 Frame Symbolizer::user_frame(uint32_t pid, uint64_t address, uint64_t time_ns)
@@ -668,6 +750,13 @@ std::string Symbolizer::add_debug_file(const std::string &build_id, int fd)
 	});
 	impl_->added_debug_files[build_id] = std::move(kept);
 	impl_->stats.debug_files_added++;
+	// What was named without it is named again.
+	impl_->named.erase_if([&](const Impl::NamedKey &, const Impl::NamedFrames &named) {
+		const bool stale = named.frames.front().build_id == build_id;
+		if (stale)
+			impl_->named_bytes -= named.bytes;
+		return stale;
+	});
 	return "";
 }
 
@@ -698,7 +787,10 @@ std::string Symbolizer::Impl::take_debug_file(Binary &binary, int fd)
 
 SymbolizerStats Symbolizer::stats() const
 {
-	return impl_->stats;
+	SymbolizerStats stats = impl_->stats;
+	stats.named_kept = impl_->named.size();
+	stats.named_kept_bytes = impl_->named_bytes;
+	return stats;
 }
 
 std::string frame_label(const Frame &frame)

@@ -55,6 +55,11 @@ struct SymbolizerOptions {
 	// Of those, the files whose DWARF was read (want_lines, want_inlined): the most memory
 	// by far.
 	size_t kept_dwarf_files = 1;
+	// What user_frames named from files' DWARF, by device, inode and offset, kept after
+	// drop_files, the least recently used dropped first past this many bytes: a run
+	// that names window after window (an agent) reads a file's DWARF again only for an
+	// address no window has named lately. 0 keeps nothing.
+	size_t kept_named_bytes = 0;
 };
 
 // What a run cost, for tests and for the summary under -v.
@@ -67,6 +72,10 @@ struct SymbolizerStats {
 	size_t debug_files_added = 0; // debug files from elsewhere (debuginfod) taken by add_debug_file
 	size_t perf_maps_read = 0;    // /tmp/perf-PID.map files read (once per pid)
 	size_t files_dropped = 0;     // files (and their debug files) dropped past kept_files
+	// kept_named_bytes: addresses of files named from what was kept, and named by reading
+	// the file; addresses kept now, their bytes, and addresses dropped for room.
+	size_t named_from_kept = 0, named_from_file = 0;
+	size_t named_kept = 0, named_kept_bytes = 0, named_dropped = 0;
 };
 
 class Symbolizer {
@@ -121,7 +130,7 @@ public:
 	// Drops every kept file: an agent does it between windows, so that what it holds while
 	// it samples (the files' DWARF, and their mapped pages, which count in its RSS too)
 	// does not depend on which files the last window met. A file is read again when a
-	// frame in it is named next.
+	// frame in it is named next that kept_named_bytes does not hold.
 	void drop_files();
 
 	// Appends the frames of one located user address: with want_inlined, each function

@@ -10,7 +10,9 @@ Listens on 127.0.0.1:N (0: any free port; the address is reused, so a test can k
 receiver and start it again on the same port) and prints "port N" as its first line.
 For each request it writes DIR/NNNN.json (method, path, query, headers, what it read of
 the body, the answer, and "verdict": the problems found, [] when the request follows the
-API) and DIR/NNNN.pb (the profile, gunzipped: `go tool pprof -raw DIR/NNNN.pb` reads it).
+API), DIR/NNNN.body (the body as it came, byte for byte: tests/parca_decode.mjs decodes a
+WriteRaw one with Parca's own definitions) and DIR/NNNN.pb (the profile, gunzipped: `go
+tool pprof -raw DIR/NNNN.pb` reads it).
 Numbering goes on from the files already in DIR.
 
 STEPS, comma-separated, apply to successive requests; after the last, every answer is ok:
@@ -464,6 +466,8 @@ class Handler(BaseHTTPRequestHandler):
         record["verdict"] = problems
         number = self.server.next_number()
         base = os.path.join(self.server.directory, "%04d" % number)
+        with open(base + ".body", "wb") as f:
+            f.write(body)
         if data is not None:
             with open(base + ".pb", "wb") as f:
                 f.write(data)

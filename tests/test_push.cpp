@@ -933,6 +933,24 @@ private:
 	ScopedEnv no_proxy_{"no_proxy", "127.0.0.1,localhost"};
 };
 
+// What tests/parca_decode.mjs prints of a WriteRaw body file, decoded with Parca's own
+// published definitions (npm @parca/client, which `make check` installs under the build
+// output). nullopt, the test skipped (failed on CI), when node or the package is missing.
+std::optional<CommandResult> parca_decoded(const std::string &body_file)
+{
+	const std::string node = find_tool("node");
+	const std::string prefix = output_dir() + "/npm";
+	if (node.empty()) {
+		skip_test("node is missing: Parca's definitions cannot be read");
+		return std::nullopt;
+	}
+	if (!std::filesystem::exists(prefix + "/node_modules/@parca/client/package.json")) {
+		skip_test("@parca/client is not installed in " + prefix + " (make check installs it with npm)");
+		return std::nullopt;
+	}
+	return run_command({node, output_dir() + "/../tests/parca_decode.mjs", prefix, body_file}, 60);
+}
+
 // A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate
 // (CN profile-agent) it signed, made with the openssl command in a directory of their own;
 // the keys mode 0600, as secrets are kept.
@@ -1001,6 +1019,16 @@ PushConfig receiver_config(const Receiver &receiver, PushFormat format, LogLines
 	return config;
 }
 
+// window(0) pushed as format to receiver, and delivered.
+void push_first_window(Receiver &receiver, PushFormat format)
+{
+	LogLines log;
+	Pusher pusher(receiver_config(receiver, format, log), nullptr);
+	pusher.push(window(0));
+	pusher.finish(10);
+	REQUIRE(pusher.stats().sent == 1);
+}
+
 const char *const empty_verdict = "\"verdict\": []";
 
 } // namespace
@@ -1047,24 +1075,59 @@ TEST_CASE("push: windows reach Pyroscope's /ingest and Parca's WriteRaw over HTT
 	}
 }
 
-TEST_CASE("push: the profile the receiver keeps is one go tool pprof reads")
+TEST_CASE("push: what reaches the server is a pprof go tool pprof reads: Pyroscope's body as sent, Parca's raw_profile")
 {
 	const std::string go = find_tool("go");
 	if (go.empty()) {
 		skip_test("go is missing (apt-get install golang-go)");
 		return;
 	}
+	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
+		const bool parca = format == PushFormat::Parca;
+		CAPTURE(parca);
+		Receiver receiver;
+		push_first_window(receiver, format);
+		// Pyroscope's /ingest takes the body itself as the profile (gzipped); Parca's
+		// WriteRaw wraps it, which the receiver took out and gunzipped.
+		const std::string file = receiver.dir() + (parca ? "/0001.pb" : "/0001.body");
+		CommandResult r = run_command({go, "tool", "pprof", "-raw", file}, 120);
+		INFO(r.err);
+		CHECK(r.status == 0);
+		CHECK(contains(r.out, "hot_work"));
+		CHECK(contains(r.out, "samples/count cpu/nanoseconds"));
+	}
+}
+
+TEST_CASE("push: the WriteRaw request as sent decodes with Parca's published definitions (@parca/client)")
+{
 	Receiver receiver;
-	LogLines log;
-	Pusher pusher(receiver_config(receiver, PushFormat::Parca, log), nullptr);
-	pusher.push(window(0));
-	pusher.finish(10);
-	REQUIRE(pusher.stats().sent == 1);
-	CommandResult r = run_command({go, "tool", "pprof", "-raw", receiver.dir() + "/0001.pb"}, 120);
-	INFO(r.err);
-	CHECK(r.status == 0);
-	CHECK(contains(r.out, "hot_work"));
-	CHECK(contains(r.out, "samples/count cpu/nanoseconds"));
+	push_first_window(receiver, PushFormat::Parca);
+	const PushWindow w = window(0);
+	const std::string body_file = receiver.dir() + "/0001.body";
+	const std::optional<CommandResult> r = parca_decoded(body_file);
+	if (!r)
+		return;
+	INFO(r->err);
+	REQUIRE(r->status == 0);
+	const size_t body_size = std::filesystem::file_size(body_file);
+	CHECK(r->out == "frame 0 " + std::to_string(body_size - 5) +
+				"\ntenant \"\"\nnormalized false\nseries 1\n"
+				"label __name__=parca_agent_cpu\nlabel hostname=test-host\nlabel service_name=web\n"
+				"samples 1\nraw_profile " +
+				std::to_string(w.pprof_gz.size()) + " gzip\nexecutable_info 0\n");
+
+	// The decoder is strict: a field WriteRawRequest does not define (number 9, a varint)
+	// fails it, one line.
+	std::string body = read_file(body_file);
+	body += std::string("\x48\x01", 2);
+	const uint32_t length = uint32_t(body.size() - 5);
+	for (int i = 0; i < 4; i++)
+		body[size_t(1 + i)] = char(length >> (8 * (3 - i)));
+	write_file(body_file, body);
+	const std::optional<CommandResult> bad = parca_decoded(body_file);
+	REQUIRE(bad);
+	CHECK(bad->status == 1);
+	CHECK(contains(bad->err, "Unknown field 9"));
 }
 
 TEST_CASE("push: a server failing 3 times: every window arrives, one line as failures start, one as they end")
@@ -1479,6 +1542,17 @@ TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go
 			INFO(record);
 			CHECK(contains(record, empty_verdict));
 			CHECK(contains(record, std::string("\"api\": \"") + format + "\""));
+		}
+		// The bytes ./profile sent, read with Parca's own definitions.
+		for (size_t i = 1; std::string(format) == "parca" && i <= records.size(); i++) {
+			const std::optional<CommandResult> decoded = parca_decoded(receiver.dir() + "/000" + std::to_string(i) + ".body");
+			if (!decoded)
+				break;
+			INFO(decoded->err);
+			CHECK(decoded->status == 0);
+			CHECK(contains(decoded->out, "\nnormalized false\nseries 1\nlabel __name__=parca_agent_cpu\nlabel hostname=" +
+							     this_host() + "\nlabel service_name=split.cpu\nsamples 1\n"));
+			CHECK(contains(decoded->out, " gzip\nexecutable_info 0\n"));
 		}
 		uint64_t three = 0, one = 0, samples = 0;
 		for (const std::string &file : kept_profiles(receiver))

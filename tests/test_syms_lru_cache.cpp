@@ -1,6 +1,7 @@
 // tests/test_syms_lru_cache.cpp: LruCache keeps the most recently used entries.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,5 +67,19 @@ TEST_SUITE("unit")
 			CHECK(cache.find(key));
 		CHECK(!cache.find(5));
 		CHECK(!cache.find(6));
+	}
+
+	TEST_CASE("lru cache: pop_oldest hands back the least recently used value, nothing when empty")
+	{
+		LruCache<int, std::string> cache(10);
+		cache.insert(1, "one");
+		cache.insert(2, "two");
+		REQUIRE(cache.find(1)); // 2 is now the oldest
+		CHECK(cache.pop_oldest() == std::optional<std::string>("two"));
+		CHECK(cache.pop_oldest() == std::optional<std::string>("one"));
+		CHECK(cache.size() == 0);
+		CHECK(cache.dropped() == 2);
+		CHECK(!cache.pop_oldest());
+		CHECK(cache.dropped() == 2);
 	}
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 #include <linux/perf_event.h>
@@ -947,6 +948,116 @@ TEST_SUITE("unit")
 			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
 			CHECK(symbolizer.object_count() == 3);
 			CHECK(symbolizer.stats().elf_files_parsed == 4); // both read again
+		}
+	}
+
+	TEST_CASE("symbolizer: names kept past drop_files (kept_named_bytes): the file is read again only for an address not kept")
+	{
+		// One program with DWARF mapped at two places by two processes that are gone, and a
+		// stripped one without: what is named from what was kept is what the file names.
+		const std::string program = absolute_fixture("inlined"), stripped = absolute_fixture("hello-stripped");
+		const uint64_t first_bias = 0x555555554000, second_bias = 0x560000000000, stripped_bias = 0x7f0000000000;
+		ProcessHistory history;
+		history.add_snapshot(gone_pid, "inlined", mappings_of("inlined", first_bias, program, program), 100);
+		history.add_snapshot(gone_pid + 1, "inlined", mappings_of("inlined", second_bias, program, program), 100);
+		history.add_snapshot(gone_pid + 2, "stripped",
+				     mappings_of("hello-stripped", stripped_bias, stripped, stripped), 100);
+		const uint64_t marker = nm_address("inlined.nm", "inner_marker");
+		const uint64_t leaf = nm_address("hello-stripped.nm", "fixture_leaf");
+		REQUIRE(marker);
+		REQUIRE(leaf);
+
+		// Every field of each frame, as one line.
+		auto frames_of = [](Symbolizer &symbolizer, uint32_t pid, uint64_t address, bool return_address) {
+			std::vector<Frame> frames;
+			symbolizer.user_frames(symbolizer.locate(pid, symbolizer.image_at(pid, 150), address, return_address),
+					       return_address, frames);
+			std::vector<std::string> lines;
+			for (const Frame &f : frames) {
+				std::ostringstream line;
+				line << std::hex << f.address << " " << f.name << "+" << f.symbol_offset << " " << f.module << "+"
+				     << f.module_offset << " " << f.build_id << " " << f.source_file << ":" << std::dec << f.line
+				     << (f.inlined ? " inlined " : " ") << std::hex << f.map_start << "-" << f.map_end << "@"
+				     << f.map_offset;
+				lines.push_back(line.str());
+			}
+			return lines;
+		};
+		SymbolizerOptions options;
+		options.want_inlined = true;
+		Symbolizer reference(options);
+		reference.set_process_history(&history);
+		const auto first = frames_of(reference, gone_pid, first_bias + marker, false);
+		const auto second = frames_of(reference, gone_pid + 1, second_bias + marker, false);
+		const auto returned = frames_of(reference, gone_pid + 1, second_bias + marker + 1, true);
+		const auto plain = frames_of(reference, gone_pid + 2, stripped_bias + leaf, false);
+		REQUIRE(first.size() == 2); // fixture::inner_step inlined into fixture::outer_loop
+		REQUIRE(second.size() == 2);
+		CHECK(first != second); // their addresses and mappings differ
+
+		SUBCASE("an address kept is named without the file, wherever the next process maps it")
+		{
+			options.kept_named_bytes = 1 << 20;
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
+			CHECK(symbolizer.stats().elf_files_parsed == 1);
+			symbolizer.drop_files(); // a window's end
+			symbolizer.forget_objects();
+			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker, false) == second);
+			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
+			CHECK(symbolizer.stats().elf_files_parsed == 1);
+			CHECK(symbolizer.stats().named_from_kept == 2);
+			CHECK(symbolizer.stats().named_from_file == 1);
+			// The same offset as a return address is another address: the file is read.
+			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned);
+			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(symbolizer.stats().named_kept == 2);
+			CHECK(symbolizer.stats().named_dropped == 0);
+			// Names from symbols alone are not kept: the stripped file is read each time.
+			CHECK(frames_of(symbolizer, gone_pid + 2, stripped_bias + leaf, false) == plain);
+			symbolizer.drop_files();
+			CHECK(frames_of(symbolizer, gone_pid + 2, stripped_bias + leaf, false) == plain);
+			CHECK(symbolizer.stats().elf_files_parsed == 4);
+			CHECK(symbolizer.stats().named_kept == 2);
+		}
+		SUBCASE("past its bytes the least recently used address goes, and its file is read again")
+		{
+			options.kept_named_bytes = 1 << 20;
+			Symbolizer measure(options);
+			measure.set_process_history(&history);
+			frames_of(measure, gone_pid, first_bias + marker, false);
+			const size_t one = measure.stats().named_kept_bytes;
+			CHECK(one > 2 * sizeof(Frame));
+			frames_of(measure, gone_pid + 1, second_bias + marker + 1, true);
+			const size_t both = measure.stats().named_kept_bytes;
+			CHECK(both > one);
+
+			options.kept_named_bytes = both - 1;
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
+			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned);
+			CHECK(symbolizer.stats().named_dropped == 1);
+			CHECK(symbolizer.stats().named_kept == 1);
+			CHECK(symbolizer.stats().named_kept_bytes <= both - 1);
+			CHECK(symbolizer.stats().elf_files_parsed == 1);
+			symbolizer.drop_files();
+			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned); // kept
+			CHECK(symbolizer.stats().elf_files_parsed == 1);
+			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first); // dropped: read again
+			CHECK(symbolizer.stats().elf_files_parsed == 2);
+		}
+		SUBCASE("0 bytes keeps nothing")
+		{
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
+			symbolizer.drop_files();
+			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
+			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(symbolizer.stats().named_kept == 0);
+			CHECK(symbolizer.stats().named_from_kept == 0);
 		}
 	}
 
