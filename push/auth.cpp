@@ -12,22 +12,11 @@
 #include <memory>
 
 #include "push/push.h"
+#include "syms/fd.h"
 
 namespace {
 
 constexpr size_t secret_file_max = 64 << 10;
-
-struct Fd {
-	int fd = -1;
-	explicit Fd(int f) : fd(f) {}
-	~Fd()
-	{
-		if (fd >= 0)
-			close(fd);
-	}
-	Fd(const Fd &) = delete;
-	Fd &operator=(const Fd &) = delete;
-};
 
 struct CurlUrlDelete {
 	void operator()(CURLU *url) const { curl_url_cleanup(url); }
@@ -236,14 +225,14 @@ std::string check_secret_file(const struct stat &st, std::string_view acl, uid_t
 
 std::string read_secret_file(const std::string &path, std::string &text)
 {
-	Fd file(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-	if (file.fd < 0)
+	UniqueFd file(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+	if (!file)
 		return "cannot open " + path + ": " + std::strerror(errno);
 	struct stat st;
-	if (fstat(file.fd, &st) != 0)
+	if (fstat(file.get(), &st) != 0)
 		return "cannot read " + path + ": " + std::strerror(errno);
 	char acl[1024];
-	ssize_t acl_size = fgetxattr(file.fd, "system.posix_acl_access", acl, sizeof(acl));
+	ssize_t acl_size = fgetxattr(file.get(), "system.posix_acl_access", acl, sizeof(acl));
 	if (acl_size < 0 && errno != ENODATA && errno != ENOTSUP)
 		return "cannot read the ACL of " + path + ": " + std::strerror(errno);
 	if (std::string wrong = check_secret_file(st, std::string_view(acl, std::max<ssize_t>(acl_size, 0)), geteuid());
@@ -252,7 +241,7 @@ std::string read_secret_file(const std::string &path, std::string &text)
 	text.clear();
 	char buffer[4096];
 	while (true) {
-		const ssize_t n = read(file.fd, buffer, sizeof(buffer));
+		const ssize_t n = read(file.get(), buffer, sizeof(buffer));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -297,9 +286,9 @@ std::string load_push_files(PushConfig &config, const std::string &auth_file)
 				return std::string(option) + ": " + wrong;
 			std::fill(text.begin(), text.end(), '\0');
 		} else {
-			Fd file(open(path->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+			UniqueFd file(open(path->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
 			struct stat st;
-			if (file.fd < 0 || fstat(file.fd, &st) != 0)
+			if (!file || fstat(file.get(), &st) != 0)
 				return std::string(option) + ": cannot open " + *path + ": " + std::strerror(errno);
 			if (!S_ISREG(st.st_mode))
 				return std::string(option) + ": " + *path + " is not a regular file";

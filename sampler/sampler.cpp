@@ -36,18 +36,6 @@ struct LinkDeleter {
 using Skeleton = std::unique_ptr<profile_bpf, SkeletonDeleter>;
 using Link = std::unique_ptr<bpf_link, LinkDeleter>;
 
-// An open perf event fd; the link that attaches the program takes it over.
-struct PerfEventFd {
-	int fd = -1;
-	explicit PerfEventFd(int f) : fd(f) {}
-	~PerfEventFd()
-	{
-		if (fd >= 0)
-			close(fd);
-	}
-	int release() { return std::exchange(fd, -1); }
-};
-
 int libbpf_print(enum libbpf_print_level level, const char *format, va_list args)
 {
 	static const bool debug = getenv("PROFILE_DEBUG") != nullptr;
@@ -510,8 +498,8 @@ void Sampler::attach()
 	}
 
 	for (int cpu : online) {
-		PerfEventFd event(int(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
-		if (event.fd < 0) {
+		UniqueFd event(int(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
+		if (!event) {
 			int err = errno;
 			if (err == ENODEV) // went offline since we read the list
 				continue;
@@ -528,7 +516,7 @@ void Sampler::attach()
 		bpf_program *program = impl_->sampling    ? impl_->sampling->progs.do_sample_unwind
 				       : impl_->unwinding ? impl_->skel->progs.do_sample_unwind
 							  : impl_->skel->progs.do_sample;
-		Link link(bpf_program__attach_perf_event(program, event.fd));
+		Link link(bpf_program__attach_perf_event(program, event.get()));
 		if (!link)
 			throw RunError("cannot attach the BPF program to CPU " + std::to_string(cpu) + ": " + errno_text(errno));
 		event.release(); // the link closes it

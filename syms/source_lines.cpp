@@ -19,18 +19,10 @@
 #include <unordered_map>
 
 #include "syms/demangle.h"
+#include "syms/elf_handles.h"
 #include "syms/fd.h"
 
 namespace {
-
-struct ElfEnd {
-	void operator()(Elf *elf) const { elf_end(elf); }
-};
-struct DwarfEnd {
-	void operator()(Dwarf *dwarf) const { dwarf_end(dwarf); }
-};
-using ElfHandle = std::unique_ptr<Elf, ElfEnd>;
-using DwarfHandle = std::unique_ptr<Dwarf, DwarfEnd>;
 
 struct DebugInfo {
 	ElfHandle elf;

@@ -164,7 +164,9 @@ TEST_CASE("whole machine: short-lived processes of a program without frame point
 TEST_CASE("the table cache: kept in $CACHE_DIRECTORY/unwind for the next run; a full one gives one warning and the run goes on")
 {
 	require_root();
-	Background nofp({workload("nofp"), "6"});
+	// Three runs of it: it must outlive them even when each one's start is slow (it is
+	// killed at the end).
+	Background nofp({workload("nofp"), "60"});
 	const std::vector<std::string> args = {"-p", std::to_string(nofp.pid()), "-U", "-f", "199", "--folded", "1"};
 	TempDir dir;
 	REQUIRE(chmod(dir.path().c_str(), 0700) == 0);

@@ -201,7 +201,7 @@ TEST_CASE("--interval on stdout with maps too small: every window opened by its 
 	std::string pids;
 	for (int i = 0; i < 8; i++) {
 		workloads.push_back(std::make_unique<Background>(
-			std::vector<std::string>{workload("stacks"), std::to_string(i * 4), "7", "500"}));
+			std::vector<std::string>{workload("stacks"), std::to_string(i * 4), "30", "500"})); // killed at the end
 		pids += (i ? "," : "") + std::to_string(workloads.back()->pid());
 	}
 	auto r = profile({"-p", pids, "-f", "199", "-U", "--folded", "-E", "--hash-storage-size", "4", "--interval",

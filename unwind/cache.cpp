@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "syms/elf_handles.h"
 #include "syms/fd.h"
 
 namespace {
@@ -55,11 +56,6 @@ struct FileHeader {
 static_assert(sizeof(FileHeader) == 104);
 constexpr uint64_t kMaxHeadSize = sizeof(FileHeader) + kMaxKeySize + kMaxPathSize;
 constexpr uint64_t kMaxFileSize = kMaxHeadSize + kMaxUnwindRows * sizeof(unwind_row);
-
-struct ElfEnd {
-	void operator()(Elf *elf) const { elf_end(elf); }
-};
-using ElfHandle = std::unique_ptr<Elf, ElfEnd>;
 
 // The NT_GNU_BUILD_ID note as lowercase hex, "" without one. Read with pread
 // (ELF_C_READ), never mapped: the file's owner may truncate it meanwhile.

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "syms/elf.h"
+#include "syms/elf_handles.h"
 #include "syms/fd.h"
 
 namespace {
@@ -40,23 +41,6 @@ constexpr uint64_t kMaxDecompressed = 1ull << 30;
 constexpr int kRegRbp = 6;
 constexpr int kRegRsp = 7;
 constexpr int kRegRip = 16; // the return address column
-
-struct ElfEnd {
-	void operator()(Elf *elf) const { elf_end(elf); }
-};
-struct DwarfEnd {
-	void operator()(Dwarf *dwarf) const { dwarf_end(dwarf); }
-};
-struct CfiEnd {
-	void operator()(Dwarf_CFI *cfi) const { dwarf_cfi_end(cfi); }
-};
-struct FrameFree {
-	void operator()(Dwarf_Frame *frame) const { std::free(frame); }
-};
-using ElfHandle = std::unique_ptr<Elf, ElfEnd>;
-using DwarfHandle = std::unique_ptr<Dwarf, DwarfEnd>;
-using CfiHandle = std::unique_ptr<Dwarf_CFI, CfiEnd>;
-using FrameHandle = std::unique_ptr<Dwarf_Frame, FrameFree>;
 
 // An ELF64 x86-64 object open in libelf, and the bytes it reads when they are a copy.
 // libelf writes into an image it reads from memory (elf_compress rewrites a section's
