@@ -96,6 +96,13 @@ done
 echo
 echo "Median: $(median < "$TMP/ours.1") ms${BEFORE:+ (before: $(median < "$TMP/before.1") ms)}."
 echo
+# Where the start went, as PROFILE_DEBUG=1 tells it (libbpf's log goes to the same stderr).
+for program in "$PROFILE" $BEFORE; do
+	before=$(load)
+	PROFILE_DEBUG=1 "$program" -f 49 1 2>&1 > /dev/null | grep '^profile: before sampling' |
+		sed "s|^profile: |    $program, load average $before: |"
+done
+echo
 
 # 40 live processes.
 busy=$(( 1000 / PROCESSES ))
