@@ -350,6 +350,18 @@ MapPlan plan_maps(const SamplerConfig &options)
 					"--perf-max-stack-depth)");
 	}
 
+	// The stores of stacks kept by content are preallocated (see STORE in profile.bpf.c):
+	// every entry's kilobyte is cleared at load, a few ms and megabytes per thousand. A run
+	// of known length at a known rate never holds more than two new stacks a sample, so its
+	// stores need no more (one second and 256 entries spare). Not the STACK_TRACE maps of
+	// --unwind fp: a new stack is lost there when its bucket is taken, and fewer buckets
+	// would lose more.
+	if (sizes.unwinding && options.duration_s && options.frequency) {
+		const uint64_t cpus = options.cpu >= 0 ? 1 : std::max<size_t>(1, online_cpus().size());
+		const uint64_t most = 2 * options.frequency * cpus * (*options.duration_s + 1) + 256;
+		sizes.stack_entries = uint32_t(std::min<uint64_t>(sizes.stack_entries, most));
+	}
+
 	const long membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	const bool can_drain =
 		membarrier > 0 && (membarrier & MEMBARRIER_CMD_GLOBAL) && !getenv("PROFILE_NO_DRAIN");
