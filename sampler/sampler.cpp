@@ -144,6 +144,26 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	return skel;
 }
 
+// The line of a load that failed with err, and what may mend it.
+RunError load_failed(int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		check_privileges();
+	return RunError("cannot load the BPF program: " + errno_text(err) +
+			(err == -E2BIG || err == -ENOMEM
+				 ? " (a map may be too large: lower --stack-storage-size or --hash-storage-size)"
+				 : " (run with PROFILE_DEBUG=1 for libbpf's log)"));
+}
+
+// The verifier refused the table walk (an older kernel's limits): the run falls back to
+// frame pointers, and says so.
+void say_walk_refused(int err)
+{
+	fprintf(stderr, "profile: unwinding by frame pointers (as --unwind fp): the kernel refused the "
+			"table unwinder (%s; PROFILE_DEBUG=1 shows why)\n",
+		errno_text(err).c_str());
+}
+
 // Writes -p's, -L's and --cgroup's filters into the maps of a loaded object.
 void set_filters(const profile_bpf &skel, const SamplerConfig &options)
 {
@@ -410,10 +430,7 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 		err = profile_bpf__load(skel.get());
 	}
 	if (err && impl_->unwinding && options.unwind == UnwindMode::Auto) {
-		// The verifier refused the walk (an older kernel's limits): fall back, saying so.
-		fprintf(stderr, "profile: unwinding by frame pointers (as --unwind fp): the kernel refused the "
-				"table unwinder (%s; PROFILE_DEBUG=1 shows why)\n",
-			errno_text(err).c_str());
+		say_walk_refused(err);
 		impl_->unwinding = false;
 		follow = false;
 		sizes.unwinding = false;
@@ -424,14 +441,8 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 			err = profile_bpf__load(skel.get());
 		}
 	}
-	if (err) {
-		if (err == -EPERM || err == -EACCES)
-			check_privileges();
-		throw RunError("cannot load the BPF program: " + errno_text(err) +
-			       (err == -E2BIG || err == -ENOMEM
-					? " (a map may be too large: lower --stack-storage-size or --hash-storage-size)"
-					: " (run with PROFILE_DEBUG=1 for libbpf's log)"));
-	}
+	if (err)
+		throw load_failed(err);
 
 	set_filters(*skel, options);
 	// Attached now, before user space reads /proc: a process that starts from here on is
@@ -463,18 +474,14 @@ bool Sampler::finish_load()
 		return true;
 	}
 	if (d.options.unwind != UnwindMode::Auto)
-		throw RunError("cannot load the BPF program: " + errno_text(err) + " (run with PROFILE_DEBUG=1 for libbpf's log)");
-	// The verifier refused the walk (an older kernel's limits): as the constructor falls
-	// back, saying so; the maps already handed out stay, unused.
-	fprintf(stderr, "profile: unwinding by frame pointers (as --unwind fp): the kernel refused the "
-			"table unwinder (%s; PROFILE_DEBUG=1 shows why)\n",
-		errno_text(err).c_str());
+		throw load_failed(err);
+	// As the constructor falls back; the maps already handed out stay, unused.
+	say_walk_refused(err);
 	MapSizes sizes = d.sizes;
 	sizes.unwinding = false;
 	Skeleton skel = open_configured(d.options, sizes, true, false);
-	err = profile_bpf__load(skel.get());
-	if (err)
-		throw RunError("cannot load the BPF program: " + errno_text(err) + " (run with PROFILE_DEBUG=1 for libbpf's log)");
+	if ((err = profile_bpf__load(skel.get())))
+		throw load_failed(err);
 	set_filters(*skel, d.options);
 	d.hooks.clear();
 	d.unwinding = false;
