@@ -9,7 +9,8 @@
 #      perf record's less 3 s, plus all of perf script's).
 # With BEFORE=path/to/another/profile (an older build), that one runs too, in turn with
 # the others, in a column of its own. Every line carries the 1-minute load average read
-# just before it. Prints markdown.
+# just before it, and each run of profile (with PROFILE_DEBUG=1) its start and its naming
+# as it accounts them. Prints markdown.
 # Needs root, ./profile, build/workloads/stacks (make workloads) and perf. About a minute.
 # Usage: [BEFORE=old/profile] scripts/bench-start.sh [RUNS]
 set -eu
@@ -39,14 +40,20 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 load() { cut -d' ' -f1 /proc/loadavg; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# Sets BEYOND_MS: the wall time of profile (or of $3) for `-f $1 $2`, less $2 seconds.
+# Sets BEYOND_MS: the wall time of profile (or of $3) for `-f $1 $2`, less $2 seconds; and
+# PHASES: "start S, naming N", from PROFILE_DEBUG=1's account (S: its phases before
+# sampling added up; N: its symbolize phase), in ms.
 beyond_profile() {
 	local t0 t1
 	t0=$(now_ms)
-	"${3:-$PROFILE}" -f "$1" "$2" > "$TMP/profile.out" 2> "$TMP/profile.err" ||
+	PROFILE_DEBUG=1 "${3:-$PROFILE}" -f "$1" "$2" > "$TMP/profile.out" 2> "$TMP/profile.err" ||
 		{ echo "bench-start: profile failed: $(tail -1 "$TMP/profile.err")" >&2; exit 1; }
 	t1=$(now_ms)
 	BEYOND_MS=$(( t1 - t0 - $2 * 1000 ))
+	PHASES=$(awk '/^profile: before sampling: / { sub(/; kernel symbols.*/, ""); n = split($0, f, / ms \(/)
+			for (i = 1; i < n; i++) { k = split(f[i], w, " "); start += w[k] } }
+		/^profile: after sampling: / { match($0, /symbolize [0-9.]+ ms/); naming = substr($0, RSTART + 10, RLENGTH - 13) }
+		END { printf "start %.0f, naming %.0f", start, naming }' "$TMP/profile.err")
 }
 
 # Sets RECORD_MS (perf record -g's wall time at $1 Hz for $2 s, less $2 s), SCRIPT_MS
@@ -72,7 +79,7 @@ before_run() {
 	OLD=
 	if [ -n "$BEFORE" ]; then
 		beyond_profile "$1" "$2" "$BEFORE"
-		OLD=" $BEYOND_MS ms |"
+		OLD=" $BEYOND_MS ms ($PHASES) |"
 		echo "$BEYOND_MS" >> "$TMP/before.$3"
 	fi
 }
@@ -81,29 +88,22 @@ old_rule=${BEFORE:+"---|"}
 : > "$TMP/before.1"
 : > "$TMP/before.40"
 
-echo "| run | load average | profile |$old_head perf record -g -F 49 + perf script |"
+echo "| run | load average | profile (its start, naming) |$old_head perf record -g -F 49 + perf script |"
 echo "|---|---|---|$old_rule---|"
 : > "$TMP/ours.1"
 for i in $(seq 1 "$RUNS"); do
 	before=$(load)
 	beyond_profile 49 1
 	ours=$BEYOND_MS
+	phases=$PHASES
 	echo "$ours" >> "$TMP/ours.1"
 	before_run 49 1 1
 	beyond_perf 49 1
-	echo "| $i | $before | $ours ms |$OLD $BEYOND_MS ms |"
+	echo "| $i | $before | $ours ms ($phases) |$OLD $BEYOND_MS ms |"
 done
 echo
 echo "Median: $(median < "$TMP/ours.1") ms${BEFORE:+ (before: $(median < "$TMP/before.1") ms)}."
 echo
-# Where the start went, as PROFILE_DEBUG=1 tells it (libbpf's log goes to the same stderr).
-for program in "$PROFILE" $BEFORE; do
-	before=$(load)
-	PROFILE_DEBUG=1 "$program" -f 49 1 2>&1 > /dev/null | grep '^profile: before sampling' |
-		sed "s|^profile: |    $program, load average $before: |"
-done
-echo
-
 # 40 live processes.
 busy=$(( 1000 / PROCESSES ))
 setsid bash -c 'for i in $(seq 0 $(($1 - 1))); do "$2" "$i" 600 "$3" & done; wait' \
@@ -114,7 +114,7 @@ trap 'kill -TERM -- -"$workers" 2>/dev/null || true; work_dir_cleanup' EXIT
 sleep 0.5
 echo "#### Start and finish, $PROCESSES live processes: wall time beyond $SAMPLE_S s sampled at 999 Hz"
 echo
-echo "| run | load average | profile |$old_head perf record -g | perf script | perf in all | ratio |"
+echo "| run | load average | profile (its start, naming) |$old_head perf record -g | perf script | perf in all | ratio |"
 echo "|---|---|---|$old_rule---|---|---|---|"
 : > "$TMP/ours.40"
 : > "$TMP/perf.40"
@@ -122,11 +122,12 @@ for i in $(seq 1 "$REPS"); do
 	before=$(load)
 	beyond_profile 999 "$SAMPLE_S"
 	ours=$BEYOND_MS
+	phases=$PHASES
 	before_run 999 "$SAMPLE_S" 40
 	beyond_perf 999 "$SAMPLE_S"
 	echo "$ours" >> "$TMP/ours.40"
 	echo "$BEYOND_MS" >> "$TMP/perf.40"
-	echo "| $i | $before | $ours ms |$OLD $RECORD_MS ms | $SCRIPT_MS ms | $BEYOND_MS ms |" \
+	echo "| $i | $before | $ours ms ($phases) |$OLD $RECORD_MS ms | $SCRIPT_MS ms | $BEYOND_MS ms |" \
 		"$(awk -v a="$ours" -v b="$BEYOND_MS" 'BEGIN { printf "%.2fx", a / b }') |"
 done
 ours=$(median < "$TMP/ours.40")
