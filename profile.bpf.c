@@ -449,8 +449,11 @@ static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid
 	return st;
 }
 
-SEC("perf_event")
-int do_sample(struct bpf_perf_event_data *ctx)
+/* A sample's whole path, written once for both programs: `tables` is a constant in each,
+ * so each holds its own way of taking stacks and nothing of the other. Two programs
+ * rather than one that branches on unwind_mode: the verifier would drop the branch not
+ * taken, but the load of unwind_mode and the jump would stay in every sample. */
+static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 {
 	/* Read once: the tally and the maps of one sample are of the same generation. */
 	__u32 gen = generation & 1;
@@ -460,28 +463,32 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	st = wanted_sample(gen, &tgid);
 	if (!st)
 		return 0;
+#if defined(__TARGET_ARCH_x86)
+	if (tables) {
+		struct taken_stacks taken = {};
+
+		take_stacks(ctx, gen, tgid, st, &taken);
+		if (gen)
+			return count_unwound(&store1, &counts1, tgid, &taken, st);
+		return count_unwound(&store0, &counts0, tgid, &taken, st);
+	}
+#endif
 	if (gen)
 		return count_sample(ctx, &stacks1, &counts1, tgid, st);
 	return count_sample(ctx, &stacks0, &counts0, tgid, st);
+}
+
+SEC("perf_event")
+int do_sample(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, false);
 }
 
 #if defined(__TARGET_ARCH_x86)
 SEC("perf_event")
 int do_sample_unwind(struct bpf_perf_event_data *ctx)
 {
-	/* Read once: the tally and the maps of one sample are of the same generation. */
-	__u32 gen = generation & 1;
-	struct taken_stacks taken = {};
-	struct sample_stats *st;
-	__u32 tgid;
-
-	st = wanted_sample(gen, &tgid);
-	if (!st)
-		return 0;
-	take_stacks(ctx, gen, tgid, st, &taken);
-	if (gen)
-		return count_unwound(&store1, &counts1, tgid, &taken, st);
-	return count_unwound(&store0, &counts0, tgid, &taken, st);
+	return sample(ctx, true);
 }
 #endif
 

@@ -289,7 +289,7 @@ const std::vector<OptionSpec> table = {
 	 .max = 1u << 26, .expected = "a number of entries, {range}", .group = "Limits",
 	 .help = "distinct stacks the kernel keeps (default {default}); each takes about 8 bytes per frame of "
 		 "--perf-max-stack-depth, twice (one map fills while the other is read), from the start: 34 MiB by "
-		 "default",
+		 "default (walking unwind tables, a run of a given duration and -f takes no more than it can fill)",
 	 .default_value = "16384",
 	 .set = [](Options &o, G, V v) { o.stack_storage_size = uint32_t(v.number); return ok; }},
 	{.name = "hash-storage-size", .kind = ValueKind::Number, .value_name = "N", .min = 1,

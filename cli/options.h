@@ -14,14 +14,13 @@
 #include "report/report.h"
 
 // The command line: what the sampler is told (SamplerConfig: -f, -c, -p, -L, -C, -I, -U,
-// -K, --cgroup, --unwind and the maps' sizes), and the rest of the run.
+// -K, --cgroup, --unwind, the maps' sizes and the duration), and the rest of the run.
 struct Options : SamplerConfig {
 	ReportFormat format = ReportFormat::Stacks;
 	ReportOptions report;
 	bool inline_frames = true;   // false with --no-inline: no frames for inlined functions
 	std::string output_path;     // -o, "" for stdout
 	uint64_t unwind_cache_size = 256ull << 20; // --unwind-cache-size: bytes on disk; 0: no cache
-	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
 	bool debuginfod = true;      // false with --no-debuginfod
 	uint32_t debuginfod_timeout_s = 5; // --debuginfod-timeout: every fetch of a report together
 	// Continuous profiling.

@@ -162,6 +162,11 @@ Session::Session(const Options &options, const MapPlan &plan, PhaseClock &startu
 		python_->prepare(options.pids.empty() ? history_.live_pids() : options.pids);
 		startup.mark("python processes");
 	}
+	if (!sampler_.finish_load()) {
+		unwinder_.reset();
+		python_.reset();
+	}
+	startup.mark("sampling program");
 	targets_.emplace(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
 }
 

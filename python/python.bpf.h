@@ -270,7 +270,7 @@ int BPF_PROG(python_on_exit, struct task_struct *task)
 {
 	__u32 tgid = task->tgid;
 
-	if (!pid_namespace && task->signal->live.counter == 0)
+	if (!pid_namespace && BPF_CORE_READ(task, signal, live.counter) == 0)
 		bpf_map_delete_elem(&python_processes, &tgid);
 	return 0;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ struct SamplerConfig {
 	UnwindMode unwind = UnwindMode::Auto;
 	uint32_t unwind_table_size = 8388608; // rows, at most, over every table loaded
 	bool python = true;          // false with --no-python: CPython's eval frames shown as they are
+	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
 
 	bool operator==(const SamplerConfig &) const = default;
 };

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <future>
 #include <thread>
 #include <cerrno>
 #include <cstring>
@@ -84,8 +85,10 @@ std::vector<bpf_program *> hooks(const profile_bpf &skel)
 // appears instead of all of them at load (a few ms of the run's CPU and megabytes of
 // kernel memory); `lazy_maps` false makes them preallocated again, for kernels that want
 // that. With one generation (nothing can be drained) the second set of maps is left as
-// small as the kernel allows: it is never used.
-Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bool lazy_maps, bool follow)
+// small as the kernel allows: it is never used. `sampling` false leaves the sampling
+// program out (load_sampling_program loads it on its own).
+Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bool lazy_maps, bool follow,
+			 bool sampling = true)
 {
 	Skeleton skel(profile_bpf__open());
 	if (!skel)
@@ -115,8 +118,8 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 				     skel->maps.unwind_tables, skel->maps.exec_mappings,
 				     skel->maps.wanted_processes, skel->maps.wanted_files, skel->maps.raw_samples})
 			bpf_map__set_max_entries(map, 1);
-	bpf_program__set_autoload(skel->progs.do_sample, !unwinding);
-	bpf_program__set_autoload(skel->progs.do_sample_unwind, unwinding);
+	bpf_program__set_autoload(skel->progs.do_sample, sampling && !unwinding);
+	bpf_program__set_autoload(skel->progs.do_sample_unwind, sampling && unwinding);
 	for (bpf_program *hook : hooks(*skel))
 		bpf_program__set_autoload(hook, unwinding && follow);
 	bpf_map__set_max_entries(skel->maps.sampled_pids, sizes.count_entries);
@@ -148,15 +151,84 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	return skel;
 }
 
+// The line of a load that failed with err, and what may mend it.
+RunError load_failed(int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		check_privileges();
+	return RunError("cannot load the BPF program: " + errno_text(err) +
+			(err == -E2BIG || err == -ENOMEM
+				 ? " (a map may be too large: lower --stack-storage-size or --hash-storage-size)"
+				 : " (run with PROFILE_DEBUG=1 for libbpf's log)"));
+}
+
+// The verifier refused the table walk (an older kernel's limits): the run falls back to
+// frame pointers, and says so.
+void say_walk_refused(int err)
+{
+	diagnostics::say("unwinding by frame pointers (as --unwind fp): the kernel refused the "
+			 "table unwinder (%s; PROFILE_DEBUG=1 shows why)",
+			 errno_text(err).c_str());
+}
+
+// Writes -p's, -L's and --cgroup's filters into the maps of a loaded object.
+void set_filters(const profile_bpf &skel, const SamplerConfig &options)
+{
+	uint8_t one = 1;
+	for (uint32_t pid : options.pids)
+		if (bpf_map__update_elem(skel.maps.pids, &pid, sizeof(pid), &one, 1, BPF_ANY))
+			throw RunError("cannot set the PID filter: " + errno_text(errno));
+	for (uint32_t tid : options.tids)
+		if (bpf_map__update_elem(skel.maps.tids, &tid, sizeof(tid), &one, 1, BPF_ANY))
+			throw RunError("cannot set the TID filter: " + errno_text(errno));
+	// The map holds each group by an fd of its directory (check_against_machine made
+	// them real cgroup v2 directories); the fd may close once it is in.
+	for (uint32_t slot = 0; slot < options.cgroups.size(); slot++) {
+		const std::string &path = options.cgroups[slot];
+		UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+		const int fd = dir.get();
+		if (!dir || bpf_map__update_elem(skel.maps.cgroups, &slot, sizeof(slot), &fd, sizeof(fd), BPF_ANY))
+			throw RunError("cannot set the cgroup filter to " + path + ": " + errno_text(errno));
+	}
+}
+
+// The table walk's sampling program alone, in an object of its own over the maps of
+// `loaded` (an object whose load left it out): most of the start's verifier time, spent on
+// a thread while the run reads /proc and loads tables. Returns the object, or the load's
+// error.
+std::pair<Skeleton, int> load_sampling_program(const SamplerConfig &options, const MapSizes &sizes,
+					       const profile_bpf &loaded)
+{
+	Skeleton skel = open_configured(options, sizes, true, false);
+	bpf_map *map;
+	bpf_object__for_each_map(map, skel->obj) {
+		const bpf_map *same = bpf_object__find_map_by_name(loaded.obj, bpf_map__name(map));
+		if (!same || bpf_map__reuse_fd(map, bpf_map__fd(same)) != 0)
+			return {nullptr, same ? -errno : -ENOENT};
+	}
+	const int err = profile_bpf__load(skel.get());
+	if (err)
+		return {nullptr, err};
+	return {std::move(skel), 0};
+}
+
 } // namespace
 
 struct Sampler::Impl {
 	Skeleton skel;
+	// The table walk's sampling program, verified on a thread (load_sampling_program)
+	// until finish_load() takes it: then the program attach() attaches.
+	std::future<std::pair<Skeleton, int>> verifying;
+	Skeleton sampling;
+	// The object whose maps the Session was given, kept while a fallback to frame
+	// pointers samples from another: its readers may still hold the fds.
+	Skeleton retired;
 	std::vector<Link> links;
 	// The hooks through which the kernel keeps processes' mappings for the table walk.
 	std::vector<Link> hooks;
 	uint32_t depth = DEFAULT_STACK_DEPTH;
 	SamplerConfig options;
+	MapSizes sizes; // as loaded
 	// Stacks walked from unwind tables and kept by content, rather than bpf_get_stackid's.
 	bool unwinding = false;
 
@@ -307,6 +379,18 @@ MapPlan plan_maps(const SamplerConfig &options)
 					"--perf-max-stack-depth)");
 	}
 
+	// The stores of stacks kept by content are preallocated (see STORE in profile.bpf.c):
+	// every entry's kilobyte is cleared at load, a few ms and megabytes per thousand. A run
+	// of known length at a known rate never holds more than two new stacks a sample, so its
+	// stores need no more (one second and 256 entries spare). Not the STACK_TRACE maps of
+	// --unwind fp: a new stack is lost there when its bucket is taken, and fewer buckets
+	// would lose more.
+	if (sizes.unwinding && options.duration_s && options.frequency) {
+		const uint64_t cpus = options.cpu >= 0 ? 1 : std::max<size_t>(1, online_cpus().size());
+		const uint64_t most = 2 * options.frequency * cpus * (*options.duration_s + 1) + 256;
+		sizes.stack_entries = uint32_t(std::min<uint64_t>(sizes.stack_entries, most));
+	}
+
 	const long membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	const bool can_drain =
 		membarrier > 0 && (membarrier & MEMBARRIER_CMD_GLOBAL) && !getenv("PROFILE_NO_DRAIN");
@@ -336,10 +420,15 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 	// The kernel keeps the mappings of new processes where it can hook exec, fork and mmap;
 	// elsewhere user space sends them, later.
 	bool follow = impl_->unwinding && !getenv("PROFILE_NO_KERNEL_MAPPINGS");
-	Skeleton skel = open_configured(options, sizes, true, follow);
+	// The maps and the hooks first; the walk's sampling program is verified on a thread
+	// (finish_load). Where the hooks load, this kernel takes maps allocated as keys arrive;
+	// before 6.1 a perf_event program may refuse them though the hooks took them: there,
+	// and without the hooks, everything loads at once.
+	bool split = follow && !sizes.preallocated_hashes;
+	Skeleton skel = open_configured(options, sizes, true, follow, !split);
 	int err = profile_bpf__load(skel.get());
 	if (err && follow) {
-		follow = false;
+		follow = split = false;
 		skel = open_configured(options, sizes, true, follow);
 		err = profile_bpf__load(skel.get());
 	}
@@ -350,10 +439,7 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 		err = profile_bpf__load(skel.get());
 	}
 	if (err && impl_->unwinding && options.unwind == UnwindMode::Auto) {
-		// The verifier refused the walk (an older kernel's limits): fall back, saying so.
-		diagnostics::say("unwinding by frame pointers (as --unwind fp): the kernel refused the "
-				"table unwinder (%s; PROFILE_DEBUG=1 shows why)",
-			errno_text(err).c_str());
+		say_walk_refused(err);
 		impl_->unwinding = false;
 		follow = false;
 		sizes.unwinding = false;
@@ -364,31 +450,10 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 			err = profile_bpf__load(skel.get());
 		}
 	}
-	if (err) {
-		if (err == -EPERM || err == -EACCES)
-			check_privileges();
-		throw RunError("cannot load the BPF program: " + errno_text(err) +
-			       (err == -E2BIG || err == -ENOMEM
-					? " (a map may be too large: lower --stack-storage-size or --hash-storage-size)"
-					: " (run with PROFILE_DEBUG=1 for libbpf's log)"));
-	}
+	if (err)
+		throw load_failed(err);
 
-	uint8_t one = 1;
-	for (uint32_t pid : options.pids)
-		if (bpf_map__update_elem(skel->maps.pids, &pid, sizeof(pid), &one, 1, BPF_ANY))
-			throw RunError("cannot set the PID filter: " + errno_text(errno));
-	for (uint32_t tid : options.tids)
-		if (bpf_map__update_elem(skel->maps.tids, &tid, sizeof(tid), &one, 1, BPF_ANY))
-			throw RunError("cannot set the TID filter: " + errno_text(errno));
-	// The map holds each group by an fd of its directory (check_against_machine made
-	// them real cgroup v2 directories); the fd may close once it is in.
-	for (uint32_t slot = 0; slot < options.cgroups.size(); slot++) {
-		const std::string &path = options.cgroups[slot];
-		UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-		const int fd = dir.get();
-		if (!dir || bpf_map__update_elem(skel->maps.cgroups, &slot, sizeof(slot), &fd, sizeof(fd), BPF_ANY))
-			throw RunError("cannot set the cgroup filter to " + path + ": " + errno_text(errno));
-	}
+	set_filters(*skel, options);
 	// Attached now, before user space reads /proc: a process that starts from here on is
 	// followed by the kernel, one that ran before is in what user space reads.
 	if (follow)
@@ -400,13 +465,45 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 			}
 			impl_->hooks.push_back(std::move(link));
 		}
+	impl_->sizes = sizes;
+	if (split)
+		impl_->verifying = std::async(std::launch::async, load_sampling_program, options, sizes,
+					      std::cref(*skel));
 	impl_->skel = std::move(skel);
+}
+
+bool Sampler::finish_load()
+{
+	Impl &d = *impl_;
+	if (!d.verifying.valid())
+		return true;
+	auto [sampling, err] = d.verifying.get();
+	if (!err) {
+		d.sampling = std::move(sampling);
+		return true;
+	}
+	if (d.options.unwind != UnwindMode::Auto)
+		throw load_failed(err);
+	// As the constructor falls back; the maps already handed out stay, unused.
+	say_walk_refused(err);
+	MapSizes sizes = d.sizes;
+	sizes.unwinding = false;
+	Skeleton skel = open_configured(d.options, sizes, true, false);
+	if ((err = profile_bpf__load(skel.get())))
+		throw load_failed(err);
+	set_filters(*skel, d.options);
+	d.hooks.clear();
+	d.unwinding = false;
+	d.retired = std::exchange(d.skel, std::move(skel));
+	return false;
 }
 
 Sampler::~Sampler() = default;
 
 void Sampler::attach()
 {
+	if (impl_->verifying.valid()) // the caller did not wait for it: waited for here
+		finish_load();
 	std::vector<int> online = online_cpus();
 	if (online.empty())
 		throw RunError("cannot read the online CPUs from /sys/devices/system/cpu/online");
@@ -444,7 +541,9 @@ void Sampler::attach()
 				why += " (too many open files: raise ulimit -n)";
 			throw RunError(why);
 		}
-		bpf_program *program = impl_->unwinding ? impl_->skel->progs.do_sample_unwind : impl_->skel->progs.do_sample;
+		bpf_program *program = impl_->sampling    ? impl_->sampling->progs.do_sample_unwind
+				       : impl_->unwinding ? impl_->skel->progs.do_sample_unwind
+							  : impl_->skel->progs.do_sample;
 		Link link(bpf_program__attach_perf_event(program, event.get()));
 		if (!link)
 			throw RunError("cannot attach the BPF program to CPU " + std::to_string(cpu) + ": " + errno_text(errno));

@@ -89,6 +89,11 @@ public:
 	Sampler(const Sampler &) = delete;
 	Sampler &operator=(const Sampler &) = delete;
 
+	// Waits for the table walk's sampling program, which the constructor left verifying on
+	// a thread. False when the kernel refused it: the run falls back to frame pointers
+	// (saying so), and the maps handed out by unwind_maps() and python_maps() are no longer
+	// read by any program. Throws RunError.
+	bool finish_load();
 	// One cpu-clock perf event per online CPU (or the -C one), each running the program.
 	void attach();
 	// Closes every perf event; the maps stay readable.

@@ -9,9 +9,10 @@
 # profile's own account of how user stacks were walked and its in-kernel ns per sample there.
 # Then the in-kernel cost per sample on a 26-frame stack built with frame pointers
 # (build/workloads/stacks), against bpftrace's frame-pointer ustack, -U, in both attach
-# orders, for --unwind auto and --unwind fp; and the time a one-second run takes.
+# orders, for --unwind auto and --unwind fp; and the time beyond sampling of a one-second
+# run and of 40 live processes (scripts/bench-start.sh).
 # Needs root, ./profile, build/workloads (make workloads), perf, bpftrace, gcc and g++.
-# Takes about three minutes.
+# Takes about four minutes.
 # Usage: scripts/bench-unwind.sh [SECONDS]   (default 10)
 set -eu
 
@@ -198,12 +199,6 @@ for mode in auto fp; do
 done
 echo
 
-# ---- Start and finish: wall time beyond the sampling of `profile -f 49 1` ----
-echo "### profile -f 49 1: wall time beyond its one second of sampling"
-echo
-for i in 1 2 3; do
-	t0=$(date +%s%N)
-	"$PROFILE" -f 49 1 > /dev/null 2>&1
-	t1=$(date +%s%N)
-	echo "- run $i: $(( (t1 - t0) / 1000000 - 1000 )) ms"
-done
+# ---- Start and finish ----
+# The time beyond sampling, against perf record -g + perf script: scripts/bench-start.sh.
+PROFILE="$PROFILE" WORKLOADS="$WORKLOADS" "$ROOT/scripts/bench-start.sh" 3

@@ -164,4 +164,34 @@ TEST_CASE("map plan: the sizes the run judges are the options' as this kernel al
 		CHECK(deep.warnings.size() == 1);
 }
 
+TEST_CASE("map plan: a run of known length at a known rate gets stores of stacks no larger than it can fill")
+{
+	SamplerConfig options;
+	options.unwind = UnwindMode::FramePointers;
+	options.frequency = 49;
+	options.duration_s = 1;
+	// --unwind fp's STACK_TRACE maps keep their size: fewer buckets would lose stacks.
+	CHECK(plan_maps(options).sizes.stack_entries == 16384);
+	options.unwind = UnwindMode::Auto;
+	const MapPlan plan = plan_maps(options);
+	if (!plan.sizes.unwinding) { // only where the kernel lacks what the walk needs
+		CHECK(!unwinder_support().empty());
+		return;
+	}
+	const uint64_t cpus = online_cpus().size();
+	// Two stacks a sample, every CPU at 49 Hz for the second and one more, 256 spare.
+	CHECK(plan.sizes.stack_entries == 2 * 49 * cpus * 2 + 256);
+	options.cpu = 0;
+	CHECK(plan_maps(options).sizes.stack_entries == 2 * 49 * 2 + 256);
+	// Until stopped, at a period, or longer than the option allows: the option's size.
+	options.duration_s.reset();
+	CHECK(plan_maps(options).sizes.stack_entries == 16384);
+	options.duration_s = 3600;
+	CHECK(plan_maps(options).sizes.stack_entries == 16384);
+	options.duration_s = 1;
+	options.frequency = 0;
+	options.period = 100000;
+	CHECK(plan_maps(options).sizes.stack_entries == 16384);
+}
+
 } // TEST_SUITE

@@ -241,6 +241,37 @@ TEST_CASE("the table cache: kept in $CACHE_DIRECTORY/unwind for the next run; a 
 	CHECK(!parse_folded(r.out).empty());
 }
 
+TEST_CASE("the table cache: root shares the agent's, a private directory of its unit's user, and what it adds is that user's")
+{
+	require_root();
+	Background nofp({workload("nofp"), "6"});
+	const std::vector<std::string> args = {"-p", std::to_string(nofp.pid()), "-U", "-f", "199", "--folded", "1"};
+	// As systemd makes it for the unit's DynamicUser= (65534 here), and the agent its unwind/.
+	TempDir dir;
+	const std::string agent = dir / "agent", cache = agent + "/unwind";
+	REQUIRE(mkdir(agent.c_str(), 0700) == 0);
+	REQUIRE(mkdir(cache.c_str(), 0700) == 0);
+	REQUIRE(chown(agent.c_str(), 65534, 65534) == 0);
+	REQUIRE(chown(cache.c_str(), 65534, 65534) == 0);
+	ScopedEnv directory("CACHE_DIRECTORY", agent.c_str());
+	ScopedEnv debug("PROFILE_DEBUG", "1");
+	auto first = profile(args);
+	REQUIRE_MESSAGE(first.status == 0, first.err);
+	CHECK_MESSAGE(!contains(first.err, "warning: unwind"), first.err);
+	size_t files = 0;
+	for (const auto &entry : std::filesystem::directory_iterator(cache)) {
+		struct stat st {};
+		REQUIRE(stat(entry.path().c_str(), &st) == 0);
+		CHECK(st.st_uid == 65534);
+		CHECK((st.st_mode & 07777) == 0600);
+		files++;
+	}
+	CHECK(files > 2);
+	auto second = profile(args);
+	REQUIRE_MESSAGE(second.status == 0, second.err);
+	CHECK(contains(second.err, "from the cache"));
+}
+
 TEST_CASE("--unwind fp: the frame-pointer path loses the callers of code built without frame pointers")
 {
 	require_root();

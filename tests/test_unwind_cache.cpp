@@ -173,11 +173,45 @@ TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 	CHECK(!load_cached_unwind_table(dir / "private", key));
 	REQUIRE(chmod((dir / "private").c_str(), 0700) == 0);
 
-	// Not ours.
+	// Another user's private directory, as the agent's unit (DynamicUser=) makes
+	// /var/cache/profile: root uses it, reads the files of either user, and gives what it
+	// stores to the directory's user; a third user's file is neither read nor kept.
+	const std::string agents = "u3-b-9abc";
 	REQUIRE(chown((dir / "private").c_str(), 65534, 65534) == 0);
-	CHECK(!load_cached_unwind_table(dir / "private", key));
-	CHECK(contains(store_unwind_table(dir / "private", key, table), "private is owned by uid 65534, not by"));
+	CHECK(same_table(load_cached_unwind_table(dir / "private", key), table)); // root's own
+	CHECK(store_unwind_table(dir / "private", agents, table) == "");
+	struct stat st {};
+	REQUIRE(stat(entry(dir / "private", agents).c_str(), &st) == 0);
+	CHECK(st.st_uid == 65534);
+	CHECK((st.st_mode & 07777) == 0600);
+	CHECK(same_table(load_cached_unwind_table(dir / "private", agents), table));
+	REQUIRE(chown(entry(dir / "private", key).c_str(), 65533, 65533) == 0);
+	std::string problem;
+	CHECK(!load_cached_unwind_table(dir / "private", key, &problem));
+	CHECK(contains(problem, "is not a private file of this run's user or the cache's"));
+	const UnwindCachePrune pruned = prune_unwind_cache(dir / "private", kDefaultUnwindCacheBytes);
+	CHECK(pruned.kept == 1);
+	CHECK(pruned.bad == 1);
 	REQUIRE(chown((dir / "private").c_str(), 0, 0) == 0);
+
+	// The agent's user is not root: a directory of root's is not its cache, and its own is.
+	REQUIRE(chmod(dir.path().c_str(), 0711) == 0);
+	REQUIRE(mkdir((dir / "nobody").c_str(), 0700) == 0);
+	REQUIRE(chown((dir / "nobody").c_str(), 65534, 65534) == 0);
+	const pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(2);
+		const bool refused = store_unwind_table(dir / "private", "u3-b-1111", table) != "";
+		const bool own = store_unwind_table(dir / "nobody/unwind", "u3-b-1111", table) == "" &&
+				 load_cached_unwind_table(dir / "nobody/unwind", "u3-b-1111");
+		_exit(refused && own ? 0 : 1);
+	}
+	int status = 0;
+	REQUIRE(waitpid(child, &status, 0) == child);
+	CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+	CHECK(!std::filesystem::exists(entry(dir / "private", "u3-b-1111")));
 
 	// A symlink to a private directory of ours.
 	REQUIRE(symlink((dir / "private").c_str(), (dir / "link").c_str()) == 0);

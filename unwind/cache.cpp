@@ -123,10 +123,20 @@ std::string errno_line(const std::string &what)
 	return what + ": " + std::strerror(errno);
 }
 
+// The cache directory, open, and the user it belongs to.
+struct CacheDir {
+	UniqueFd fd;
+	uid_t owner = 0;
+	explicit operator bool() const { return bool(fd); }
+};
+
 // The cache directory (and its parent, if missing, when create is set), when it is a real
-// directory of ours and private; else nothing and *why says what is wrong ("" when the
-// directory is simply not there and create is not set).
-UniqueFd open_cache_dir(const std::string &dir, bool create, std::string &why)
+// directory, private, and ours; or, for root, another user's: the agent's unit runs as a
+// user of its own (DynamicUser=), whose CacheDirectory= is the /var/cache/profile that root's
+// runs use, and only root or systemd can have given a directory there to another user.
+// Else nothing, and *why says what is wrong ("" when the directory is simply not there and
+// create is not set).
+CacheDir open_cache_dir(const std::string &dir, bool create, std::string &why)
 {
 	if (create) {
 		const size_t slash = dir.find_last_of('/');
@@ -137,8 +147,8 @@ UniqueFd open_cache_dir(const std::string &dir, bool create, std::string &why)
 			return {};
 		}
 	}
-	UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-	if (!fd) {
+	CacheDir cache{UniqueFd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))};
+	if (!cache) {
 		// O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR: say which it is.
 		struct stat link;
 		const int error = errno;
@@ -148,12 +158,12 @@ UniqueFd open_cache_dir(const std::string &dir, bool create, std::string &why)
 		return {};
 	}
 	struct stat st;
-	if (fstat(fd.get(), &st) != 0) {
+	if (fstat(cache.fd.get(), &st) != 0) {
 		why = errno_line(dir);
 		return {};
 	}
 	char line[160];
-	if (st.st_uid != geteuid()) {
+	if (st.st_uid != geteuid() && geteuid() != 0) {
 		std::snprintf(line, sizeof(line), " is owned by uid %u, not by this run's uid %u", unsigned(st.st_uid),
 			      unsigned(geteuid()));
 		why = dir + line;
@@ -164,7 +174,16 @@ UniqueFd open_cache_dir(const std::string &dir, bool create, std::string &why)
 		why = dir + line;
 		return {};
 	}
-	return fd;
+	cache.owner = st.st_uid;
+	return cache;
+}
+
+// A file of the cache that may be read: private (0600) to this run's user or to the
+// directory's (root reads the agent's tables, and the agent root's, chowned to it).
+bool private_cache_file(int fd, struct stat &st, const CacheDir &dir)
+{
+	return fd >= 0 && fstat(fd, &st) == 0 && (st.st_uid == geteuid() || st.st_uid == dir.owner) &&
+	       !(st.st_mode & 077);
 }
 
 // The rows promise what compile_unwind_table's do: in order, of known types.
@@ -333,20 +352,21 @@ std::optional<UnwindTable> load_cached_unwind_table(const std::string &dir, cons
 	if (dir.empty() || !valid_key(key))
 		return std::nullopt;
 	std::string why;
-	UniqueFd dir_fd = open_cache_dir(dir, false, why);
-	if (!dir_fd)
+	CacheDir cache = open_cache_dir(dir, false, why);
+	if (!cache)
 		return std::nullopt;
+	const int dir_fd = cache.fd.get();
 	const std::string name = unwind_cache_file_name(key);
 	const std::string path = dir + "/" + name;
-	UniqueFd fd(openat(dir_fd.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+	UniqueFd fd(openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
 	if (!fd) {
 		if (errno != ENOENT)
 			set_problem(problem, errno == ELOOP ? path + " is a symlink" : errno_line(path));
 		return std::nullopt;
 	}
 	struct stat st;
-	if (!ours_and_private(fd.get(), st) || !S_ISREG(st.st_mode)) {
-		set_problem(problem, path + " is not a private file of this run's user");
+	if (!private_cache_file(fd.get(), st, cache) || !S_ISREG(st.st_mode)) {
+		set_problem(problem, path + " is not a private file of this run's user or the cache's");
 		return std::nullopt;
 	}
 	if (uint64_t(st.st_size) > kMaxFileSize) {
@@ -380,9 +400,10 @@ std::string store_unwind_table(const std::string &dir, const std::string &key, c
 	if (dir.empty() || !valid_key(key) || table.rows.size() > kMaxUnwindRows || !known_source(table.source))
 		return "";
 	std::string why;
-	UniqueFd dir_fd = open_cache_dir(dir, true, why);
-	if (!dir_fd)
+	CacheDir cache = open_cache_dir(dir, true, why);
+	if (!cache)
 		return why;
+	const int dir_fd = cache.fd.get();
 	const bool has_path = origin.path.size() <= kMaxPathSize && origin.path.starts_with('/') &&
 			      origin.path.find('\0') == std::string::npos;
 	FileHeader header{};
@@ -413,7 +434,7 @@ std::string store_unwind_table(const std::string &dir, const std::string &key, c
 	UniqueFd fd;
 	for (int attempt = 0; attempt < 8 && !fd; attempt++) {
 		temp = name + "." + std::to_string(getpid()) + "." + std::to_string(writes++) + std::string(kTempSuffix);
-		fd.reset(openat(dir_fd.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+		fd.reset(openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 		if (!fd && errno != EEXIST)
 			break;
 	}
@@ -423,13 +444,17 @@ std::string store_unwind_table(const std::string &dir, const std::string &key, c
 			write_all(fd.get(), std::string_view(reinterpret_cast<const char *>(table.rows.data()),
 							     table.rows.size() * sizeof(unwind_row)));
 	int error = ok ? 0 : errno;
+	// Root writing into the agent's directory: the file becomes the agent's, which can then
+	// read it, and prune it, like its own.
+	if (!error && cache.owner != geteuid() && fchown(fd.get(), cache.owner, gid_t(-1)) != 0)
+		error = errno;
 	if (close(fd.release()) != 0 && !error)
 		error = errno;
-	if (!error && renameat(dir_fd.get(), temp.c_str(), dir_fd.get(), name.c_str()) != 0)
+	if (!error && renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0)
 		error = errno;
 	if (!error)
 		return "";
-	unlinkat(dir_fd.get(), temp.c_str(), 0);
+	unlinkat(dir_fd, temp.c_str(), 0);
 	errno = error;
 	return errno_line(dir);
 }
@@ -439,10 +464,11 @@ UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes)
 	UnwindCachePrune result;
 	if (dir.empty())
 		return result;
-	UniqueFd dir_fd = open_cache_dir(dir, false, result.error);
-	if (!dir_fd)
+	CacheDir cache = open_cache_dir(dir, false, result.error);
+	if (!cache)
 		return result;
-	UniqueFd list_fd(fcntl(dir_fd.get(), F_DUPFD_CLOEXEC, 0));
+	const int dir_fd = cache.fd.get();
+	UniqueFd list_fd(fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
 	std::unique_ptr<DIR, DirCloser> list(list_fd ? fdopendir(list_fd.get()) : nullptr);
 	if (!list) {
 		result.error = errno_line(dir);
@@ -451,7 +477,7 @@ UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes)
 	list_fd.release(); // the DIR owns it now
 
 	auto remove = [&](const char *name, uint32_t &count) {
-		if (unlinkat(dir_fd.get(), name, 0) == 0)
+		if (unlinkat(dir_fd, name, 0) == 0)
 			count++;
 		else if (result.error.empty() && errno != ENOENT) // ENOENT: another run pruned it
 			result.error = errno_line(dir);
@@ -470,7 +496,7 @@ UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes)
 		if (name == "." || name == "..")
 			continue;
 		struct stat st;
-		if (fstatat(dir_fd.get(), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
+		if (fstatat(dir_fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
 			continue;
 		if (name.ends_with(kTempSuffix) && S_ISREG(st.st_mode)) {
 			if (now.tv_sec - st.st_mtim.tv_sec > kStaleTempSeconds)
@@ -488,9 +514,9 @@ UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes)
 			entries.push_back({std::string(name), uint64_t(st.st_size), st.st_mtim});
 			continue;
 		}
-		UniqueFd fd(openat(dir_fd.get(), d->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+		UniqueFd fd(openat(dir_fd, d->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
 		struct stat fst;
-		const size_t got = fd && ours_and_private(fd.get(), fst)
+		const size_t got = fd && private_cache_file(fd.get(), fst, cache)
 					   ? read_up_to(fd.get(), head.data(), size_t(std::min<uint64_t>(kMaxHeadSize, fst.st_size)))
 					   : 0;
 		std::optional<UnwindCacheFile> entry =

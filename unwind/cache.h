@@ -16,9 +16,11 @@
 // or the agent's $CACHE_DIRECTORY/unwind) for the runs after it. NAME is short and fixed
 // whatever the key: the format's version and 32 hex digits of a hash of the key, which the
 // file holds whole and which is checked on load (a collision is a miss, never another
-// object's table). The directory must be ours and closed to others (mode 0700), and each
-// file ours and private (0600), or neither is used; nothing is read or written through a
-// symlink. Anything in a file that does not check out (size, magic, version, key, rows out
+// object's table). The directory must be closed to others (mode 0700) and ours, or, for
+// root, the agent's (its unit's user owns /var/cache/profile): each file is private (0600)
+// to this run's user or to the directory's, and root's files in the agent's directory are
+// given to the agent, so that the agent and root's runs share one cache. Otherwise neither
+// is used; nothing is read or written through a symlink. Anything in a file that does not check out (size, magic, version, key, rows out
 // of order) makes it a miss: the caller compiles and stores again.
 
 // 256 MiB: a compiler's table is the largest there is (cc1plus: ~517k rows x 8 bytes =

@@ -770,10 +770,13 @@ extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struc
 extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
 extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
 
-/* The list's entry for an area of the mm. */
+/* The list's entry for an area of the mm. The pointers (file, inode, superblock) are read
+ * with BPF_CORE_READ rather than followed as trusted BTF pointers: the verifier checks each
+ * load of a BTF pointer field by a search of the kernel's BTF by name, and in the exec hook's
+ * loop of areas those searches were most of the program's load time. */
 static __always_inline void describe_mapping(struct unwind_mapping *m, struct vm_area_struct *vma)
 {
-	struct file *file = vma->vm_file;
+	struct file *file = BPF_CORE_READ(vma, vm_file);
 	__u64 offset = vma->vm_pgoff << 12;
 
 	m->start = vma->vm_start;
@@ -782,8 +785,8 @@ static __always_inline void describe_mapping(struct unwind_mapping *m, struct vm
 	m->dev = 0;
 	m->offset = 0;
 	if (file && offset <= 0xffffffffULL) {
-		m->inode = file->f_inode->i_ino;
-		m->dev = file->f_inode->i_sb->s_dev;
+		m->inode = BPF_CORE_READ(file, f_inode, i_ino);
+		m->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
 		m->offset = offset;
 	}
 }
@@ -961,13 +964,14 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-/* The last thread of a process exits: its list goes (its pid may come back as another). */
+/* The last thread of a process exits: its list goes (its pid may come back as another).
+ * task->signal by BPF_CORE_READ, as in describe_mapping: a quicker check at load. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
 	__u32 tgid = task->tgid;
 
-	if (unwind_mode == UNWIND_FP || pid_namespace || task->signal->live.counter != 0)
+	if (unwind_mode == UNWIND_FP || pid_namespace || BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	bpf_map_delete_elem(&unwind_processes, &tgid);
 	return 0;
