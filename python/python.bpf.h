@@ -160,8 +160,13 @@ static __always_inline __u64 python_code_id(__u32 pid, __u64 code, __u64 fingerp
 	sent->code = code;
 	sent->fingerprint = fingerprint;
 	sent->id = id;
-	/* Two CPUs meeting it at once each give it an id: both are named, alike. */
-	bpf_map_update_elem(&python_codes, &key, sent, BPF_ANY);
+	/* Two CPUs meeting it at once each give it an id: both are named, alike. A full map
+	 * (a long run's exited processes) leaves the frame unnamed rather than telling user
+	 * space of a new id at every sample of it. */
+	if (bpf_map_update_elem(&python_codes, &key, sent, BPF_ANY)) {
+		bpf_ringbuf_discard(sent, 0);
+		return 0;
+	}
 	bpf_ringbuf_submit(sent, 0);
 	return id;
 }

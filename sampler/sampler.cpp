@@ -44,12 +44,17 @@ int libbpf_print(enum libbpf_print_level level, const char *format, va_list args
 		return 0;
 	if (!debug)
 		return 0; // errors are reported by the caller, in one line
-	char text[1024];
-	const int n = vsnprintf(text, sizeof(text), format, args);
-	std::string_view line(text, n < 0 ? 0 : std::min<size_t>(size_t(n), sizeof(text) - 1));
+	// One call can carry the verifier's whole log, whose end says why a program was refused.
+	va_list again;
+	va_copy(again, args);
+	const int n = vsnprintf(nullptr, 0, format, args);
+	std::string line(n > 0 ? size_t(n) + 1 : 1, '\0');
+	vsnprintf(line.data(), line.size(), format, again);
+	va_end(again);
+	line.resize(n > 0 ? size_t(n) : 0);
 	while (!line.empty() && line.back() == '\n')
-		line.remove_suffix(1);
-	diagnostics::line(std::string(line));
+		line.pop_back();
+	diagnostics::line(line);
 	return n;
 }
 
@@ -244,6 +249,10 @@ struct Sampler::Impl {
 	mutable std::unordered_set<uint32_t> sampled_until_drain;
 	int64_t last_drain_ns = 0;
 	int64_t last_fill_check_ns = 0;
+	// How long the raw slots' being full waits for a drain: a quarter of a second, twice as
+	// long after each drain they asked for that found them full again (code whose table
+	// never comes keeps them full: a drain a quarter of a second for nothing), up to 4 s.
+	int64_t raw_wait_ns = 250000000;
 	uint64_t drains = 0;
 
 	// The tally of one generation, summed over CPUs; with `reset`, zeroed after reading
@@ -443,6 +452,7 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 		impl_->unwinding = false;
 		follow = false;
 		sizes.unwinding = false;
+		sizes.stack_entries = options.stack_storage_size; // STACK_TRACE maps: never sized to the run
 		skel = open_configured(options, sizes, true, false);
 		err = profile_bpf__load(skel.get());
 		if (err == -EINVAL) {
@@ -488,6 +498,7 @@ bool Sampler::finish_load()
 	say_walk_refused(err);
 	MapSizes sizes = d.sizes;
 	sizes.unwinding = false;
+	sizes.stack_entries = d.options.stack_storage_size; // STACK_TRACE maps: never sized to the run
 	Skeleton skel = open_configured(d.options, sizes, true, false);
 	if ((err = profile_bpf__load(skel.get())))
 		throw load_failed(err);
@@ -842,11 +853,14 @@ std::optional<RawProfile> Sampler::tick()
 	// A drain at most every second; the fill looked at ten times a second at most (a read
 	// of every CPU's tally, which 50 ticks a second would make a good part of an idle
 	// agent's CPU). When every slot for samples kept raw is taken (the next would stay cut
-	// short), four times a second.
+	// short), four times a second at first (raw_wait_ns).
 	const int64_t since_drain = now - d.last_drain_ns;
 	const bool raw_full = d.unwinding && __atomic_load_n(&d.skel->bss->raw_claimed[d.skel->bss->generation & 1],
 							      __ATOMIC_RELAXED) >= RAW_SLOTS;
-	if (raw_full && since_drain >= 250000000) {
+	if (!raw_full && since_drain >= d.raw_wait_ns)
+		d.raw_wait_ns = 250000000;
+	if (raw_full && since_drain >= d.raw_wait_ns) {
+		d.raw_wait_ns = std::min<int64_t>(d.raw_wait_ns * 2, 4000000000);
 		d.drains++;
 		return d.flip_and_drain();
 	}

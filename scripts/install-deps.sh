@@ -56,6 +56,13 @@ for package in $packages; do
 	dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" ||
 		missing="$missing $package"
 done
+# node and npm: the Parca schema test decodes profile's WriteRaw requests with npm's
+# @parca/client (installed by `make check` under build/npm), which needs Node 20.6 or later.
+# Asked for by command, not package: a machine's own Node (NodeSource's nodejs, which
+# carries npm) must not be replaced by Debian's.
+if [ "$packages" != "$BUILD" ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
+	missing="$missing nodejs npm"
+fi
 if [ -z "$missing" ]; then
 	echo "install-deps: every $what package is installed"
 	exit 0

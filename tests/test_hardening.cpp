@@ -707,12 +707,14 @@ TEST_CASE("two runs at once keep their own filters and both report in full")
 TEST_CASE("with tiny maps: what was stored is printed, and taken = stored + lost, cause by cause")
 {
 	require_root();
-	Background split({workload("split"), "8"});
-	Background syscalls({workload("syscalls"), "8"});
-	Background threads({workload("threads"), "8"});
+	// Two runs of 3 s: the workloads outlive both however long a run's start and end take
+	// (the first run on a fresh machine builds every table); they are killed at the end.
+	Background split({workload("split"), "60"});
+	Background syscalls({workload("syscalls"), "60"});
+	Background threads({workload("threads"), "60"});
 	// 24 more processes, each its own stack, so that more keys come than 16 can hold
 	// however quiet the rest of the machine is (three workloads alone may not fill them).
-	auto more = one_stack_processes(24);
+	auto more = one_stack_processes(24, "60");
 	// Draining the maps while sampling can keep up even with maps this small: off, so that
 	// they fill and the kernel's own account is what is checked. (Draining's account:
 	// "maps smaller than the run", below.)

@@ -131,7 +131,7 @@ std::set<std::string> variables_read()
 	static const std::regex getenv_call(R"re(getenv\("(PROFILE_[A-Z0-9_]+)"\))re");
 	std::set<std::string> names;
 	std::vector<fs::path> files = {source_tree() / "profile.cpp"};
-	for (const char *dir : {"cli", "sampler", "syms", "report", "push"}) {
+	for (const char *dir : {"base", "syms", "unwind", "python", "sampler", "report", "push", "cli"}) {
 		if (!fs::is_directory(source_tree() / dir))
 			continue;
 		for (const auto &entry : fs::recursive_directory_iterator(source_tree() / dir))
