@@ -30,7 +30,7 @@ namespace {
 // n processes of build/workloads/stacks, each its own stack, busy 5 % of the time for
 // `seconds`:
 // n keys of the counts map, however quiet the rest of the machine is.
-std::vector<std::unique_ptr<Background>> one_stack_processes(int n, const std::string &seconds = "8")
+std::vector<std::unique_ptr<Background>> one_stack_processes(int n, const std::string &seconds = "30")
 {
 	std::vector<std::unique_ptr<Background>> programs;
 	for (int i = 0; i < n; i++)
@@ -530,8 +530,8 @@ TEST_CASE("processes running poisoned ELF files: no crash, no hang, every other 
 	std::vector<Poison> all = poisons();
 	for (const Poison &poison : all)
 		programs.push_back(std::make_unique<Background>(std::vector<std::string>{poisoned_program(dir, poison), "8"}));
-	Background split({workload("split"), "8"});
-	Background syscalls({workload("syscalls"), "8"});
+	Background split({workload("split"), "30"});
+	Background syscalls({workload("syscalls"), "30"});
 	usleep(200000);
 	for (size_t i = 0; i < all.size(); i++) {
 		INFO(all[i].name << " (" << all[i].what << ") did not start");
@@ -566,7 +566,7 @@ TEST_CASE("processes running poisoned ELF files: no crash, no hang, every other 
 TEST_CASE("SIGINT and SIGTERM with -o write the whole file and exit 0" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
-	Background split({workload("split"), "15"});
+	Background split({workload("split"), "30"});
 	TempDir scratch = scratch_dir();
 	std::string dir = scratch.path();
 	for (int sig : {SIGINT, SIGTERM}) {
@@ -595,7 +595,7 @@ TEST_CASE("SIGINT and SIGTERM with -o write the whole file and exit 0" * doctest
 TEST_CASE("a closed stdout ends the run quietly, with status 0")
 {
 	require_root();
-	Background split({workload("split"), "15"});
+	Background split({workload("split"), "30"});
 
 	SUBCASE("--folded 2 | head -1: the reader is gone before the report")
 	{
@@ -666,8 +666,8 @@ TEST_CASE("after SIGKILL no program or perf event link stays attached")
 TEST_CASE("two runs at once keep their own filters and both report in full")
 {
 	require_root();
-	Background split({workload("split"), "10"});
-	Background syscalls({workload("syscalls"), "10"});
+	Background split({workload("split"), "30"});
+	Background syscalls({workload("syscalls"), "30"});
 	struct Run {
 		pid_t target;
 		const char *hot;
@@ -760,7 +760,7 @@ TEST_CASE("a report that cannot be written: refused before sampling, or sent to 
 		CHECK(r.err == "profile: cannot write " + (dir / "missing/cpu.svg") + ": directory " +
 				       (dir / "missing") + ": No such file or directory\n");
 	}
-	Background split({workload("split"), "8"});
+	Background split({workload("split"), "30"});
 	// A 4-key map that fills, however quiet the machine: something to account for.
 	auto more = one_stack_processes(8);
 	ScopedEnv no_drain("PROFILE_NO_DRAIN", "1");
@@ -899,7 +899,7 @@ TEST_CASE("every fd the profiler holds is close-on-exec")
 			fcntl(fd, F_SETFD, FD_CLOEXEC);
 	closedir(self);
 
-	Background split({workload("split"), "6"});
+	Background split({workload("split"), "30"});
 	PipedRun run({"-f", "49", "3"});
 	REQUIRE(run.read_out_line().starts_with("Sampling at 49 Hertz"));
 	usleep(500000); // the kernel symbols are being read now, on a second thread
@@ -932,7 +932,7 @@ TEST_CASE("every fd the profiler holds is close-on-exec")
 TEST_CASE("-o onto a planted symlink replaces the link and never writes through it")
 {
 	require_root();
-	Background split({workload("split"), "5"}); // something to sample, so the report is not empty
+	Background split({workload("split"), "30"}); // something to sample, so the report is not empty
 	TempDir scratch = scratch_dir();
 	std::string dir = scratch.path();
 	write_file(dir + "/victim", {'k', 'e', 'e', 'p'}, 0644);

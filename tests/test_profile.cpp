@@ -18,7 +18,7 @@ TEST_SUITE("integration") {
 TEST_CASE("the hot functions' shares match the workload's 3:1 split" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
-	Background split({workload("split"), "6"});
+	Background split({workload("split"), "30"});
 	auto r = profile({"-p", std::to_string(split.pid()), "-f", "499", "-U", "--folded", "3"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	auto lines = parse_folded(r.out);
@@ -44,7 +44,7 @@ TEST_CASE("the hot functions' shares match the workload's 3:1 split" * doctest::
 TEST_CASE("-U prints no kernel frames and -K no user frames")
 {
 	require_root();
-	Background load({workload("syscalls"), "8"});
+	Background load({workload("syscalls"), "30"});
 	std::string pid = std::to_string(load.pid());
 
 	auto user = profile({"-p", pid, "-U", "-a", "--folded", "-f", "199", "2"});
@@ -76,7 +76,7 @@ TEST_CASE("-U prints no kernel frames and -K no user frames")
 TEST_CASE("-d puts a delimiter between user and kernel frames")
 {
 	require_root();
-	Background load({workload("syscalls"), "6"});
+	Background load({workload("syscalls"), "30"});
 	auto r = profile({"-p", std::to_string(load.pid()), "-d", "--folded", "-f", "199", "2"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	bool delimited = false;
@@ -93,8 +93,8 @@ TEST_CASE("-d puts a delimiter between user and kernel frames")
 TEST_CASE("-p keeps only that process and -E names it in the root frame")
 {
 	require_root();
-	Background a({workload("split"), "6"});
-	Background b({workload("syscalls"), "6"});
+	Background a({workload("split"), "30"});
+	Background b({workload("syscalls"), "30"});
 	auto r = profile({"-p", std::to_string(a.pid()), "-E", "-f", "199", "2"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	auto lines = parse_folded(r.out);
@@ -106,7 +106,7 @@ TEST_CASE("-p keeps only that process and -E names it in the root frame")
 TEST_CASE("-L keeps only that thread")
 {
 	require_root();
-	Background threads({workload("threads"), "6"});
+	Background threads({workload("threads"), "30"});
 	std::string tids = threads.read_line();
 	std::string tid_a = tids.substr(0, tids.find(' '));
 	auto r = profile({"-L", tid_a, "--folded", "-U", "-f", "199", "2"});
@@ -119,7 +119,7 @@ TEST_CASE("-L keeps only that thread")
 TEST_CASE("-p with a thread id samples that thread's whole process, as perf does, and says so")
 {
 	require_root();
-	Background threads({workload("threads"), "6"});
+	Background threads({workload("threads"), "30"});
 	const std::string pid = std::to_string(threads.pid());
 	std::string tids = threads.read_line();
 	const std::string tid_b = tids.substr(tids.find(' ') + 1);
@@ -170,7 +170,7 @@ TEST_CASE("a run that collects nothing says why on stderr and still exits 0")
 	}
 	SUBCASE("a process that runs only on CPUs -C does not sample")
 	{
-		Background pinned({workload("split"), "5"}, 1);
+		Background pinned({workload("split"), "30"}, 1);
 		const std::string pid = std::to_string(pinned.pid());
 		auto r = profile({"-C", "0", "-p", pid, "--folded", "-f", "199", "2"});
 		INFO("stderr: " << r.err);
@@ -196,7 +196,7 @@ TEST_CASE("a run that collects nothing says why on stderr and still exits 0")
 	}
 	SUBCASE("-K on a process that runs in user space only")
 	{
-		Background split({workload("split"), "5"});
+		Background split({workload("split"), "30"});
 		const std::string pid = std::to_string(split.pid());
 		auto r = profile({"-K", "-p", pid, "--folded", "-f", "199", "1"});
 		INFO("stderr: " << r.err << "\nstdout:\n" << r.out);
@@ -218,8 +218,8 @@ TEST_CASE("pprof of one process is named after its program; of the whole machine
 	require_root();
 	const std::string go = find_tool("go");
 	REQUIRE_MESSAGE(!go.empty(), "go is not installed (apt-get install golang-go)");
-	Background split({workload("split"), "8"});
-	Background threads({workload("threads"), "8"});
+	Background split({workload("split"), "30"});
+	Background threads({workload("threads"), "30"});
 	const std::string tids = threads.read_line(), tid = tids.substr(0, tids.find(' '));
 	TempDir dir;
 	struct Case {
@@ -254,7 +254,7 @@ TEST_CASE("pprof of one process is named after its program; of the whole machine
 TEST_CASE("-C samples only that CPU")
 {
 	require_root();
-	Background pinned({workload("split"), "7"}, 1);
+	Background pinned({workload("split"), "30"}, 1);
 	std::string pid = std::to_string(pinned.pid());
 	auto other = profile({"-C", "0", "-p", pid, "--folded", "-f", "199", "2"});
 	REQUIRE_MESSAGE(other.status == 0, other.err);
@@ -267,7 +267,7 @@ TEST_CASE("-C samples only that CPU")
 TEST_CASE("the duration is honored and the default report is BCC's layout, hottest last")
 {
 	require_root();
-	Background split({workload("split"), "6"});
+	Background split({workload("split"), "30"});
 	auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "2"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	CHECK(r.seconds > 1.9);
@@ -292,7 +292,7 @@ TEST_CASE("the duration is honored and the default report is BCC's layout, hotte
 TEST_CASE("SIGINT and SIGTERM end sampling and print the report")
 {
 	require_root();
-	Background split({workload("split"), "8"});
+	Background split({workload("split"), "30"});
 	for (int sig : {SIGINT, SIGTERM}) {
 		auto r = run_command({profile_bin(), "-p", std::to_string(split.pid()), "--folded"}, 30, 2.0, sig);
 		INFO("signal " << sig << ": " << r.err);
@@ -305,8 +305,8 @@ TEST_CASE("SIGINT and SIGTERM end sampling and print the report")
 TEST_CASE("system-wide, kernel and user frames are named")
 {
 	require_root();
-	Background split({workload("split"), "5"});
-	Background sys({workload("syscalls"), "5"});
+	Background split({workload("split"), "30"});
+	Background sys({workload("syscalls"), "30"});
 	auto r = profile({"-a", "--folded", "-f", "99", "2"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	auto lines = parse_folded(r.out);

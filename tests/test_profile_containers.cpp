@@ -49,7 +49,7 @@ TEST_CASE("--cgroup samples a container's group alone; its samples carry the cgr
 	Background inside({"/bin/sh", "-c",
 			   "echo $$ > " + group.path() + "/cgroup.procs && exec " + unshare +
 				   " --pid --fork --mount-proc --kill-child " + workload("split") + " 8"});
-	Background outside({workload("split"), "8"});
+	Background outside({workload("split"), "30"});
 	const uint32_t pid = group.process("split");
 	REQUIRE_MESSAGE(pid, "the workload never showed up in " << group.path());
 	const std::string cgroup = group.path().substr(mount.size()); // as /proc/PID/cgroup shows it

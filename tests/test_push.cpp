@@ -1525,7 +1525,7 @@ TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go
 	for (const char *format : {"pyroscope", "parca"}) {
 		CAPTURE(format);
 		Receiver receiver;
-		Background split({workload("split"), "6"});
+		Background split({workload("split"), "30"});
 		auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push", receiver.url(),
 				  "--push-format", format, "--app", "split.cpu", "3"});
 		INFO("stderr: " << r.err);
@@ -1578,7 +1578,7 @@ TEST_CASE("--push to a server that fails a while: no window is lost while the qu
 {
 	require_root();
 	Receiver receiver("500*3,ok");
-	Background split({workload("split"), "7"});
+	Background split({workload("split"), "30"});
 	auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push",
 			  receiver.url() + "/ingest", "5"});
 	INFO("stderr: " << r.err);
@@ -1604,7 +1604,7 @@ TEST_CASE("--push to a server that fails, stalls, then dies: windows past the qu
 	TempDir dir;
 	Receiver receiver("500*2,stall:30");
 	const int port = receiver.port();
-	Background split({workload("split"), "12"});
+	Background split({workload("split"), "30"});
 	PipedProcess run(profile_command({"-p", std::to_string(split.pid()), "-f", "99", "--folded", "--interval", "1",
 					  "-o", dir / "w-%s.folded", "--push", receiver.url() + "/ingest",
 					  "--push-queue", "3", "9"}));
@@ -1657,7 +1657,7 @@ TEST_CASE("--push over HTTPS with --push-auth-file, --push-header and a client c
 	REQUIRE(chmod(auth_file.c_str(), 0600) == 0);
 	Receiver receiver("", 0, "",
 			  certs.receiver_args({"--require-header", "X-Scope-OrgID: tenant-a"}, "Bearer " + token));
-	Background split({workload("split"), "6"});
+	Background split({workload("split"), "30"});
 	PipedProcess run(profile_command({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push",
 					  receiver.url() + "/ingest", "--push-auth-file", auth_file, "--push-header",
 					  "X-Scope-OrgID: tenant-a", "--push-ca", certs.ca, "--push-cert", certs.client,
@@ -1715,7 +1715,7 @@ TEST_CASE("--push with a password in the URL: it works, one line says where the 
 	const std::string expected = dir / "expected";
 	write_file(expected, "Basic " + base64("u:pa55w0rd-7f") + "\n");
 	Receiver receiver("", 0, "", {"--auth-file", expected});
-	Background split({workload("split"), "4"});
+	Background split({workload("split"), "30"});
 	const std::string url = "http://u:pa55w0rd-7f@127.0.0.1:" + std::to_string(receiver.port()) + "/ingest";
 	auto r = profile({"-p", std::to_string(split.pid()), "--interval", "1", "--push", url, "2"});
 	INFO("stderr: " << r.err);
@@ -1753,7 +1753,7 @@ TEST_CASE("--push with a token the server refuses: one line, the run goes on to 
 	write_file(auth_file, "Bearer wrong-5b7e\n");
 	REQUIRE(chmod(auth_file.c_str(), 0400) == 0);
 	Receiver receiver("", 0, "", certs.receiver_args({}, "Bearer right"));
-	Background split({workload("split"), "6"});
+	Background split({workload("split"), "30"});
 	auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push", receiver.url() + "/ingest",
 			  "--push-auth-file", auth_file, "--push-ca", certs.ca, "--push-cert", certs.client, "--push-key",
 			  certs.client_key, "3"});

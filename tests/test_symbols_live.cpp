@@ -351,7 +351,7 @@ TEST_CASE("inlined functions are frames of their own in folded stacks and pprof,
 	require_root();
 	if (find_tool("go").empty())
 		return skip_test("go is not installed (apt-get install golang-go)");
-	Background program({workload("inlined"), "8"});
+	Background program({workload("inlined"), "30"});
 	const std::string pid = std::to_string(program.pid());
 	TempDir dir;
 	PipedProcess with(profile_command({"-U", "-F", "99", "-p", pid, "--folded", "4"}));

@@ -105,7 +105,7 @@ TEST_SUITE("integration") {
 TEST_CASE("--unwind auto: a program built without frame pointers is unwound to its root through qsort and bsearch" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
-	Background nofp({workload("nofp"), "7"});
+	Background nofp({workload("nofp"), "30"});
 	auto r = profile({"-p", std::to_string(nofp.pid()), "-U", "-f", "499", "--folded", "4"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	auto lines = parse_folded(r.out);
@@ -244,7 +244,7 @@ TEST_CASE("the table cache: kept in $CACHE_DIRECTORY/unwind for the next run; a 
 TEST_CASE("the table cache: root shares the agent's, a private directory of its unit's user, and what it adds is that user's")
 {
 	require_root();
-	Background nofp({workload("nofp"), "6"});
+	Background nofp({workload("nofp"), "30"});
 	const std::vector<std::string> args = {"-p", std::to_string(nofp.pid()), "-U", "-f", "199", "--folded", "1"};
 	// As systemd makes it for the unit's DynamicUser= (65534 here), and the agent its unwind/.
 	TempDir dir;
@@ -275,7 +275,7 @@ TEST_CASE("the table cache: root shares the agent's, a private directory of its 
 TEST_CASE("--unwind fp: the frame-pointer path loses the callers of code built without frame pointers")
 {
 	require_root();
-	Background nofp({workload("nofp"), "5"});
+	Background nofp({workload("nofp"), "30"});
 	auto r = profile({"--unwind", "fp", "-p", std::to_string(nofp.pid()), "-U", "-f", "499", "--folded", "2"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	auto lines = parse_folded(r.out);
@@ -318,8 +318,8 @@ TEST_CASE("--unwind dwarf: tables only; Debian's python3 is unwound to its root"
 TEST_CASE("--unwind auto: JIT code in anonymous memory and frame-pointer programs stay whole")
 {
 	require_root();
-	Background jit({workload("jit"), "5"});
-	Background split({workload("split"), "5"});
+	Background jit({workload("jit"), "30"});
+	Background split({workload("split"), "30"});
 	const std::string perf_map = "/tmp/perf-" + std::to_string(jit.pid()) + ".map";
 	struct Remove {
 		std::string path;
@@ -343,7 +343,7 @@ TEST_CASE("--unwind auto: JIT code in anonymous memory and frame-pointer program
 TEST_CASE("--unwind dwarf: a stack that meets code without a table ends in [truncated]")
 {
 	require_root();
-	Background jit({workload("jit"), "4"});
+	Background jit({workload("jit"), "30"});
 	const std::string perf_map = "/tmp/perf-" + std::to_string(jit.pid()) + ".map";
 	struct Remove {
 		std::string path;
@@ -367,8 +367,8 @@ TEST_CASE("--unwind dwarf: a stack that meets code without a table ends in [trun
 TEST_CASE("a 10 s system-wide run at 999 Hz with two workloads loses nothing")
 {
 	require_root();
-	Background nofp({workload("nofp"), "13"});
-	Background split({workload("split"), "13"});
+	Background nofp({workload("nofp"), "30"});
+	Background split({workload("split"), "30"});
 	auto r = profile({"-f", "999", "--folded", "10"}, 60);
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	INFO("stderr:\n" << r.err);

@@ -131,7 +131,7 @@ TEST_CASE("--interval 1 for 5 s: five files named by strftime, each appearing wh
 {
 	require_root();
 	TempDir dir;
-	Background split({workload("split"), "8"});
+	Background split({workload("split"), "30"});
 	// Every event on the directory: a report's final name may only ever appear by a rename.
 	const int watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	REQUIRE(watch >= 0);
