@@ -20,7 +20,6 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PROFILE=${PROFILE:-$ROOT/profile}
 SECONDS_RUN=${1:-10}
-CACHE=${PROFILE_CACHE_DIR:-/var/cache/profile}
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench-unwind: needs root to load BPF programs (try: sudo $0)" >&2
@@ -32,6 +31,11 @@ for tool in perf bpftrace bpftool gcc g++ "$PROFILE" "$WORKLOADS/stacks"; do
 done
 
 TMP=$(mktemp -d /tmp/profile-bench-unwind.XXXXXX)
+# The table cache the runs use: the bench's own (PROFILE_CACHE_DIR to name another), emptied
+# for the first run; never the machine's /var/cache/profile, which other runs share.
+CACHE=${PROFILE_CACHE_DIR:-$TMP/cache}
+mkdir -p -m 700 "$CACHE"
+export CACHE_DIRECTORY=$CACHE
 LOOPS=()
 STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled)
 cleanup() {

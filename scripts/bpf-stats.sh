@@ -1,12 +1,16 @@
 # scripts/bpf-stats.sh: sourced by the benchmark scripts: which BPF program a process
 # loaded, and its run-time stats (kernel.bpf_stats_enabled, or BPF_ENABLE_STATS, on).
 
-# The id of the perf_event BPF program process $1 holds, once it has loaded one.
+# The id of the perf_event BPF program process $1 samples with: with run-time stats on,
+# once it has run (a process may hold one it loaded and does not attach: profile verifies
+# its sampling program in an object of its own while the first one's maps are filled).
 prog_of() {
 	local id i
 	for i in $(seq 1 300); do
 		for id in $(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un); do
-			if bpftool prog show id "$id" 2>/dev/null | grep -q perf_event; then
+			if bpftool prog show id "$id" 2>/dev/null | grep -q perf_event &&
+				{ [ "$(cat /proc/sys/kernel/bpf_stats_enabled)" != 1 ] ||
+					[ "$(prog_stats "$id" | awk '{ print $1 + 0 }')" -gt 0 ]; }; then
 				echo "$id"
 				return
 			fi
