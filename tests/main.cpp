@@ -7,9 +7,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tests/support.h"
 
@@ -20,6 +23,9 @@ struct Totals {
 } totals;
 
 std::set<std::string> failed_tests;
+// Seconds each test case took (its subcases' runs added up): the slowest are printed
+// before the total, so a log shows where the suite's minutes go.
+std::map<std::string, double> test_seconds;
 
 bool failed_test(const std::string &name)
 {
@@ -46,6 +52,7 @@ struct CountingListener : doctest::IReporter {
 	{
 		if (stats.failure_flags)
 			failed_tests.insert(current);
+		test_seconds[current] += stats.seconds;
 	}
 	void test_case_exception(const doctest::TestCaseException &) override {}
 	void subcase_start(const doctest::SubcaseSignature &) override {}
@@ -83,6 +90,18 @@ int main(int argc, char **argv)
 			skipped.insert(name);
 			lines += "  " + name + ": " + why + "\n";
 		}
+	std::vector<std::pair<double, std::string>> slowest;
+	double all_seconds = 0;
+	for (const auto &[name, seconds] : test_seconds) {
+		slowest.emplace_back(seconds, name);
+		all_seconds += seconds;
+	}
+	std::sort(slowest.rbegin(), slowest.rend());
+	if (slowest.size() > 10)
+		slowest.resize(10);
+	std::printf("%.0f s in test cases; the slowest:\n", all_seconds);
+	for (const auto &[seconds, name] : slowest)
+		std::printf("  %6.1f s  %s\n", seconds, name.c_str());
 	if (!skipped.empty())
 		std::printf("%zu skipped:\n%s", skipped.size(), lines.c_str());
 	std::printf("%u passed, %u failed\n", unsigned(totals.run - totals.failed - skipped.size()), totals.failed);

@@ -369,22 +369,42 @@ TEST_CASE("python: the known split, roots through the Python frames, and zlib un
 		if (found.empty())
 			return;
 	}
+	// Every interpreter at once, in one run of 3 s that tells their processes apart (-E):
+	// one after another they took most of a minute of the suite's time.
 	TempDir dir;
-	for (const Interpreter &py : found) {
+	std::vector<std::unique_ptr<Background>> programs;
+	std::string pids;
+	for (size_t k = 0; k < found.size(); k++) {
+		programs.push_back(std::make_unique<Background>(std::vector<std::string>{
+			found[k].path, kWorkloads + "split.py", "5", dir / ("truth" + std::to_string(k))}));
+		REQUIRE(programs.back()->read_line() == "ready");
+		pids += (k ? "," : "") + std::to_string(programs.back()->pid());
+	}
+	const auto r = profile({"-p", pids, "-U", "-E", "-f", "499", "--folded", "3"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	std::vector<pid_t> pid_of;
+	for (const auto &program : programs) {
+		pid_of.push_back(program->pid()); // wait() forgets it
+		program->wait();
+	}
+	const auto all_lines = parse_folded(r.out);
+	INFO("stderr:\n" << r.err);
+	for (size_t k = 0; k < found.size(); k++) {
+		const Interpreter &py = found[k];
 		CAPTURE(py.label);
-		// 2 s of sampling in a 4-second run, for each of up to seven interpreters: the
-		// suite's time is kept under its budget.
-		std::string truth;
-		const auto r = sample_workload(py, "split.py", 4, 2, dir / "truth", truth);
 		double busy_s = 0, compressing_s = 0;
-		std::istringstream(truth) >> busy_s >> compressing_s;
+		std::istringstream(read_file(dir / ("truth" + std::to_string(k)))) >> busy_s >> compressing_s;
 		REQUIRE(busy_s + compressing_s > 0);
-		const auto lines = parse_folded(r.out);
-		INFO("stderr:\n" << r.err);
+		// This process's lines: -E roots each stack in "comm-PID".
+		const std::string root_suffix = "-" + std::to_string(pid_of[k]);
+		std::vector<FoldedLine> lines;
+		for (const FoldedLine &l : all_lines)
+			if (l.frames[0].ends_with(root_suffix))
+				lines.push_back(l);
 		const uint64_t busy = with_prefix(lines, "busy (split.py:");
 		const uint64_t compressing = with_prefix(lines, "compressing (split.py:");
-		// About 1500 on a quiet machine; a loaded one gives the program a fraction of a CPU.
-		// sampled_share bounds the share by the count it has.
+		// About 400 on a quiet machine (seven programs share two CPUs); a loaded one gives
+		// them less. sampled_share bounds the share by the count it has.
 		REQUIRE(busy + compressing > 120);
 		const SampledShare share = sampled_share(busy, busy + compressing, busy_s / (busy_s + compressing_s));
 		CHECK_MESSAGE(share.ok, share);
@@ -427,21 +447,31 @@ TEST_CASE("python: each thread's samples name its own function, never another th
 	const std::vector<std::pair<std::string, std::string>> threads = {
 		{"py-spin-a", "spin_a (threads.py:"}, {"py-spin-b", "spin_b (threads.py:"},
 		{"py-sleep", "sleeper (threads.py:"}, {"py-hash", "hasher (threads.py:"}};
+	// Every interpreter at once, in one run that tells their processes apart (-E roots a
+	// stack in "THREAD_COMM-PID"): one after another they took 20 s of the suite's time.
+	std::vector<std::unique_ptr<Background>> programs;
+	std::string pids;
 	for (const Interpreter &py : found) {
-		CAPTURE(py.label);
-		Background program({py.path, kWorkloads + "threads.py", "30"}); // killed at the end
-		REQUIRE(program.read_line() == "ready");
-		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "3"});
-		REQUIRE_MESSAGE(r.status == 0, r.err);
-		const auto lines = parse_folded(r.out);
-		INFO("stderr:\n" << r.err);
+		programs.push_back(std::make_unique<Background>(
+			std::vector<std::string>{py.path, kWorkloads + "threads.py", "30"})); // killed at the end
+		REQUIRE(programs.back()->read_line() == "ready");
+		pids += (pids.empty() ? "" : ",") + std::to_string(programs.back()->pid());
+	}
+	auto r = profile({"-p", pids, "-U", "-E", "-f", "499", "--folded", "3"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	const auto lines = parse_folded(r.out);
+	INFO("stderr:\n" << r.err);
+	for (size_t k = 0; k < found.size(); k++) {
+		CAPTURE(found[k].label);
+		const std::string pid = std::to_string(programs[k]->pid());
 		for (const auto &[comm, function] : threads) {
 			CAPTURE(comm);
-			const uint64_t samples = samples_of(lines, comm);
-			uint64_t own = 0, other = 0;
+			const std::string root = comm + "-" + pid;
+			uint64_t samples = 0, own = 0, other = 0;
 			for (const FoldedLine &l : lines) {
-				if (l.frames[0] != comm)
+				if (l.frames[0] != root)
 					continue;
+				samples += l.count;
 				for (const auto &[other_comm, other_function] : threads)
 					for (const std::string &f : l.frames)
 						if (f.starts_with(other_function)) {
@@ -451,7 +481,8 @@ TEST_CASE("python: each thread's samples name its own function, never another th
 			}
 			CHECK(other == 0);
 			// The sleeper is seldom on a CPU; the three others are often, even on a busy
-			// machine (hundreds of samples on a quiet one).
+			// machine (a hundred samples or more each on a quiet one, with seven
+			// interpreters' threads sharing two CPUs).
 			if (comm != "py-sleep") {
 				CHECK(samples >= 20);
 				CHECK(own * 100 >= samples * 95);
