@@ -70,6 +70,14 @@ $(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name profile_bpf > $@
 
+# The objects that compile PROFILE_VERSION in are built again when `git describe` changes
+# (a commit, a dirty tree): the stamp is rewritten only then.
+$(OUTPUT)/version.stamp: FORCE | $(OUTPUT)
+	$(Q)echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
+$(OUTPUT)/profile.o $(OUTPUT)/push/push.o $(OUTPUT)/tests/test_push.o: $(OUTPUT)/version.stamp
+.PHONY: FORCE
+FORCE:
+
 # Everything that includes the skeleton waits for it.
 $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(OUTPUT)/profile.skel.h
 
