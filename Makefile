@@ -71,12 +71,11 @@ $(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name profile_bpf > $@
 
 # The objects that compile PROFILE_VERSION in are built again when `git describe` changes
-# (a commit, a dirty tree): the stamp is rewritten only then.
-$(OUTPUT)/version.stamp: FORCE | $(OUTPUT)
-	$(Q)echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
-$(OUTPUT)/profile.o $(OUTPUT)/push/push.o $(OUTPUT)/tests/test_push.o: $(OUTPUT)/version.stamp
-.PHONY: FORCE
-FORCE:
+# (a commit, a dirty tree): the stamp is rewritten, as make reads this file, only then (no
+# rule, so that `make -q` still tells whether ./profile is up to date).
+VERSION_STAMP := $(OUTPUT)/version.stamp
+$(shell mkdir -p $(OUTPUT) && { echo '$(VERSION)' | cmp -s - $(VERSION_STAMP) || echo '$(VERSION)' > $(VERSION_STAMP); })
+$(OUTPUT)/profile.o $(OUTPUT)/push/push.o $(OUTPUT)/tests/test_push.o: $(VERSION_STAMP)
 
 # Everything that includes the skeleton waits for it.
 $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(OUTPUT)/profile.skel.h
@@ -181,12 +180,16 @@ $(OUTPUT)/run-tests: $(TEST_OBJS) $(MODULE_OBJS)
 # the registry the rule says so and the tests go on: the test that needs the package says
 # it is missing, and fails on CI. The package lists tsc-watch, a build tool of its own, as a
 # dependency, which wants TypeScript as a peer: --legacy-peer-deps leaves TypeScript out.
+# Node trusts the system's certificate authorities too (NODE_EXTRA_CA_CERTS, unless set):
+# NodeSource's node carries its own list only, and a user's login shell may not set it
+# where root's environment did (a registry behind a proxy with a local CA).
+SYSTEM_CA_BUNDLE := $(wildcard /etc/ssl/certs/ca-certificates.crt)
 PARCA_CLIENT_PACKAGES := @parca/client@0.17.24 @protobuf-ts/runtime@2.11.1 @protobuf-ts/runtime-rpc@2.11.1
 PARCA_CLIENT := $(OUTPUT)/npm/node_modules/@parca/client/package.json
 $(PARCA_CLIENT):
 	$(call msg,NPM,$(PARCA_CLIENT_PACKAGES))
 	$(Q)mkdir -p $(OUTPUT)/npm
-	$(Q)npm install --prefix $(OUTPUT)/npm --no-save --legacy-peer-deps --ignore-scripts --no-audit --no-fund --prefer-offline \
+	$(Q)NODE_EXTRA_CA_CERTS="$${NODE_EXTRA_CA_CERTS:-$(SYSTEM_CA_BUNDLE)}" npm install --prefix $(OUTPUT)/npm --no-save --legacy-peer-deps --ignore-scripts --no-audit --no-fund --prefer-offline \
 		--loglevel=error $(PARCA_CLIENT_PACKAGES) >/dev/null || \
 		echo "make: npm could not install $(PARCA_CLIENT_PACKAGES); the Parca schema test will say so" >&2
 
