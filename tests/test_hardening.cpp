@@ -709,12 +709,12 @@ TEST_CASE("with tiny maps: what was stored is printed, and taken = stored + lost
 	require_root();
 	// Two runs of 3 s: the workloads outlive both however long a run's start and end take
 	// (the first run on a fresh machine builds every table); they are killed at the end.
-	Background split({workload("split"), "60"});
-	Background syscalls({workload("syscalls"), "60"});
-	Background threads({workload("threads"), "60"});
+	Background split({workload("split"), "20"});
+	Background syscalls({workload("syscalls"), "20"});
+	Background threads({workload("threads"), "20"});
 	// 24 more processes, each its own stack, so that more keys come than 16 can hold
 	// however quiet the rest of the machine is (three workloads alone may not fill them).
-	auto more = one_stack_processes(24, "60");
+	auto more = one_stack_processes(24, "20");
 	// Draining the maps while sampling can keep up even with maps this small: off, so that
 	// they fill and the kernel's own account is what is checked. (Draining's account:
 	// "maps smaller than the run", below.)

@@ -106,7 +106,7 @@ TEST_CASE("-p keeps only that process and -E names it in the root frame")
 TEST_CASE("-L keeps only that thread")
 {
 	require_root();
-	Background threads({workload("threads"), "30"});
+	Background threads({workload("threads"), "10"});
 	std::string tids = threads.read_line();
 	std::string tid_a = tids.substr(0, tids.find(' '));
 	auto r = profile({"-L", tid_a, "--folded", "-U", "-f", "199", "2"});
@@ -119,7 +119,7 @@ TEST_CASE("-L keeps only that thread")
 TEST_CASE("-p with a thread id samples that thread's whole process, as perf does, and says so")
 {
 	require_root();
-	Background threads({workload("threads"), "30"});
+	Background threads({workload("threads"), "10"});
 	const std::string pid = std::to_string(threads.pid());
 	std::string tids = threads.read_line();
 	const std::string tid_b = tids.substr(tids.find(' ') + 1);
@@ -219,7 +219,7 @@ TEST_CASE("pprof of one process is named after its program; of the whole machine
 	const std::string go = find_tool("go");
 	REQUIRE_MESSAGE(!go.empty(), "go is not installed (apt-get install golang-go)");
 	Background split({workload("split"), "30"});
-	Background threads({workload("threads"), "30"});
+	Background threads({workload("threads"), "10"});
 	const std::string tids = threads.read_line(), tid = tids.substr(0, tids.find(' '));
 	TempDir dir;
 	struct Case {
