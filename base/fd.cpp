@@ -47,6 +47,17 @@ MappedFile MappedFile::map(int fd)
 	return file;
 }
 
+MappedFile MappedFile::map_shared(int fd, size_t size)
+{
+	MappedFile mapped;
+	void *data = fd < 0 || size == 0 ? MAP_FAILED : mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (data == MAP_FAILED)
+		return mapped;
+	mapped.data_ = static_cast<const uint8_t *>(data);
+	mapped.size_ = size;
+	return mapped;
+}
+
 UniqueFd open_read_only(const char *path)
 {
 	return UniqueFd(open(path, O_RDONLY | O_CLOEXEC));

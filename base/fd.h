@@ -51,6 +51,9 @@ public:
 	// Maps the file behind fd (which may be closed afterwards). Fails on anything but a
 	// non-empty regular file.
 	static MappedFile map(int fd);
+	// Maps the first `size` bytes behind fd read-only and shared (a BPF array's slots, which
+	// fstat does not size): what the kernel writes there shows through.
+	static MappedFile map_shared(int fd, size_t size);
 
 	std::span<const uint8_t> bytes() const { return {data_, size_}; }
 	bool empty() const { return size_ == 0; }

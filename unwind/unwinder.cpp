@@ -158,19 +158,10 @@ struct Unwinder::Impl {
 	// The kernel's rows of objects raw stacks were walked through, mapped read-only from
 	// their arrays (object -> mapping): the rows the kernel walk reads, no second copy.
 	struct MappedRows {
-		void *at = MAP_FAILED;
-		size_t bytes = 0;
-		std::span<const unwind_row> rows;
-		MappedRows() = default;
-		MappedRows(const MappedRows &) = delete;
-		MappedRows &operator=(const MappedRows &) = delete;
-		~MappedRows()
-		{
-			if (at != MAP_FAILED)
-				munmap(at, bytes);
-		}
+		MappedFile memory;
+		std::span<const unwind_row> rows; // empty: the array could not be mapped
 	};
-	std::unordered_map<uint32_t, std::unique_ptr<MappedRows>> mapped_rows;
+	std::unordered_map<uint32_t, MappedRows> mapped_rows;
 	CodeRows code_rows(const MapEntry &m, uint64_t address);
 
 	void cache_not_written(const std::string &why);
@@ -609,9 +600,9 @@ CodeRows Unwinder::Impl::code_rows(const MapEntry &m, uint64_t address)
 		return {CodeRows::FramePointers, {}, 0};
 	if (state.state != UNWIND_OBJECT_READY)
 		return {CodeRows::Building, {}, 0};
-	std::unique_ptr<MappedRows> &rows = mapped_rows[object];
-	if (!rows) {
-		rows = std::make_unique<MappedRows>();
+	auto [at, first_use] = mapped_rows.try_emplace(object);
+	MappedRows &rows = at->second;
+	if (first_use) {
 		// The outer map gives the inner array's id; its fd maps its slots.
 		uint32_t inner_id = 0;
 		bpf_map_info info{};
@@ -620,16 +611,14 @@ CodeRows Unwinder::Impl::code_rows(const MapEntry &m, uint64_t address)
 		if (bpf_map_lookup_elem(maps.tables, &object, &inner_id) == 0)
 			inner.reset(bpf_map_get_fd_by_id(inner_id));
 		if (inner && bpf_obj_get_info_by_fd(inner.get(), &info, &info_size) == 0 &&
-		    uint64_t(info.max_entries) * info.value_size >= uint64_t(state.row_count) * sizeof(unwind_row)) {
-			rows->bytes = size_t(info.max_entries) * info.value_size;
-			rows->at = mmap(nullptr, rows->bytes, PROT_READ, MAP_SHARED, inner.get(), 0);
-			if (rows->at != MAP_FAILED)
-				rows->rows = {static_cast<const unwind_row *>(rows->at), state.row_count};
-		}
+		    uint64_t(info.max_entries) * info.value_size >= uint64_t(state.row_count) * sizeof(unwind_row))
+			rows.memory = MappedFile::map_shared(inner.get(), size_t(info.max_entries) * info.value_size);
+		if (!rows.memory.empty())
+			rows.rows = {reinterpret_cast<const unwind_row *>(rows.memory.bytes().data()), state.row_count};
 	}
-	if (rows->rows.empty())
+	if (rows.rows.empty())
 		return {};
-	return {CodeRows::Rows, rows->rows, address - m.start + m.offset};
+	return {CodeRows::Rows, rows.rows, address - m.start + m.offset};
 }
 
 RawWalk Unwinder::walk_raw(uint32_t pid, uint64_t time_ns, const RawUserStack &stack, size_t max_frames,
