@@ -88,8 +88,8 @@ struct stored_stack {
 struct raw_sample {
 	struct stack_key key; /* user_stack_id: NO_STACK */
 	__u32 complete;       /* 1 once the sample is whole: user space reads only those */
-	__u32 n;              /* frames walked in the kernel, the last the frame at pc */
-	__u32 leaf;           /* 1: pc is where the sample was taken, not a return address */
+	__u32 n;              /* frames walked in the kernel, the last the frame at pc (1: the
+			       * leaf, pc where the sample was taken, not a return address) */
 	__u32 stack_len;      /* bytes copied from stack_base on */
 	__u64 time_ns;        /* CLOCK_MONOTONIC: which image of the process it ran */
 	__u64 pc, sp, bp;

@@ -823,7 +823,7 @@ void Sampler::Impl::read_raw(uint32_t generation, RawProfile &batch, BatchId &ba
 		sample.stack.pc = raw->pc;
 		sample.stack.sp = raw->sp;
 		sample.stack.bp = raw->bp;
-		sample.stack.leaf = raw->leaf;
+		sample.stack.leaf = raw->n == 1;
 		sample.stack.base = raw->stack_base;
 		sample.stack.bytes.assign(raw->stack, raw->stack + std::min<uint32_t>(raw->stack_len, RAW_STACK_BYTES));
 		sampled_until_drain.insert(sample.key.pid);

@@ -125,7 +125,7 @@ __u32 raw_claimed[2] = {};
  * the walk did not stop so, or cannot be kept raw (it showed Python frames). */
 struct raw_resume {
 	__u64 pc, sp, bp;
-	__u32 n, leaf;
+	__u32 n;
 };
 
 struct walk {
@@ -623,7 +623,6 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		resume->sp = w.sp;
 		resume->bp = w.bp;
 		resume->n = w.n;
-		resume->leaf = w.n == 1;
 	}
 	if (w.cut) {
 		frames->ip[w.n & UNWIND_MAX_DEPTH] = TRUNCATED_FRAME;
@@ -688,7 +687,6 @@ __noinline __u32 keep_raw(__u32 gen, struct raw_resume *resume)
 		return 0;
 	raw->complete = 0;
 	raw->n = resume->n;
-	raw->leaf = resume->leaf;
 	raw->pc = resume->pc;
 	raw->sp = resume->sp;
 	raw->bp = resume->bp;
