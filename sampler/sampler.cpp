@@ -167,13 +167,25 @@ RunError load_failed(int err)
 				 : " (run with PROFILE_DEBUG=1 for libbpf's log)"));
 }
 
-// The verifier refused the table walk (an older kernel's limits): the run falls back to
-// frame pointers, and says so.
-void say_walk_refused(int err)
+// The verifier refused the table walk (err; an older kernel's limits): the run falls back to
+// frame pointers, says so, and loads what --unwind fp loads, its STACK_TRACE maps never
+// sized to the run. `sizes` become those of the object returned; a load that fails throws.
+Skeleton load_frame_pointers(const SamplerConfig &options, MapSizes &sizes, int err)
 {
 	diagnostics::say("unwinding by frame pointers (as --unwind fp): the kernel refused the "
 			 "table unwinder (%s; PROFILE_DEBUG=1 shows why)",
 			 errno_text(err).c_str());
+	sizes.unwinding = false;
+	sizes.stack_entries = options.stack_storage_size;
+	Skeleton skel = open_configured(options, sizes, true, false);
+	err = profile_bpf__load(skel.get());
+	if (err == -EINVAL) { // before 6.1: preallocated hash maps only (see the constructor)
+		skel = open_configured(options, sizes, false, false);
+		err = profile_bpf__load(skel.get());
+	}
+	if (err)
+		throw load_failed(err);
+	return skel;
 }
 
 // Writes -p's, -L's and --cgroup's filters into the maps of a loaded object.
@@ -448,17 +460,9 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 		err = profile_bpf__load(skel.get());
 	}
 	if (err && impl_->unwinding && options.unwind == UnwindMode::Auto) {
-		say_walk_refused(err);
-		impl_->unwinding = false;
-		follow = false;
-		sizes.unwinding = false;
-		sizes.stack_entries = options.stack_storage_size; // STACK_TRACE maps: never sized to the run
-		skel = open_configured(options, sizes, true, false);
-		err = profile_bpf__load(skel.get());
-		if (err == -EINVAL) {
-			skel = open_configured(options, sizes, false, false);
-			err = profile_bpf__load(skel.get());
-		}
+		impl_->unwinding = follow = false;
+		skel = load_frame_pointers(options, sizes, err);
+		err = 0;
 	}
 	if (err)
 		throw load_failed(err);
@@ -495,13 +499,8 @@ bool Sampler::finish_load()
 	if (d.options.unwind != UnwindMode::Auto)
 		throw load_failed(err);
 	// As the constructor falls back; the maps already handed out stay, unused.
-	say_walk_refused(err);
 	MapSizes sizes = d.sizes;
-	sizes.unwinding = false;
-	sizes.stack_entries = d.options.stack_storage_size; // STACK_TRACE maps: never sized to the run
-	Skeleton skel = open_configured(d.options, sizes, true, false);
-	if ((err = profile_bpf__load(skel.get())))
-		throw load_failed(err);
+	Skeleton skel = load_frame_pointers(d.options, sizes, err);
 	set_filters(*skel, d.options);
 	d.hooks.clear();
 	d.unwinding = false;
