@@ -582,6 +582,17 @@ void Symbolizer::forget_objects()
 	impl_->object_ids.clear();
 }
 
+// Where a frame at `where` lies in its process: the address and the mapping, which a name
+// kept by file and offset (kept_named_bytes) leaves out, since they are each process's own.
+static void place(Frame &frame, const UserLocation &where, bool in_mapping)
+{
+	const MapPlacement &mapped = where.mapped;
+	frame.address = in_mapping && mapped.end ? where.offset - mapped.offset + mapped.start : where.offset;
+	frame.map_start = mapped.start;
+	frame.map_end = mapped.end;
+	frame.map_offset = mapped.offset;
+}
+
 // user_frames without what kept_named_bytes keeps: from the file itself. True when the
 // frames took the file's DWARF, the part of naming worth keeping them for.
 bool Symbolizer::Impl::read_user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out)
@@ -590,11 +601,7 @@ bool Symbolizer::Impl::read_user_frames(const UserLocation &where, bool return_a
 	const bool in_mapping = object.kind == UserObject::Kind::File || object.kind == UserObject::Kind::Area;
 	Frame frame;
 	frame.kind = FrameKind::User;
-	const MapPlacement &mapped = where.mapped;
-	frame.address = in_mapping && mapped.end ? where.offset - mapped.offset + mapped.start : where.offset;
-	frame.map_start = mapped.start;
-	frame.map_end = mapped.end;
-	frame.map_offset = mapped.offset;
+	place(frame, where, in_mapping);
 	const uint64_t back = return_address && where.offset ? 1 : 0;
 
 	Binary *binary = binary_of(where.object);
@@ -676,12 +683,8 @@ void Symbolizer::user_frames(const UserLocation &where, bool return_address, std
 		d.stats.named_from_kept++;
 		for (const Frame &frame : kept->frames) {
 			out.push_back(frame);
-			Frame &placed = out.back();
-			placed.module = file.path;
-			placed.address = where.mapped.end ? where.offset - where.mapped.offset + where.mapped.start : where.offset;
-			placed.map_start = where.mapped.start;
-			placed.map_end = where.mapped.end;
-			placed.map_offset = where.mapped.offset;
+			out.back().module = file.path;
+			place(out.back(), where, true);
 		}
 		return;
 	}
