@@ -54,6 +54,16 @@ std::vector<Interpreter> interpreters()
 	return found;
 }
 
+// True, after saying the test skips (a failure on CI, which installs python3), when no
+// interpreter was found.
+bool none_found(const std::vector<Interpreter> &found)
+{
+	if (!found.empty())
+		return false;
+	skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+	return true;
+}
+
 const std::string kWorkloads = "tests/workloads/python/";
 
 // The first interpreter (Debian's 3.11 where it is installed), and the first pyenv one
@@ -202,10 +212,8 @@ for c in codes[:80]:
     print(c.co_firstlineno, table.hex(), ",".join(map(str, lines)))
 )";
 	const auto found = interpreters();
-	if (found.empty()) {
-		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+	if (none_found(found))
 		return;
-	}
 	for (const Interpreter &py : found) {
 		CAPTURE(py.label);
 		auto r = run_command({py.path, "-c", script});
@@ -241,10 +249,8 @@ for c in codes[:80]:
 TEST_CASE("python: the eval function's cold part is found from the unwind tables where no symbol names it")
 {
 	const auto found = interpreters();
-	if (found.empty()) {
-		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+	if (none_found(found))
 		return;
-	}
 	size_t checked = 0;
 	for (const Interpreter &py : found) {
 		CAPTURE(py.label);
@@ -440,10 +446,8 @@ TEST_CASE("python: each thread's samples name its own function, never another th
 {
 	require_root();
 	const auto found = interpreters();
-	if (found.empty()) {
-		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+	if (none_found(found))
 		return;
-	}
 	const std::vector<std::pair<std::string, std::string>> threads = {
 		{"py-spin-a", "spin_a (threads.py:"}, {"py-spin-b", "spin_b (threads.py:"},
 		{"py-sleep", "sleeper (threads.py:"}, {"py-hash", "hasher (threads.py:"}};
@@ -495,10 +499,8 @@ TEST_CASE("python: 10,000 distinct code objects of a live process are all named,
 {
 	require_root();
 	const auto found = interpreters();
-	if (found.empty()) {
-		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+	if (none_found(found))
 		return;
-	}
 	const Interpreter &py = found.front();
 	CAPTURE(py.label);
 	TempDir dir;
@@ -571,10 +573,8 @@ TEST_CASE("python: a code object freed and its address taken by another is named
 	require_root();
 	// Names by co_qualname (3.11) and by co_name (before 3.11).
 	const auto chosen = first_and_one_before_3_11();
-	if (chosen.empty()) {
-		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+	if (none_found(chosen))
 		return;
-	}
 	TempDir dir;
 	for (const Interpreter &py : chosen) {
 		CAPTURE(py.label);
@@ -625,10 +625,8 @@ TEST_CASE("python: a recursion deeper than the walk's 127 frames ends in [trunca
 	// 3.11: Python calls without a native frame between; before 3.11: native eval frames
 	// between every two.
 	const auto chosen = first_and_one_before_3_11();
-	if (chosen.empty()) {
-		skip_test("no CPython 3.8 to 3.13 here (apt-get install python3.11)");
+	if (none_found(chosen))
 		return;
-	}
 	for (const Interpreter &py : chosen) {
 		CAPTURE(py.label);
 		Background program({py.path, "-c",
