@@ -394,6 +394,29 @@ TEST_CASE("unwind cache: pruning keeps the most recently used within the size, a
 	CHECK(prune_unwind_cache(dir / "none", 0).error == "");
 }
 
+TEST_CASE("unwind cache: a prune told to stop returns at once and removes nothing")
+{
+	// The end of a run tells a prune under way to stop: at nice 19 on a busy machine it
+	// would otherwise hold the run's end until the machine went idle.
+	TempDir dir;
+	const std::string cache = dir / "cache";
+	const UnwindTable table = fixture_table("unwind-nofp");
+	for (int i = 0; i < 3; i++)
+		REQUIRE(store_unwind_table(cache, "u3-b-" + std::to_string(20 + i), table) == "");
+	std::atomic<bool> stop{true};
+	UnwindCachePrune pruned = prune_unwind_cache(cache, 0, &stop);
+	CHECK(pruned.stopped);
+	CHECK(pruned.error == "");
+	CHECK(pruned.kept + pruned.evicted + pruned.stale + pruned.temporary + pruned.bad == 0);
+	CHECK(files_in(cache) == 3);
+	// Not told: a cache of 0 bytes keeps nothing.
+	stop = false;
+	pruned = prune_unwind_cache(cache, 0, &stop);
+	CHECK(!pruned.stopped);
+	CHECK(pruned.evicted == 3);
+	CHECK(files_in(cache) == 0);
+}
+
 TEST_CASE("unwind cache: pruning drops the entries of files that are gone or replaced by another, and keeps the rest")
 {
 	TempDir dir;

@@ -459,7 +459,7 @@ std::string store_unwind_table(const std::string &dir, const std::string &key, c
 	return errno_line(dir);
 }
 
-UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes)
+UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes, const std::atomic<bool> *stop)
 {
 	UnwindCachePrune result;
 	if (dir.empty())
@@ -492,6 +492,10 @@ UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes)
 	std::vector<Entry> entries;
 	std::vector<uint8_t> head(kMaxHeadSize);
 	while (const dirent *d = readdir(list.get())) {
+		if (stop && stop->load(std::memory_order_relaxed)) {
+			result.stopped = true;
+			return result;
+		}
 		const std::string_view name = d->d_name;
 		if (name == "." || name == "..")
 			continue;

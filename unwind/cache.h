@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -79,7 +80,8 @@ std::optional<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> 
 // files of this format that do not check out, entries whose object's path is gone or names
 // a file with another key, then the least recently used files (other versions' among
 // them, which an older profile running beside may still use) until the rest take
-// max_bytes at most.
+// max_bytes at most. Once *stop turns true (checked between files) it returns at once,
+// having removed nothing for the size (the total is not known yet); error stays "".
 struct UnwindCachePrune {
 	uint32_t kept = 0;
 	uint64_t kept_bytes = 0;
@@ -88,5 +90,7 @@ struct UnwindCachePrune {
 	uint32_t temporary = 0;
 	uint32_t bad = 0;      // of this format's name but no whole cache file, or a symlink
 	std::string error;     // one line when dir could not be used or written; "" otherwise
+	bool stopped = false;  // *stop cut it short
 };
-UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes);
+UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes,
+				    const std::atomic<bool> *stop = nullptr);

@@ -146,12 +146,15 @@ struct Unwinder::Impl {
 
 	// The cache: pruned on a thread of its own, at start and hourly after, so that neither
 	// sampling nor the tables wait for it. One line on stderr, the first time it cannot be
-	// written; no more stores after that.
+	// written; no more stores after that. At nice 19 it may get no CPU at all while the
+	// machine is busy, so the end of the run does not wait for a prune under way: it is told
+	// to stop (between files) and raised back to the process's priority for that.
 	std::atomic<bool> cache_warned{false}, cache_stores_off{false};
 	std::thread pruner;
+	std::atomic<pid_t> pruner_tid{0};
 	std::mutex prune_lock;
 	std::condition_variable prune_wake;
-	bool prune_stopping = false;
+	std::atomic<bool> prune_stopping{false};
 
 	Stats stats;
 
@@ -448,21 +451,24 @@ void Unwinder::Impl::cache_not_written(const std::string &why)
 void Unwinder::Impl::prune_loop()
 {
 	// Below the builder and everything else (nice is per thread on Linux): pruning can wait.
+	pruner_tid = gettid();
 	setpriority(PRIO_PROCESS, id_t(gettid()), 19);
 	std::unique_lock<std::mutex> guard(prune_lock);
 	while (!prune_stopping) {
 		guard.unlock();
 		const double start_ms = monotonic_ms();
-		UnwindCachePrune pruned = prune_unwind_cache(cache_dir, cache_max_bytes);
+		UnwindCachePrune pruned = prune_unwind_cache(cache_dir, cache_max_bytes, &prune_stopping);
 		if (!pruned.error.empty())
 			cache_not_written(pruned.error);
-		if (debug)
+		if (debug && pruned.stopped)
+			diagnostics::say("unwind cache %s: prune stopped at the end of the run", cache_dir.c_str());
+		else if (debug)
 			diagnostics::say("unwind cache %s: %u tables kept (%.1f MiB), removed %u of files gone, %u "
 				"least recently used, %u temporary, %u bad; %.1f ms",
 				cache_dir.c_str(), pruned.kept, double(pruned.kept_bytes) / (1 << 20), pruned.stale,
 				pruned.evicted, pruned.temporary, pruned.bad, monotonic_ms() - start_ms);
 		guard.lock();
-		prune_wake.wait_for(guard, std::chrono::hours(1), [&] { return prune_stopping; });
+		prune_wake.wait_for(guard, std::chrono::hours(1), [&] { return prune_stopping.load(); });
 	}
 }
 
@@ -492,14 +498,19 @@ void Unwinder::stop()
 		d.stopping = true;
 		d.work.notify_one();
 	}
-	if (d.builder.joinable()) {
-		d.builder.join();
-		d.load_built();
-	}
 	{
 		std::lock_guard<std::mutex> guard(d.prune_lock);
 		d.prune_stopping = true;
 		d.prune_wake.notify_one();
+	}
+	// A prune under way stops at its next file; at nice 19 on a busy machine it might not
+	// get there for as long as the machine stays busy, so it gets this thread's priority
+	// back (allowed to root; otherwise it stays low, and stops all the same).
+	if (const pid_t tid = d.pruner_tid.load())
+		setpriority(PRIO_PROCESS, id_t(tid), getpriority(PRIO_PROCESS, id_t(gettid())));
+	if (d.builder.joinable()) {
+		d.builder.join();
+		d.load_built();
 	}
 	if (d.pruner.joinable())
 		d.pruner.join();
