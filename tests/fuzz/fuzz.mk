@@ -7,7 +7,7 @@ FUZZ_OUTPUT := build-fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_CXX ?= clang++
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CXXFLAGS := -std=c++20 -O1 -g -fno-omit-frame-pointer -I. $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP
+FUZZ_CXXFLAGS := -std=c++20 -O1 -g1 -fno-omit-frame-pointer -I. $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP
 FUZZ_LDLIBS := -lelf -lz -ldw -ldebuginfod -liberty -lpthread
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_OUTPUT)/fuzz_%)
