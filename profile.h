@@ -44,6 +44,10 @@ struct sample_stats {
 	/* Met code whose table was not built yet and kept raw (struct raw_sample) for user
 	 * space to finish: not in the counts map, and not in unwound_pending. */
 	__u64 unwound_raw;
+	/* Why the walks that waited for tables (pending or kept raw) waited, one each: the
+	 * process's mappings were not known yet; a file had no object yet (user space was asked
+	 * for it); its object's table was being built. */
+	__u64 waited_process, waited_file, waited_building;
 };
 
 /* The most --cgroup groups the program checks a task against: one slot each in its

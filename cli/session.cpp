@@ -404,6 +404,9 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 				tables.objects, tables.ready, tables.from_cache, tables.rows, tables.row_capacity,
 				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
 				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
+			diagnostics::say("walks that waited for tables: %llu for the process's mappings, %llu"
+					" for a file's object, %llu for a table being built",
+				account.totals.waited_process, account.totals.waited_file, account.totals.waited_building);
 		}
 		if (const PythonReader *python = session.python()) {
 			const PythonReader::Stats py = python->stats();

@@ -657,6 +657,9 @@ void add_stats(sample_stats &sum, const sample_stats &s)
 	sum.unwound_fp_no_table += s.unwound_fp_no_table;
 	sum.unwound_cut += s.unwound_cut;
 	sum.unwound_raw += s.unwound_raw;
+	sum.waited_process += s.waited_process;
+	sum.waited_file += s.waited_file;
+	sum.waited_building += s.waited_building;
 }
 
 sample_stats Sampler::Impl::tally(uint32_t generation, bool reset) const

@@ -128,6 +128,10 @@ struct raw_resume {
 	__u32 n;
 };
 
+#define WAITED_PROCESS 1
+#define WAITED_FILE 2
+#define WAITED_BUILDING 3
+
 struct walk {
 	__u64 pc, sp, bp;
 	/* The mapping the last pc was in (end 0: none yet), and its object. */
@@ -140,6 +144,7 @@ struct walk {
 	__u64 window_start, window_end;
 	bool process_known;
 	bool pending, fp_no_table, cut, done;
+	__u8 waited; /* why it is pending: WAITED_* */
 	struct python_walk py; /* python/python.bpf.h: interpreter frames in eval frames' places */
 };
 
@@ -429,6 +434,7 @@ static long walk_step(__u32 index, struct walk *w)
 		if (!find_mapping(w, lookup)) {
 			w->map_end = 0;
 			if (!w->process_known) {
+				w->waited = WAITED_PROCESS;
 				goto pending;
 			} else if (index > 0) {
 				/* Not code this process has mapped executable: what a frame-pointer walk
@@ -450,13 +456,17 @@ static long walk_step(__u32 index, struct walk *w)
 		w->fp_no_table = true;
 		goto fp;
 	}
-	if (w->object == UNWIND_MAX_OBJECTS)
+	if (w->object == UNWIND_MAX_OBJECTS) {
+		w->waited = WAITED_FILE;
 		goto pending;
+	}
 	obj = bpf_map_lookup_elem(&unwind_objects, &w->object);
 	if (!obj)
 		goto no_rule;
-	if (obj->state == UNWIND_OBJECT_BUILDING)
+	if (obj->state == UNWIND_OBJECT_BUILDING) {
+		w->waited = WAITED_BUILDING;
 		goto pending;
+	}
 	if (obj->state != UNWIND_OBJECT_READY) {
 		w->fp_no_table = true;
 		goto fp;
@@ -635,6 +645,12 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	if (w.pending) {
 		if (!resume->n)
 			st->unwound_pending++;
+		if (w.waited == WAITED_PROCESS)
+			st->waited_process++;
+		else if (w.waited == WAITED_FILE)
+			st->waited_file++;
+		else
+			st->waited_building++;
 	} else if (w.cut) {
 		st->unwound_cut++;
 	} else if (w.fp_no_table) {
