@@ -80,9 +80,8 @@ std::string errno_text(int err)
 // The programs through which the kernel keeps processes' mappings for the table walk.
 std::vector<bpf_program *> hooks(const profile_bpf &skel)
 {
-	return {skel.progs.on_exec,	    skel.progs.on_fork,		skel.progs.on_exit,
-		skel.progs.on_mmap_enter,   skel.progs.on_mmap_exit,	skel.progs.on_mprotect_enter,
-		skel.progs.on_mprotect_exit, skel.progs.python_on_exec, skel.progs.python_on_exit};
+	return {skel.progs.on_exec, skel.progs.on_fork, skel.progs.on_exit, skel.progs.on_syscall_exit,
+		skel.progs.python_on_exec, skel.progs.python_on_exit};
 }
 
 // Opens the skeleton and sets what the options and the plan's sizes decide, ready to load.
@@ -120,7 +119,7 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	}
 	if (!unwinding)
 		for (bpf_map *map : {skel->maps.unwind_processes, skel->maps.unwind_objects, skel->maps.unwind_files,
-				     skel->maps.unwind_tables, skel->maps.exec_mappings,
+				     skel->maps.unwind_tables,
 				     skel->maps.wanted_processes, skel->maps.wanted_files, skel->maps.raw_samples})
 			bpf_map__set_max_entries(map, 1);
 	bpf_program__set_autoload(skel->progs.do_sample, sampling && !unwinding);
@@ -472,9 +471,15 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 	// followed by the kernel, one that ran before is in what user space reads.
 	if (follow)
 		for (bpf_program *hook : hooks(*skel)) {
+			// Every one or none: a process followed in part would be walked with a list
+			// that lacks the libraries it mapped.
 			Link link(bpf_program__attach(hook));
 			if (!link) {
 				impl_->hooks.clear();
+				if (getenv("PROFILE_DEBUG"))
+					diagnostics::say("the kernel does not follow new processes' mappings (%s did not "
+							 "attach: %s): user space sends them",
+							 bpf_program__name(hook), errno_text(errno).c_str());
 				break;
 			}
 			impl_->hooks.push_back(std::move(link));

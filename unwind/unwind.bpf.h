@@ -888,42 +888,20 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	return 0;
 }
 
-/* Threads in an mmap or mprotect that makes code executable, by thread id: where the
- * mprotect starts, or 0 for an mmap (its return value says). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 1024);
-} exec_mappings SEC(".maps");
-
 #define PROT_EXEC 0x4
+#define NR_MMAP 9     /* x86-64's syscall numbers */
+#define NR_MPROTECT 10
 
-static __always_inline int enter_exec_mapping(__u64 prot, __u64 start)
+/* An mmap or mprotect that returned `ret` and asked for `prot`: one that made code
+ * executable adds the area at `at` (the mmap's result, the mprotect's start). At the
+ * syscall's exit, in process context: the mmap lock is free to take. */
+static __always_inline int exec_mapping(__u64 prot, long ret, __u64 at)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = id;
-
-	if (!(prot & PROT_EXEC) || !follows(tgid) || !bpf_map_lookup_elem(&unwind_processes, &tgid))
-		return 0;
-	bpf_map_update_elem(&exec_mappings, &tid, &start, BPF_ANY);
-	return 0;
-}
-
-static __always_inline int exit_exec_mapping(long ret, bool mmap)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = id;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct unwind_process *proc;
-	__u64 *start, at;
 
-	start = bpf_map_lookup_elem(&exec_mappings, &tid);
-	if (!start)
+	if (!(prot & PROT_EXEC) || (ret < 0 && ret > -4096) || !follows(tgid))
 		return 0;
-	at = mmap ? (__u64)ret : *start;
-	bpf_map_delete_elem(&exec_mappings, &tid);
-	if (ret < 0 && ret > -4096)
-		return 0; /* it failed */
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	if (proc)
 		add_mapping(proc, at);
@@ -931,31 +909,24 @@ static __always_inline int exit_exec_mapping(long ret, bool mmap)
 }
 
 /* mmap and mprotect are where code becomes executable after an exec (ld.so mapping
- * libraries, dlopen, JIT compilers): hooked at their syscalls' tracepoints, which every
- * kernel with tracing has (fentry on the kernel's mmap path needs ftrace, not always
- * allowed). The tracepoints fire for every call; only those with PROT_EXEC do work. */
-SEC("tracepoint/syscalls/sys_enter_mmap")
-int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
+ * libraries, dlopen, JIT compilers): hooked at the raw syscall-exit tracepoint, which needs
+ * BTF only. The syscalls' own tracepoints (syscalls/sys_exit_mmap) need tracefs mounted to
+ * attach, and on a machine without it the kernel followed no process at all; fexit on the
+ * syscalls' functions is refused under some kernels' lockdown. Every syscall passes
+ * through this one, as it passed through those (the kernel's syscall tracepoints are
+ * built on it): only mmap and mprotect do more than compare a number. Their arguments are
+ * those the syscall was entered with, in its saved registers: prot in rdx, mprotect's
+ * start in rdi. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret)
 {
-	return enter_exec_mapping(ctx->args[2], 0);
-}
+	long id = BPF_CORE_READ(regs, orig_ax);
 
-SEC("tracepoint/syscalls/sys_exit_mmap")
-int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
-{
-	return exit_exec_mapping(ctx->ret, true);
-}
-
-SEC("tracepoint/syscalls/sys_enter_mprotect")
-int on_mprotect_enter(struct trace_event_raw_sys_enter *ctx)
-{
-	return enter_exec_mapping(ctx->args[2], ctx->args[0]);
-}
-
-SEC("tracepoint/syscalls/sys_exit_mprotect")
-int on_mprotect_exit(struct trace_event_raw_sys_exit *ctx)
-{
-	return exit_exec_mapping(ctx->ret, false);
+	if (id == NR_MMAP)
+		return exec_mapping(BPF_CORE_READ(regs, dx), ret, (__u64)ret);
+	if (id == NR_MPROTECT)
+		return exec_mapping(BPF_CORE_READ(regs, dx), ret, BPF_CORE_READ(regs, di));
+	return 0;
 }
 
 /* A new process (not a thread) starts with its parent's mappings. */
