@@ -162,6 +162,65 @@ TEST_CASE("whole machine: short-lived processes of a program without frame point
 	CHECK(pending_share(r.err) < 0.15);
 }
 
+TEST_CASE("whole machine: processes that live less than a tick are walked in the kernel, not kept raw")
+{
+	require_root();
+	// At 49 Hz user space looks at what the walk asked for every 100 ms; these processes
+	// live 20 ms. The kernel must know each one's mappings from its exec on (its hooks), and
+	// a file one of them asked for must get its table though the process is gone by the
+	// time user space answers (found through the run's records of its mappings): else each
+	// sample of each process waits, is kept raw and walked in user space.
+	Background loop({"/bin/sh", "-c", "for i in $(seq 150); do " + workload("nofp") + " 0.02; done"});
+	ScopedEnv debug("PROFILE_DEBUG", "1");
+	auto r = profile({"-U", "-f", "49", "--folded", "3"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	auto lines = parse_folded(r.out);
+	INFO("stderr:\n" << r.err << "stacks not reaching the root:\n" << worst_lines(lines));
+	RootShare root = root_share(lines, "nofp", r.err);
+	REQUIRE(root.samples > 50);
+	CHECK(root.share() >= 0.9);
+	std::smatch waited;
+	REQUIRE(std::regex_search(r.err, waited, std::regex("walks that waited for tables: ([0-9]+) for the process's "
+							    "mappings, ([0-9]+) for a file's object")));
+	// None but a rare race (a fork while another thread of the parent maps code; a burst of
+	// execs that outruns the kernel's allocator for the lists): these are a few samples of
+	// the whole machine's, where a run whose kernel cannot follow has most of them wait.
+	CHECK(std::stoull(waited[1]) * 20 <= root.samples);
+	// A file waits for its object once, a tick or so: never most of the samples.
+	std::smatch kept;
+	const double raw = std::regex_search(r.err, kept, std::regex("([0-9.]+) % kept raw while tables were built"))
+				   ? std::stod(kept[1]) / 100
+				   : 0;
+	CHECK(raw + pending_share(r.err) < 0.15);
+}
+
+TEST_CASE("whole machine: a file first met in a process already gone gets its table from the process's records")
+{
+	require_root();
+	// Three copies of the workload, new files to the run, each run 40 times for 20 ms: the
+	// process whose sample announced a copy is gone when user space answers, a tick later
+	// (100 ms at 49 Hz). Its path comes from the run's records of that process's mappings;
+	// without them each copy would wait for an announcement from a process still alive,
+	// and its samples meanwhile be kept raw.
+	TempDir dir;
+	for (int i = 1; i <= 3; i++)
+		std::filesystem::copy_file(workload("nofp"), dir / ("gonefile" + std::to_string(i)));
+	Background loop({"/bin/sh", "-c",
+			 "for i in $(seq 40); do for c in 1 2 3; do " + dir / "gonefile$c" + " 0.02; done; done"});
+	ScopedEnv debug("PROFILE_DEBUG", "1");
+	auto r = profile({"-U", "-f", "49", "--folded", "3"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	INFO("stderr:\n" << r.err);
+	uint64_t samples = 0;
+	for (const FoldedLine &l : parse_folded(r.out))
+		samples += l.frames[0].starts_with("gonefile") ? l.count : 0;
+	REQUIRE(samples > 60);
+	std::smatch waited;
+	REQUIRE(std::regex_search(r.err, waited, std::regex("([0-9]+) for a file's object")));
+	MESSAGE(waited[1] << " walks waited for a file's object; the copies had " << samples << " samples");
+	CHECK(std::stoull(waited[1]) * 5 < samples);
+}
+
 TEST_CASE("whole machine: samples taken while a new program's table is built are kept raw and reach their roots")
 {
 	require_root();

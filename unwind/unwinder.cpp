@@ -172,7 +172,7 @@ struct Unwinder::Impl {
 
 	uint32_t object_of(uint32_t pid, const MapEntry &m);
 	void send_process(uint32_t pid, const ProcessImage *image, uint64_t flags);
-	void answer_file(const unwind_file &file, const unwind_file_seen &seen);
+	void answer_file(const unwind_file &file, const unwind_file_seen &seen, const ProcessHistory &history);
 	void ask(uint32_t object);
 	UniqueFd fill(Built &built);
 	void set_state(uint32_t object, uint32_t state);
@@ -240,7 +240,7 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image, uint6
 }
 
 // A file the walk met with no object: opened through the mapping the kernel saw it in.
-void Unwinder::Impl::answer_file(const unwind_file &file, const unwind_file_seen &seen)
+void Unwinder::Impl::answer_file(const unwind_file &file, const unwind_file_seen &seen, const ProcessHistory &history)
 {
 	char range[96];
 	std::snprintf(range, sizeof(range), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, seen.pid, uint64_t(seen.start),
@@ -254,12 +254,22 @@ void Unwinder::Impl::answer_file(const unwind_file &file, const unwind_file_seen
 	m.perms = {'r', '-', 'x', 'p'};
 	char path[4096];
 	const ssize_t length = readlink(range, path, sizeof(path) - 1);
-	if (length <= 0)
-		return; // gone: the walk asks again if another process maps it
-	m.path.assign(path, size_t(length));
-	if (m.path.size() > 10 && m.path.compare(m.path.size() - 10, 10, " (deleted)") == 0) {
-		m.path.resize(m.path.size() - 10);
-		m.deleted = true;
+	if (length > 0) {
+		m.path.assign(path, size_t(length));
+		if (m.path.size() > 10 && m.path.compare(m.path.size() - 10, 10, " (deleted)") == 0) {
+			m.path.resize(m.path.size() - 10);
+			m.deleted = true;
+		}
+	} else {
+		// Gone already: in a build most processes live milliseconds, less than a tick, and
+		// asking each next one of the same program would never get its file. The path is
+		// in the history's records of the mapping; ask() opens it if it is still that file.
+		const ProcessImage *image = history.image_at(seen.pid, UINT64_MAX);
+		const MapEntry *known = image ? image->find(seen.start) : nullptr;
+		if (!known || known->inode != file.inode || kernel_dev(*known) != file.dev || known->path.empty())
+			return; // the walk asks again if another process maps it
+		m.path = known->path;
+		m.deleted = known->deleted;
 	}
 	if (uint32_t object = object_of(seen.pid, m))
 		ask(object);
@@ -585,7 +595,7 @@ void Unwinder::tick(const ProcessHistory &history)
 	for (const unwind_file &f : files) {
 		unwind_file_seen seen;
 		if (bpf_map_lookup_elem(d.maps.wanted_files, &f, &seen) == 0)
-			d.answer_file(f, seen);
+			d.answer_file(f, seen, history);
 		bpf_map_delete_elem(d.maps.wanted_files, &f);
 	}
 
