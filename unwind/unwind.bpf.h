@@ -920,12 +920,14 @@ static __always_inline int exec_mapping(__u64 prot, long ret, __u64 at)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret)
 {
-	long id = BPF_CORE_READ(regs, orig_ax);
+	/* Loads through the tracepoint's own argument, not helper calls: every syscall of the
+	 * machine comes here. */
+	long id = regs->orig_ax;
 
 	if (id == NR_MMAP)
-		return exec_mapping(BPF_CORE_READ(regs, dx), ret, (__u64)ret);
+		return exec_mapping(regs->dx, ret, (__u64)ret);
 	if (id == NR_MPROTECT)
-		return exec_mapping(BPF_CORE_READ(regs, dx), ret, BPF_CORE_READ(regs, di));
+		return exec_mapping(regs->dx, ret, regs->di);
 	return 0;
 }
 
