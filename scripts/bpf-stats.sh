@@ -10,7 +10,7 @@ prog_of() {
 		for id in $(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un); do
 			if bpftool prog show id "$id" 2>/dev/null | grep -q perf_event &&
 				{ [ "$(cat /proc/sys/kernel/bpf_stats_enabled)" != 1 ] ||
-					[ "$(prog_stats "$id" | awk '{ print $1 + 0 }')" -gt 0 ]; }; then
+					[ "$(prog_stats "$id" | awk '{ n = $1 } END { print n + 0 }')" -gt 0 ]; }; then
 				echo "$id"
 				return
 			fi
