@@ -144,40 +144,33 @@ TEST_CASE("--unwind auto: a program built without frame pointers is unwound to i
 	CHECK(contains(r.err, "% from unwind tables"));
 }
 
-TEST_CASE("whole machine: short-lived processes of a program without frame pointers reach their roots")
+TEST_CASE("whole machine: short-lived processes of a program without frame pointers reach their roots, walked in the kernel")
 {
 	require_root();
-	// Forty processes one after another, each 0.15 s: every one is new to the profiler, and
-	// most start after it, so none of them can have been sent from /proc before sampling.
-	Background loop({"/bin/sh", "-c", "for i in $(seq 40); do " + workload("nofp") + " 0.15; done"});
-	auto r = profile({"-U", "-F", "499", "--folded", "3"});
-	REQUIRE_MESSAGE(r.status == 0, r.err);
-	auto lines = parse_folded(r.out);
-	INFO("stderr:\n" << r.err << "stacks not reaching the root:\n" << worst_lines(lines));
-	RootShare root = root_share(lines, "nofp", r.err);
-	REQUIRE(root.samples > 300);
-	CHECK(root.share() >= 0.9);
-	// The account says how many stacks stopped at a table not yet in: those of a file's
-	// first minutes of fame, a tick or two, more on a loaded machine; never most of them.
-	CHECK(pending_share(r.err) < 0.15);
-}
-
-TEST_CASE("whole machine: processes that live less than a tick are walked in the kernel, not kept raw")
-{
-	require_root();
-	// At 49 Hz user space looks at what the walk asked for every 100 ms; these processes
-	// live 20 ms. The kernel must know each one's mappings from its exec on (its hooks), and
-	// a file one of them asked for must get its table though the process is gone by the
-	// time user space answers (found through the run's records of its mappings): else each
-	// sample of each process waits, is kept raw and walked in user space.
-	Background loop({"/bin/sh", "-c", "for i in $(seq 150); do " + workload("nofp") + " 0.02; done"});
+	// Processes one after another: every one is new to the profiler, and most start after
+	// it, so none of them can have been sent from /proc before sampling. The kernel must know
+	// each one's mappings from its exec on (its hooks), and a file one of them asked for must
+	// get its table though the process may be gone by the time user space answers (found
+	// through the run's records of its mappings): else each sample of each process waits,
+	// is kept raw and walked in user space.
+	std::string count, each, hz;
+	uint64_t floor = 0;
+	SUBCASE("forty of 0.15 s at 499 Hz")
+	{
+		count = "40", each = "0.15", hz = "499", floor = 300;
+	}
+	SUBCASE("150 of 20 ms at 49 Hz, where user space looks at what the walk asked for every 100 ms")
+	{
+		count = "150", each = "0.02", hz = "49", floor = 50;
+	}
+	Background loop({"/bin/sh", "-c", "for i in $(seq " + count + "); do " + workload("nofp") + " " + each + "; done"});
 	ScopedEnv debug("PROFILE_DEBUG", "1");
-	auto r = profile({"-U", "-f", "49", "--folded", "3"});
+	auto r = profile({"-U", "-F", hz, "--folded", "3"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	auto lines = parse_folded(r.out);
 	INFO("stderr:\n" << r.err << "stacks not reaching the root:\n" << worst_lines(lines));
 	RootShare root = root_share(lines, "nofp", r.err);
-	REQUIRE(root.samples > 50);
+	REQUIRE(root.samples > floor);
 	CHECK(root.share() >= 0.9);
 	std::smatch waited;
 	REQUIRE(std::regex_search(r.err, waited, std::regex("walks that waited for tables: ([0-9]+) for the process's "
@@ -186,7 +179,9 @@ TEST_CASE("whole machine: processes that live less than a tick are walked in the
 	// execs that outruns the kernel's allocator for the lists): these are a few samples of
 	// the whole machine's, where a run whose kernel cannot follow has most of them wait.
 	CHECK(std::stoull(waited[1]) * 20 <= root.samples);
-	// A file waits for its object once, a tick or so: never most of the samples.
+	// The account says how many stacks stopped at a table not yet in, or were kept raw for
+	// it: those of a file's first minutes of fame, a tick or two, more on a loaded machine;
+	// never most of them.
 	std::smatch kept;
 	const double raw = std::regex_search(r.err, kept, std::regex("([0-9.]+) % kept raw while tables were built"))
 				   ? std::stod(kept[1]) / 100
