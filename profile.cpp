@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "base/diagnostics.h"
+#include "base/error.h"
 #include "cli/options.h"
 #include "cli/session.h"
 #include "push/push.h"

@@ -5,23 +5,18 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <linux/types.h>
 
+#include "base/error.h"
 #include "sampler/config.h"
 #include "profile.h"
 #include "sampler/map_memory.h"
 #include "python/reader.h"
 #include "unwind/maps.h"
 #include "unwind/raw_walk.h"
-
-// The run cannot go on: one line for stderr, exit status 1.
-struct RunError : std::runtime_error {
-	using std::runtime_error::runtime_error;
-};
 
 // What one read of the maps moved out of the kernel (a drain while sampling, or the last
 // read), before any symbol is looked up.
