@@ -114,8 +114,8 @@ std::string check_against_machine(Options &options, const MapPlan &plan, std::ve
 	for (uint32_t tid : options.tids)
 		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
 			return "no thread with TID " + std::to_string(tid);
-	if (std::string wrong = resolve_cgroups(options.cgroups); !wrong.empty())
-		return wrong;
+	if (Status cgroups = resolve_cgroups(options.cgroups); !cgroups.ok())
+		return cgroups.error();
 	if (options.cpu >= 0) {
 		std::vector<int> online = online_cpus();
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())

@@ -89,9 +89,9 @@ void fetch_missing_debug_files(Symbolizer &symbolizer, const Options &options, D
 		} else if (file.error) {
 			failed++;
 			failed_why = strerror(file.error);
-		} else if (std::string why = symbolizer.add_debug_file(file.build_id, file.fd.get()); !why.empty()) {
+		} else if (Status added = symbolizer.add_debug_file(file.build_id, file.fd.get()); !added.ok()) {
 			refused++;
-			refused_why = why;
+			refused_why = added.error();
 			// Not what its build id names: kept in the cache, it would be served again.
 			if (!file.path.empty())
 				unlink(file.path.c_str());

@@ -185,10 +185,10 @@ std::string cgroup2_mount(std::string_view mountinfo)
 	return found;
 }
 
-std::string resolve_cgroups(std::vector<std::string> &paths, const std::string &mountinfo_path)
+Status resolve_cgroups(std::vector<std::string> &paths, const std::string &mountinfo_path)
 {
 	if (paths.size() > kMaxCgroupFilters)
-		return "at most " + std::to_string(kMaxCgroupFilters) + " --cgroup options can be given";
+		return Error("at most " + std::to_string(kMaxCgroupFilters) + " --cgroup options can be given");
 	std::string mountinfo;
 	read_whole_file(mountinfo_path.c_str(), mountinfo);
 	const std::string mount = cgroup2_mount(mountinfo);
@@ -206,12 +206,12 @@ std::string resolve_cgroups(std::vector<std::string> &paths, const std::string &
 								: "cgroup2 is mounted at " + mount;
 			struct stat st;
 			if (stat(path.c_str(), &st) == 0)
-				return "--cgroup " + path + ": not a cgroup v2 directory (" + where + ")";
-			return "--cgroup " + path + ": no such cgroup (" + where + ")";
+				return Error("--cgroup " + path + ": not a cgroup v2 directory (" + where + ")");
+			return Error("--cgroup " + path + ": no such cgroup (" + where + ")");
 		}
 		if (std::find(resolved.begin(), resolved.end(), dir) == resolved.end())
 			resolved.push_back(dir);
 	}
 	paths = std::move(resolved);
-	return "";
+	return {};
 }

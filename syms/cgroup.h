@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
+
 // What a process's cgroup says of it, for the report's labels.
 struct CgroupLabels {
 	std::string path;      // as /proc/PID/cgroup's v2 line shows it: "/system.slice/cron.service"
@@ -35,7 +37,7 @@ constexpr size_t kMaxCgroupFilters = 64;
 std::string cgroup2_mount(std::string_view mountinfo);
 
 // Makes each --cgroup value the real path of a cgroup v2 directory: one of the cgroup2
-// mount already, or a path as /proc/PID/cgroup shows it, taken under the mount. Returns
-// "" or what is wrong, in one line.
-std::string resolve_cgroups(std::vector<std::string> &paths,
+// mount already, or a path as /proc/PID/cgroup shows it, taken under the mount. Ok, or
+// what is wrong.
+Status resolve_cgroups(std::vector<std::string> &paths,
 			    const std::string &mountinfo_path = "/proc/self/mountinfo");

@@ -81,13 +81,13 @@ std::optional<DebugFile> find_debug_file(const ElfFile &binary, const std::strin
 	return std::nullopt;
 }
 
-std::string debug_file_mismatch(const ElfFile &binary, const ElfFile &debug)
+Status debug_file_mismatch(const ElfFile &binary, const ElfFile &debug)
 {
 	if (binary.build_id().empty())
-		return "the binary has no build id to check it by";
+		return Error("the binary has no build id to check it by");
 	if (debug.build_id().empty())
-		return "it has no build id";
+		return Error("it has no build id");
 	if (debug.build_id() != binary.build_id())
-		return "its build id is " + debug.build_id() + ", not " + binary.build_id();
-	return "";
+		return Error("its build id is " + debug.build_id() + ", not " + binary.build_id());
+	return {};
 }

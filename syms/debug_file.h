@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "syms/elf.h"
 #include "base/fd.h"
 
@@ -48,6 +49,6 @@ struct DebugFile {
 std::optional<DebugFile> find_debug_file(const ElfFile &binary, const std::string &binary_path,
 					 const std::string &debug_root, int root_dir, bool build_id_only = false);
 
-// Why debug is not the debug file of binary, or "" when it is: a debug file from elsewhere
+// Ok when debug is the debug file of binary, else why not: a debug file from elsewhere
 // (a debuginfod server) must carry the binary's build id, as one found by build id here.
-std::string debug_file_mismatch(const ElfFile &binary, const ElfFile &debug);
+Status debug_file_mismatch(const ElfFile &binary, const ElfFile &debug);

@@ -225,7 +225,7 @@ struct Symbolizer::Impl {
 	Binary *own_vdso(uint64_t size);
 	const PerfMap::Symbol *jit_symbol(uint32_t pid, uint64_t address, std::string &path);
 	const std::string &name_of(Binary &binary, const ElfFile::Symbol &symbol);
-	std::string take_debug_file(Binary &binary, int fd);
+	void take_debug_file(Binary &binary, int fd);
 	bool read_user_frames(const UserLocation &where, bool return_address, std::vector<Frame> &out);
 };
 
@@ -732,21 +732,21 @@ std::vector<std::string> Symbolizer::wanted_debug_files()
 	return wanted;
 }
 
-std::string Symbolizer::add_debug_file(const std::string &build_id, int fd)
+Status Symbolizer::add_debug_file(const std::string &build_id, int fd)
 {
 	if (!impl_->asked_debug_files.count(build_id))
-		return "no file wants it";
+		return Error("no file wants it");
 	std::unique_ptr<ElfFile> debug = ElfFile::open(fd);
 	if (!debug)
-		return "not an ELF file";
+		return Error("not an ELF file");
 	if (debug->build_id() != build_id)
-		return debug->build_id().empty() ? "it has no build id"
-						 : "its build id is " + debug->build_id() + ", not " + build_id;
+		return Error(debug->build_id().empty() ? "it has no build id"
+						       : "its build id is " + debug->build_id() + ", not " + build_id);
 	if (!debug->has_section(".symtab") && !(impl_->options.wants_dwarf() && has_dwarf(*debug)))
-		return "neither symbols nor DWARF in it";
+		return Error("neither symbols nor DWARF in it");
 	UniqueFd kept(fcntl(fd, F_DUPFD_CLOEXEC, 0));
 	if (!kept)
-		return "cannot keep it open";
+		return Error("cannot keep it open");
 	impl_->binaries.for_each([&](const FileKey &, std::unique_ptr<Binary> &binary) {
 		if (binary && binary->wants_debug_file && binary->elf->build_id() == build_id)
 			impl_->take_debug_file(*binary, kept.get());
@@ -760,24 +760,23 @@ std::string Symbolizer::add_debug_file(const std::string &build_id, int fd)
 			impl_->named_bytes -= named.bytes;
 		return stale;
 	});
-	return "";
+	return {};
 }
 
-// A debug file from elsewhere, already checked against its build id: its symbols where
-// binary has no .symtab, its DWARF where binary has none and some frame wants it.
-std::string Symbolizer::Impl::take_debug_file(Binary &binary, int fd)
+// A debug file from elsewhere, already checked against its build id by add_debug_file:
+// its symbols where binary has no .symtab, its DWARF where binary has none and some frame
+// wants it. Nothing when it is not binary's or has neither (add_debug_file said why).
+void Symbolizer::Impl::take_debug_file(Binary &binary, int fd)
 {
 	std::unique_ptr<ElfFile> debug = ElfFile::open(fd);
-	if (!debug)
-		return "not an ELF file";
-	if (std::string why_not = debug_file_mismatch(*binary.elf, *debug); !why_not.empty())
-		return why_not;
+	if (!debug || !debug_file_mismatch(*binary.elf, *debug).ok())
+		return;
 	const bool symbols = binary.symbols == binary.elf.get() && !binary.elf->has_section(".symtab") &&
 			     debug->has_section(".symtab");
 	// Its DWARF too, for inlined frames or -v's lines, once it is here for its symbols.
 	const bool lines = options.wants_dwarf() && !binary.lines && has_dwarf(*debug);
 	if (!symbols && !lines)
-		return "neither symbols nor DWARF in it";
+		return;
 	if (lines)
 		binary.lines = SourceLines::open(fd);
 	if (symbols) {
@@ -785,7 +784,6 @@ std::string Symbolizer::Impl::take_debug_file(Binary &binary, int fd)
 		binary.debug = std::move(debug);
 	}
 	binary.wants_debug_file = false;
-	return "";
 }
 
 SymbolizerStats Symbolizer::stats() const

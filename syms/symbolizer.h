@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "report/model.h"
 
 class ProcessHistory;
@@ -149,8 +150,8 @@ public:
 	std::vector<std::string> wanted_debug_files();
 	// A debug file for build_id, from elsewhere: read by the same parser as a local one,
 	// and taken only if it is what that build id names (the same build id, with the
-	// symbols or DWARF missing). "" when taken, else why not, for a message.
-	std::string add_debug_file(const std::string &build_id, int fd);
+	// symbols or DWARF missing). Ok when taken, else why not.
+	Status add_debug_file(const std::string &build_id, int fd);
 
 	SymbolizerStats stats() const;
 

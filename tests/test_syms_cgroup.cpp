@@ -128,31 +128,31 @@ TEST_CASE("cgroup: --cgroup takes a cgroup2 directory or a /proc/PID/cgroup path
 	REQUIRE_MESSAGE(!mount.empty(), "no cgroup2 file system is mounted here");
 	// The root group, both ways; the same group twice is kept once.
 	std::vector<std::string> paths = {"/", mount, mount + "/"};
-	CHECK(resolve_cgroups(paths) == "");
+	CHECK(resolve_cgroups(paths).ok());
 	CHECK(paths == std::vector<std::string>{mount});
 	// A group of this process, as /proc/self/cgroup shows it.
 	const std::string own = *cgroup_v2_path(read_file("/proc/self/cgroup"));
 	paths = {own};
-	CHECK(resolve_cgroups(paths) == "");
+	CHECK(resolve_cgroups(paths).ok());
 	CHECK(paths == std::vector<std::string>{own == "/" ? mount : mount + own});
 
 	TempDir dir;
 	paths = {dir.path().string()};
-	CHECK(resolve_cgroups(paths) == "--cgroup " + dir.path().string() +
+	CHECK(resolve_cgroups(paths).error() == "--cgroup " + dir.path().string() +
 						": not a cgroup v2 directory (cgroup2 is mounted at " + mount + ")");
 	paths = {"/no/such/group"};
-	CHECK(resolve_cgroups(paths) == "--cgroup /no/such/group: no such cgroup (cgroup2 is mounted at " + mount + ")");
+	CHECK(resolve_cgroups(paths).error() == "--cgroup /no/such/group: no such cgroup (cgroup2 is mounted at " + mount + ")");
 	paths = {"relative"};
-	CHECK(resolve_cgroups(paths).starts_with("--cgroup relative: no such cgroup"));
+	CHECK(resolve_cgroups(paths).error().starts_with("--cgroup relative: no such cgroup"));
 	// Out of the mount by "..": not a group.
 	paths = {"/../../../etc"};
-	CHECK(resolve_cgroups(paths).starts_with("--cgroup /../../../etc: "));
+	CHECK(resolve_cgroups(paths).error().starts_with("--cgroup /../../../etc: "));
 	write_file(dir / "mountinfo", "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n");
 	paths = {"/system.slice"};
-	CHECK(resolve_cgroups(paths, dir / "mountinfo") ==
+	CHECK(resolve_cgroups(paths, dir / "mountinfo").error() ==
 	      "--cgroup /system.slice: no such cgroup (no cgroup2 file system is mounted)");
 	paths.assign(kMaxCgroupFilters + 1, "/");
-	CHECK(resolve_cgroups(paths) == "at most 64 --cgroup options can be given");
+	CHECK(resolve_cgroups(paths).error() == "at most 64 --cgroup options can be given");
 }
 
 } // TEST_SUITE

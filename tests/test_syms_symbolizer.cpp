@@ -729,15 +729,15 @@ TEST_SUITE("unit")
 
 		// Another build's debug file, a file that is no ELF, and one for no file here: refused.
 		UniqueFd other = open_read_only(absolute_fixture("libfixture.so").c_str());
-		CHECK(contains(symbolizer.add_debug_file(id, other.get()), "build id"));
+		CHECK(contains(symbolizer.add_debug_file(id, other.get()).error(), "build id"));
 		UniqueFd text = open_read_only(absolute_fixture("hello-nosyms.nm").c_str());
-		CHECK(symbolizer.add_debug_file(id, text.get()) == "not an ELF file");
+		CHECK(symbolizer.add_debug_file(id, text.get()).error() == "not an ELF file");
 		UniqueFd right = open_read_only(absolute_fixture("hello-nosyms.debug").c_str());
-		CHECK(!symbolizer.add_debug_file(std::string(40, 'a'), right.get()).empty());
+		CHECK(!symbolizer.add_debug_file(std::string(40, 'a'), right.get()).ok());
 		CHECK(!symbolizer.user_frame(gone_pid, bias + leaf).named());
 		CHECK(symbolizer.stats().debug_files_added == 0);
 
-		CHECK(symbolizer.add_debug_file(id, right.get()) == "");
+		CHECK(symbolizer.add_debug_file(id, right.get()).ok());
 		CHECK(symbolizer.user_frame(gone_pid, bias + leaf).name == "fixture_leaf");
 		CHECK(symbolizer.stats().debug_files_added == 1);
 		CHECK(symbolizer.wanted_debug_files().empty());

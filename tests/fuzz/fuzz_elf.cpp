@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (char c : elf->build_id())
 		FUZZ_CHECK((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
 	// As the debug file of itself (taken exactly when it has a build id) and of another build.
-	FUZZ_CHECK(debug_file_mismatch(*elf, *elf).empty() == !elf->build_id().empty());
+	FUZZ_CHECK(debug_file_mismatch(*elf, *elf).ok() == !elf->build_id().empty());
 	for (const char *name : {".text", ".symtab", ".dynsym", ".strtab", ".note.gnu.build-id", ".debug_line",
 				 ".debug_info", ".gnu_debuglink", ""})
 		if (auto bytes = elf->section_data(name))
