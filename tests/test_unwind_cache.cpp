@@ -34,6 +34,14 @@ UnwindTable fixture_table(const std::string &name)
 	return *table;
 }
 
+// The table kept under key in dir: nothing for a miss, nor for a file that does not check
+// out (load_cached_unwind_table says why).
+std::optional<UnwindTable> cached(const std::string &dir, const std::string &key)
+{
+	Result<std::optional<UnwindTable>> loaded = load_cached_unwind_table(dir, key);
+	return loaded.ok() ? std::move(loaded).value() : std::nullopt;
+}
+
 bool same_table(const std::optional<UnwindTable> &a, const UnwindTable &b)
 {
 	return a && a->source == b.source &&
@@ -110,28 +118,28 @@ TEST_CASE("unwind cache: a table stored is the table loaded, in a private file o
 	const std::string key = unwind_table_key(open_read_only(fixture_path("unwind-nofp").c_str()).get());
 	CHECK(key == "u3-b-" + read_build_id("unwind-nofp"));
 
-	CHECK(!load_cached_unwind_table(cache, key));
-	store_unwind_table(cache, key, table);
+	CHECK(!cached(cache, key));
+	CHECK(store_unwind_table(cache, key, table).ok());
 	CHECK(mode_of(dir / "profile") == 0700);
 	CHECK(mode_of(cache) == 0700);
 	CHECK(mode_of(entry(cache, key)) == 0600);
-	CHECK(same_table(load_cached_unwind_table(cache, key), table));
+	CHECK(same_table(cached(cache, key), table));
 	// Nothing left beside it.
 	CHECK(files_in(cache) == 1);
 
 	// Stored again (another run, another table for the key): replaced whole.
 	const UnwindTable other = fixture_table("unwind-fp");
-	store_unwind_table(cache, key, other);
-	CHECK(same_table(load_cached_unwind_table(cache, key), other));
+	CHECK(store_unwind_table(cache, key, other).ok());
+	CHECK(same_table(cached(cache, key), other));
 	// An empty table is a table too.
-	CHECK(store_unwind_table(cache, "u3-b-00", UnwindTable{}) == "");
-	std::optional<UnwindTable> empty = load_cached_unwind_table(cache, "u3-b-00");
+	CHECK(store_unwind_table(cache, "u3-b-00", UnwindTable{}).ok());
+	std::optional<UnwindTable> empty = cached(cache, "u3-b-00");
 	REQUIRE(empty);
 	CHECK(empty->rows.empty());
 	CHECK(empty->source == "");
 	// No directory, no cache.
-	CHECK(store_unwind_table("", key, table) == "");
-	CHECK(!load_cached_unwind_table("", key));
+	CHECK(store_unwind_table("", key, table).ok());
+	CHECK(!cached("", key));
 }
 
 TEST_CASE("unwind cache: the key is the build id, else the file's identity, which changes with the file")
@@ -163,14 +171,14 @@ TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 
 	REQUIRE(mkdir((dir / "open").c_str(), 0700) == 0);
 	REQUIRE(chmod((dir / "open").c_str(), 0777) == 0);
-	CHECK(store_unwind_table(dir / "open", key, table) == dir / "open is open to others (mode 0777, not 0700)");
+	CHECK(store_unwind_table(dir / "open", key, table).error() == dir / "open is open to others (mode 0777, not 0700)");
 	CHECK(files_in(dir / "open") == 0);
 
 	// One that was private when the table went in, and is no longer.
-	store_unwind_table(dir / "private", key, table);
-	REQUIRE(load_cached_unwind_table(dir / "private", key));
+	CHECK(store_unwind_table(dir / "private", key, table).ok());
+	REQUIRE(cached(dir / "private", key));
 	REQUIRE(chmod((dir / "private").c_str(), 0755) == 0);
-	CHECK(!load_cached_unwind_table(dir / "private", key));
+	CHECK(!cached(dir / "private", key));
 	REQUIRE(chmod((dir / "private").c_str(), 0700) == 0);
 
 	// Another user's private directory, as the agent's unit (DynamicUser=) makes
@@ -178,17 +186,17 @@ TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 	// stores to the directory's user; a third user's file is neither read nor kept.
 	const std::string agents = "u3-b-9abc";
 	REQUIRE(chown((dir / "private").c_str(), 65534, 65534) == 0);
-	CHECK(same_table(load_cached_unwind_table(dir / "private", key), table)); // root's own
-	CHECK(store_unwind_table(dir / "private", agents, table) == "");
+	CHECK(same_table(cached(dir / "private", key), table)); // root's own
+	CHECK(store_unwind_table(dir / "private", agents, table).ok());
 	struct stat st {};
 	REQUIRE(stat(entry(dir / "private", agents).c_str(), &st) == 0);
 	CHECK(st.st_uid == 65534);
 	CHECK((st.st_mode & 07777) == 0600);
-	CHECK(same_table(load_cached_unwind_table(dir / "private", agents), table));
+	CHECK(same_table(cached(dir / "private", agents), table));
 	REQUIRE(chown(entry(dir / "private", key).c_str(), 65533, 65533) == 0);
-	std::string problem;
-	CHECK(!load_cached_unwind_table(dir / "private", key, &problem));
-	CHECK(contains(problem, "is not a private file of this run's user or the cache's"));
+	const Result<std::optional<UnwindTable>> theirs = load_cached_unwind_table(dir / "private", key);
+	CHECK(!theirs.ok());
+	CHECK(contains(theirs.error(), "is not a private file of this run's user or the cache's"));
 	const UnwindCachePrune pruned = prune_unwind_cache(dir / "private", kDefaultUnwindCacheBytes);
 	CHECK(pruned.kept == 1);
 	CHECK(pruned.bad == 1);
@@ -203,9 +211,9 @@ TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 	if (child == 0) {
 		if (setgid(65534) != 0 || setuid(65534) != 0)
 			_exit(2);
-		const bool refused = store_unwind_table(dir / "private", "u3-b-1111", table) != "";
-		const bool own = store_unwind_table(dir / "nobody/unwind", "u3-b-1111", table) == "" &&
-				 load_cached_unwind_table(dir / "nobody/unwind", "u3-b-1111");
+		const bool refused = !store_unwind_table(dir / "private", "u3-b-1111", table).ok();
+		const bool own = store_unwind_table(dir / "nobody/unwind", "u3-b-1111", table).ok() &&
+				 cached(dir / "nobody/unwind", "u3-b-1111");
 		_exit(refused && own ? 0 : 1);
 	}
 	int status = 0;
@@ -215,8 +223,8 @@ TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 
 	// A symlink to a private directory of ours.
 	REQUIRE(symlink((dir / "private").c_str(), (dir / "link").c_str()) == 0);
-	CHECK(!load_cached_unwind_table(dir / "link", key));
-	CHECK(store_unwind_table(dir / "link", "u3-b-5678", table) == dir / "link is a symlink");
+	CHECK(!cached(dir / "link", key));
+	CHECK(store_unwind_table(dir / "link", "u3-b-5678", table).error() == dir / "link is a symlink");
 	CHECK(!std::filesystem::exists(entry(dir / "private", "u3-b-5678")));
 }
 
@@ -226,34 +234,34 @@ TEST_CASE("unwind cache: a file that is a symlink, open to others, or not ours i
 	const std::string cache = dir / "cache";
 	const UnwindTable table = fixture_table("unwind-nofp");
 	const std::string key = "u3-b-abcd";
-	store_unwind_table(cache, key, table);
+	CHECK(store_unwind_table(cache, key, table).ok());
 	const std::string file = entry(cache, key);
-	REQUIRE(load_cached_unwind_table(cache, key));
+	REQUIRE(cached(cache, key));
 
 	REQUIRE(chmod(file.c_str(), 0644) == 0);
-	CHECK(!load_cached_unwind_table(cache, key));
+	CHECK(!cached(cache, key));
 	REQUIRE(chmod(file.c_str(), 0600) == 0);
 	REQUIRE(chown(file.c_str(), 65534, 65534) == 0);
-	CHECK(!load_cached_unwind_table(cache, key));
+	CHECK(!cached(cache, key));
 	REQUIRE(chown(file.c_str(), 0, 0) == 0);
-	REQUIRE(load_cached_unwind_table(cache, key));
+	REQUIRE(cached(cache, key));
 
 	// Planted: the key a symlink to a good table elsewhere.
 	const std::string elsewhere = dir / "elsewhere";
 	std::filesystem::rename(file, elsewhere);
 	REQUIRE(symlink(elsewhere.c_str(), file.c_str()) == 0);
-	CHECK(!load_cached_unwind_table(cache, key));
+	CHECK(!cached(cache, key));
 	const std::string before = read_file(elsewhere);
-	store_unwind_table(cache, key, fixture_table("unwind-fp"));
+	CHECK(store_unwind_table(cache, key, fixture_table("unwind-fp")).ok());
 	CHECK(read_file(elsewhere) == before);
 	CHECK(!std::filesystem::is_symlink(file));
-	CHECK(same_table(load_cached_unwind_table(cache, key), fixture_table("unwind-fp")));
+	CHECK(same_table(cached(cache, key), fixture_table("unwind-fp")));
 
 	// Keys that would name another file are refused.
 	for (const std::string bad : {"", "../escape", ".hidden", "a/b", "UPPER"}) {
 		CAPTURE(bad);
-		store_unwind_table(cache, bad, table);
-		CHECK(!load_cached_unwind_table(cache, bad));
+		CHECK(store_unwind_table(cache, bad, table).ok());
+		CHECK(!cached(cache, bad));
 	}
 	CHECK(!std::filesystem::exists(dir / "escape"));
 	CHECK(files_in(cache) == 1);
@@ -267,7 +275,7 @@ TEST_CASE("unwind cache: a file that does not check out is a miss with a line sa
 	const std::string key = "u3-b-feed";
 	const std::string path = "/usr/bin/true";
 	struct stat st {};
-	store_unwind_table(cache, key, table, unwind_cache_origin(path, st));
+	CHECK(store_unwind_table(cache, key, table, unwind_cache_origin(path, st)).ok());
 	const std::string file = entry(cache, key);
 	const std::string good = read_file(file);
 	REQUIRE(good.size() > 100);
@@ -278,9 +286,9 @@ TEST_CASE("unwind cache: a file that does not check out is a miss with a line sa
 	auto spoiled = [&](const std::string &bytes) {
 		write_file(file, bytes);
 		chmod(file.c_str(), 0600);
-		problem.clear();
-		const bool missed = !load_cached_unwind_table(cache, key, &problem);
-		return missed && problem.starts_with(file + " ");
+		const Result<std::optional<UnwindTable>> loaded = load_cached_unwind_table(cache, key);
+		problem = loaded.error();
+		return !loaded.ok() && problem.starts_with(file + " ");
 	};
 	CHECK(spoiled(""));
 	CHECK(problem == file + " is cut short (0 bytes)");
@@ -323,12 +331,12 @@ TEST_CASE("unwind cache: a file that does not check out is a miss with a line sa
 	CHECK(problem == file + " is rows out of order or of unknown kinds");
 
 	// A missing file is a miss and no problem.
-	problem.clear();
-	CHECK(!load_cached_unwind_table(cache, "u3-b-beef", &problem));
-	CHECK(problem.empty());
+	const Result<std::optional<UnwindTable>> missing = load_cached_unwind_table(cache, "u3-b-beef");
+	CHECK(missing.ok());
+	CHECK(!(missing.ok() && *missing));
 
-	store_unwind_table(cache, key, table);
-	CHECK(same_table(load_cached_unwind_table(cache, key, &problem), table));
+	CHECK(store_unwind_table(cache, key, table).ok());
+	CHECK(same_table(cached(cache, key), table));
 }
 
 TEST_CASE("unwind cache: names are short and fixed whatever the key, and the key in the file decides")
@@ -350,9 +358,9 @@ TEST_CASE("unwind cache: names are short and fixed whatever the key, and the key
 	TempDir dir;
 	const std::string cache = dir / "cache";
 	const UnwindTable table = fixture_table("unwind-nofp");
-	store_unwind_table(cache, "u3-b-aa", table);
+	CHECK(store_unwind_table(cache, "u3-b-aa", table).ok());
 	std::filesystem::rename(entry(cache, "u3-b-aa"), entry(cache, "u3-b-bb"));
-	CHECK(!load_cached_unwind_table(cache, "u3-b-bb"));
+	CHECK(!cached(cache, "u3-b-bb"));
 	// And pruning drops it: its name is not its key's.
 	CHECK(prune_unwind_cache(cache, kDefaultUnwindCacheBytes).bad == 1);
 	CHECK(files_in(cache) == 0);
@@ -366,15 +374,15 @@ TEST_CASE("unwind cache: pruning keeps the most recently used within the size, a
 	std::vector<std::string> keys;
 	for (int i = 0; i < 6; i++) {
 		keys.push_back("u3-b-" + std::to_string(10 + i));
-		REQUIRE(store_unwind_table(cache, keys.back(), table) == "");
+		REQUIRE(store_unwind_table(cache, keys.back(), table).ok());
 		set_age(entry(cache, keys.back()), 600 - i * 60); // keys[0] oldest
 	}
 	const uint64_t size = std::filesystem::file_size(entry(cache, keys[0]));
 	// keys[0], the oldest, used now.
-	REQUIRE(load_cached_unwind_table(cache, keys[0]));
+	REQUIRE(cached(cache, keys[0]));
 
 	UnwindCachePrune pruned = prune_unwind_cache(cache, 3 * size + size / 2);
-	CHECK(pruned.error == "");
+	CHECK(pruned.status.ok());
 	CHECK(pruned.kept == 3);
 	CHECK(pruned.kept_bytes == 3 * size);
 	CHECK(pruned.evicted == 3);
@@ -391,7 +399,7 @@ TEST_CASE("unwind cache: pruning keeps the most recently used within the size, a
 	// A cache of 0 bytes keeps nothing; a directory that is not there is nothing to do.
 	CHECK(prune_unwind_cache(cache, 0).evicted == 3);
 	CHECK(files_in(cache) == 0);
-	CHECK(prune_unwind_cache(dir / "none", 0).error == "");
+	CHECK(prune_unwind_cache(dir / "none", 0).status.ok());
 }
 
 TEST_CASE("unwind cache: a prune told to stop returns at once and removes nothing")
@@ -402,11 +410,11 @@ TEST_CASE("unwind cache: a prune told to stop returns at once and removes nothin
 	const std::string cache = dir / "cache";
 	const UnwindTable table = fixture_table("unwind-nofp");
 	for (int i = 0; i < 3; i++)
-		REQUIRE(store_unwind_table(cache, "u3-b-" + std::to_string(20 + i), table) == "");
+		REQUIRE(store_unwind_table(cache, "u3-b-" + std::to_string(20 + i), table).ok());
 	std::atomic<bool> stop{true};
 	UnwindCachePrune pruned = prune_unwind_cache(cache, 0, &stop);
 	CHECK(pruned.stopped);
-	CHECK(pruned.error == "");
+	CHECK(pruned.status.ok());
 	CHECK(pruned.kept + pruned.evicted + pruned.stale + pruned.temporary + pruned.bad == 0);
 	CHECK(files_in(cache) == 3);
 	// Not told: a cache of 0 bytes keeps nothing.
@@ -430,7 +438,7 @@ TEST_CASE("unwind cache: pruning drops the entries of files that are gone or rep
 		struct stat st;
 		REQUIRE(fstat(fd.get(), &st) == 0);
 		const std::string key = unwind_table_key(fd.get());
-		REQUIRE(store_unwind_table(cache, key, table, unwind_cache_origin(path, st)) == "");
+		REQUIRE(store_unwind_table(cache, key, table, unwind_cache_origin(path, st)).ok());
 		return key;
 	};
 	const std::string nofp = read_file(fixture_path("unwind-nofp")), fp = read_file(fixture_path("unwind-fp"));
@@ -444,7 +452,7 @@ TEST_CASE("unwind cache: pruning drops the entries of files that are gone or rep
 	const std::string touched = store_for(dir / "touched");
 	CHECK(plain.rfind("u3-f-", 0) == 0);
 	// One of no path (a container's file): left to the size cap.
-	REQUIRE(store_unwind_table(cache, "u3-b-c0ffee", table) == "");
+	REQUIRE(store_unwind_table(cache, "u3-b-c0ffee", table).ok());
 	// A path of a file that was deleted.
 	write_file(dir / "gone", "no ELF at all\n");
 	const std::string gone = store_for(dir / "gone");
@@ -477,7 +485,7 @@ TEST_CASE("unwind cache: pruning removes what a crashed writer left, files of ot
 	TempDir dir;
 	const std::string cache = dir / "cache";
 	const UnwindTable table = fixture_table("unwind-nofp");
-	REQUIRE(store_unwind_table(cache, "u3-b-01", table) == "");
+	REQUIRE(store_unwind_table(cache, "u3-b-01", table).ok());
 	const std::string good = read_file(entry(cache, "u3-b-01"));
 	auto plant = [&](const std::string &name, const std::string &bytes, int64_t age) {
 		write_file(cache + "/" + name, bytes);
@@ -495,7 +503,7 @@ TEST_CASE("unwind cache: pruning removes what a crashed writer left, files of ot
 	set_age(entry(cache, "u3-b-01"), 0);
 
 	UnwindCachePrune pruned = prune_unwind_cache(cache, kDefaultUnwindCacheBytes);
-	CHECK(pruned.error == "");
+	CHECK(pruned.status.ok());
 	CHECK(pruned.temporary == 1);
 	CHECK(pruned.bad == 3);
 	CHECK(pruned.kept == 2); // version 2's file too: an older profile may run beside
@@ -504,7 +512,7 @@ TEST_CASE("unwind cache: pruning removes what a crashed writer left, files of ot
 	CHECK(std::filesystem::exists(cache + "/" + unwind_cache_file_name("u3-b-01") + ".124.0.tmp"));
 	CHECK(std::filesystem::exists(cache + "/subdir"));
 	CHECK(std::filesystem::exists("/etc/passwd"));
-	CHECK(same_table(load_cached_unwind_table(cache, "u3-b-01"), table));
+	CHECK(same_table(cached(cache, "u3-b-01"), table));
 
 	// Over the size, the older version's file goes first once it is the least recently used.
 	set_age(cache + "/u2-b-0123456789abcdef", 100);
@@ -521,14 +529,14 @@ TEST_CASE("unwind cache: a read-only or full file system: store says why in one 
 
 	// Read-only: a bind mount of a cache that holds one table.
 	const std::string cache = dir / "cache";
-	REQUIRE(store_unwind_table(cache, "u3-b-01", table) == "");
+	REQUIRE(store_unwind_table(cache, "u3-b-01", table).ok());
 	Mount ro{cache};
 	REQUIRE_MESSAGE(mount(cache.c_str(), cache.c_str(), nullptr, MS_BIND, nullptr) == 0, std::strerror(errno));
 	ro.mounted = true;
 	REQUIRE(mount(nullptr, cache.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) == 0);
-	CHECK(store_unwind_table(cache, "u3-b-02", table) == cache + ": Read-only file system");
-	CHECK(same_table(load_cached_unwind_table(cache, "u3-b-01"), table));
-	CHECK(prune_unwind_cache(cache, 0).error == cache + ": Read-only file system");
+	CHECK(store_unwind_table(cache, "u3-b-02", table).error() == cache + ": Read-only file system");
+	CHECK(same_table(cached(cache, "u3-b-01"), table));
+	CHECK(prune_unwind_cache(cache, 0).status.error() == cache + ": Read-only file system");
 	CHECK(files_in(cache) == 1);
 
 	// Full: a tmpfs of 64 KiB.
@@ -537,10 +545,10 @@ TEST_CASE("unwind cache: a read-only or full file system: store says why in one 
 	Mount small{full};
 	REQUIRE(mount("tmpfs", full.c_str(), "tmpfs", 0, "size=64k,mode=0700") == 0);
 	small.mounted = true;
-	CHECK(store_unwind_table(full, "u3-b-01", table) == full + ": No space left on device");
+	CHECK(store_unwind_table(full, "u3-b-01", table).error() == full + ": No space left on device");
 	CHECK(files_in(full) == 0); // no temporary file left
-	CHECK(!load_cached_unwind_table(full, "u3-b-01"));
-	CHECK(store_unwind_table(full, "u3-b-02", UnwindTable{}) == ""); // a small one still fits
+	CHECK(!cached(full, "u3-b-01"));
+	CHECK(store_unwind_table(full, "u3-b-02", UnwindTable{}).ok()); // a small one still fits
 }
 
 TEST_CASE("unwind cache: writers racing on one key, in threads and processes, never leave a torn file")
@@ -549,7 +557,7 @@ TEST_CASE("unwind cache: writers racing on one key, in threads and processes, ne
 	const std::string cache = dir / "cache";
 	const UnwindTable a = fixture_table("unwind-nofp"), b = fixture_table("unwind-fp");
 	const std::string key = "u3-b-5ace";
-	REQUIRE(store_unwind_table(cache, key, a) == "");
+	REQUIRE(store_unwind_table(cache, key, a).ok());
 	constexpr int kStores = 150;
 
 	// Another process, as a second profiler would be.
@@ -557,22 +565,24 @@ TEST_CASE("unwind cache: writers racing on one key, in threads and processes, ne
 	REQUIRE(child >= 0);
 	if (child == 0) {
 		for (int i = 0; i < kStores; i++)
-			store_unwind_table(cache, key, i % 2 ? a : b);
+			(void)store_unwind_table(cache, key, i % 2 ? a : b);
 		_exit(0);
 	}
 	std::thread writers[2];
 	for (int t = 0; t < 2; t++)
 		writers[t] = std::thread([&, t] {
 			for (int i = 0; i < kStores; i++)
-				store_unwind_table(cache, key, (i + t) % 2 ? a : b);
+				(void)store_unwind_table(cache, key, (i + t) % 2 ? a : b);
 		});
 	int loads = 0, torn = 0;
 	bool child_done = false;
 	std::string problem;
 	while (!child_done || loads < 50) {
-		std::optional<UnwindTable> got = load_cached_unwind_table(cache, key, &problem);
+		const Result<std::optional<UnwindTable>> loaded = load_cached_unwind_table(cache, key);
 		loads++;
-		if (!got || !problem.empty() || !(same_table(got, a) || same_table(got, b)))
+		if (!loaded.ok())
+			problem = loaded.error();
+		if (!loaded.ok() || !(same_table(*loaded, a) || same_table(*loaded, b)))
 			torn++;
 		int status;
 		if (!child_done && waitpid(child, &status, WNOHANG) == child)

@@ -127,52 +127,46 @@ std::string errno_line(const std::string &what)
 struct CacheDir {
 	UniqueFd fd;
 	uid_t owner = 0;
-	explicit operator bool() const { return bool(fd); }
 };
 
 // The cache directory (and its parent, if missing, when create is set), when it is a real
 // directory, private, and ours; or, for root, another user's: the agent's unit runs as a
 // user of its own (DynamicUser=), whose CacheDirectory= is the /var/cache/profile that root's
 // runs use, and only root or systemd can have given a directory there to another user.
-// Else nothing, and *why says what is wrong ("" when the directory is simply not there and
-// create is not set).
-CacheDir open_cache_dir(const std::string &dir, bool create, std::string &why)
+// Nothing when the directory is simply not there and create is not set; else what is wrong.
+Result<std::optional<CacheDir>> open_cache_dir(const std::string &dir, bool create)
 {
 	if (create) {
 		const size_t slash = dir.find_last_of('/');
 		if (slash != std::string::npos && slash > 0)
 			mkdir(dir.substr(0, slash).c_str(), 0700);
-		if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-			why = errno_line(dir);
-			return {};
-		}
+		if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+			return Error(errno_line(dir));
 	}
 	CacheDir cache{UniqueFd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))};
-	if (!cache) {
+	if (!cache.fd) {
 		// O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR: say which it is.
 		struct stat link;
 		const int error = errno;
-		why = error == ENOENT && !create ? ""
-		      : lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode) ? dir + " is a symlink"
-		      : (errno = error, errno_line(dir));
-		return {};
+		if (error == ENOENT && !create)
+			return std::nullopt;
+		if (lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode))
+			return Error(dir + " is a symlink");
+		errno = error;
+		return Error(errno_line(dir));
 	}
 	struct stat st;
-	if (fstat(cache.fd.get(), &st) != 0) {
-		why = errno_line(dir);
-		return {};
-	}
+	if (fstat(cache.fd.get(), &st) != 0)
+		return Error(errno_line(dir));
 	char line[160];
 	if (st.st_uid != geteuid() && geteuid() != 0) {
 		std::snprintf(line, sizeof(line), " is owned by uid %u, not by this run's uid %u", unsigned(st.st_uid),
 			      unsigned(geteuid()));
-		why = dir + line;
-		return {};
+		return Error(dir + line);
 	}
 	if (st.st_mode & 077) {
 		std::snprintf(line, sizeof(line), " is open to others (mode %04o, not 0700)", unsigned(st.st_mode & 07777));
-		why = dir + line;
-		return {};
+		return Error(dir + line);
 	}
 	cache.owner = st.st_uid;
 	return cache;
@@ -205,13 +199,6 @@ uint64_t mix64(uint64_t x)
 	x ^= x >> 27;
 	x *= 0x94d049bb133111ebull;
 	return x ^ (x >> 31);
-}
-
-bool set_problem(std::string *problem, std::string line)
-{
-	if (problem)
-		*problem = std::move(line);
-	return false;
 }
 
 struct DirCloser {
@@ -293,32 +280,31 @@ UnwindCacheOrigin unwind_cache_origin(const std::string &path, const struct stat
 	return origin;
 }
 
-std::optional<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> bytes, uint64_t file_size,
-						       bool rows, std::string *problem)
+Result<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> bytes, uint64_t file_size, bool rows)
 {
 	char line[160];
 	if (bytes.size() < sizeof(FileHeader) || file_size < sizeof(FileHeader)) {
 		std::snprintf(line, sizeof(line), "cut short (%" PRIu64 " bytes)", file_size);
-		return set_problem(problem, line), std::nullopt;
+		return Error(line);
 	}
 	FileHeader header;
 	std::memcpy(&header, bytes.data(), sizeof(header));
 	if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0)
-		return set_problem(problem, "not an unwind cache file"), std::nullopt;
+		return Error("not an unwind cache file");
 	if (header.version != kFormatVersion || header.row_size != sizeof(unwind_row)) {
 		std::snprintf(line, sizeof(line), "of format %u with %u-byte rows, not %u with %zu", header.version,
 			      header.row_size, kFormatVersion, sizeof(unwind_row));
-		return set_problem(problem, line), std::nullopt;
+		return Error(line);
 	}
 	if (header.row_count > kMaxUnwindRows || header.key_size == 0 || header.key_size > kMaxKeySize ||
 	    header.path_size > kMaxPathSize || header.reserved != 0 ||
 	    header.source[sizeof(header.source) - 1] != '\0')
-		return set_problem(problem, "a header out of bounds"), std::nullopt;
+		return Error("a header out of bounds");
 	const uint64_t head = sizeof(FileHeader) + header.key_size + header.path_size;
 	const uint64_t whole = head + header.row_count * sizeof(unwind_row);
 	if (file_size != whole || bytes.size() < head || (rows && bytes.size() != whole)) {
 		std::snprintf(line, sizeof(line), "%" PRIu64 " bytes where its header says %" PRIu64, file_size, whole);
-		return set_problem(problem, line), std::nullopt;
+		return Error(line);
 	}
 	UnwindCacheFile file;
 	const char *text = reinterpret_cast<const char *>(bytes.data());
@@ -327,7 +313,7 @@ std::optional<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> 
 	if (!valid_key(file.key) ||
 	    (!file.origin.path.empty() &&
 	     (file.origin.path[0] != '/' || file.origin.path.find('\0') != std::string::npos)))
-		return set_problem(problem, "a key or path that no writer gives"), std::nullopt;
+		return Error("a key or path that no writer gives");
 	file.origin.dev = header.dev;
 	file.origin.ino = header.ino;
 	file.origin.size = header.size;
@@ -335,58 +321,49 @@ std::optional<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> 
 	file.origin.mtime_nsec = header.mtime_nsec;
 	file.table.source = header.source;
 	if (!known_source(file.table.source))
-		return set_problem(problem, "a source no table has"), std::nullopt;
+		return Error("a source no table has");
 	if (!rows)
 		return file;
 	file.table.rows.resize(size_t(header.row_count));
 	if (!file.table.rows.empty())
 		std::memcpy(file.table.rows.data(), bytes.data() + head, file.table.rows.size() * sizeof(unwind_row));
 	if (!rows_check_out(file.table.rows))
-		return set_problem(problem, "rows out of order or of unknown kinds"), std::nullopt;
+		return Error("rows out of order or of unknown kinds");
 	return file;
 }
 
-std::optional<UnwindTable> load_cached_unwind_table(const std::string &dir, const std::string &key,
-						    std::string *problem)
+Result<std::optional<UnwindTable>> load_cached_unwind_table(const std::string &dir, const std::string &key)
 {
 	if (dir.empty() || !valid_key(key))
 		return std::nullopt;
-	std::string why;
-	CacheDir cache = open_cache_dir(dir, false, why);
-	if (!cache)
+	// A directory that cannot be used is a miss: storing says why.
+	Result<std::optional<CacheDir>> opened = open_cache_dir(dir, false);
+	if (!opened.ok() || !*opened)
 		return std::nullopt;
+	const CacheDir &cache = **opened;
 	const int dir_fd = cache.fd.get();
 	const std::string name = unwind_cache_file_name(key);
 	const std::string path = dir + "/" + name;
 	UniqueFd fd(openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
 	if (!fd) {
-		if (errno != ENOENT)
-			set_problem(problem, errno == ELOOP ? path + " is a symlink" : errno_line(path));
-		return std::nullopt;
+		if (errno == ENOENT)
+			return std::nullopt;
+		return Error(errno == ELOOP ? path + " is a symlink" : errno_line(path));
 	}
 	struct stat st;
-	if (!private_cache_file(fd.get(), st, cache) || !S_ISREG(st.st_mode)) {
-		set_problem(problem, path + " is not a private file of this run's user or the cache's");
-		return std::nullopt;
-	}
-	if (uint64_t(st.st_size) > kMaxFileSize) {
-		set_problem(problem, path + " is larger than any table");
-		return std::nullopt;
-	}
+	if (!private_cache_file(fd.get(), st, cache) || !S_ISREG(st.st_mode))
+		return Error(path + " is not a private file of this run's user or the cache's");
+	if (uint64_t(st.st_size) > kMaxFileSize)
+		return Error(path + " is larger than any table");
 	// Read whole (read_up_to reads from the start): the size must be what the header says.
 	std::vector<uint8_t> bytes(size_t(st.st_size));
 	const size_t got = read_up_to(fd.get(), bytes.data(), bytes.size());
 	bytes.resize(got);
-	std::string why_not;
-	std::optional<UnwindCacheFile> file = parse_unwind_cache_file(bytes, got, true, &why_not);
-	if (!file) {
-		set_problem(problem, path + " is " + why_not);
-		return std::nullopt;
-	}
-	if (file->key != key) {
-		set_problem(problem, path + " holds the table of another key (" + file->key + ")");
-		return std::nullopt;
-	}
+	Result<UnwindCacheFile> file = parse_unwind_cache_file(bytes, got, true);
+	if (!file.ok())
+		return Error(path + " is " + file.error());
+	if (file->key != key)
+		return Error(path + " holds the table of another key (" + file->key + ")");
 	// Used now: pruning removes the least recently used first. The mtime, not the atime,
 	// which reads may or may not update (noatime, relatime).
 	const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
@@ -394,15 +371,15 @@ std::optional<UnwindTable> load_cached_unwind_table(const std::string &dir, cons
 	return std::move(file->table);
 }
 
-std::string store_unwind_table(const std::string &dir, const std::string &key, const UnwindTable &table,
-			       const UnwindCacheOrigin &origin)
+Status store_unwind_table(const std::string &dir, const std::string &key, const UnwindTable &table,
+			  const UnwindCacheOrigin &origin)
 {
 	if (dir.empty() || !valid_key(key) || table.rows.size() > kMaxUnwindRows || !known_source(table.source))
-		return "";
-	std::string why;
-	CacheDir cache = open_cache_dir(dir, true, why);
-	if (!cache)
-		return why;
+		return {};
+	Result<std::optional<CacheDir>> opened = open_cache_dir(dir, true);
+	if (!opened.ok())
+		return opened.status();
+	const CacheDir &cache = **opened; // created: there
 	const int dir_fd = cache.fd.get();
 	const bool has_path = origin.path.size() <= kMaxPathSize && origin.path.starts_with('/') &&
 			      origin.path.find('\0') == std::string::npos;
@@ -439,7 +416,7 @@ std::string store_unwind_table(const std::string &dir, const std::string &key, c
 			break;
 	}
 	if (!fd)
-		return errno_line(dir);
+		return Error(errno_line(dir));
 	const bool ok = write_all(fd.get(), head) &&
 			write_all(fd.get(), std::string_view(reinterpret_cast<const char *>(table.rows.data()),
 							     table.rows.size() * sizeof(unwind_row)));
@@ -453,10 +430,10 @@ std::string store_unwind_table(const std::string &dir, const std::string &key, c
 	if (!error && renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0)
 		error = errno;
 	if (!error)
-		return "";
+		return {};
 	unlinkat(dir_fd, temp.c_str(), 0);
 	errno = error;
-	return errno_line(dir);
+	return Error(errno_line(dir));
 }
 
 UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes, const std::atomic<bool> *stop)
@@ -464,14 +441,17 @@ UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes, 
 	UnwindCachePrune result;
 	if (dir.empty())
 		return result;
-	CacheDir cache = open_cache_dir(dir, false, result.error);
-	if (!cache)
+	Result<std::optional<CacheDir>> opened = open_cache_dir(dir, false);
+	if (!opened.ok())
+		result.status = opened.status();
+	if (!opened.ok() || !*opened)
 		return result;
+	const CacheDir &cache = **opened;
 	const int dir_fd = cache.fd.get();
 	UniqueFd list_fd(fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
 	std::unique_ptr<DIR, DirCloser> list(list_fd ? fdopendir(list_fd.get()) : nullptr);
 	if (!list) {
-		result.error = errno_line(dir);
+		result.status = Error(errno_line(dir));
 		return result;
 	}
 	list_fd.release(); // the DIR owns it now
@@ -479,8 +459,8 @@ UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes, 
 	auto remove = [&](const char *name, uint32_t &count) {
 		if (unlinkat(dir_fd, name, 0) == 0)
 			count++;
-		else if (result.error.empty() && errno != ENOENT) // ENOENT: another run pruned it
-			result.error = errno_line(dir);
+		else if (result.status.ok() && errno != ENOENT) // ENOENT: another run pruned it
+			result.status = Error(errno_line(dir));
 	};
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -523,9 +503,10 @@ UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes, 
 		const size_t got = fd && private_cache_file(fd.get(), fst, cache)
 					   ? read_up_to(fd.get(), head.data(), size_t(std::min<uint64_t>(kMaxHeadSize, fst.st_size)))
 					   : 0;
-		std::optional<UnwindCacheFile> entry =
-			got ? parse_unwind_cache_file(std::span(head.data(), got), uint64_t(fst.st_size), false) : std::nullopt;
-		if (!entry || unwind_cache_file_name(entry->key) != name) {
+		// Nothing read (not a private file, or an empty one) is a file cut short.
+		const Result<UnwindCacheFile> entry =
+			parse_unwind_cache_file(std::span(head.data(), got), got ? uint64_t(fst.st_size) : 0, false);
+		if (!entry.ok() || unwind_cache_file_name(entry->key) != name) {
 			remove(d->d_name, result.bad);
 			continue;
 		}

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "base/error.h"
 #include "unwind/table.h"
 
 // Compiling a table costs 1 ms (liblzma) to 0.3 s (cc1plus) of CPU, and every run meets the
@@ -52,36 +53,34 @@ struct UnwindCacheOrigin {
 };
 UnwindCacheOrigin unwind_cache_origin(const std::string &path, const struct stat &st);
 
-// The table kept under key in dir; nothing when there is none that checks out, or dir is "".
-// A file there that is not a whole table of this key and format sets *problem to a line
-// saying why (the caller says so, compiles and stores again); a missing file sets nothing.
-// A hit marks the file used now (its mtime), for pruning.
-std::optional<UnwindTable> load_cached_unwind_table(const std::string &dir, const std::string &key,
-						    std::string *problem = nullptr);
+// The table kept under key in dir; nothing when there is none (no file, a directory that
+// cannot be used, or dir is ""). A file there that is not a whole table of this key and
+// format is an error saying why (the caller says so, compiles and stores again). A hit
+// marks the file used now (its mtime), for pruning.
+Result<std::optional<UnwindTable>> load_cached_unwind_table(const std::string &dir, const std::string &key);
 // Keeps table under key in dir (created, mode 0700, with its parent if missing): written to
 // a name of its own beside, then renamed, so a reader sees the old file or the whole new
-// one however many writers race. Returns "" when stored (or when dir or key is "", and
-// nothing is to be done), else one line: why the cache cannot be written (dir is not ours
-// and private, a read-only file system, no space left).
-std::string store_unwind_table(const std::string &dir, const std::string &key, const UnwindTable &table,
-			       const UnwindCacheOrigin &origin = {});
+// one however many writers race. Ok when stored (or when dir or key is "", and nothing is
+// to be done), else why the cache cannot be written (dir is not ours and private, a
+// read-only file system, no space left).
+Status store_unwind_table(const std::string &dir, const std::string &key, const UnwindTable &table,
+			  const UnwindCacheOrigin &origin = {});
 
 // A cache file, read whole (or, with rows false, its header, key and origin only; file_size
-// is then the size the whole file has): nothing, and *problem set, when it does not check out.
+// is then the size the whole file has), or why it does not check out.
 struct UnwindCacheFile {
 	std::string key;
 	UnwindCacheOrigin origin;
 	UnwindTable table;
 };
-std::optional<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> bytes, uint64_t file_size,
-						       bool rows, std::string *problem = nullptr);
+Result<UnwindCacheFile> parse_unwind_cache_file(std::span<const uint8_t> bytes, uint64_t file_size, bool rows);
 
 // Bounds the cache in dir: drops temporary files a writer left (a minute old: it crashed),
 // files of this format that do not check out, entries whose object's path is gone or names
 // a file with another key, then the least recently used files (other versions' among
 // them, which an older profile running beside may still use) until the rest take
 // max_bytes at most. Once *stop turns true (checked between files) it returns at once,
-// having removed nothing for the size (the total is not known yet); error stays "".
+// having removed nothing for the size (the total is not known yet); status stays ok.
 struct UnwindCachePrune {
 	uint32_t kept = 0;
 	uint64_t kept_bytes = 0;
@@ -89,7 +88,7 @@ struct UnwindCachePrune {
 	uint32_t evicted = 0;  // over max_bytes, least recently used first
 	uint32_t temporary = 0;
 	uint32_t bad = 0;      // of this format's name but no whole cache file, or a symlink
-	std::string error;     // one line when dir could not be used or written; "" otherwise
+	Status status;         // not ok when dir could not be used or written
 	bool stopped = false;  // *stop cut it short
 };
 UnwindCachePrune prune_unwind_cache(const std::string &dir, uint64_t max_bytes,

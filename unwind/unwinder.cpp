@@ -72,8 +72,8 @@ struct Built {
 	std::optional<UnwindTable> table;
 	bool from_cache = false;
 	uint32_t page_base = 0, pages = 0; // its page index, once in the kernel
-	std::string cache_problem; // a cache file that did not check out: why
-	std::string store_error;   // why the table could not be cached
+	Status loaded;        // not ok: a cache file that did not check out, and why
+	Status stored;        // not ok: why the table could not be cached
 };
 
 // The table of the file at fd: from the cache, else compiled (with its separate debug
@@ -83,11 +83,15 @@ Built build(Job &job, const std::string &cache_dir, bool store, int host_root)
 	Built built;
 	built.object = job.object;
 	const std::string key = cache_dir.empty() ? "" : unwind_table_key(job.fd.get());
-	if (!key.empty())
-		if ((built.table = load_cached_unwind_table(cache_dir, key, &built.cache_problem))) {
+	if (!key.empty()) {
+		Result<std::optional<UnwindTable>> cached = load_cached_unwind_table(cache_dir, key);
+		if (cached.ok() && *cached) {
+			built.table = std::move(*cached);
 			built.from_cache = true;
 			return built;
 		}
+		built.loaded = cached.status();
+	}
 	built.table = compile_unwind_table(job.fd.get());
 	if (built.table && built.table->rows.empty()) {
 		if (std::unique_ptr<ElfFile> elf = ElfFile::open(job.fd.get()))
@@ -102,7 +106,7 @@ Built build(Job &job, const std::string &cache_dir, bool store, int host_root)
 		// namespace) would name another file or none.
 		const bool here = stat(job.path.c_str(), &at_path) == 0 && at_path.st_dev == st.st_dev &&
 				  at_path.st_ino == st.st_ino;
-		built.store_error =
+		built.stored =
 			store_unwind_table(cache_dir, key, *built.table, unwind_cache_origin(here ? job.path : "", st));
 	}
 	return built;
@@ -424,10 +428,10 @@ void Unwinder::Impl::build_loop()
 		}
 		const double cpu_before = thread_cpu_ms();
 		Built built = build(job, cache_dir, !cache_stores_off, host_root.get());
-		if (!built.cache_problem.empty())
-			diagnostics::say("warning: unwind cache: %s; built again", built.cache_problem.c_str());
-		if (!built.store_error.empty())
-			cache_not_written(built.store_error);
+		if (!built.loaded.ok())
+			diagnostics::say("warning: unwind cache: %s; built again", built.loaded.error().c_str());
+		if (!built.stored.ok())
+			cache_not_written(built.stored.error());
 		if (debug)
 			diagnostics::say("unwind table of %s: %zu rows%s, %.1f ms of CPU", job.path.c_str(),
 				built.table ? built.table->rows.size() : 0, built.from_cache ? " from the cache" : "",
@@ -468,8 +472,8 @@ void Unwinder::Impl::prune_loop()
 		guard.unlock();
 		const double start_ms = monotonic_ms();
 		UnwindCachePrune pruned = prune_unwind_cache(cache_dir, cache_max_bytes, &prune_stopping);
-		if (!pruned.error.empty())
-			cache_not_written(pruned.error);
+		if (!pruned.status.ok())
+			cache_not_written(pruned.status.error());
 		if (debug && pruned.stopped)
 			diagnostics::say("unwind cache %s: prune stopped at the end of the run", cache_dir.c_str());
 		else if (debug)

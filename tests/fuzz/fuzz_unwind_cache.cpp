@@ -13,16 +13,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	// A copy of exactly the input's size, so a read past the file is an ASan report.
 	const std::vector<uint8_t> file(data, data + size);
-	std::string problem;
-	std::optional<UnwindCacheFile> whole = parse_unwind_cache_file(file, file.size(), true, &problem);
-	FUZZ_CHECK(whole.has_value() == problem.empty());
+	const Result<UnwindCacheFile> whole = parse_unwind_cache_file(file, file.size(), true);
+	FUZZ_CHECK(whole.ok() == whole.error().empty()); // refused, with a line saying why, or read
 
 	// Pruning reads at most the head (header, key, path) and knows the file's size.
 	const std::vector<uint8_t> head(file.begin(), file.begin() + std::min<size_t>(file.size(), 104 + 200 + 4095));
-	std::optional<UnwindCacheFile> front = parse_unwind_cache_file(head, file.size(), false);
-	if (!whole)
+	const Result<UnwindCacheFile> front = parse_unwind_cache_file(head, file.size(), false);
+	if (!whole.ok())
 		return 0;
-	FUZZ_CHECK(front && front->key == whole->key && front->origin.path == whole->origin.path);
+	FUZZ_CHECK(front.ok() && front->key == whole->key && front->origin.path == whole->origin.path);
 	FUZZ_CHECK(front->table.rows.empty());
 
 	// The key is one a writer gives, its name the short one, and the path absolute or none.
