@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/error.h"
 #include "syms/elf.h"
 #include "base/fd.h"
 #include "syms/maps.h"
@@ -31,8 +32,8 @@ bool read_value(int mem_fd, uint64_t address, T &out)
 }
 
 // 3.13 on: the offsets the process states itself at the start of _PyRuntime
-// (_Py_DebugOffsets, cookie "xdebugpy") replace the table's. "" when they were read.
-std::string apply_debug_offsets(int mem_fd, uint64_t runtime, int minor, PythonLayout &layout)
+// (_Py_DebugOffsets, cookie "xdebugpy") replace the table's. Ok when they were read.
+Status apply_debug_offsets(int mem_fd, uint64_t runtime, int minor, PythonLayout &layout)
 {
 	// Words from the version on, in 3.13's order: version, free_threaded, runtime_state (3),
 	// interpreter_state (13), thread_state (9), interpreter_frame (6), code_object (10).
@@ -40,13 +41,13 @@ std::string apply_debug_offsets(int mem_fd, uint64_t runtime, int minor, PythonL
 	char cookie[8];
 	if (!read_process_memory(mem_fd, runtime, cookie, sizeof(cookie)) ||
 	    !read_process_memory(mem_fd, runtime + 8, words, sizeof(words)))
-		return "its _PyRuntime cannot be read";
+		return Error("its _PyRuntime cannot be read");
 	if (std::memcmp(cookie, "xdebugpy", 8) != 0)
-		return "its _PyRuntime has no debug offsets";
+		return Error("its _PyRuntime has no debug offsets");
 	if ((words[0] >> 24) != 3 || int(words[0] >> 16 & 0xff) != minor)
-		return "its debug offsets are of another version";
+		return Error("its debug offsets are of another version");
 	if (words[1] != 0)
-		return "free-threaded builds are not supported";
+		return Error("free-threaded builds are not supported");
 	const uint64_t current_frame = words[22], previous = words[28], executable = words[29],
 		       instr_ptr = words[30], owner = words[32];
 	const uint64_t filename = words[34], name = words[35], qualname = words[36], linetable = words[37],
@@ -54,12 +55,12 @@ std::string apply_debug_offsets(int mem_fd, uint64_t runtime, int minor, PythonL
 	// What the kernel reads of a frame, and user space of a code object, in one read each.
 	for (uint64_t frame_field : {previous, executable, instr_ptr})
 		if (frame_field > PYTHON_FRAME_READ - 8 || frame_field % 8)
-			return "its frame layout is not one this profiler reads";
+			return Error("its frame layout is not one this profiler reads");
 	if (owner >= PYTHON_FRAME_READ || current_frame > 4096)
-		return "its frame layout is not one this profiler reads";
+		return Error("its frame layout is not one this profiler reads");
 	for (uint64_t code_field : {filename, name, qualname, linetable, firstlineno})
 		if (code_field > kPythonCodeRead - 8)
-			return "its code object layout is not one this profiler reads";
+			return Error("its code object layout is not one this profiler reads");
 	layout.tstate_frame = uint16_t(current_frame);
 	layout.cframe_frame = -1;
 	layout.frame_previous = uint16_t(previous);
@@ -71,7 +72,7 @@ std::string apply_debug_offsets(int mem_fd, uint64_t runtime, int minor, PythonL
 	layout.code_qualname = int16_t(qualname);
 	layout.code_lines = uint16_t(linetable);
 	layout.code_firstlineno = uint16_t(firstlineno);
-	return "";
+	return {};
 }
 
 template <typename T>
@@ -322,10 +323,10 @@ PythonDetection detect_python(uint32_t pid)
 	found.layout = *known;
 	PythonLayout &layout = found.layout;
 	if (minor >= 13) {
-		if (std::string wrong = apply_debug_offsets(mem.get(), bias + runtime->address, minor, layout);
-		    !wrong.empty()) {
+		if (Status offsets = apply_debug_offsets(mem.get(), bias + runtime->address, minor, layout);
+		    !offsets.ok()) {
 			found.kind = PythonDetection::Unknown;
-			found.note = "Python " + found.version + " in " + chosen->path + ": " + wrong;
+			found.note = "Python " + found.version + " in " + chosen->path + ": " + offsets.error();
 			return found;
 		}
 	}
