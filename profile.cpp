@@ -109,8 +109,8 @@ PushConfig push_config(const Options &options)
 // notes gets what stderr should say before the run (a thread id -p made its process).
 std::string check_against_machine(Options &options, const MapPlan &plan, std::vector<std::string> &notes)
 {
-	if (std::string wrong = resolve_pids(options.pids, notes); !wrong.empty())
-		return wrong;
+	if (Status pids = resolve_pids(options.pids, notes); !pids.ok())
+		return pids.error();
 	for (uint32_t tid : options.tids)
 		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
 			return "no thread with TID " + std::to_string(tid);
@@ -151,8 +151,8 @@ std::string check_against_machine(Options &options, const MapPlan &plan, std::ve
 	// A map size that takes gigabytes of kernel memory costs seconds to create and free, and
 	// one beyond what the machine has fails, or reclaims its page cache first.
 	MapMemoryVerdict map_cost = judge_map_memory(plan.sizes, available_memory());
-	if (!map_cost.error.empty())
-		return map_cost.error;
+	if (!map_cost.status.ok())
+		return map_cost.status.error();
 	if (!map_cost.warning.empty())
 		notes.push_back(map_cost.warning);
 	if (options.frequency) {

@@ -152,11 +152,11 @@ MapMemoryVerdict judge_map_memory(const MapSizes &sizes, uint64_t available)
 		std::string others;
 		for (const Part &part : parts)
 			others += (others.empty() ? "" : " and ") + part.option.substr(0, part.option.find(' '));
-		verdict.error = largest_part->option + " would take " + byte_size(memory.total()) +
-				" of kernel memory (" + largest_part->each + "), more than half of the " +
-				byte_size(available) + " available: " +
-				(round_down(most) ? "at most " + std::to_string(round_down(most)) + " fits"
-						  : "lower " + others);
+		verdict.status = Error(largest_part->option + " would take " + byte_size(memory.total()) +
+				       " of kernel memory (" + largest_part->each + "), more than half of the " +
+				       byte_size(available) + " available: " +
+				       (round_down(most) ? "at most " + std::to_string(round_down(most)) + " fits"
+							 : "lower " + others));
 		return verdict;
 	}
 	if (memory.total() >= (uint64_t(1) << 30)) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "base/error.h"
+
 // The sizes that decide the cost, as the sampler will create the maps.
 struct MapSizes {
 	uint32_t stack_entries = 16384;    // --stack-storage-size
@@ -33,10 +35,11 @@ MapMemory map_memory(const MapSizes &sizes);
 // What to say about the sizes, with `available` bytes of memory free on the machine
 // (MemAvailable): an error when the maps would take more than half of it (the kernel
 // would reclaim page cache for seconds, and may still fail); a warning when they take
-// more than 1 GiB (creating and freeing them adds seconds to the run). Both "" when the
+// more than 1 GiB (creating and freeing them adds seconds to the run). Ok and "" when the
 // sizes are ordinary. One line each, without the "profile: " prefix.
 struct MapMemoryVerdict {
-	std::string error, warning;
+	Status status;       // not ok: the run is refused
+	std::string warning; // "" for none
 };
 MapMemoryVerdict judge_map_memory(const MapSizes &sizes, uint64_t available);
 

@@ -340,7 +340,7 @@ void check_privileges()
 	throw RunError("needs root or CAP_BPF+CAP_PERFMON to load the BPF program (try: sudo ./profile)");
 }
 
-std::string unwinder_support()
+Status unwinder_support()
 {
 #if defined(__x86_64__)
 	struct Need {
@@ -352,10 +352,10 @@ std::string unwinder_support()
 			  Need{BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf (Linux 5.11)"},
 			  Need{BPF_FUNC_get_stack, "bpf_get_stack (Linux 4.18)"}})
 		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, need.helper, nullptr) != 1)
-			return std::string("the kernel has no ") + need.what + " for perf_event programs";
-	return "";
+			return Error(std::string("the kernel has no ") + need.what + " for perf_event programs");
+	return {};
 #else
-	return "unwinding from tables is written for x86-64 only";
+	return Error("unwinding from tables is written for x86-64 only");
 #endif
 }
 
@@ -376,13 +376,13 @@ MapPlan plan_maps(const SamplerConfig &options)
 	sizes.stack_entries = options.stack_storage_size;
 	sizes.count_entries = options.hash_storage_size;
 	if (options.unwind != UnwindMode::FramePointers && options.user_stacks) {
-		std::string missing = unwinder_support();
-		if (missing.empty())
+		Status support = unwinder_support();
+		if (support.ok())
 			sizes.unwinding = true;
 		else if (options.unwind == UnwindMode::Tables)
-			plan.refusal = "--unwind dwarf cannot be used here: " + missing;
+			plan.status = Error("--unwind dwarf cannot be used here: " + support.error());
 		else
-			plan.warnings.push_back("unwinding by frame pointers (as --unwind fp): " + missing);
+			plan.warnings.push_back("unwinding by frame pointers (as --unwind fp): " + support.error());
 	}
 
 	// The kernel cuts stacks at kernel.perf_event_max_stack whatever the map holds.
@@ -429,8 +429,8 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 	impl_->options = options;
 	libbpf_set_print(libbpf_print);
 
-	if (!plan.refusal.empty())
-		throw RunError(plan.refusal);
+	if (!plan.status.ok())
+		throw RunError(plan.status.error());
 	for (const std::string &warning : plan.warnings)
 		diagnostics::say("%s", warning.c_str());
 	MapSizes sizes = plan.sizes;

@@ -71,7 +71,7 @@ struct MapPlan {
 	// that when the kernel refuses maps allocated as keys arrive.
 	MapSizes sizes;
 	std::vector<std::string> warnings; // for stderr when the sampler loads, without "profile: "
-	std::string refusal;               // the run cannot go on (--unwind dwarf here): the sampler throws it
+	Status status;                     // not ok: the run cannot go on (--unwind dwarf here): the sampler throws it
 };
 MapPlan plan_maps(const SamplerConfig &options);
 
@@ -145,5 +145,5 @@ std::vector<int> online_cpus();
 // Checks made before anything is loaded, each throwing RunError with what to do.
 void check_privileges();
 void check_kernel_support(const char *btf_path = "/sys/kernel/btf/vmlinux");
-// What the table unwinder needs that this kernel lacks, "" when nothing.
-std::string unwinder_support();
+// Ok, or what the table unwinder needs that this kernel lacks.
+Status unwinder_support();

@@ -52,13 +52,13 @@ std::optional<TaskStatus> read_task_status(uint32_t id, const std::string &proc)
 	return task;
 }
 
-std::string resolve_pids(std::vector<uint32_t> &pids, std::vector<std::string> &notes, const std::string &proc)
+Status resolve_pids(std::vector<uint32_t> &pids, std::vector<std::string> &notes, const std::string &proc)
 {
 	std::vector<uint32_t> processes;
 	for (uint32_t id : pids) {
 		std::optional<TaskStatus> task = read_task_status(id, proc);
 		if (!task)
-			return "no process with PID " + std::to_string(id);
+			return Error("no process with PID " + std::to_string(id));
 		if (task->tgid != id)
 			notes.push_back(std::to_string(id) + " is a thread of process " + std::to_string(task->tgid) +
 					" (" + task->process_name + "): sampling the whole process; -L " +
@@ -67,7 +67,7 @@ std::string resolve_pids(std::vector<uint32_t> &pids, std::vector<std::string> &
 			processes.push_back(task->tgid);
 	}
 	pids = std::move(processes);
-	return "";
+	return {};
 }
 
 uint32_t own_pid_namespace(const std::string &proc)

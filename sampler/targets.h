@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "base/fd.h"
 
 // From /proc/ID/status: the process a task belongs to (its Tgid) and that process's name.
@@ -20,8 +21,8 @@ std::optional<TaskStatus> read_task_status(uint32_t id, const std::string &proc 
 // Makes every id of -p a process id, as `perf record -p` does: the BPF filter compares
 // process ids, so a thread id (from top -H) would match nothing. A thread's process takes
 // its place, once however many of its threads are named, and notes gets one line for
-// stderr per thread id saying so. Returns "" or what is wrong ("no process with PID N").
-std::string resolve_pids(std::vector<uint32_t> &pids, std::vector<std::string> &notes,
+// stderr per thread id saying so. Ok, or what is wrong ("no process with PID N").
+Status resolve_pids(std::vector<uint32_t> &pids, std::vector<std::string> &notes,
 			 const std::string &proc = "/proc");
 
 // The inode of the PID namespace profile runs in (proc/self/ns/pid) when it is not the

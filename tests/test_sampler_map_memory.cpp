@@ -75,14 +75,14 @@ TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than hal
 	const uint64_t available = 22 * GiB;
 	for (const MapSizes &sizes : {MapSizes{}, unwinding()}) {
 		MapMemoryVerdict defaults = judge_map_memory(sizes, available);
-		CHECK(defaults.error == "");
+		CHECK(defaults.status.ok());
 		CHECK(defaults.warning == "");
 	}
 
 	MapSizes hash;
 	hash.count_entries = 67108864;
 	MapMemoryVerdict big = judge_map_memory(hash, available);
-	CHECK(big.error == "");
+	CHECK(big.status.ok());
 	CHECK(big.warning ==
 	      "warning: the maps take 3.0 GiB of kernel memory, allocated when the run starts "
 	      "(--hash-storage-size 67108864: 48 bytes an entry), which adds seconds to its start and end; "
@@ -93,7 +93,7 @@ TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than hal
 	stacks.stack_entries = 67108864;
 	MapMemoryVerdict huge = judge_map_memory(stacks, available);
 	CHECK(huge.warning == "");
-	CHECK(huge.error ==
+	CHECK(huge.status.error() ==
 	      "--stack-storage-size 67108864 would take 130 GiB of kernel memory (2.0 KiB a stack at "
 	      "127 frames), more than half of the 22 GiB available: at most 5600000 fits");
 	// The size it names fits, rounded down to a number to type; a tenth more does not.
@@ -106,7 +106,7 @@ TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than hal
 	MapSizes both;
 	both.stack_entries = 67108864;
 	both.count_entries = 67108864;
-	CHECK(judge_map_memory(both, 2 * GiB).error.ends_with(
+	CHECK(judge_map_memory(both, 2 * GiB).status.error().ends_with(
 		"more than half of the 2.0 GiB available: lower --stack-storage-size and --hash-storage-size"));
 
 	// Unwinding: the stores take about as much per stack, and the largest part is named.
@@ -117,7 +117,7 @@ TEST_CASE("map memory: ordinary sizes say nothing, gigabytes warn, more than hal
 	      "(--stack-storage-size 1048576: 2.2 KiB a stack at 127 frames), which adds seconds to its start "
 	      "and end; the defaults take 40 MiB");
 	stores.stack_entries = 67108864;
-	CHECK(judge_map_memory(stores, available).error ==
+	CHECK(judge_map_memory(stores, available).status.error() ==
 	      "--stack-storage-size 67108864 would take 139 GiB of kernel memory (2.2 KiB a stack at 127 frames), "
 	      "more than half of the 22 GiB available: at most 5200000 fits");
 	CHECK(byte_size(100) == "100 bytes");
@@ -139,7 +139,7 @@ TEST_CASE("map plan: the sizes the run judges are the options' as this kernel al
 	options.hash_storage_size = 2000;
 	options.max_stack_depth = 64;
 	const MapPlan plan = plan_maps(options);
-	CHECK(plan.refusal.empty());
+	CHECK(plan.status.ok());
 	CHECK(!plan.sizes.unwinding);
 	CHECK(plan.sizes.stack_entries == 1000);
 	CHECK(plan.sizes.count_entries == 2000);
@@ -156,7 +156,7 @@ TEST_CASE("map plan: the sizes the run judges are the options' as this kernel al
 	options.unwind = UnwindMode::Tables;
 	options.user_stacks = false;
 	CHECK(!plan_maps(options).sizes.unwinding);
-	CHECK(plan_maps(options).refusal.empty());
+	CHECK(plan_maps(options).status.ok());
 	// Deeper than the kernel cuts stacks: the plan is cut too, and says so.
 	options.max_stack_depth = 1024;
 	const MapPlan deep = plan_maps(options);
@@ -175,7 +175,7 @@ TEST_CASE("map plan: a run of known length at a known rate gets stores of stacks
 	options.unwind = UnwindMode::Auto;
 	const MapPlan plan = plan_maps(options);
 	if (!plan.sizes.unwinding) { // only where the kernel lacks what the walk needs
-		CHECK(!unwinder_support().empty());
+		CHECK(!unwinder_support().ok());
 		return;
 	}
 	const uint64_t cpus = online_cpus().size();

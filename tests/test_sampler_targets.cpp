@@ -53,7 +53,7 @@ TEST_CASE("targets: -p's thread ids become their processes, once each, with a no
 	write_status(proc, 500, "nginx", 500);
 	std::vector<uint32_t> pids = {1235, 500, 1234, 1236};
 	std::vector<std::string> notes;
-	CHECK(resolve_pids(pids, notes, proc.path()) == "");
+	CHECK(resolve_pids(pids, notes, proc.path()).ok());
 	CHECK(pids == std::vector<uint32_t>{1234, 500});
 	CHECK(notes == std::vector<std::string>{
 			       "1235 is a thread of process 1234 (sshd): sampling the whole process; "
@@ -64,7 +64,7 @@ TEST_CASE("targets: -p's thread ids become their processes, once each, with a no
 
 	std::vector<uint32_t> gone = {500, 4000};
 	notes.clear();
-	CHECK(resolve_pids(gone, notes, proc.path()) == "no process with PID 4000");
+	CHECK(resolve_pids(gone, notes, proc.path()).error() == "no process with PID 4000");
 }
 
 TEST_CASE("targets: CPU time from /proc/ID/stat, counted past a command name with spaces and parentheses")
