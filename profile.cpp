@@ -123,11 +123,11 @@ std::string check_against_machine(Options &options, const MapPlan &plan, std::ve
 	}
 	// With --interval, -o's strftime fields name each window's file: checked as now's.
 	if (!options.output_path.empty())
-		if (std::string error = check_output_file(options.interval_s ? expand_time_fields(options.output_path,
-												clock_ns(CLOCK_REALTIME))
-								     : options.output_path);
-		    !error.empty())
-			return error;
+		if (Status output = check_output_file(options.interval_s ? expand_time_fields(options.output_path,
+											    clock_ns(CLOCK_REALTIME))
+								 : options.output_path);
+		    !output.ok())
+			return output.error();
 	// --push: the URL says, or --push-format, which server it is; settled here for run().
 	if (!options.push_url.empty()) {
 		PushConfig push = push_config(options);

@@ -32,21 +32,21 @@ ReportDetail Reports::detail() const
 
 bool Reports::write_file(const Profile &profile, const std::string &path, const std::string &what)
 {
-	std::string error = write_output_file(path, [&](std::ostream &out) {
+	const Status written = write_output_file(path, [&](std::ostream &out) {
 		write_report(out, delivery_.format, profile, delivery_.report);
 	});
-	if (error.empty()) {
+	if (written.ok()) {
 		diagnostics::say("wrote %s (%s)", path.c_str(), what.c_str());
 		return true;
 	}
 	status_ = 1;
 	if (delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)) {
-		diagnostics::say("%s", error.c_str()); // gzip is no text for a terminal
+		diagnostics::say("%s", written.error().c_str()); // gzip is no text for a terminal
 		return false;
 	}
 	// It was writable at the start and failed since (a full disk): what was collected goes
 	// to stdout rather than nowhere.
-	diagnostics::say("%s; the report goes to stdout instead", error.c_str());
+	diagnostics::say("%s; the report goes to stdout instead", written.error().c_str());
 	return false;
 }
 

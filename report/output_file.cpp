@@ -123,24 +123,25 @@ bool in_device_directory(const std::string &dir)
 	return device;
 }
 
-std::string write_stream(int fd, const std::string &path,
-			 const std::function<void(std::ostream &)> &write)
+Status write_stream(int fd, const std::string &path, const std::function<void(std::ostream &)> &write)
 {
-	const int error = write_to_fd(fd, write);
-	return error ? "cannot write " + path + ": " + errno_text(error) : "";
+	if (const int error = write_to_fd(fd, write))
+		return Error("cannot write " + path + ": " + errno_text(error));
+	return {};
 }
 
 // For what is not a regular file: nothing to replace, nothing to make atomic.
-std::string write_in_place(int dir_fd, const std::string &path, const std::string &base,
-			   int flags, const std::function<void(std::ostream &)> &write)
+Status write_in_place(int dir_fd, const std::string &path, const std::string &base, int flags,
+		      const std::function<void(std::ostream &)> &write)
 {
 	UniqueFd fd(openat(dir_fd, base.c_str(), O_WRONLY | O_CLOEXEC | flags));
 	if (!fd)
-		return "cannot write " + path + ": " + errno_text(errno);
-	std::string error = write_stream(fd.get(), path, write);
-	if (error.empty() && close(fd.release()) != 0)
-		error = "cannot write " + path + ": " + errno_text(errno);
-	return error;
+		return Error("cannot write " + path + ": " + errno_text(errno));
+	if (Status written = write_stream(fd.get(), path, write); !written.ok())
+		return written;
+	if (close(fd.release()) != 0)
+		return Error("cannot write " + path + ": " + errno_text(errno));
+	return {};
 }
 
 } // namespace
@@ -155,21 +156,22 @@ struct Target {
 	int in_place_flags = 0;
 };
 
-std::string find_target(const std::string &path, Target &target)
+Result<Target> find_target(const std::string &path)
 {
 	if (path.empty())
-		return "no output file name given";
+		return Error("no output file name given");
+	Target target;
 	const size_t slash = path.rfind('/');
 	target.dir_name = slash == std::string::npos ? "."
 			  : slash == 0		      ? "/"
 						      : path.substr(0, slash);
 	target.base = slash == std::string::npos ? path : path.substr(slash + 1);
 	if (target.base.empty() || target.base == "." || target.base == "..")
-		return "cannot write " + path + ": it names a directory, not a file";
+		return Error("cannot write " + path + ": it names a directory, not a file");
 
 	target.dir.reset(open(target.dir_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	if (!target.dir)
-		return "cannot write " + path + ": directory " + target.dir_name + ": " + errno_text(errno);
+		return Error("cannot write " + path + ": directory " + target.dir_name + ": " + errno_text(errno));
 
 	// /dev holds devices and aliases of open files (/dev/stdout, /dev/fd/N), where a
 	// rename would replace the device node or the alias itself: write into what the
@@ -177,18 +179,18 @@ std::string find_target(const std::string &path, Target &target)
 	if (in_device_directory(target.dir_name)) {
 		struct stat device;
 		if (stat(path.c_str(), &device) != 0)
-			return "cannot write " + path + ": " + errno_text(errno);
+			return Error("cannot write " + path + ": " + errno_text(errno));
 		if (S_ISBLK(device.st_mode) || S_ISDIR(device.st_mode))
-			return "cannot write " + path + ": it is not a file or a character device";
+			return Error("cannot write " + path + ": it is not a file or a character device");
 		target.in_place = true;
-		return "";
+		return target;
 	}
 	struct stat existing;
 	if (fstatat(target.dir.get(), target.base.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISDIR(existing.st_mode))
-			return "cannot write " + path + ": it is a directory";
+			return Error("cannot write " + path + ": it is a directory");
 		if (S_ISBLK(existing.st_mode))
-			return "cannot write " + path + ": it is a block device";
+			return Error("cannot write " + path + ": it is a block device");
 		// A named pipe or a terminal is written as it is. O_NOFOLLOW: a symlink put in
 		// its place between this check and the open is not followed.
 		if (S_ISCHR(existing.st_mode) || S_ISFIFO(existing.st_mode) || S_ISSOCK(existing.st_mode)) {
@@ -196,13 +198,14 @@ std::string find_target(const std::string &path, Target &target)
 			target.in_place_flags = O_NOFOLLOW;
 		}
 	}
-	return "";
+	return target;
 }
 
 // A dot file beside the target: same filesystem, so the rename is atomic. The name is
-// shortened so a long target name cannot push it past NAME_MAX.
-std::string create_temporary(const Target &target, TemporaryFile &temp, UniqueFd &fd)
+// shortened so a long target name cannot push it past NAME_MAX. temp gets its name.
+Result<UniqueFd> create_temporary(const Target &target, TemporaryFile &temp)
 {
+	UniqueFd fd;
 	for (int attempt = 0; attempt < 100 && !fd; attempt++) {
 		std::string name = "." + target.base.substr(0, 200) + "." + random_suffix() + ".tmp";
 		fd.reset(openat(target.dir.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
@@ -213,8 +216,8 @@ std::string create_temporary(const Target &target, TemporaryFile &temp, UniqueFd
 			break;
 	}
 	if (!fd)
-		return "cannot create a file in " + target.dir_name + ": " + errno_text(errno);
-	return "";
+		return Error("cannot create a file in " + target.dir_name + ": " + errno_text(errno));
+	return fd;
 }
 
 } // namespace
@@ -228,41 +231,40 @@ int write_to_fd(int fd, const std::function<void(std::ostream &)> &write)
 	return out ? 0 : buffer.error() ? buffer.error() : EIO;
 }
 
-std::string check_output_file(const std::string &path)
+Status check_output_file(const std::string &path)
 {
-	Target target;
-	if (std::string error = find_target(path, target); !error.empty() || target.in_place)
-		return error;
-	TemporaryFile temp{target.dir.get(), ""}; // removed again on the way out
-	UniqueFd fd;
-	return create_temporary(target, temp, fd);
+	Result<Target> target = find_target(path);
+	if (!target.ok() || target->in_place)
+		return target.status();
+	TemporaryFile temp{target->dir.get(), ""}; // removed again on the way out
+	return create_temporary(*target, temp).status();
 }
 
-std::string write_output_file(const std::string &path,
-			      const std::function<void(std::ostream &)> &write)
+Status write_output_file(const std::string &path, const std::function<void(std::ostream &)> &write)
 {
-	Target target;
-	if (std::string error = find_target(path, target); !error.empty())
-		return error;
+	Result<Target> found = find_target(path);
+	if (!found.ok())
+		return found.status();
+	const Target &target = *found;
 	if (target.in_place)
 		return write_in_place(target.dir.get(), path, target.base, target.in_place_flags, write);
 
 	TemporaryFile temp{target.dir.get(), ""};
-	UniqueFd fd;
-	if (std::string error = create_temporary(target, temp, fd); !error.empty())
-		return error;
-	if (std::string error = write_stream(fd.get(), path, write); !error.empty())
-		return error;
-	if (fsync(fd.get()) != 0)
-		return "cannot write " + path + ": " + errno_text(errno);
+	Result<UniqueFd> fd = create_temporary(target, temp);
+	if (!fd.ok())
+		return fd.status();
+	if (Status written = write_stream(fd->get(), path, write); !written.ok())
+		return written;
+	if (fsync(fd->get()) != 0)
+		return Error("cannot write " + path + ": " + errno_text(errno));
 	// close() is where some filesystems (NFS) report a failed write.
-	if (close(fd.release()) != 0)
-		return "cannot write " + path + ": " + errno_text(errno);
+	if (close(fd->release()) != 0)
+		return Error("cannot write " + path + ": " + errno_text(errno));
 	if (renameat(target.dir.get(), temp.name.c_str(), target.dir.get(), target.base.c_str()) != 0)
-		return "cannot write " + path + ": " + errno_text(errno);
+		return Error("cannot write " + path + ": " + errno_text(errno));
 	temp.renamed = true;
 	// The new name survives a crash only once the directory is on disk; the file is in
 	// place either way, so a failure here is not reported.
 	fsync(target.dir.get());
-	return "";
+	return {};
 }

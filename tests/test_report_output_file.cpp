@@ -28,7 +28,7 @@ std::vector<std::string> names_in(const std::string &dir)
 	return names;
 }
 
-std::string write_text(const std::string &path, const std::string &text)
+Status write_text(const std::string &path, const std::string &text)
 {
 	return write_output_file(path, [&](std::ostream &out) { out << text; });
 }
@@ -48,7 +48,7 @@ TEST_CASE("output file: the report appears whole under its name, mode 0644, noth
 	Umask mask(022);
 	TempDir dir;
 	const std::string big(3 << 20, 'x'); // larger than any buffer on the way
-	CHECK(write_text(dir / "out.svg", big) == "");
+	CHECK(write_text(dir / "out.svg", big).ok());
 	CHECK(read_file(dir / "out.svg") == big);
 	struct stat st;
 	REQUIRE(stat((dir / "out.svg").c_str(), &st) == 0);
@@ -63,7 +63,7 @@ TEST_CASE("output file: an existing file is replaced by rename, never rewritten 
 	// A reader that opened the old file keeps reading the old file, whole.
 	const int reader = open((dir / "out.folded").c_str(), O_RDONLY | O_CLOEXEC);
 	REQUIRE(reader >= 0);
-	CHECK(write_text(dir / "out.folded", "new report\n") == "");
+	CHECK(write_text(dir / "out.folded", "new report\n").ok());
 	char buffer[64] = {};
 	CHECK(pread(reader, buffer, sizeof(buffer) - 1, 0) == 11);
 	CHECK(std::string(buffer) == "old report\n");
@@ -77,7 +77,7 @@ TEST_CASE("output file: a symlink planted at the target is replaced, its target 
 	TempDir dir;
 	write_file(dir / "precious", "do not touch\n");
 	REQUIRE(symlink((dir / "precious").c_str(), (dir / "out.svg").c_str()) == 0);
-	CHECK(write_text(dir / "out.svg", "<svg/>\n") == "");
+	CHECK(write_text(dir / "out.svg", "<svg/>\n").ok());
 	CHECK(read_file(dir / "precious") == "do not touch\n");
 	struct stat st;
 	REQUIRE(lstat((dir / "out.svg").c_str(), &st) == 0);
@@ -86,7 +86,7 @@ TEST_CASE("output file: a symlink planted at the target is replaced, its target 
 
 	// A dangling link must not create the file it points to either.
 	REQUIRE(symlink((dir / "created-by-link").c_str(), (dir / "dangling.svg").c_str()) == 0);
-	CHECK(write_text(dir / "dangling.svg", "<svg/>\n") == "");
+	CHECK(write_text(dir / "dangling.svg", "<svg/>\n").ok());
 	CHECK(access((dir / "created-by-link").c_str(), F_OK) != 0);
 	REQUIRE(lstat((dir / "dangling.svg").c_str(), &st) == 0);
 	CHECK(S_ISREG(st.st_mode));
@@ -114,10 +114,10 @@ TEST_CASE("output file: a failed write leaves the old file and no temporary file
 		auto old_handler = signal(SIGXFSZ, SIG_IGN);
 		struct rlimit small = {4096, old_limit.rlim_max};
 		REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
-		const std::string error = write_text(dir / "out.txt", std::string(1 << 20, 'y'));
+		const Status written = write_text(dir / "out.txt", std::string(1 << 20, 'y'));
 		setrlimit(RLIMIT_FSIZE, &old_limit);
 		signal(SIGXFSZ, old_handler);
-		CHECK(error == "cannot write " + (dir / "out.txt") + ": File too large");
+		CHECK(written.error() == "cannot write " + (dir / "out.txt") + ": File too large");
 	}
 	CHECK(read_file(dir / "out.txt") == "old\n");
 	CHECK(names_in(dir.path()) == std::vector<std::string>{"out.txt"});
@@ -126,18 +126,18 @@ TEST_CASE("output file: a failed write leaves the old file and no temporary file
 TEST_CASE("output file: a directory that cannot be used, or a name that is not a file, is refused")
 {
 	TempDir dir;
-	CHECK(write_text(dir / "missing/out.svg", "x") ==
+	CHECK(write_text(dir / "missing/out.svg", "x").error() ==
 	      "cannot write " + (dir / "missing/out.svg") + ": directory " + (dir / "missing") +
 		      ": No such file or directory");
 	write_file(dir / "plain", "");
-	CHECK(write_text(dir / "plain/out.svg", "x") ==
+	CHECK(write_text(dir / "plain/out.svg", "x").error() ==
 	      "cannot write " + (dir / "plain/out.svg") + ": directory " + (dir / "plain") +
 		      ": Not a directory");
 	std::filesystem::create_directory(dir / "sub.svg");
-	CHECK(write_text(dir / "sub.svg", "x") == "cannot write " + (dir / "sub.svg") + ": it is a directory");
-	CHECK(write_text(dir / "sub.svg/", "x") ==
+	CHECK(write_text(dir / "sub.svg", "x").error() == "cannot write " + (dir / "sub.svg") + ": it is a directory");
+	CHECK(write_text(dir / "sub.svg/", "x").error() ==
 	      "cannot write " + (dir / "sub.svg/") + ": it names a directory, not a file");
-	CHECK(write_text("", "x") == "no output file name given");
+	CHECK(write_text("", "x").error() == "no output file name given");
 	CHECK(names_in(dir.path()) == std::vector<std::string>{"plain", "sub.svg"});
 	CHECK(names_in(dir / "sub.svg").empty());
 }
@@ -149,18 +149,18 @@ TEST_CASE("output file: checked before sampling, with the same words, and nothin
 	write_file(dir / "plain", "");
 	for (const std::string &path : {dir / "missing/out.svg", dir / "plain/out.svg", dir / "sub.svg",
 				       dir / "sub.svg/", std::string()})
-		CHECK(check_output_file(path) == write_text(path, "x"));
-	CHECK(check_output_file(dir / "out.svg") == "");
-	CHECK(check_output_file("/dev/null") == "");
+		CHECK(check_output_file(path).error() == write_text(path, "x").error());
+	CHECK(check_output_file(dir / "out.svg").ok());
+	CHECK(check_output_file("/dev/null").ok());
 	CHECK(names_in(dir.path()) == std::vector<std::string>{"plain", "sub.svg"});
 	// A directory the run cannot create files in is refused before it starts.
 	if (geteuid() != 0) {
 		std::filesystem::create_directory(dir / "locked");
 		chmod((dir / "locked").c_str(), 0555);
-		CHECK(check_output_file(dir / "locked/out.svg") ==
+		CHECK(check_output_file(dir / "locked/out.svg").error() ==
 		      "cannot create a file in " + (dir / "locked") + ": Permission denied");
 	}
-	CHECK(check_output_file("/proc/out.svg") == "cannot create a file in /proc: No such file or directory");
+	CHECK(check_output_file("/proc/out.svg").error() == "cannot create a file in /proc: No such file or directory");
 }
 
 TEST_CASE("output file: write_to_fd says which error a write met")
@@ -178,9 +178,9 @@ TEST_CASE("output file: a bare name goes in the current directory")
 	TempDir dir;
 	const auto old = std::filesystem::current_path();
 	std::filesystem::current_path(dir.path());
-	const std::string error = write_text("report.txt", "here\n");
+	const Status written = write_text("report.txt", "here\n");
 	std::filesystem::current_path(old);
-	CHECK(error == "");
+	CHECK(written.ok());
 	CHECK(read_file(dir / "report.txt") == "here\n");
 }
 
@@ -188,7 +188,7 @@ TEST_CASE("output file: devices, pipes and /dev/stdout are written in place, nev
 {
 	SUBCASE("/dev/null stays the device")
 	{
-		CHECK(write_text("/dev/null", "into nothing\n") == "");
+		CHECK(write_text("/dev/null", "into nothing\n").ok());
 		struct stat st;
 		REQUIRE(lstat("/dev/null", &st) == 0);
 		CHECK(S_ISCHR(st.st_mode));
@@ -197,7 +197,7 @@ TEST_CASE("output file: devices, pipes and /dev/stdout are written in place, nev
 	{
 		int ends[2];
 		REQUIRE(pipe2(ends, O_CLOEXEC) == 0);
-		CHECK(write_text("/dev/fd/" + std::to_string(ends[1]), "through the pipe\n") == "");
+		CHECK(write_text("/dev/fd/" + std::to_string(ends[1]), "through the pipe\n").ok());
 		close(ends[1]);
 		char buffer[64] = {};
 		CHECK(read(ends[0], buffer, sizeof(buffer) - 1) == 17);
@@ -210,7 +210,7 @@ TEST_CASE("output file: devices, pipes and /dev/stdout are written in place, nev
 		REQUIRE(mkfifo((dir / "pipe").c_str(), 0600) == 0);
 		std::string received;
 		std::thread reader([&] { received = read_file(dir / "pipe"); });
-		CHECK(write_text(dir / "pipe", "to the reader\n") == "");
+		CHECK(write_text(dir / "pipe", "to the reader\n").ok());
 		reader.join();
 		CHECK(received == "to the reader\n");
 		struct stat st;
@@ -223,8 +223,8 @@ TEST_CASE("output file: devices, pipes and /dev/stdout are written in place, nev
 		TempDir dir;
 		REQUIRE_MESSAGE(mknod((dir / "disk").c_str(), S_IFBLK | 0600, makedev(7, 250)) == 0,
 				"mknod needs root; `make test` runs the tests as root");
-		CHECK(write_text(dir / "disk", "x") == "cannot write " + (dir / "disk") + ": it is a block device");
-		CHECK(write_text("/dev/profile-test-no-such-device", "x") ==
+		CHECK(write_text(dir / "disk", "x").error() == "cannot write " + (dir / "disk") + ": it is a block device");
+		CHECK(write_text("/dev/profile-test-no-such-device", "x").error() ==
 		      "cannot write /dev/profile-test-no-such-device: No such file or directory");
 		CHECK(access("/dev/profile-test-no-such-device", F_OK) != 0);
 	}
