@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "base/error.h"
 #include "report/protobuf.h"
 #include "report/report.h"
 #include "report/utf8.h"
@@ -361,9 +361,10 @@ void write_gzip(std::ostream &out, std::string_view data)
 		{
 			// 15 + 16: the largest window, with a gzip header rather than a zlib one.
 			// Fastest level, as Go's runtime/pprof: a few percent larger, much quicker.
+			// zlib fails only without memory: the run cannot go on.
 			if (deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
 					 Z_DEFAULT_STRATEGY) != Z_OK)
-				throw std::runtime_error("zlib: cannot start compression");
+				throw RunError("zlib: cannot start compression");
 		}
 		~Deflater() { deflateEnd(&stream); }
 	} deflater;
@@ -383,7 +384,7 @@ void write_gzip(std::ostream &out, std::string_view data)
 		z.avail_out = uInt(buffer.size());
 		status = deflate(&z, offset == data.size() ? Z_FINISH : Z_NO_FLUSH);
 		if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR)
-			throw std::runtime_error("zlib: compression failed");
+			throw RunError("zlib: compression failed");
 		out.write(buffer.data(), std::streamsize(buffer.size() - z.avail_out));
 	}
 }

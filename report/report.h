@@ -40,7 +40,8 @@ void write_folded(std::ostream &out, const Profile &profile, const ReportOptions
 // One self-contained interactive SVG flame graph.
 void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &options);
 
-// A gzipped pprof profile.proto message.
+// A gzipped pprof profile.proto message. Throws RunError when zlib cannot compress (it
+// has no memory).
 void write_pprof(std::ostream &out, const Profile &profile);
 
 void write_report(std::ostream &out, ReportFormat format, const Profile &profile,
