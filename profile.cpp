@@ -131,12 +131,12 @@ std::string check_against_machine(Options &options, const MapPlan &plan, std::ve
 	// --push: the URL says, or --push-format, which server it is; settled here for run().
 	if (!options.push_url.empty()) {
 		PushConfig push = push_config(options);
-		if (std::string wrong = resolve_push_target(push); !wrong.empty())
-			return wrong;
+		if (Status target = resolve_push_target(push); !target.ok())
+			return target.error();
 		// The auth file is read once, here, before anything loads.
 		push.headers.clear();
-		if (std::string wrong = load_push_files(push, options.push_auth_file); !wrong.empty())
-			return wrong;
+		if (Status files = load_push_files(push, options.push_auth_file); !files.ok())
+			return files.error();
 		options.push_auth_headers = push.headers;
 		if (!push.headers.empty() && push.url.starts_with("http://"))
 			notes.push_back("--push-auth-file: its credentials go to " + url_for_humans(push.url) +

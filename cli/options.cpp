@@ -81,8 +81,8 @@ bool app_name(std::string_view text)
 std::string push_header(Options &o, OptionsGiven &, const OptionValue &v)
 {
 	// The value is not quoted back: it may be a secret.
-	if (std::string wrong = check_push_header(v.text); !wrong.empty())
-		return "invalid --push-header: " + wrong;
+	if (Status header = check_push_header(v.text); !header.ok())
+		return "invalid --push-header: " + header.error();
 	// Whatever is typed here is in /proc/PID/cmdline, for every user to read.
 	std::string name(v.text.substr(0, v.text.find(':')));
 	std::string lower = name;

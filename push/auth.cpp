@@ -93,33 +93,33 @@ std::string base64(std::string_view data)
 	return out;
 }
 
-std::string check_push_header(std::string_view header)
+Status check_push_header(std::string_view header)
 {
 	const size_t colon = header.find(':');
 	if (colon == std::string_view::npos)
-		return "expected 'Name: value'";
+		return Error("expected 'Name: value'");
 	const std::string_view name = header.substr(0, colon);
 	if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return token_char(c); }))
-		return "expected 'Name: value', the name made of letters, digits and -";
+		return Error("expected 'Name: value', the name made of letters, digits and -");
 	const std::string_view value = trim(header.substr(colon + 1));
 	if (value.empty())
-		return "the header '" + std::string(name) + "' has no value";
+		return Error("the header '" + std::string(name) + "' has no value");
 	if (std::any_of(value.begin(), value.end(), [](char c) {
 		    const auto u = static_cast<unsigned char>(c);
 		    return (u < ' ' && u != '\t') || u == 0x7f;
 	    }))
-		return "the value of '" + std::string(name) + "' holds a control character";
+		return Error("the value of '" + std::string(name) + "' holds a control character");
 	// Those profile sends itself, or that frame the request: another would garble it.
 	static const char *const own[] = {"host", "content-type", "content-length", "transfer-encoding",
 					  "expect", "connection", "user-agent", "x-grpc-web", "te"};
 	const std::string key = lower(name);
 	for (const char *mine : own)
 		if (key == mine)
-			return "profile sets " + std::string(name) + " itself";
-	return "";
+			return Error("profile sets " + std::string(name) + " itself");
+	return {};
 }
 
-PushAuth parse_push_auth(std::string_view text)
+Result<PushAuth> parse_push_auth(std::string_view text)
 {
 	PushAuth auth;
 	std::string authorization;
@@ -138,11 +138,11 @@ PushAuth parse_push_auth(std::string_view text)
 			if (token.empty() || std::any_of(token.begin(), token.end(), [](char c) {
 				    return static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f;
 			    }))
-				return {{}, where + "a bearer token is printable ASCII without spaces"};
+				return Error(where + "a bearer token is printable ASCII without spaces");
 			credential = "Authorization: Bearer " + std::string(token);
 		} else if (header_form(line)) {
-			if (std::string wrong = check_push_header(line); !wrong.empty())
-				return {{}, where + wrong};
+			if (Status header = check_push_header(line); !header.ok())
+				return Error(where + header.error());
 			if (lower(line.substr(0, line.find(':'))) != "authorization") {
 				auth.headers.emplace_back(line);
 				continue;
@@ -152,15 +152,15 @@ PushAuth parse_push_auth(std::string_view text)
 			if (std::any_of(line.begin(), line.end(), [](char c) {
 				    return static_cast<unsigned char>(c) < ' ' || c == 0x7f;
 			    }))
-				return {{}, where + "USER:PASSWORD holds a control character"};
+				return Error(where + "USER:PASSWORD holds a control character");
 			credential = "Authorization: Basic " + base64(line);
 		} else {
 			// The line itself may be a secret: it is not quoted.
-			return {{}, where + "expected 'Bearer TOKEN', 'USER:PASSWORD' or a 'Name: value' header"};
+			return Error(where + "expected 'Bearer TOKEN', 'USER:PASSWORD' or a 'Name: value' header");
 		}
 		if (!authorization.empty())
-			return {{}, where + "a second credential: give one 'Bearer TOKEN', 'USER:PASSWORD' or "
-					    "'Authorization: ...' line"};
+			return Error(where + "a second credential: give one 'Bearer TOKEN', 'USER:PASSWORD' or "
+					     "'Authorization: ...' line");
 		authorization = std::move(credential);
 	}
 	// Nothing but comments: no credentials. The systemd unit's fallback when no credential
@@ -170,23 +170,23 @@ PushAuth parse_push_auth(std::string_view text)
 	return auth;
 }
 
-std::string check_secret_file(const struct stat &st, std::string_view acl, uid_t euid)
+Status check_secret_file(const struct stat &st, std::string_view acl, uid_t euid)
 {
 	if (!S_ISREG(st.st_mode))
-		return "it is not a regular file";
+		return Error("it is not a regular file");
 	if (st.st_uid != 0 && st.st_uid != euid)
-		return "it is owned by uid " + std::to_string(st.st_uid) + ", not root" +
-		       (euid ? " nor uid " + std::to_string(euid) + " (this process)" : std::string()) +
-		       ": another user could change it";
+		return Error("it is owned by uid " + std::to_string(st.st_uid) + ", not root" +
+			     (euid ? " nor uid " + std::to_string(euid) + " (this process)" : std::string()) +
+			     ": another user could change it");
 	const std::string fix = ": chmod 600 it";
 	if (acl.empty()) {
 		if (!(st.st_mode & 0066))
-			return "";
+			return {};
 		const bool group = st.st_mode & 0060, others = st.st_mode & 0006;
 		const bool read = st.st_mode & 0044, write = st.st_mode & 0022;
-		return "its mode " + octal_mode(st.st_mode) + " lets " +
-		       (group && others ? "its group and others" : group ? "its group" : "others") +
-		       (read && write ? " read and write it" : read ? " read it" : " write it") + fix;
+		return Error("its mode " + octal_mode(st.st_mode) + " lets " +
+			     (group && others ? "its group and others" : group ? "its group" : "others") +
+			     (read && write ? " read and write it" : read ? " read it" : " write it") + fix);
 	}
 	// An ACL (acl(5)): the group bits of the mode are its mask, and named entries may give
 	// other users and groups access. systemd gives a service's user its credentials so.
@@ -195,7 +195,7 @@ std::string check_secret_file(const struct stat &st, std::string_view acl, uid_t
 		uint32_t id;
 	};
 	if (acl.size() < 4 || (acl.size() - 4) % sizeof(Entry) != 0)
-		return "its ACL cannot be read";
+		return Error("its ACL cannot be read");
 	std::vector<Entry> entries((acl.size() - 4) / sizeof(Entry));
 	std::memcpy(entries.data(), acl.data() + 4, acl.size() - 4);
 	uint16_t mask = 7;
@@ -207,70 +207,73 @@ std::string check_secret_file(const struct stat &st, std::string_view acl, uid_t
 		switch (e.tag) {
 		case 0x02: // ACL_USER
 			if ((perm & mask) && e.id != 0 && e.id != euid)
-				return "its ACL lets uid " + std::to_string(e.id) + " read or write it" + fix + " and setfacl -b it";
+				return Error("its ACL lets uid " + std::to_string(e.id) + " read or write it" + fix +
+					     " and setfacl -b it");
 			break;
 		case 0x04: // ACL_GROUP_OBJ
 		case 0x08: // ACL_GROUP
 			if (perm & mask)
-				return "its ACL lets a group read or write it" + fix + " and setfacl -b it";
+				return Error("its ACL lets a group read or write it" + fix + " and setfacl -b it");
 			break;
 		case 0x20: // ACL_OTHER
 			if (perm)
-				return "its mode " + octal_mode(st.st_mode) + " lets others read or write it" + fix;
+				return Error("its mode " + octal_mode(st.st_mode) + " lets others read or write it" +
+					     fix);
 			break;
 		}
 	}
-	return "";
+	return {};
 }
 
-std::string read_secret_file(const std::string &path, std::string &text)
+Result<std::string> read_secret_file(const std::string &path)
 {
 	UniqueFd file(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
 	if (!file)
-		return "cannot open " + path + ": " + std::strerror(errno);
+		return Error("cannot open " + path + ": " + std::strerror(errno));
 	struct stat st;
 	if (fstat(file.get(), &st) != 0)
-		return "cannot read " + path + ": " + std::strerror(errno);
+		return Error("cannot read " + path + ": " + std::strerror(errno));
 	char acl[1024];
 	ssize_t acl_size = fgetxattr(file.get(), "system.posix_acl_access", acl, sizeof(acl));
 	if (acl_size < 0 && errno != ENODATA && errno != ENOTSUP)
-		return "cannot read the ACL of " + path + ": " + std::strerror(errno);
-	if (std::string wrong = check_secret_file(st, std::string_view(acl, std::max<ssize_t>(acl_size, 0)), geteuid());
-	    !wrong.empty())
-		return path + " holds secrets, but " + wrong;
-	text.clear();
+		return Error("cannot read the ACL of " + path + ": " + std::strerror(errno));
+	if (Status secret = check_secret_file(st, std::string_view(acl, std::max<ssize_t>(acl_size, 0)), geteuid());
+	    !secret.ok())
+		return Error(path + " holds secrets, but " + secret.error());
+	std::string text;
 	char buffer[4096];
 	while (true) {
 		const ssize_t n = read(file.get(), buffer, sizeof(buffer));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return "cannot read " + path + ": " + std::strerror(errno);
+			return Error("cannot read " + path + ": " + std::strerror(errno));
 		if (n == 0)
 			break;
 		text.append(buffer, size_t(n));
 		if (text.size() > secret_file_max)
-			return path + " is larger than 64 KiB: not an auth file";
+			return Error(path + " is larger than 64 KiB: not an auth file");
 	}
-	return "";
+	return text;
 }
 
-std::string load_push_files(PushConfig &config, const std::string &auth_file)
+Status load_push_files(PushConfig &config, const std::string &auth_file)
 {
 	if (!auth_file.empty()) {
-		std::string text;
-		if (std::string wrong = read_secret_file(auth_file, text); !wrong.empty())
-			return "--push-auth-file: " + wrong;
-		PushAuth auth = parse_push_auth(text);
-		std::fill(text.begin(), text.end(), '\0');
-		if (!auth.error.empty())
-			return "--push-auth-file " + auth_file + ": " + auth.error;
+		Result<std::string> text = read_secret_file(auth_file);
+		if (!text.ok())
+			return Error("--push-auth-file: " + text.error());
+		Result<PushAuth> auth = parse_push_auth(*text);
+		std::fill(text->begin(), text->end(), '\0');
+		if (!auth.ok())
+			return Error("--push-auth-file " + auth_file + ": " + auth.error());
 		CurlUrl url(curl_url());
 		const bool url_credentials = url && curl_url_set(url.get(), CURLUPART_URL, config.url.c_str(), 0) == CURLUE_OK &&
 					     !(url_part(url.get(), CURLUPART_USER) + url_part(url.get(), CURLUPART_PASSWORD)).empty();
-		if (!auth.headers.empty() && auth.headers[0].starts_with("Authorization:") && url_credentials)
-			return "--push-auth-file " + auth_file + " and the --push URL both hold credentials: give one";
-		config.headers.insert(config.headers.end(), auth.headers.begin(), auth.headers.end());
+		if (!auth->headers.empty() && auth->headers[0].starts_with("Authorization:") && url_credentials)
+			return Error("--push-auth-file " + auth_file +
+				     " and the --push URL both hold credentials: give one");
+		config.headers.insert(config.headers.end(), auth->headers.begin(), auth->headers.end());
 	}
 	const bool https = config.url.starts_with("https://");
 	for (auto [option, path] : {std::pair<const char *, const std::string *>{"--push-ca", &config.ca_file},
@@ -279,22 +282,24 @@ std::string load_push_files(PushConfig &config, const std::string &auth_file)
 		if (path->empty())
 			continue;
 		if (!https)
-			return std::string(option) + " is for an https:// URL, and --push names " + url_for_humans(config.url);
-		std::string text;
+			return Error(std::string(option) + " is for an https:// URL, and --push names " +
+				     url_for_humans(config.url));
 		if (path == &config.key_file) {
-			if (std::string wrong = read_secret_file(*path, text); !wrong.empty())
-				return std::string(option) + ": " + wrong;
-			std::fill(text.begin(), text.end(), '\0');
+			Result<std::string> text = read_secret_file(*path);
+			if (!text.ok())
+				return Error(std::string(option) + ": " + text.error());
+			std::fill(text->begin(), text->end(), '\0');
 		} else {
 			UniqueFd file(open(path->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
 			struct stat st;
 			if (!file || fstat(file.get(), &st) != 0)
-				return std::string(option) + ": cannot open " + *path + ": " + std::strerror(errno);
+				return Error(std::string(option) + ": cannot open " + *path + ": " +
+					     std::strerror(errno));
 			if (!S_ISREG(st.st_mode))
-				return std::string(option) + ": " + *path + " is not a regular file";
+				return Error(std::string(option) + ": " + *path + " is not a regular file");
 		}
 	}
-	return "";
+	return {};
 }
 
 std::optional<double> parse_retry_after(std::string_view value, time_t now)
@@ -310,20 +315,20 @@ std::optional<double> parse_retry_after(std::string_view value, time_t now)
 	return when > now ? double(when - now) : 0.0;
 }
 
-std::string redirect_refusal(const std::string &from, const std::string &to)
+Status redirect_refusal(const std::string &from, const std::string &to)
 {
 	CurlUrl a(curl_url()), b(curl_url());
 	if (!a || !b || curl_url_set(a.get(), CURLUPART_URL, from.c_str(), 0) != CURLUE_OK ||
 	    curl_url_set(b.get(), CURLUPART_URL, to.c_str(), 0) != CURLUE_OK)
-		return "a Location that cannot be read";
+		return Error("a Location that cannot be read");
 	const std::string scheme = lower(url_part(b.get(), CURLUPART_SCHEME));
 	if (lower(url_part(a.get(), CURLUPART_SCHEME)) != scheme)
-		return "another scheme: " + scheme;
+		return Error("another scheme: " + scheme);
 	const std::string host = lower(url_part(b.get(), CURLUPART_HOST));
 	if (lower(url_part(a.get(), CURLUPART_HOST)) != host)
-		return "another host: " + host;
+		return Error("another host: " + host);
 	const std::string port = url_part(b.get(), CURLUPART_PORT, CURLU_DEFAULT_PORT);
 	if (url_part(a.get(), CURLUPART_PORT, CURLU_DEFAULT_PORT) != port)
-		return "another port: " + port;
-	return "";
+		return Error("another port: " + port);
+	return {};
 }

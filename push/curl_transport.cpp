@@ -34,13 +34,6 @@ struct ListDelete {
 	void operator()(curl_slist *list) const { curl_slist_free_all(list); }
 };
 
-PushResponse failure(std::string error)
-{
-	PushResponse response;
-	response.error = std::move(error);
-	return response;
-}
-
 size_t on_body(char *data, size_t size, size_t count, void *user)
 {
 	auto *response = static_cast<PushResponse *>(user);
@@ -86,13 +79,14 @@ size_t on_header(char *data, size_t size, size_t count, void *user)
 class CurlTransport : public PushTransport {
 public:
 	explicit CurlTransport(const PushConfig &config);
-	PushResponse send(const PushRequest &request) override;
+	Result<PushResponse> send(const PushRequest &request) override;
 	void stop() override;
 
 private:
-	// One request to url, without following a redirect; "" or why it could not be made.
-	PushResponse perform(const std::string &url, const PushRequest &request, const curl_slist *headers,
-			     std::string &redirect);
+	// One request to url, without following a redirect (redirect gets its Location); the
+	// answer, or why it could not be made.
+	Result<PushResponse> perform(const std::string &url, const PushRequest &request, const curl_slist *headers,
+				     std::string &redirect);
 
 	std::unique_ptr<CURLM, MultiDelete> multi_;
 	std::unique_ptr<CURL, EasyDelete> easy_;
@@ -147,15 +141,15 @@ CurlTransport::CurlTransport(const PushConfig &config)
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 }
 
-PushResponse CurlTransport::send(const PushRequest &request)
+Result<PushResponse> CurlTransport::send(const PushRequest &request)
 {
 	if (stopped_)
-		return failure("stopped");
+		return Error("stopped");
 	std::unique_ptr<curl_slist, ListDelete> headers;
 	for (const std::string &header : request.headers) {
 		curl_slist *list = curl_slist_append(headers.get(), header.c_str());
 		if (!list)
-			return failure("out of memory");
+			return Error("out of memory");
 		headers.release();
 		headers.reset(list);
 	}
@@ -174,23 +168,23 @@ PushResponse CurlTransport::send(const PushRequest &request)
 	std::string url = request.url;
 	for (int hop = 0;; hop++) {
 		std::string redirect;
-		PushResponse response = perform(url, request, headers.get(), redirect);
-		if (redirect.empty() || !response.error.empty())
+		Result<PushResponse> response = perform(url, request, headers.get(), redirect);
+		if (redirect.empty() || !response.ok())
 			return response;
-		if (std::string why = redirect_refusal(url, redirect); !why.empty())
-			response.redirect_refused = shown(redirect) + " (" + why +
-						    "): not followed, so that the credentials go nowhere else";
+		if (Status refusal = redirect_refusal(url, redirect); !refusal.ok())
+			response->redirect = Error(shown(redirect) + " (" + refusal.error() +
+						   "): not followed, so that the credentials go nowhere else");
 		else if (hop == redirects_max)
-			response.redirect_refused = shown(redirect) + ": more than " +
-						    std::to_string(redirects_max) + " redirects, not followed";
-		if (!response.redirect_refused.empty())
+			response->redirect = Error(shown(redirect) + ": more than " + std::to_string(redirects_max) +
+						   " redirects, not followed");
+		if (!response->redirect.ok())
 			return response;
 		url = redirect;
 	}
 }
 
-PushResponse CurlTransport::perform(const std::string &url, const PushRequest &request, const curl_slist *headers,
-				    std::string &redirect)
+Result<PushResponse> CurlTransport::perform(const std::string &url, const PushRequest &request,
+					    const curl_slist *headers, std::string &redirect)
 {
 	PushResponse response;
 	CURL *e = easy_.get();
@@ -204,13 +198,14 @@ PushResponse CurlTransport::perform(const std::string &url, const PushRequest &r
 
 	CURLM *m = multi_.get();
 	if (curl_multi_add_handle(m, e) != CURLM_OK)
-		return failure("libcurl: cannot start a request");
+		return Error("libcurl: cannot start a request");
 	CURLcode result = CURLE_OK;
 	bool done = false;
+	std::string failed; // what curl_multi_perform said, when it failed
 	while (!done && !stopped_) {
 		int running = 0;
 		if (CURLMcode rc = curl_multi_perform(m, &running); rc != CURLM_OK) {
-			response.error = curl_multi_strerror(rc);
+			failed = curl_multi_strerror(rc);
 			break;
 		}
 		int left = 0;
@@ -226,21 +221,18 @@ PushResponse CurlTransport::perform(const std::string &url, const PushRequest &r
 	}
 	curl_multi_remove_handle(m, e);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, nullptr);
-	if (!done) {
-		if (response.error.empty())
-			response.error = "stopped";
-		return response;
-	}
+	if (!done)
+		return Error(failed.empty() ? "stopped" : failed);
 	if (result != CURLE_OK) {
-		response.error = error_[0] ? error_ : curl_easy_strerror(result);
+		std::string error = error_[0] ? error_ : curl_easy_strerror(result);
 		// libcurl may say "Couldn't connect to server" alone: the system's word is clearer.
 		long os_errno = 0;
 		if (curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno) {
 			const std::string system = std::strerror(int(os_errno));
-			if (response.error.find(system) == std::string::npos)
-				response.error += " (" + system + ")";
+			if (error.find(system) == std::string::npos)
+				error += " (" + system + ")";
 		}
-		return response;
+		return Error(error);
 	}
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &response.status);
 	// 301, 302, 307 and 308 keep the POST, as Go's and Python's clients do; 303 asks for a

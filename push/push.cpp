@@ -236,21 +236,21 @@ bool retry_status(long status)
 
 } // namespace
 
-std::string resolve_push_target(PushConfig &config)
+Status resolve_push_target(PushConfig &config)
 {
 	CurlUrl url(curl_url());
 	if (!url)
-		return "--push: out of memory";
+		return Error("--push: out of memory");
 	if (CURLUcode rc = curl_url_set(url.get(), CURLUPART_URL, config.url.c_str(), 0); rc != CURLUE_OK)
-		return "--push: cannot read the URL '" + config.url + "': " + curl_url_strerror(rc);
+		return Error("--push: cannot read the URL '" + config.url + "': " + curl_url_strerror(rc));
 	const std::string scheme = url_part(url.get(), CURLUPART_SCHEME);
 	if (scheme != "http" && scheme != "https")
-		return "--push: '" + config.url + "' is not an http:// or https:// URL";
+		return Error("--push: '" + config.url + "' is not an http:// or https:// URL");
 	if (url_part(url.get(), CURLUPART_HOST).empty())
-		return "--push: '" + config.url + "' names no host";
+		return Error("--push: '" + config.url + "' names no host");
 	if (!url_part(url.get(), CURLUPART_QUERY).empty() || !url_part(url.get(), CURLUPART_FRAGMENT).empty())
-		return "--push: '" + config.url + "' has a query or fragment: give the server's URL, "
-		       "profile adds what each API needs";
+		return Error("--push: '" + config.url + "' has a query or fragment: give the server's URL, "
+			     "profile adds what each API needs");
 
 	std::string path = url_part(url.get(), CURLUPART_PATH);
 	while (!path.empty() && path.back() == '/')
@@ -260,27 +260,28 @@ std::string resolve_push_target(PushConfig &config)
 	const bool parca = ends_with("/WriteRaw") || ends_with(parca_gateway_path);
 	if (config.format == PushFormat::Auto) {
 		if (!pyroscope && !parca)
-			return "--push: cannot tell from '" + config.url + "' whether it is a Pyroscope or a "
-			       "Parca server: add --push-format pyroscope|parca, or end the URL with " +
-			       std::string(pyroscope_path) + " (Pyroscope) or " + std::string(parca_path) +
-			       " (Parca)";
+			return Error("--push: cannot tell from '" + config.url + "' whether it is a Pyroscope or a "
+				     "Parca server: add --push-format pyroscope|parca, or end the URL with " +
+				     std::string(pyroscope_path) + " (Pyroscope) or " + std::string(parca_path) +
+				     " (Parca)");
 		config.format = pyroscope ? PushFormat::Pyroscope : PushFormat::Parca;
 	}
 	if (config.format == PushFormat::Pyroscope) {
 		if (parca)
-			return "--push: '" + config.url + "' is a Parca path, but --push-format says pyroscope";
+			return Error("--push: '" + config.url + "' is a Parca path, but --push-format says pyroscope");
 		if (!pyroscope)
 			path += pyroscope_path;
 	} else {
 		if (pyroscope)
-			return "--push: '" + config.url + "' is Pyroscope's /ingest, but --push-format says parca";
+			return Error("--push: '" + config.url +
+				     "' is Pyroscope's /ingest, but --push-format says parca");
 		if (ends_with(parca_gateway_path))
-			return "--push: '" + config.url + "' is Parca's JSON gateway; profile speaks Parca's "
-			       "gRPC-web API: give the server's URL (http://HOST:7070) or end it with " +
-			       std::string(parca_path);
+			return Error("--push: '" + config.url + "' is Parca's JSON gateway; profile speaks Parca's "
+				     "gRPC-web API: give the server's URL (http://HOST:7070) or end it with " +
+				     std::string(parca_path));
 		if (ends_with("/WriteRaw") && !ends_with(parca_path))
-			return "--push: '" + config.url + "' names another service's WriteRaw: Parca's is " +
-			       std::string(parca_path);
+			return Error("--push: '" + config.url + "' names another service's WriteRaw: Parca's is " +
+				     std::string(parca_path));
 		if (!ends_with(parca_path))
 			path += parca_path;
 	}
@@ -290,13 +291,13 @@ std::string resolve_push_target(PushConfig &config)
 	if (config.host.empty()) {
 		char name[256] = {};
 		if (gethostname(name, sizeof(name) - 1) != 0 || !name[0])
-			return "--push: cannot read this machine's host name: give --app";
+			return Error("--push: cannot read this machine's host name: give --app");
 		config.host = name;
 	}
 	config.host = label_value(config.host);
 	if (config.app.empty())
 		config.app = config.host;
-	return "";
+	return {};
 }
 
 std::string url_for_humans(const std::string &text)
@@ -337,12 +338,13 @@ PushRequest build_push_request(const PushConfig &config, const PushWindow &windo
 	return request;
 }
 
-PushVerdict judge_push_response(PushFormat format, const PushResponse &response)
+PushVerdict judge_push_response(PushFormat format, const Result<PushResponse> &answer)
 {
-	if (!response.error.empty())
-		return {PushOutcome::Retry, response.error};
-	if (!response.redirect_refused.empty())
-		return {PushOutcome::Halt, "the server redirected the push to " + response.redirect_refused};
+	if (!answer.ok())
+		return {PushOutcome::Retry, answer.error()};
+	const PushResponse &response = *answer;
+	if (!response.redirect.ok())
+		return {PushOutcome::Halt, "the server redirected the push to " + response.redirect.error()};
 	long status = response.status;
 	std::string reason = "HTTP " + std::to_string(status);
 	if (format == PushFormat::Parca && status == 200) {

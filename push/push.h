@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.h"
+
 // --push-format: which backend's API --push speaks.
 enum class PushFormat {
 	Auto,      // from the URL's path: /ingest is Pyroscope's, .../WriteRaw or /writeraw Parca's
@@ -48,11 +50,10 @@ struct PushConfig {
 	std::function<void(const std::string &)> log;
 };
 
-// Checks the URL and settles the format: "" when all is well, with config.url the full
-// endpoint (http://h:4040 with --push-format pyroscope -> http://h:4040/ingest) and
-// config.app and config.host filled in; otherwise one line saying what is wrong (the caller
-// prints it after "profile: " and exits 2).
-std::string resolve_push_target(PushConfig &config);
+// Checks the URL and settles the format: ok, with config.url the full endpoint
+// (http://h:4040 with --push-format pyroscope -> http://h:4040/ingest) and config.app and
+// config.host filled in; otherwise what is wrong (the caller prints it and exits 2).
+Status resolve_push_target(PushConfig &config);
 
 // One window of the run, its report already written with write_pprof.
 struct PushWindow {
@@ -125,16 +126,16 @@ struct PushRequest {
 // The request that delivers window to a resolved target.
 PushRequest build_push_request(const PushConfig &config, const PushWindow &window);
 
-// What came back: a status and what the verdict reads, or the transport's error.
+// What came back: a status and what the verdict reads. A transport that could not reach
+// the server returns its error instead (a Result).
 struct PushResponse {
-	std::string error;       // "" when the server answered
 	long status = 0;         // HTTP status
 	std::string grpc_status; // the grpc-status header ("" when absent)
 	std::string grpc_message;
 	std::string body;        // its first 64 KiB
 	std::string retry_after; // the Retry-After header ("" when absent)
-	// A redirect the transport would not follow, and why: "" when there was none.
-	std::string redirect_refused;
+	// Not ok: a redirect the transport would not follow, and why.
+	Status redirect;
 };
 
 enum class PushOutcome {
@@ -150,7 +151,7 @@ struct PushVerdict {
 	std::string reason; // what failed, for stderr: "HTTP 503: overloaded"
 	double retry_after_s = -1; // Retry: the wait the server asked for; -1 when it did not
 };
-PushVerdict judge_push_response(PushFormat format, const PushResponse &response);
+PushVerdict judge_push_response(PushFormat format, const Result<PushResponse> &response);
 
 // The wait before retry after `failures` failed attempts in a row (1 or more): backoff_min_s
 // doubling to backoff_max_s, times a jitter factor from [0.8, 1.2) picked by unit in [0, 1).
@@ -188,47 +189,47 @@ private:
 class PushTransport {
 public:
 	virtual ~PushTransport() = default;
-	virtual PushResponse send(const PushRequest &request) = 0;
+	virtual Result<PushResponse> send(const PushRequest &request) = 0;
 	virtual void stop() = 0;
 };
 std::unique_ptr<PushTransport> make_curl_transport(const PushConfig &config);
 
 // --- credentials, headers, TLS files, redirects (push/auth.cpp) ---------------------------
 
-// "" when header is a "Name: value" line profile may send: a token for the name, a value
+// Ok when header is a "Name: value" line profile may send: a token for the name, a value
 // of printable characters; otherwise why not, in a few words.
-std::string check_push_header(std::string_view header);
+Status check_push_header(std::string_view header);
 
-// What an auth file holds: its Authorization header and other headers, or what is wrong.
-// Lines: "Bearer TOKEN", or "USER:PASSWORD" (no space after the first colon), at most one
-// of them; "Name: value" (a colon, then a space) headers; blank lines and "#" comments.
-// A file of comments alone holds nothing, and is no error.
+// What an auth file holds: its Authorization header and other headers, or what is wrong
+// ("line 2: ...", never quoting a secret). Lines: "Bearer TOKEN", or "USER:PASSWORD" (no
+// space after the first colon), at most one of them; "Name: value" (a colon, then a space)
+// headers; blank lines and "#" comments. A file of comments alone holds nothing, and is
+// no error.
 struct PushAuth {
 	std::vector<std::string> headers; // "Authorization: ..." first when there is one
-	std::string error;                // "line 2: ...", never quoting a secret
 };
-PushAuth parse_push_auth(std::string_view text);
+Result<PushAuth> parse_push_auth(std::string_view text);
 
 // Whether a file may hold secrets, from its fstat and its POSIX ACL (the
 // system.posix_acl_access attribute, "" when it has none): owned by root or by euid (a
 // systemd credential may be the service user's), a regular file, and no one else may read
 // or write it: neither group nor others, nor any ACL entry of another user or a group.
-// "" when it may; otherwise why not ("its mode 0644 lets ...").
-std::string check_secret_file(const struct stat &st, std::string_view acl, uid_t euid);
-// Reads path into text after check_secret_file: "" or one line naming path.
-std::string read_secret_file(const std::string &path, std::string &text);
+// Ok when it may; otherwise why not ("its mode 0644 lets ...").
+Status check_secret_file(const struct stat &st, std::string_view acl, uid_t euid);
+// The text of path, read after check_secret_file; or an error naming path.
+Result<std::string> read_secret_file(const std::string &path);
 
 // --push-auth-file, --push-ca, --push-cert and --push-key, checked before anything loads:
 // reads the auth file into config.headers, and opens the TLS files (the key as a secret).
-// "" or one line.
-std::string load_push_files(PushConfig &config, const std::string &auth_file);
+// Ok, or what is wrong.
+Status load_push_files(PushConfig &config, const std::string &auth_file);
 
 // Retry-After's seconds from now: delta-seconds, or an HTTP date; nullopt when unreadable.
 std::optional<double> parse_retry_after(std::string_view value, time_t now);
 
-// Whether a request to from may follow a redirect to to: "" when both have the same scheme,
-// host and port; otherwise why not ("another host: localhost").
-std::string redirect_refusal(const std::string &from, const std::string &to);
+// Whether a request to from may follow a redirect to to: ok when both have the same
+// scheme, host and port; otherwise why not ("another host: localhost").
+Status redirect_refusal(const std::string &from, const std::string &to);
 
 std::string base64(std::string_view data);
 

@@ -214,7 +214,7 @@ void Pusher::run()
 
 		const PushRequest request = build_push_request(config_, window);
 		const auto start = Clock::now();
-		const PushResponse response = transport_->send(request);
+		const Result<PushResponse> response = transport_->send(request);
 		const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 		const PushVerdict verdict = judge_push_response(config_.format, response);
 

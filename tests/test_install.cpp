@@ -291,9 +291,9 @@ TEST_CASE("install: profile-agent.service.in: the agent's command line is profil
 	const std::vector<std::string> fallback = unit_values(unit, "SetCredential");
 	REQUIRE(fallback.size() == 1);
 	REQUIRE(fallback[0].starts_with("push-auth:"));
-	const PushAuth none = parse_push_auth(fallback[0].substr(std::string("push-auth:").size()));
-	CHECK(none.error == "");
-	CHECK(none.headers.empty());
+	const Result<PushAuth> none = parse_push_auth(fallback[0].substr(std::string("push-auth:").size()));
+	CHECK(none.ok());
+	CHECK((none.ok() && none->headers.empty()));
 	// One set of capabilities, each both allowed and granted.
 	const std::vector<std::string> bounding = unit_values(unit, "CapabilityBoundingSet");
 	const std::vector<std::string> ambient = unit_values(unit, "AmbientCapabilities");

@@ -31,16 +31,24 @@ namespace {
 
 constexpr const char *parca_method = "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw";
 
-// resolve_push_target's result: the error, or "" and the resolved config.
-std::pair<std::string, PushConfig> resolved(const std::string &url, PushFormat format = PushFormat::Auto)
+// resolve_push_target's result: how it went, and the resolved config.
+std::pair<Status, PushConfig> resolved(const std::string &url, PushFormat format = PushFormat::Auto)
 {
 	PushConfig config;
 	config.url = url;
 	config.format = format;
 	config.host = "test-host";
 	config.app = "web";
-	std::string error = resolve_push_target(config);
-	return {error, config};
+	Status status = resolve_push_target(config);
+	return {status, config};
+}
+
+// The headers an auth file gives, checked to be no error; none when it is one.
+std::vector<std::string> auth_headers(std::string_view text)
+{
+	const Result<PushAuth> auth = parse_push_auth(text);
+	CHECK_MESSAGE(auth.ok(), auth.error());
+	return auth.ok() ? auth->headers : std::vector<std::string>{};
 }
 
 // A small profile: two stacks of one process, UTF-8 names only.
@@ -177,27 +185,27 @@ struct FakeTransport : PushTransport {
 	struct Shared {
 		std::mutex mutex;
 		std::condition_variable stopped_cv;
-		std::vector<PushResponse> answers;
+		std::vector<Result<PushResponse>> answers;
 		std::vector<PushRequest> requests;
 		bool hold = false, stopped = false;
 	};
 	std::shared_ptr<Shared> shared = std::make_shared<Shared>();
 
-	PushResponse send(const PushRequest &request) override
+	Result<PushResponse> send(const PushRequest &request) override
 	{
 		std::unique_lock lock(shared->mutex);
 		shared->requests.push_back(request);
-		PushResponse response;
 		if (shared->hold)
 			shared->stopped_cv.wait(lock, [&] { return shared->stopped; });
-		if (shared->stopped) {
-			response.error = "stopped";
-		} else if (!shared->answers.empty()) {
-			response = shared->answers.front();
+		if (shared->stopped)
+			return Error("stopped");
+		if (!shared->answers.empty()) {
+			Result<PushResponse> answer = shared->answers.front();
 			shared->answers.erase(shared->answers.begin());
-		} else {
-			response.status = 200;
+			return answer;
 		}
+		PushResponse response;
+		response.status = 200;
 		return response;
 	}
 	void stop() override
@@ -223,7 +231,7 @@ TEST_SUITE("unit") {
 TEST_CASE("push: Pyroscope URLs: /ingest tells the format, or gets added to the server's URL")
 {
 	auto [error, config] = resolved("http://pyro:4040/ingest");
-	CHECK(error == "");
+	CHECK(error.ok());
 	CHECK(config.format == PushFormat::Pyroscope);
 	CHECK(config.url == "http://pyro:4040/ingest");
 
@@ -235,7 +243,7 @@ TEST_CASE("push: Pyroscope URLs: /ingest tells the format, or gets added to the 
 	// Credentials stay in the URL for libcurl's basic authentication.
 	CHECK(resolved("https://user:key@profiles.example.net", PushFormat::Pyroscope).second.url ==
 	      "https://user:key@profiles.example.net/ingest");
-	CHECK(contains(resolved("http://pyro:4040/ingest", PushFormat::Parca).first, "--push-format says parca"));
+	CHECK(contains(resolved("http://pyro:4040/ingest", PushFormat::Parca).first.error(), "--push-format says parca"));
 	// ...and out of stderr.
 	CHECK(url_for_humans("https://user:key@profiles.example.net/ingest") == "https://profiles.example.net/ingest");
 	CHECK(url_for_humans("http://pyro:4040/ingest") == "http://pyro:4040/ingest");
@@ -244,7 +252,7 @@ TEST_CASE("push: Pyroscope URLs: /ingest tells the format, or gets added to the 
 TEST_CASE("push: Parca URLs: WriteRaw's gRPC method path tells the format, or gets added")
 {
 	auto [error, config] = resolved(std::string("http://parca:7070") + parca_method);
-	CHECK(error == "");
+	CHECK(error.ok());
 	CHECK(config.format == PushFormat::Parca);
 	CHECK(config.url == std::string("http://parca:7070") + parca_method);
 
@@ -253,28 +261,28 @@ TEST_CASE("push: Parca URLs: WriteRaw's gRPC method path tells the format, or ge
 	CHECK(resolved("https://parca.example.com/prefix/", PushFormat::Parca).second.url ==
 	      std::string("https://parca.example.com/prefix") + parca_method);
 	// --help's example lacked the package's "parca." once: named, with the right path.
-	std::string wrong = resolved("http://parca:7070/profilestore.v1alpha1.ProfileStoreService/WriteRaw").first;
+	std::string wrong = resolved("http://parca:7070/profilestore.v1alpha1.ProfileStoreService/WriteRaw").first.error();
 	CHECK(contains(wrong, "another service"));
 	CHECK(contains(wrong, parca_method));
 	// The JSON gateway's route is recognized as Parca's and refused, saying what to give.
-	std::string gateway = resolved("http://parca:7070/api/profiles/writeraw").first;
+	std::string gateway = resolved("http://parca:7070/api/profiles/writeraw").first.error();
 	CHECK(contains(gateway, "gRPC-web"));
 	CHECK(contains(gateway, "http://HOST:7070"));
-	CHECK(contains(resolved(std::string("http://parca:7070") + parca_method, PushFormat::Pyroscope).first,
+	CHECK(contains(resolved(std::string("http://parca:7070") + parca_method, PushFormat::Pyroscope).first.error(),
 		       "--push-format says pyroscope"));
 }
 
 TEST_CASE("push: URLs that cannot be used are one line each")
 {
-	CHECK(contains(resolved("http://server:4040").first, "add --push-format pyroscope|parca"));
-	CHECK(contains(resolved("http://server:4040/somewhere").first, "/ingest (Pyroscope)"));
-	CHECK(contains(resolved("ftp://server/ingest").first, "not an http:// or https:// URL"));
-	CHECK(resolved("http:///ingest").first != "");
-	CHECK(contains(resolved("http://server:4040/ingest?tenant=a").first, "query"));
-	CHECK(contains(resolved("http://server:4040/ingest#x").first, "fragment"));
-	CHECK(resolved("http://server:port/ingest").first != "");
+	CHECK(contains(resolved("http://server:4040").first.error(), "add --push-format pyroscope|parca"));
+	CHECK(contains(resolved("http://server:4040/somewhere").first.error(), "/ingest (Pyroscope)"));
+	CHECK(contains(resolved("ftp://server/ingest").first.error(), "not an http:// or https:// URL"));
+	CHECK(!resolved("http:///ingest").first.ok());
+	CHECK(contains(resolved("http://server:4040/ingest?tenant=a").first.error(), "query"));
+	CHECK(contains(resolved("http://server:4040/ingest#x").first.error(), "fragment"));
+	CHECK(!resolved("http://server:port/ingest").first.ok());
 	for (std::string url : {"http://server:4040", "http://server:4040/ingest?x", "ftp://a/ingest"}) {
-		std::string error = resolved(url).first;
+		std::string error = resolved(url).first.error();
 		CAPTURE(url);
 		CHECK(error.find('\n') == std::string::npos);
 		CHECK(error.starts_with("--push: "));
@@ -285,7 +293,7 @@ TEST_CASE("push: the host name defaults to this machine's, the service name to t
 {
 	PushConfig config;
 	config.url = "http://pyro:4040/ingest";
-	REQUIRE(resolve_push_target(config) == "");
+	REQUIRE(resolve_push_target(config).ok());
 	char name[256] = {};
 	REQUIRE(gethostname(name, sizeof(name) - 1) == 0);
 	CHECK(config.host == name);
@@ -295,7 +303,7 @@ TEST_CASE("push: the host name defaults to this machine's, the service name to t
 	config.url = "http://pyro:4040/ingest";
 	config.host = "odd{host},=x";
 	config.app = "web";
-	REQUIRE(resolve_push_target(config) == "");
+	REQUIRE(resolve_push_target(config).ok());
 	CHECK(config.host == "odd_host___x"); // would break Pyroscope's name{label=value}
 	CHECK(config.app == "web");
 }
@@ -303,7 +311,7 @@ TEST_CASE("push: the host name defaults to this machine's, the service name to t
 TEST_CASE("push: the Pyroscope request: /ingest?name=app{hostname=...}&from&until&format=pprof, the body raw")
 {
 	auto [error, config] = resolved("http://pyro:4040/ingest");
-	REQUIRE(error == "");
+	REQUIRE(error.ok());
 	config.frequency = 49;
 	PushWindow w;
 	w.start_ns = 1700000000500000000;
@@ -327,7 +335,7 @@ TEST_CASE("push: the Pyroscope request: /ingest?name=app{hostname=...}&from&unti
 TEST_CASE("push: the Parca request: one gRPC-web frame holding WriteRawRequest, labels and the gzipped pprof")
 {
 	auto [error, config] = resolved("http://parca:7070", PushFormat::Parca);
-	REQUIRE(error == "");
+	REQUIRE(error.ok());
 	PushWindow w = window(0);
 	PushRequest request = build_push_request(config, w);
 	CHECK(request.url == std::string("http://parca:7070") + parca_method);
@@ -380,11 +388,10 @@ TEST_CASE("push: answers: 2xx delivered; 5xx, 429, 408 and no answer retried; ot
 		// Credentials refused: no window would fare better.
 		for (long status : {401L, 403L})
 			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Halt);
-		PushResponse down;
-		down.error = "Failed to connect to pyro port 4040 after 0 ms: Connection refused";
+		const Result<PushResponse> down = Error("Failed to connect to pyro port 4040 after 0 ms: Connection refused");
 		PushVerdict verdict = judge_push_response(format, down);
 		CHECK(verdict.outcome == PushOutcome::Retry);
-		CHECK(verdict.reason == down.error);
+		CHECK(verdict.reason == down.error());
 	}
 	CHECK(judge_push_response(PushFormat::Pyroscope, http(200)).outcome == PushOutcome::Delivered);
 	CHECK(judge_push_response(PushFormat::Pyroscope, http(204)).outcome == PushOutcome::Delivered);
@@ -502,15 +509,14 @@ TEST_CASE("push: the queue drops its oldest waiting windows past the count or th
 TEST_CASE("push: a failure streak is one line as it starts and one as delivery resumes; windows go in order")
 {
 	auto [error, config] = resolved("http://pyro:4040/ingest");
-	REQUIRE(error == "");
+	REQUIRE(error.ok());
 	config.backoff_min_s = 0.01;
 	config.backoff_max_s = 0.02;
 	LogLines log;
 	config.log = log.sink();
 	auto transport = std::make_unique<FakeTransport>();
 	auto shared = transport->shared;
-	PushResponse refused_connection;
-	refused_connection.error = "Connection refused";
+	const Result<PushResponse> refused_connection = Error("Connection refused");
 	shared->answers = {http(503, "busy"), refused_connection, http(500)};
 	Pusher pusher(config, std::move(transport));
 	for (int i = 0; i < 3; i++)
@@ -539,7 +545,7 @@ TEST_CASE("push: a failure streak is one line as it starts and one as delivery r
 TEST_CASE("push: a window the server refuses (4xx) is dropped, counted and named; the next goes on")
 {
 	auto [error, config] = resolved("http://pyro:4040/ingest");
-	REQUIRE(error == "");
+	REQUIRE(error.ok());
 	LogLines log;
 	config.log = log.sink();
 	auto transport = std::make_unique<FakeTransport>();
@@ -563,7 +569,7 @@ TEST_CASE("push: a window the server refuses (4xx) is dropped, counted and named
 TEST_CASE("push: a request that never ends holds neither push() nor finish() past its seconds")
 {
 	auto [error, config] = resolved("http://pyro:4040/ingest");
-	REQUIRE(error == "");
+	REQUIRE(error.ok());
 	LogLines log;
 	config.log = log.sink();
 	auto transport = std::make_unique<FakeTransport>();
@@ -601,58 +607,51 @@ TEST_CASE("push: a request that never ends holds neither push() nor finish() pas
 
 TEST_CASE("push: an auth file: 'Bearer TOKEN' or 'USER:PASSWORD', 'Name: value' headers, comments; what is wrong names a line, never a secret")
 {
-	PushAuth auth = parse_push_auth("Bearer tok-123\n");
-	CHECK(auth.error == "");
-	CHECK(auth.headers == std::vector<std::string>{"Authorization: Bearer tok-123"});
+	CHECK(auth_headers("Bearer tok-123\n") == std::vector<std::string>{"Authorization: Bearer tok-123"});
 	// RFC 7617: base64 of user:password.
-	CHECK(parse_push_auth("Aladdin:open sesame").headers ==
+	CHECK(auth_headers("Aladdin:open sesame") ==
 	      std::vector<std::string>{"Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="});
 	CHECK(base64("") == "");
 	CHECK(base64("f") == "Zg==");
 	CHECK(base64("fo") == "Zm8=");
 	CHECK(base64("foo") == "Zm9v");
 	// A password may hold colons; the line's ends are trimmed, CRLF too.
-	CHECK(parse_push_auth("  12345:glc_a:b=  \r\n").headers ==
+	CHECK(auth_headers("  12345:glc_a:b=  \r\n") ==
 	      std::vector<std::string>{"Authorization: Basic " + base64("12345:glc_a:b=")});
-	auth = parse_push_auth("# Grafana Cloud\n\nX-Scope-OrgID: tenant-a\nbearer tok\nX-Api-Key:\tk1\n");
-	CHECK(auth.error == "");
-	CHECK(auth.headers == std::vector<std::string>{"Authorization: Bearer tok", "X-Scope-OrgID: tenant-a",
-						       "X-Api-Key:\tk1"});
+	CHECK(auth_headers("# Grafana Cloud\n\nX-Scope-OrgID: tenant-a\nbearer tok\nX-Api-Key:\tk1\n") ==
+	      std::vector<std::string>{"Authorization: Bearer tok", "X-Scope-OrgID: tenant-a", "X-Api-Key:\tk1"});
 	// Headers alone, and an Authorization of another scheme.
-	CHECK(parse_push_auth("X-Api-Key: k1").headers == std::vector<std::string>{"X-Api-Key: k1"});
-	CHECK(parse_push_auth("Authorization: Token abc").headers ==
-	      std::vector<std::string>{"Authorization: Token abc"});
+	CHECK(auth_headers("X-Api-Key: k1") == std::vector<std::string>{"X-Api-Key: k1"});
+	CHECK(auth_headers("Authorization: Token abc") == std::vector<std::string>{"Authorization: Token abc"});
 
 	// Comments alone: nothing to send (the systemd unit's fallback), and no error.
-	CHECK(parse_push_auth("").error == "");
-	auth = parse_push_auth("# none: /etc/credstore/profile-agent.push-auth is missing\n");
-	CHECK(auth.error == "");
-	CHECK(auth.headers.empty());
-	CHECK(parse_push_auth("Bearer a\nuser:pw").error.starts_with("line 2: a second credential"));
-	CHECK(parse_push_auth("Bearer a\nAuthorization: Basic eA==").error.starts_with("line 2: a second credential"));
-	CHECK(parse_push_auth("Bearer ").error == "line 1: a bearer token is printable ASCII without spaces");
-	CHECK(parse_push_auth("Bearer a b").error == "line 1: a bearer token is printable ASCII without spaces");
-	const std::string alone = parse_push_auth("\nsekrit-token-alone\n").error;
+	CHECK(parse_push_auth("").ok());
+	CHECK(auth_headers("# none: /etc/credstore/profile-agent.push-auth is missing\n").empty());
+	CHECK(parse_push_auth("Bearer a\nuser:pw").error().starts_with("line 2: a second credential"));
+	CHECK(parse_push_auth("Bearer a\nAuthorization: Basic eA==").error().starts_with("line 2: a second credential"));
+	CHECK(parse_push_auth("Bearer ").error() == "line 1: a bearer token is printable ASCII without spaces");
+	CHECK(parse_push_auth("Bearer a b").error() == "line 1: a bearer token is printable ASCII without spaces");
+	const std::string alone = parse_push_auth("\nsekrit-token-alone\n").error();
 	CHECK(alone == "line 2: expected 'Bearer TOKEN', 'USER:PASSWORD' or a 'Name: value' header");
 	CHECK(!contains(alone, "sekrit"));
-	CHECK(parse_push_auth("Content-Length: 3").error == "line 1: profile sets Content-Length itself");
-	CHECK(parse_push_auth(":pw").error.starts_with("line 1: expected"));
+	CHECK(parse_push_auth("Content-Length: 3").error() == "line 1: profile sets Content-Length itself");
+	CHECK(parse_push_auth(":pw").error().starts_with("line 1: expected"));
 }
 
 TEST_CASE("push: --push-header's form: a token, a colon, a value of printable characters; none profile sets itself")
 {
-	CHECK(check_push_header("X-Scope-OrgID: tenant-a") == "");
-	CHECK(check_push_header("X-Scope-OrgID:tenant-a") == "");
-	CHECK(check_push_header("x-gateway-route: a b c, ü") == "");
-	CHECK(check_push_header("X-Scope-OrgID") == "expected 'Name: value'");
-	CHECK(check_push_header(": x") == "expected 'Name: value', the name made of letters, digits and -");
-	CHECK(check_push_header("X Scope: x") == "expected 'Name: value', the name made of letters, digits and -");
-	CHECK(check_push_header("X-Scope-OrgID: ") == "the header 'X-Scope-OrgID' has no value");
-	CHECK(check_push_header("X-A: b\r\nHost: evil") == "the value of 'X-A' holds a control character");
-	CHECK(check_push_header("X-A: b\nc") == "the value of 'X-A' holds a control character");
+	CHECK(check_push_header("X-Scope-OrgID: tenant-a").ok());
+	CHECK(check_push_header("X-Scope-OrgID:tenant-a").ok());
+	CHECK(check_push_header("x-gateway-route: a b c, ü").ok());
+	CHECK(check_push_header("X-Scope-OrgID").error() == "expected 'Name: value'");
+	CHECK(check_push_header(": x").error() == "expected 'Name: value', the name made of letters, digits and -");
+	CHECK(check_push_header("X Scope: x").error() == "expected 'Name: value', the name made of letters, digits and -");
+	CHECK(check_push_header("X-Scope-OrgID: ").error() == "the header 'X-Scope-OrgID' has no value");
+	CHECK(check_push_header("X-A: b\r\nHost: evil").error() == "the value of 'X-A' holds a control character");
+	CHECK(check_push_header("X-A: b\nc").error() == "the value of 'X-A' holds a control character");
 	for (const char *own : {"Host: h", "content-type: x", "Content-Length: 1", "Transfer-Encoding: chunked",
 				"Expect: 100-continue", "User-Agent: x", "X-Grpc-Web: 1", "Connection: close"})
-		CHECK(contains(check_push_header(own), "itself"));
+		CHECK(contains(check_push_header(own).error(), "itself"));
 }
 
 namespace {
@@ -688,39 +687,39 @@ constexpr uint16_t USER_OBJ = 1, USER = 2, GROUP_OBJ = 4, GROUP = 8, MASK = 16, 
 
 TEST_CASE("push: a file of secrets: owned by root or this user, read and written by no one else (mode and ACL)")
 {
-	CHECK(check_secret_file(file_stat(S_IFREG | 0600, 0), "", 0) == "");
-	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0), "", 0) == "");
-	CHECK(check_secret_file(file_stat(S_IFREG | 0700, 0), "", 0) == "");
-	CHECK(check_secret_file(file_stat(S_IFREG | 0640, 0), "", 0) == "its mode 0640 lets its group read it: chmod 600 it");
-	CHECK(check_secret_file(file_stat(S_IFREG | 0604, 0), "", 0) == "its mode 0604 lets others read it: chmod 600 it");
-	CHECK(check_secret_file(file_stat(S_IFREG | 0666, 0), "", 0) ==
+	CHECK(check_secret_file(file_stat(S_IFREG | 0600, 0), "", 0).ok());
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0), "", 0).ok());
+	CHECK(check_secret_file(file_stat(S_IFREG | 0700, 0), "", 0).ok());
+	CHECK(check_secret_file(file_stat(S_IFREG | 0640, 0), "", 0).error() == "its mode 0640 lets its group read it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0604, 0), "", 0).error() == "its mode 0604 lets others read it: chmod 600 it");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0666, 0), "", 0).error() ==
 	      "its mode 0666 lets its group and others read and write it: chmod 600 it");
-	CHECK(check_secret_file(file_stat(S_IFREG | 0602, 0), "", 0) != "");
-	CHECK(check_secret_file(file_stat(S_IFDIR | 0700, 0), "", 0) == "it is not a regular file");
+	CHECK(!check_secret_file(file_stat(S_IFREG | 0602, 0), "", 0).ok());
+	CHECK(check_secret_file(file_stat(S_IFDIR | 0700, 0), "", 0).error() == "it is not a regular file");
 	// Owned by another user, who could write anything into it: refused, even as root.
-	CHECK(check_secret_file(file_stat(S_IFREG | 0600, 1000), "", 0) ==
+	CHECK(check_secret_file(file_stat(S_IFREG | 0600, 1000), "", 0).error() ==
 	      "it is owned by uid 1000, not root: another user could change it");
 	// The service's own user (a systemd credential, chowned to it): accepted.
-	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 61234), "", 61234) == "");
-	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0400, 1000), "", 61234), "not root nor uid 61234"));
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 61234), "", 61234).ok());
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0400, 1000), "", 61234).error(), "not root nor uid 61234"));
 	// systemd's other way: owned by root, read by the service's user through an ACL (the
 	// mode's group bits are then the ACL's mask).
 	const std::string systemd = acl({{USER_OBJ, 4, 0}, {USER, 4, 61234}, {GROUP_OBJ, 0, 0}, {MASK, 4, 0}, {OTHER, 0, 0}});
-	CHECK(check_secret_file(file_stat(S_IFREG | 0440, 0), systemd, 61234) == "");
-	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0), systemd, 5000), "its ACL lets uid 61234 read"));
+	CHECK(check_secret_file(file_stat(S_IFREG | 0440, 0), systemd, 61234).ok());
+	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0), systemd, 5000).error(), "its ACL lets uid 61234 read"));
 	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0),
-					 acl({{USER_OBJ, 6, 0}, {GROUP_OBJ, 4, 0}, {MASK, 4, 0}, {OTHER, 0, 0}}), 0),
+					 acl({{USER_OBJ, 6, 0}, {GROUP_OBJ, 4, 0}, {MASK, 4, 0}, {OTHER, 0, 0}}), 0).error(),
 		       "its ACL lets a group read"));
 	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0440, 0),
-					 acl({{USER_OBJ, 6, 0}, {GROUP_OBJ, 0, 0}, {GROUP, 4, 100}, {MASK, 4, 0}, {OTHER, 0, 0}}), 0),
+					 acl({{USER_OBJ, 6, 0}, {GROUP_OBJ, 0, 0}, {GROUP, 4, 100}, {MASK, 4, 0}, {OTHER, 0, 0}}), 0).error(),
 		       "its ACL lets a group read"));
 	// An entry the mask takes everything from gives nothing.
 	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0),
-				acl({{USER_OBJ, 6, 0}, {USER, 4, 1000}, {GROUP_OBJ, 4, 0}, {MASK, 0, 0}, {OTHER, 0, 0}}), 0) == "");
+				acl({{USER_OBJ, 6, 0}, {USER, 4, 1000}, {GROUP_OBJ, 4, 0}, {MASK, 0, 0}, {OTHER, 0, 0}}), 0).ok());
 	CHECK(contains(check_secret_file(file_stat(S_IFREG | 0444, 0),
-					 acl({{USER_OBJ, 4, 0}, {GROUP_OBJ, 0, 0}, {MASK, 0, 0}, {OTHER, 4, 0}}), 0),
+					 acl({{USER_OBJ, 4, 0}, {GROUP_OBJ, 0, 0}, {MASK, 0, 0}, {OTHER, 4, 0}}), 0).error(),
 		       "lets others read"));
-	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0), "xx", 0) == "its ACL cannot be read");
+	CHECK(check_secret_file(file_stat(S_IFREG | 0400, 0), "xx", 0).error() == "its ACL cannot be read");
 }
 
 TEST_CASE("push: the secret files on disk: their mode, owner and ACL are checked on the file opened")
@@ -729,22 +728,22 @@ TEST_CASE("push: the secret files on disk: their mode, owner and ACL are checked
 	const std::string path = dir / "push-auth";
 	write_file(path, "Bearer tok\n");
 	REQUIRE(chmod(path.c_str(), 0600) == 0);
-	std::string text;
-	CHECK(read_secret_file(path, text) == "");
-	CHECK(text == "Bearer tok\n");
+	const Result<std::string> text = read_secret_file(path);
+	CHECK(text.ok());
+	CHECK((text.ok() && *text == "Bearer tok\n"));
 	REQUIRE(chmod(path.c_str(), 0644) == 0);
-	CHECK(read_secret_file(path, text) ==
+	CHECK(read_secret_file(path).error() ==
 	      path + " holds secrets, but its mode 0644 lets its group and others read it: chmod 600 it");
-	CHECK(read_secret_file(dir / "none", text) == "cannot open " + (dir / "none") + ": No such file or directory");
+	CHECK(read_secret_file(dir / "none").error() == "cannot open " + (dir / "none") + ": No such file or directory");
 	REQUIRE(chmod(path.c_str(), 0600) == 0);
 	if (geteuid() == 0) {
 		REQUIRE(chown(path.c_str(), 65534, 65534) == 0);
-		CHECK(contains(read_secret_file(path, text), "owned by uid 65534, not root"));
+		CHECK(contains(read_secret_file(path).error(), "owned by uid 65534, not root"));
 		REQUIRE(chown(path.c_str(), 0, 0) == 0);
 		// An ACL that lets nobody (65534) read it, as setfacl -m u:nobody:r would: refused.
 		const std::string nobody = acl({{USER_OBJ, 6, 0}, {USER, 4, 65534}, {GROUP_OBJ, 0, 0}, {MASK, 4, 0}, {OTHER, 0, 0}});
 		if (setxattr(path.c_str(), "system.posix_acl_access", nobody.data(), nobody.size(), 0) == 0) {
-			CHECK(contains(read_secret_file(path, text), "its ACL lets uid 65534 read or write it"));
+			CHECK(contains(read_secret_file(path).error(), "its ACL lets uid 65534 read or write it"));
 		} else {
 			MESSAGE("skipped the ACL: " << std::strerror(errno));
 		}
@@ -774,29 +773,29 @@ TEST_CASE("push: Retry-After: delta-seconds or an HTTP date, from now; anything 
 
 TEST_CASE("push: redirects are followed within the server only: same scheme, host and port")
 {
-	CHECK(redirect_refusal("https://pyro.example/ingest?a=1", "https://pyro.example/v2/ingest?a=1") == "");
-	CHECK(redirect_refusal("https://pyro.example/ingest", "https://PYRO.example:443/ingest/") == "");
-	CHECK(redirect_refusal("http://127.0.0.1:4040/ingest", "http://127.0.0.1:4040/x") == "");
-	CHECK(redirect_refusal("https://127.0.0.1:4040/ingest", "https://localhost:4040/ingest") ==
+	CHECK(redirect_refusal("https://pyro.example/ingest?a=1", "https://pyro.example/v2/ingest?a=1").ok());
+	CHECK(redirect_refusal("https://pyro.example/ingest", "https://PYRO.example:443/ingest/").ok());
+	CHECK(redirect_refusal("http://127.0.0.1:4040/ingest", "http://127.0.0.1:4040/x").ok());
+	CHECK(redirect_refusal("https://127.0.0.1:4040/ingest", "https://localhost:4040/ingest").error() ==
 	      "another host: localhost");
-	CHECK(redirect_refusal("https://pyro.example/ingest", "https://evil.example/ingest") == "another host: evil.example");
-	CHECK(redirect_refusal("https://pyro.example/ingest", "http://pyro.example/ingest") == "another scheme: http");
-	CHECK(redirect_refusal("http://pyro.example/ingest", "https://pyro.example/ingest") == "another scheme: https");
-	CHECK(redirect_refusal("https://pyro.example/ingest", "https://pyro.example:8443/ingest") == "another port: 8443");
-	CHECK(redirect_refusal("https://pyro.example/ingest", "gopher://") != "");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "https://evil.example/ingest").error() == "another host: evil.example");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "http://pyro.example/ingest").error() == "another scheme: http");
+	CHECK(redirect_refusal("http://pyro.example/ingest", "https://pyro.example/ingest").error() == "another scheme: https");
+	CHECK(redirect_refusal("https://pyro.example/ingest", "https://pyro.example:8443/ingest").error() == "another port: 8443");
+	CHECK(!redirect_refusal("https://pyro.example/ingest", "gopher://").ok());
 	// What the transport could not follow stops the pushes, as refused credentials do.
 	PushResponse moved = http(307);
-	moved.redirect_refused = "https://localhost:4040/ingest (another host: localhost): not followed";
+	moved.redirect = Error("https://localhost:4040/ingest (another host: localhost): not followed");
 	PushVerdict verdict = judge_push_response(PushFormat::Pyroscope, moved);
 	CHECK(verdict.outcome == PushOutcome::Halt);
-	CHECK(verdict.reason == "the server redirected the push to " + moved.redirect_refused);
+	CHECK(verdict.reason == "the server redirected the push to " + moved.redirect.error());
 }
 
 TEST_CASE("push: each request carries --push-header's and the auth file's headers, for both APIs")
 {
 	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
 		auto [error, config] = resolved("https://p:4040", format);
-		REQUIRE(error == "");
+		REQUIRE(error.ok());
 		config.headers = {"X-Scope-OrgID: tenant-a", "Authorization: Bearer tok"};
 		const PushRequest request = build_push_request(config, window(0));
 		CHECK(has_header(request, "X-Scope-OrgID: tenant-a"));
@@ -808,7 +807,7 @@ TEST_CASE("push: each request carries --push-header's and the auth file's header
 TEST_CASE("push: credentials refused (401): one line, no more requests; windows wait in the queue and end counted refused")
 {
 	auto [error, config] = resolved("http://pyro:4040/ingest");
-	REQUIRE(error == "");
+	REQUIRE(error.ok());
 	config.backoff_min_s = 0.01;
 	config.backoff_max_s = 0.02;
 	config.queue_windows = 3;
@@ -851,7 +850,7 @@ TEST_CASE("push: Retry-After sets the next attempt's wait, bounded by the backof
 	for (auto [asked, expected] : {std::pair{"1", 1.0}, {"60", 1.5}}) {
 		CAPTURE(asked);
 		auto [error, config] = resolved("http://pyro:4040/ingest");
-		REQUIRE(error == "");
+		REQUIRE(error.ok());
 		config.backoff_min_s = 0.01;
 		config.backoff_max_s = 1.5;
 		LogLines log;
@@ -1015,7 +1014,7 @@ PushConfig receiver_config(const Receiver &receiver, PushFormat format, LogLines
 	config.backoff_min_s = 0.05;
 	config.backoff_max_s = 0.2;
 	config.log = log.sink();
-	REQUIRE(resolve_push_target(config) == "");
+	REQUIRE(resolve_push_target(config).ok());
 	return config;
 }
 
@@ -1252,8 +1251,8 @@ TEST_CASE("push: HTTPS with a private CA and a client certificate: the bearer to
 		LogLines log;
 		PushConfig config = receiver_config(receiver, format, log);
 		config.headers = {"X-Scope-OrgID: tenant-a"};
-		PushAuth auth = parse_push_auth("Bearer tok-3e1f\n");
-		config.headers.insert(config.headers.end(), auth.headers.begin(), auth.headers.end());
+		const std::vector<std::string> auth = auth_headers("Bearer tok-3e1f\n");
+		config.headers.insert(config.headers.end(), auth.begin(), auth.end());
 		config.ca_file = certs.ca;
 		config.cert_file = certs.client;
 		config.key_file = certs.client_key;
@@ -1285,7 +1284,7 @@ TEST_CASE("push: HTTPS with basic auth from an auth file's USER:PASSWORD")
 				      certs.auth_file("Basic " + base64("12345:glc_pa:ss"))});
 	LogLines log;
 	PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
-	config.headers = parse_push_auth("# Grafana Cloud: instance id and token\n12345:glc_pa:ss\n").headers;
+	config.headers = auth_headers("# Grafana Cloud: instance id and token\n12345:glc_pa:ss\n");
 	config.ca_file = certs.ca;
 	Pusher pusher(config, nullptr);
 	pusher.push(window(0));
@@ -1337,7 +1336,7 @@ TEST_CASE("push: a wrong token gets 401: one line, one request, the windows coun
 	Receiver receiver("", 0, "", certs.receiver_args({}, "Bearer right"));
 	LogLines log;
 	PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
-	config.headers = parse_push_auth("Bearer wrong-9c2d").headers;
+	config.headers = auth_headers("Bearer wrong-9c2d");
 	config.ca_file = certs.ca;
 	config.cert_file = certs.client;
 	config.key_file = certs.client_key;
@@ -1401,7 +1400,7 @@ TEST_CASE("push: a 307 to the same server is followed with the body and the cred
 		Receiver receiver("307:same", 0, "", certs.receiver_args({}, "Bearer tok"));
 		LogLines log;
 		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
-		config.headers = parse_push_auth("Bearer tok").headers;
+		config.headers = auth_headers("Bearer tok");
 		config.ca_file = certs.ca;
 		config.cert_file = certs.client;
 		config.key_file = certs.client_key;
@@ -1442,7 +1441,7 @@ TEST_CASE("push: a 307 to the same server is followed with the body and the cred
 		Receiver receiver("307:other", 0, "", certs.receiver_args({}, "Bearer tok"));
 		LogLines log;
 		PushConfig config = receiver_config(receiver, PushFormat::Pyroscope, log);
-		config.headers = parse_push_auth("Bearer tok").headers;
+		config.headers = auth_headers("Bearer tok");
 		config.ca_file = certs.ca;
 		config.cert_file = certs.client;
 		config.key_file = certs.client_key;
