@@ -8,7 +8,6 @@
 #include <cctype>
 #include <cstring>
 #include <mutex>
-#include <stdexcept>
 #include <string_view>
 
 #include "push/push.h"
@@ -98,7 +97,7 @@ CurlTransport::CurlTransport(const PushConfig &config)
 	: multi_(curl_multi_init()), easy_(curl_easy_init())
 {
 	if (!multi_ || !easy_)
-		throw std::runtime_error("libcurl: cannot start");
+		throw RunError("libcurl: cannot start");
 	CURL *e = easy_.get();
 	const long timeout_ms = std::max(1L, long(config.request_timeout_s * 1000));
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -257,7 +256,7 @@ std::unique_ptr<PushTransport> make_curl_transport(const PushConfig &config)
 	static std::once_flag once;
 	std::call_once(once, [] {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			throw std::runtime_error("libcurl: cannot initialize");
+			throw RunError("libcurl: cannot initialize");
 	});
 	return std::make_unique<CurlTransport>(config);
 }

@@ -71,8 +71,8 @@ struct PushWindow {
 class PushTransport;
 class Pusher {
 public:
-	// config: as resolve_push_target left it. transport: how requests go out; nullptr for
-	// libcurl.
+	// config: as resolve_push_target left it (its format settled). transport: how requests
+	// go out; nullptr for libcurl (which throws RunError when it cannot start).
 	explicit Pusher(PushConfig config, std::unique_ptr<PushTransport> transport = nullptr);
 	~Pusher();
 	Pusher(const Pusher &) = delete;
@@ -192,6 +192,7 @@ public:
 	virtual Result<PushResponse> send(const PushRequest &request) = 0;
 	virtual void stop() = 0;
 };
+// Throws RunError when libcurl cannot start.
 std::unique_ptr<PushTransport> make_curl_transport(const PushConfig &config);
 
 // --- credentials, headers, TLS files, redirects (push/auth.cpp) ---------------------------

@@ -2,11 +2,11 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
-#include <stdexcept>
 
 #include "base/diagnostics.h"
 #include "push/push.h"
@@ -107,8 +107,7 @@ struct Pusher::State {
 Pusher::Pusher(PushConfig config, std::unique_ptr<PushTransport> transport)
 	: config_(std::move(config)), where_(url_for_humans(config_.url)), transport_(std::move(transport))
 {
-	if (config_.format == PushFormat::Auto)
-		throw std::invalid_argument("Pusher: resolve_push_target first");
+	assert(config_.format != PushFormat::Auto && "resolve_push_target first");
 	if (!transport_)
 		transport_ = make_curl_transport(config_);
 	state_ = std::make_unique<State>(config_);
