@@ -105,21 +105,22 @@ PushConfig push_config(const Options &options)
 	return config;
 }
 
-// Values the parser cannot judge alone: they depend on this machine. "" when all is well;
+// Values the parser cannot judge alone: they depend on this machine. Ok, or what is wrong;
 // notes gets what stderr should say before the run (a thread id -p made its process).
-std::string check_against_machine(Options &options, const MapPlan &plan, std::vector<std::string> &notes)
+Status check_against_machine(Options &options, const MapPlan &plan, std::vector<std::string> &notes)
 {
 	if (Status pids = resolve_pids(options.pids, notes); !pids.ok())
-		return pids.error();
+		return pids;
 	for (uint32_t tid : options.tids)
 		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
-			return "no thread with TID " + std::to_string(tid);
+			return Error("no thread with TID " + std::to_string(tid));
 	if (Status cgroups = resolve_cgroups(options.cgroups); !cgroups.ok())
-		return cgroups.error();
+		return cgroups;
 	if (options.cpu >= 0) {
 		std::vector<int> online = online_cpus();
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
-			return "CPU " + std::to_string(options.cpu) + " is not online (see /sys/devices/system/cpu/online)";
+			return Error("CPU " + std::to_string(options.cpu) +
+				     " is not online (see /sys/devices/system/cpu/online)");
 	}
 	// With --interval, -o's strftime fields name each window's file: checked as now's.
 	if (!options.output_path.empty())
@@ -127,16 +128,16 @@ std::string check_against_machine(Options &options, const MapPlan &plan, std::ve
 											    clock_ns(CLOCK_REALTIME))
 								 : options.output_path);
 		    !output.ok())
-			return output.error();
+			return output;
 	// --push: the URL says, or --push-format, which server it is; settled here for run().
 	if (!options.push_url.empty()) {
 		PushConfig push = push_config(options);
 		if (Status target = resolve_push_target(push); !target.ok())
-			return target.error();
+			return target;
 		// The auth file is read once, here, before anything loads.
 		push.headers.clear();
 		if (Status files = load_push_files(push, options.push_auth_file); !files.ok())
-			return files.error();
+			return files;
 		options.push_auth_headers = push.headers;
 		if (!push.headers.empty() && push.url.starts_with("http://"))
 			notes.push_back("--push-auth-file: its credentials go to " + url_for_humans(push.url) +
@@ -152,7 +153,7 @@ std::string check_against_machine(Options &options, const MapPlan &plan, std::ve
 	// one beyond what the machine has fails, or reclaims its page cache first.
 	MapMemoryVerdict map_cost = judge_map_memory(plan.sizes, available_memory());
 	if (!map_cost.status.ok())
-		return map_cost.status.error();
+		return map_cost.status;
 	if (!map_cost.warning.empty())
 		notes.push_back(map_cost.warning);
 	if (options.frequency) {
@@ -161,10 +162,10 @@ std::string check_against_machine(Options &options, const MapPlan &plan, std::ve
 		if (read_whole_file("/proc/sys/kernel/perf_event_max_sample_rate", text))
 			max_rate = std::strtoull(text.c_str(), nullptr, 10);
 		if (max_rate && options.frequency > max_rate)
-			return "-f " + std::to_string(options.frequency) + " is above the kernel's limit of " +
-			       std::to_string(max_rate) + " Hz (kernel.perf_event_max_sample_rate)";
+			return Error("-f " + std::to_string(options.frequency) + " is above the kernel's limit of " +
+				     std::to_string(max_rate) + " Hz (kernel.perf_event_max_sample_rate)");
 	}
-	return "";
+	return {};
 }
 
 // Blocks SIGINT and SIGTERM, which wait_for_end then takes: a signal sent at any moment
@@ -259,12 +260,12 @@ int run(const Options &options, const MapPlan &plan)
 int main(int argc, char **argv)
 {
 	std::ios::sync_with_stdio(false);
-	auto parsed = parse_options(argc, argv);
-	if (auto *usage = std::get_if<UsageError>(&parsed)) {
-		diagnostics::say("%s (see profile --help)", usage->message.c_str());
+	Result<Options> parsed = parse_options(argc, argv);
+	if (!parsed.ok()) {
+		diagnostics::say("%s (see profile --help)", parsed.error().c_str());
 		return 2;
 	}
-	Options &options = std::get<Options>(parsed);
+	Options &options = *parsed;
 	if (options.help) {
 		std::cout << help_text();
 		return 0;
@@ -276,8 +277,8 @@ int main(int argc, char **argv)
 	// The maps' sizes, decided once: judged here for their memory, made so by the sampler.
 	const MapPlan plan = plan_maps(options);
 	std::vector<std::string> notes;
-	if (std::string wrong = check_against_machine(options, plan, notes); !wrong.empty()) {
-		diagnostics::say("%s", wrong.c_str());
+	if (Status machine = check_against_machine(options, plan, notes); !machine.ok()) {
+		diagnostics::say("%s", machine.error().c_str());
 		return 2;
 	}
 	for (const std::string &note : notes)

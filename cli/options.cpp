@@ -1,5 +1,5 @@
 // cli/options.cpp: the command line (doc/cli.md says why it is so): one table of options
-// drives the parse, the errors and --help; each bad value is one UsageError line.
+// drives the parse, the errors and --help; each bad value is one usage error line.
 #include "cli/options.h"
 
 #include <getopt.h>
@@ -12,7 +12,7 @@
 
 namespace {
 
-const std::string ok;
+const Status ok;
 
 // Whole-string unsigned decimal in [min, max], or nothing.
 std::optional<uint64_t> parse_number(std::string_view text, uint64_t min, uint64_t max)
@@ -78,18 +78,18 @@ bool app_name(std::string_view text)
 	});
 }
 
-std::string push_header(Options &o, OptionsGiven &, const OptionValue &v)
+Status push_header(Options &o, OptionsGiven &, const OptionValue &v)
 {
 	// The value is not quoted back: it may be a secret.
 	if (Status header = check_push_header(v.text); !header.ok())
-		return "invalid --push-header: " + header.error();
+		return Error("invalid --push-header: " + header.error());
 	// Whatever is typed here is in /proc/PID/cmdline, for every user to read.
 	std::string name(v.text.substr(0, v.text.find(':')));
 	std::string lower = name;
 	std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
 	if (lower == "authorization" || lower == "proxy-authorization" || lower == "cookie")
-		return "--push-header " + name + ": a secret on the command line, where every user can read it (ps, "
-		       "/proc/PID/cmdline): put it in --push-auth-file";
+		return Error("--push-header " + name + ": a secret on the command line, where every user can read it "
+			     "(ps, /proc/PID/cmdline): put it in --push-auth-file");
 	o.push_headers.emplace_back(v.text);
 	return ok;
 }
@@ -393,9 +393,10 @@ std::string expected_text(const OptionSpec &spec)
 			   std::to_string(spec.min) + " to " + std::to_string(spec.max));
 }
 
-// Reads one option's value by its kind; "" when it is good, else the usage error.
-std::string read_value(const OptionSpec &spec, std::string_view arg, OptionValue &value)
+// Reads one option's value by its kind, or says the usage error.
+Result<OptionValue> read_value(const OptionSpec &spec, std::string_view arg)
 {
+	OptionValue value;
 	value.text = arg;
 	bool good = true;
 	switch (spec.kind) {
@@ -425,20 +426,21 @@ std::string read_value(const OptionSpec &spec, std::string_view arg, OptionValue
 		break;
 	}
 	if (good)
-		return "";
-	return "invalid value '" + std::string(arg) + "' for " + display_name(spec) + ": expected " + expected_text(spec);
+		return value;
+	return Error("invalid value '" + std::string(arg) + "' for " + display_name(spec) + ": expected " +
+		     expected_text(spec));
 }
 
 // The checks of options against each other, once every one has been read; settles what
 // depends on more than one.
-std::string check_combinations(Options &options, const OptionsGiven &given)
+Status check_combinations(Options &options, const OptionsGiven &given)
 {
 	if (given.user_only && given.kernel_only)
-		return "-U and -K cannot be used together: -U keeps only user stacks, -K only kernel stacks";
+		return Error("-U and -K cannot be used together: -U keeps only user stacks, -K only kernel stacks");
 	if (given.frequency && given.count)
-		return "-f and -c cannot be used together: sample by frequency or by event count";
+		return Error("-f and -c cannot be used together: sample by frequency or by event count");
 	if (!options.pids.empty() && !options.tids.empty())
-		return "-p and -L cannot be used together";
+		return Error("-p and -L cannot be used together");
 	if (given.count)
 		options.frequency = 0;
 	// --agent: what a continuous agent wants, where the command line does not say otherwise.
@@ -448,25 +450,26 @@ std::string check_combinations(Options &options, const OptionsGiven &given)
 		if (!given.interval)
 			options.interval_s = 15;
 		if (!options.pids.empty() || !options.tids.empty())
-			return "--agent samples the whole machine: -p and -L cannot be used with it (--cgroup can)";
+			return Error("--agent samples the whole machine: -p and -L cannot be used with it "
+				     "(--cgroup can)");
 	}
 	if (!options.push_url.empty() && !options.interval_s)
-		return "--push sends one window every --interval seconds: give --interval (or --agent)";
+		return Error("--push sends one window every --interval seconds: give --interval (or --agent)");
 	if (options.push_format != PushFormat::Auto && options.push_url.empty())
-		return "--push-format says how to --push: give --push URL too";
+		return Error("--push-format says how to --push: give --push URL too");
 	for (auto [given_too, name] : {std::pair{!options.push_headers.empty(), "--push-header"},
 				       {!options.push_auth_file.empty(), "--push-auth-file"},
 				       {!options.push_ca.empty(), "--push-ca"},
 				       {!options.push_cert.empty(), "--push-cert"},
 				       {!options.push_key.empty(), "--push-key"}})
 		if (given_too && options.push_url.empty())
-			return std::string(name) + " is for --push: give --push URL too";
+			return Error(std::string(name) + " is for --push: give --push URL too");
 	if (options.push_cert.empty() != options.push_key.empty())
-		return "--push-cert and --push-key go together: the client certificate and its key";
+		return Error("--push-cert and --push-key go together: the client certificate and its key");
 	if (!options.push_url.empty() && options.push_url.starts_with("http://") &&
 	    !(options.push_ca + options.push_cert).empty())
-		return std::string(options.push_ca.empty() ? "--push-cert" : "--push-ca") +
-		       " is for an https:// --push URL";
+		return Error(std::string(options.push_ca.empty() ? "--push-cert" : "--push-ca") +
+			     " is for an https:// --push URL");
 	// Report titles and pprof comments carry the command line: never the URL's password.
 	if (options.push_url.find('@') != std::string::npos)
 		if (std::string shown = url_for_humans(options.push_url); shown != options.push_url)
@@ -479,7 +482,7 @@ std::string check_combinations(Options &options, const OptionsGiven &given)
 	// -o's extension names: what the user typed to choose it beats what a file name
 	// suggests. -E also puts the process id in the root frames of --format svg.
 	if (given.format && given.folded_flag && *given.format != ReportFormat::Folded)
-		return "--folded and --format " + given.format_name + " name two formats: give one";
+		return Error("--folded and --format " + given.format_name + " name two formats: give one");
 	if (given.format)
 		options.format = *given.format;
 	else if (given.folded)
@@ -487,15 +490,16 @@ std::string check_combinations(Options &options, const OptionsGiven &given)
 	else if (!options.output_path.empty()) {
 		auto by_extension = format_from_path(options.output_path);
 		if (!by_extension)
-			return "cannot tell the format of '" + options.output_path +
-			       "' from its extension (.svg, .pb.gz, .folded, .txt): add --format stacks|folded|svg|pprof";
+			return Error("cannot tell the format of '" + options.output_path +
+				     "' from its extension (.svg, .pb.gz, .folded, .txt): add --format "
+				     "stacks|folded|svg|pprof");
 		options.format = *by_extension;
 	}
 	if (options.interval_s && options.output_path.empty() && options.push_url.empty() &&
 	    options.format == ReportFormat::Pprof)
-		return "--interval with --format pprof writes one file per window: give -o with strftime fields (-o "
-		       "'cpu-%Y%m%dT%H%M%S.pb.gz') or --push";
-	return "";
+		return Error("--interval with --format pprof writes one file per window: give -o with strftime "
+			     "fields (-o 'cpu-%Y%m%dT%H%M%S.pb.gz') or --push");
+	return {};
 }
 
 // --help's lines are at most this wide.
@@ -611,7 +615,7 @@ std::vector<OptionRow> option_rows()
 	return rows;
 }
 
-std::variant<Options, UsageError> parse_options(int argc, char **argv)
+Result<Options> parse_options(int argc, char **argv)
 {
 	Options options;
 	OptionsGiven given;
@@ -637,15 +641,15 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 	int opt;
 	while ((opt = getopt_long(argc, argv, short_options.c_str(), long_options.data(), nullptr)) != -1) {
 		if (opt == ':')
-			return UsageError{"option " + std::string(argv[optind - 1]) + " needs a value"};
+			return Error("option " + std::string(argv[optind - 1]) + " needs a value");
 		const OptionSpec *spec = opt == '?' ? nullptr : spec_of(opt);
 		if (!spec)
-			return UsageError{"unknown option '" + std::string(argv[optind - 1]) + "'"};
-		OptionValue value;
-		if (std::string wrong = read_value(*spec, optarg ? optarg : "", value); !wrong.empty())
-			return UsageError{wrong};
-		if (std::string wrong = spec->set(options, given, value); !wrong.empty())
-			return UsageError{wrong};
+			return Error("unknown option '" + std::string(argv[optind - 1]) + "'");
+		Result<OptionValue> value = read_value(*spec, optarg ? optarg : "");
+		if (!value.ok())
+			return Error(value.error());
+		if (Status set = spec->set(options, given, *value); !set.ok())
+			return Error(set.error());
 		if (options.help || options.version)
 			return options;
 	}
@@ -653,16 +657,16 @@ std::variant<Options, UsageError> parse_options(int argc, char **argv)
 	if (optind < argc) {
 		auto seconds = parse_number(argv[optind], 1, 100000000);
 		if (!seconds)
-			return UsageError{"invalid duration '" + std::string(argv[optind]) +
-					  "': expected whole seconds, at least 1"};
+			return Error("invalid duration '" + std::string(argv[optind]) +
+				     "': expected whole seconds, at least 1");
 		options.duration_s = *seconds;
 		optind++;
 	}
 	if (optind < argc)
-		return UsageError{"unexpected argument '" + std::string(argv[optind]) +
-				  "' (the duration is the only positional argument)"};
-	if (std::string wrong = check_combinations(options, given); !wrong.empty())
-		return UsageError{wrong};
+		return Error("unexpected argument '" + std::string(argv[optind]) +
+			     "' (the duration is the only positional argument)");
+	if (Status combined = check_combinations(options, given); !combined.ok())
+		return Error(combined.error());
 	return options;
 }
 

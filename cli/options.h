@@ -3,11 +3,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <variant>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "push/push.h"
 #include "sampler/config.h"
 #include "report/delivery.h"
@@ -42,14 +42,10 @@ struct Options : SamplerConfig {
 	bool operator==(const Options &) const = default;
 };
 
-// A usage error: one line for stderr, exit status 2.
-struct UsageError {
-	std::string message;
-};
-
-// Returns Options, or the usage error that makes the command line unusable.
-// Checks values and combinations only; whether a PID exists is the caller's question.
-std::variant<Options, UsageError> parse_options(int argc, char **argv);
+// Returns Options, or the usage error that makes the command line unusable (one line for
+// stderr, exit status 2). Checks values and combinations only; whether a PID exists is
+// the caller's question.
+Result<Options> parse_options(int argc, char **argv);
 
 // --help, written from the option table: README.md's Options block is this text, and
 // tests/test_install.cpp holds both it and profile(8) to the table.
@@ -111,8 +107,8 @@ struct OptionSpec {
 	// The value that changes nothing, typed as the option takes it; nullptr when there is
 	// none to type (--app's host name). tests/test_cli_options.cpp parses it.
 	const char *default_value = nullptr;
-	// Stores the value; "" or a whole usage error.
-	std::string (*set)(Options &, OptionsGiven &, const OptionValue &) = nullptr;
+	// Stores the value; ok, or a whole usage error.
+	Status (*set)(Options &, OptionsGiven &, const OptionValue &) = nullptr;
 };
 
 const std::vector<OptionSpec> &option_table();

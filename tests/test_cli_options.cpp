@@ -7,7 +7,7 @@
 
 namespace {
 
-std::variant<Options, UsageError> parse(std::vector<std::string> args)
+Result<Options> parse(std::vector<std::string> args)
 {
 	args.insert(args.begin(), "profile");
 	std::vector<char *> argv;
@@ -19,17 +19,17 @@ std::variant<Options, UsageError> parse(std::vector<std::string> args)
 
 Options ok(std::vector<std::string> args)
 {
-	auto parsed = parse(args);
-	if (auto *e = std::get_if<UsageError>(&parsed))
-		FAIL("unexpected usage error: " << e->message);
-	return std::get<Options>(parsed);
+	Result<Options> parsed = parse(args);
+	if (!parsed.ok())
+		FAIL("unexpected usage error: " << parsed.error());
+	return std::move(parsed).value();
 }
 
 std::string error(std::vector<std::string> args)
 {
-	auto parsed = parse(args);
-	REQUIRE(std::holds_alternative<UsageError>(parsed));
-	return std::get<UsageError>(parsed).message;
+	Result<Options> parsed = parse(args);
+	REQUIRE(!parsed.ok());
+	return parsed.error();
 }
 
 } // namespace
