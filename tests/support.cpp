@@ -25,13 +25,22 @@
 
 namespace {
 
-// In the child after fork: runs argv, or exits 127.
-[[noreturn]] void exec_argv(const std::vector<std::string> &argv)
+// argv as execv takes it, made before the fork: until it execs, the child of a process
+// with threads may call only what is async-signal-safe. Another thread may hold a lock at
+// the fork, and the child then waits for it forever: once, under ASan, a child spun in the
+// allocator's lock while building this list, and its test waited with it.
+std::vector<char *> exec_args(const std::vector<std::string> &argv)
 {
 	std::vector<char *> args;
 	for (const std::string &a : argv)
 		args.push_back(const_cast<char *>(a.c_str()));
 	args.push_back(nullptr);
+	return args;
+}
+
+// In the child after fork: runs args, or exits 127.
+[[noreturn]] void exec_child(const std::vector<char *> &args)
+{
 	execv(args[0], args.data());
 	_exit(127);
 }
@@ -121,13 +130,14 @@ PipedProcess::PipedProcess(const std::vector<std::string> &argv, uid_t as_uid)
 		close(out[1]);
 		return;
 	}
+	const std::vector<char *> args = exec_args(argv);
 	pid_ = fork();
 	if (pid_ == 0) {
 		dup2(out[1], 1);
 		dup2(err[1], 2);
 		if (as_uid && (setgid(as_uid) || setuid(as_uid)))
 			_exit(126);
-		exec_argv(argv);
+		exec_child(args);
 	}
 	close(out[1]);
 	close(err[1]);
@@ -189,6 +199,7 @@ Background::Background(const std::vector<std::string> &argv, int cpu)
 	int out[2];
 	if (pipe2(out, O_CLOEXEC))
 		return;
+	const std::vector<char *> args = exec_args(argv);
 	pid_ = fork();
 	if (pid_ == 0) {
 		dup2(out[1], 1);
@@ -198,7 +209,7 @@ Background::Background(const std::vector<std::string> &argv, int cpu)
 			CPU_SET(cpu, &set);
 			sched_setaffinity(0, sizeof(set), &set);
 		}
-		exec_argv(argv);
+		exec_child(args);
 	}
 	close(out[1]);
 	out_ = out[0];
