@@ -289,6 +289,8 @@ void WindowCutter::start()
 	window_->start_mono = clock_ns(CLOCK_MONOTONIC);
 	if (options_.interval_s)
 		next_cut_ = window_->start_mono + int64_t(options_.interval_s) * 1000000000;
+	if (options_.duration_s)
+		run_end_ = window_->start_mono + int64_t(*options_.duration_s) * 1000000000;
 }
 
 void WindowCutter::add(const RawProfile &batch)

@@ -124,7 +124,9 @@ public:
 	void start();
 	int64_t start_mono() const { return window_->start_mono; }
 	void add(const RawProfile &batch);
-	bool due(int64_t now_mono) const { return now_mono >= next_cut_; }
+	// A cut at or past the run's end is not due: the end closes that window (else a check
+	// of the clock a microsecond later than wait_for_end's made one more, nearly empty).
+	bool due(int64_t now_mono) const { return now_mono >= next_cut_ && next_cut_ < run_end_; }
 	// Ends the window: names its samples, sends its report (with --interval), starts the
 	// next.
 	void close(int64_t end_mono, int64_t end_real);
@@ -164,6 +166,7 @@ private:
 	Profile profile_;
 	uint64_t closed_ = 0;
 	int64_t next_cut_ = INT64_MAX;
+	int64_t run_end_ = INT64_MAX; // with a duration: start_mono + the duration
 	double cpu_ms_sum_ = 0, cpu_ms_max_ = 0;
 };
 
