@@ -212,8 +212,8 @@ TEST_CASE("whole machine: a file first met in a process already gone gets its ta
 	REQUIRE(samples > 60);
 	std::smatch waited;
 	REQUIRE(std::regex_search(r.err, waited, std::regex("([0-9]+) for a file's object")));
-	MESSAGE(waited[1] << " walks waited for a file's object; the copies had " << samples << " samples");
-	CHECK(std::stoull(waited[1]) * 5 < samples);
+	CHECK_MESSAGE(std::stoull(waited[1]) * 5 < samples,
+		      waited[1] << " walks waited for a file's object; the copies had " << samples << " samples");
 }
 
 TEST_CASE("whole machine: samples taken while a new program's table is built are kept raw and reach their roots")
