@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -268,12 +269,16 @@ void Unwinder::Impl::answer_file(const unwind_file &file, const unwind_file_seen
 		// Gone already: in a build most processes live milliseconds, less than a tick, and
 		// asking each next one of the same program would never get its file. The path is
 		// in the history's records of the mapping; ask() opens it if it is still that file.
+		// A file deleted or replaced since is not there by its path: a live process that
+		// maps it must ask (else its object would be marked as having no table for good).
 		const ProcessImage *image = history.image_at(seen.pid, UINT64_MAX);
 		const MapEntry *known = image ? image->find(seen.start) : nullptr;
-		if (!known || known->inode != file.inode || kernel_dev(*known) != file.dev || known->path.empty())
+		struct stat st;
+		if (!known || known->inode != file.inode || kernel_dev(*known) != file.dev || known->path.empty() ||
+		    known->deleted || stat(known->path.c_str(), &st) != 0 || st.st_ino != file.inode ||
+		    major(st.st_dev) != known->dev_major || minor(st.st_dev) != known->dev_minor)
 			return; // the walk asks again if another process maps it
 		m.path = known->path;
-		m.deleted = known->deleted;
 	}
 	if (uint32_t object = object_of(seen.pid, m))
 		ask(object);
