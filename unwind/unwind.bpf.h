@@ -912,7 +912,7 @@ static __always_inline int exec_mapping(__u64 prot, long ret, __u64 at)
  * libraries, dlopen, JIT compilers): hooked at the raw syscall-exit tracepoint, which needs
  * BTF only. The syscalls' own tracepoints (syscalls/sys_exit_mmap) need tracefs mounted to
  * attach, and on a machine without it the kernel followed no process at all; fexit on the
- * syscalls' functions is refused under some kernels' lockdown. Every syscall passes
+ * syscalls' functions was refused at load (EPERM) on a kernel profile runs on. Every syscall passes
  * through this one, as it passed through those (the kernel's syscall tracepoints are
  * built on it): only mmap and mprotect do more than compare a number. Their arguments are
  * those the syscall was entered with, in its saved registers: prot in rdx, mprotect's
