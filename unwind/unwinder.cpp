@@ -274,8 +274,8 @@ void Unwinder::Impl::answer_file(const unwind_file &file, const unwind_file_seen
 		const ProcessImage *image = history.image_at(seen.pid, UINT64_MAX);
 		const MapEntry *known = image ? image->find(seen.start) : nullptr;
 		struct stat st;
-		if (!known || known->inode != file.inode || kernel_dev(*known) != file.dev || known->path.empty() ||
-		    known->deleted || stat(known->path.c_str(), &st) != 0 || st.st_ino != file.inode ||
+		if (!known || known->inode != file.inode || kernel_dev(*known) != file.dev ||
+		    stat(known->path.c_str(), &st) != 0 || st.st_ino != file.inode ||
 		    major(st.st_dev) != known->dev_major || minor(st.st_dev) != known->dev_minor)
 			return; // the walk asks again if another process maps it
 		m.path = known->path;
