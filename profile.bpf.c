@@ -7,6 +7,7 @@
 #include <bpf/bpf_tracing.h>
 #include "profile.h"
 
+#define ENOENT 2
 #define EFAULT 14
 #define ENOMEM 12
 #define EEXIST 17

@@ -48,6 +48,9 @@ struct sample_stats {
 	 * process's mappings were not known yet; a file had no object yet (user space was asked
 	 * for it); its object's table was being built. */
 	__u64 waited_process, waited_file, waited_building;
+	/* Executable areas a walk met that its process's list lacked, and added
+	 * (learn_mapping): the libraries a new process maps, dlopen, JIT code. */
+	__u64 areas_learned;
 };
 
 /* The most --cgroup groups the program checks a task against: one slot each in its

@@ -80,8 +80,8 @@ std::string errno_text(int err)
 // The programs through which the kernel keeps processes' mappings for the table walk.
 std::vector<bpf_program *> hooks(const profile_bpf &skel)
 {
-	return {skel.progs.on_exec, skel.progs.on_fork, skel.progs.on_exit, skel.progs.on_syscall_exit,
-		skel.progs.python_on_exec, skel.progs.python_on_exit};
+	return {skel.progs.on_exec, skel.progs.on_fork, skel.progs.on_exit, skel.progs.python_on_exec,
+		skel.progs.python_on_exit};
 }
 
 // Opens the skeleton and sets what the options and the plan's sizes decide, ready to load.
@@ -437,9 +437,11 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 	impl_->unwinding = sizes.unwinding;
 	impl_->depth = sizes.depth;
 	impl_->can_drain = sizes.generations > 1;
-	// The kernel keeps the mappings of new processes where it can hook exec, fork and mmap;
-	// elsewhere user space sends them, later.
-	bool follow = impl_->unwinding && !getenv("PROFILE_NO_KERNEL_MAPPINGS");
+	// The kernel keeps the mappings of new processes where it can hook exec, fork and exit;
+	// elsewhere user space sends them, later. -p and -L sample processes running now, whose
+	// mappings user space sends and follows: no hook runs for the machine's other processes.
+	bool follow = impl_->unwinding && options.pids.empty() && options.tids.empty() &&
+		      !getenv("PROFILE_NO_KERNEL_MAPPINGS");
 	// The maps and the hooks first; the walk's sampling program is verified on a thread
 	// (finish_load). Where the hooks load, this kernel takes maps allocated as keys arrive;
 	// before 6.1 a perf_event program may refuse them though the hooks took them: there,
@@ -665,6 +667,7 @@ void add_stats(sample_stats &sum, const sample_stats &s)
 	sum.waited_process += s.waited_process;
 	sum.waited_file += s.waited_file;
 	sum.waited_building += s.waited_building;
+	sum.areas_learned += s.areas_learned;
 }
 
 sample_stats Sampler::Impl::tally(uint32_t generation, bool reset) const

@@ -1,7 +1,8 @@
 /* unwind/unwind.bpf.h: the kernel half of the table unwinder, included by profile.bpf.c:
  * the maps that hold processes' executable mappings, files' objects and their tables; the
- * walk of a user stack from those tables (walk_user_stack); and the hooks through which the
- * kernel keeps the mappings (exec, fork, mmap, mprotect, exit).
+ * walk of a user stack from those tables (walk_user_stack); and how the kernel keeps the
+ * mappings: hooks at exec, fork and exit, and the walk itself, which asks for an area it
+ * does not know (learn_mapping).
  *
  * It uses what profile.bpf.c declares before including it: the rodata settings
  * (unwind_mode, max_depth, pid_namespace, filter_pids), the pids map, struct stored_stack, hash_frame and the
@@ -10,12 +11,13 @@
 #define UNWIND_BPF_H
 
 /* What the walk knows of processes' executable mappings, kept in the kernel: user space
- * sends those of processes already running when profile starts, and the hooks below keep
- * them from then on (exec, fork, mmap, exit), so a new process of a known binary unwinds
- * from its first sample with no round trip through user space. The walk looks a pc up in
- * this copy, not with bpf_find_vma or the task's VMA iterator: both take the mmap lock
- * and, in the timer's interrupt, leave its release to an irq_work that can be queued once
- * per interrupt (the iterator is refused there outright). */
+ * sends those of processes already running when profile starts; from then on the exec and
+ * fork hooks start each new process's list, and the walk adds the areas mapped later
+ * (learn_mapping), so a new process of a known binary unwinds from its first samples with
+ * no round trip through user space and no program on the mmap path. The walk looks a pc up
+ * in this copy, and asks bpf_find_vma only for what it lacks: that takes the mmap lock and,
+ * in the timer's interrupt, leaves its release to an irq_work that can be queued once per
+ * interrupt (the task's VMA iterator is refused there outright). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
@@ -128,6 +130,154 @@ struct raw_resume {
 	__u32 n;
 };
 
+/* ---- The mappings of processes, kept by the kernel (see unwind_processes) ---- */
+
+#define VM_EXEC 0x00000004
+
+/* Whether the hooks follow this process: every process, unless -p names some. Under a PID
+ * namespace of its own profile keys processes by that namespace's ids, which these hooks
+ * do not translate: user space sends the mappings there. */
+static __always_inline bool follows(__u32 tgid)
+{
+	if (unwind_mode == UNWIND_FP || pid_namespace)
+		return false;
+	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+}
+
+/* A mapping being added: the mapping, the list it goes into, and where. */
+struct insert {
+	struct unwind_process *proc;
+	struct unwind_mapping m;
+	__u32 kept, at;
+};
+
+/* Keeps mapping i unless the new one overlaps it (an entry of what was mapped there
+ * before), compacting the list in place. */
+static long keep_step(__u32 i, struct insert *ins)
+{
+	struct unwind_process *proc = ins->proc;
+	struct unwind_mapping *m;
+
+	if (i >= proc->count || i >= UNWIND_MAX_MAPPINGS)
+		return 1;
+	m = &proc->mappings[i & (UNWIND_MAX_MAPPINGS - 1)];
+	if (m->start < ins->m.end && ins->m.start < m->end)
+		return 0;
+	if (m->start < ins->m.start)
+		ins->at = ins->kept + 1;
+	if (ins->kept != i)
+		proc->mappings[ins->kept & (UNWIND_MAX_MAPPINGS - 1)] = *m;
+	ins->kept++;
+	return 0;
+}
+
+/* Moves mapping (kept - 1 - i) one place up, from the end down to `at`. */
+static long shift_step(__u32 i, struct insert *ins)
+{
+	struct unwind_process *proc = ins->proc;
+	__u32 from = ins->kept - 1 - i;
+
+	if (i >= ins->kept || from < ins->at || from + 1 >= UNWIND_MAX_MAPPINGS)
+		return 1;
+	proc->mappings[(from + 1) & (UNWIND_MAX_MAPPINGS - 1)] = proc->mappings[from & (UNWIND_MAX_MAPPINGS - 1)];
+	return 0;
+}
+
+/* A zeroed list, the value an exec starts from (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_process);
+	__uint(max_entries, 1);
+} empty_process SEC(".maps");
+
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __weak __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
+
+/* The list's entry for an area of the mm. The pointers (file, inode, superblock) are read
+ * with BPF_CORE_READ rather than followed as trusted BTF pointers: the verifier checks each
+ * load of a BTF pointer field by a search of the kernel's BTF by name, and in the exec hook's
+ * loop of areas those searches were most of the program's load time. */
+static __always_inline void describe_mapping(struct unwind_mapping *m, struct vm_area_struct *vma)
+{
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+	__u64 offset = vma->vm_pgoff << 12;
+
+	m->start = vma->vm_start;
+	m->end = vma->vm_end;
+	m->inode = 0;
+	m->dev = 0;
+	m->offset = 0;
+	if (file && offset <= 0xffffffffULL) {
+		m->inode = BPF_CORE_READ(file, f_inode, i_ino);
+		m->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+		m->offset = offset;
+	}
+}
+
+/* What bpf_find_vma found at an address: the area, when it is executable. */
+struct found_area {
+	struct unwind_mapping m;
+	bool exec;
+};
+
+static long found_area_step(struct task_struct *task, struct vm_area_struct *vma, struct found_area *found)
+{
+	found->exec = (vma->vm_flags & VM_EXEC) != 0;
+	if (found->exec)
+		describe_mapping(&found->m, vma);
+	return 0;
+}
+
+/* How learn_mapping went. */
+enum learned {
+	LEARNED,  /* the area is code: in the list now, and in *m */
+	NOT_CODE, /* no area, or not executable */
+	LATER,    /* not now: the list is being rewritten, or the lookup is taken this interrupt */
+};
+
+/* Puts the executable area of the sampled task at `at` into process tgid's list, which
+ * lacks it, when the list is still at `*seq` (the sequence the walk began with): the
+ * libraries ld.so maps after an exec, dlopen, JIT code. This is how the kernel follows
+ * mappings after an exec, with no program on the mmap path: the first sample that runs a
+ * new area asks for it. bpf_find_vma takes the mmap lock by a trylock, and in the timer's
+ * interrupt leaves its release to an irq_work that can be queued once an interrupt: one
+ * area a sample; the next waits as when tables are built (kept raw, walked in user space). */
+static __always_inline enum learned learn_mapping(__u32 tgid, __u64 at, __u32 *seq, struct unwind_mapping *m)
+{
+	struct found_area found = {};
+	struct insert ins = {};
+	struct unwind_process *proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	long err;
+
+	if (!proc || proc->seq != *seq)
+		return LATER;
+	err = bpf_find_vma(bpf_get_current_task_btf(), at, found_area_step, &found, 0);
+	if (err == -ENOENT || (err == 0 && !found.exec))
+		return NOT_CODE;
+	if (err)
+		return LATER;
+	/* One writer at a time: seq odd while the list changes, and a walk that began before
+	 * (on another CPU) does not trust what it found in it. */
+	if (__sync_val_compare_and_swap(&proc->seq, *seq, *seq + 1) != *seq)
+		return LATER;
+	ins.proc = proc;
+	ins.m = found.m;
+	bpf_loop(UNWIND_MAX_MAPPINGS, keep_step, &ins, 0);
+	if (ins.kept < UNWIND_MAX_MAPPINGS) {
+		bpf_loop(UNWIND_MAX_MAPPINGS, shift_step, &ins, 0);
+		if (ins.at < UNWIND_MAX_MAPPINGS)
+			proc->mappings[ins.at & (UNWIND_MAX_MAPPINGS - 1)] = ins.m;
+		ins.kept++;
+	}
+	proc->count = ins.kept;
+	*seq += 2;
+	proc->seq = *seq;
+	*m = found.m;
+	return LEARNED;
+}
+
 #define WAITED_PROCESS 1
 #define WAITED_FILE 2
 #define WAITED_BUILDING 3
@@ -139,10 +289,12 @@ struct walk {
 	__u32 map_offset, object;
 	__u32 pid;
 	__u32 n;
+	__u32 seq; /* of the process's list when the walk began, and after its own changes */
 	struct stack_hash hash; /* of the frames so far */
 	/* The user addresses the stack window holds: [window_start, window_end). */
 	__u64 window_start, window_end;
 	bool process_known;
+	bool asked_area, learned_area; /* learn_mapping was tried (one area a sample); it added one */
 	bool pending, fp_no_table, cut, done;
 	__u8 waited; /* why it is pending: WAITED_* */
 	struct python_walk py; /* python/python.bpf.h: interpreter frames in eval frames' places */
@@ -193,6 +345,15 @@ static long search_step(__u32 index, struct search *s)
 	return 0;
 }
 
+/* The walk's pcs are in mapping m from now on. */
+static __always_inline void enter_mapping(struct walk *w, struct unwind_mapping *m)
+{
+	w->map_start = m->start;
+	w->map_end = m->end;
+	w->map_offset = m->offset;
+	w->object = object_of_file(w->pid, m);
+}
+
 /* Finds the executable mapping of the process holding pc; false when none does. */
 static __always_inline bool find_mapping(struct walk *w, __u64 pc)
 {
@@ -209,10 +370,7 @@ static __always_inline bool find_mapping(struct walk *w, __u64 pc)
 	m = &proc->mappings[s.lo & (UNWIND_MAX_MAPPINGS - 1)];
 	if (pc < m->start || pc >= m->end)
 		return false;
-	w->map_start = m->start;
-	w->map_end = m->end;
-	w->map_offset = m->offset;
-	w->object = object_of_file(w->pid, m);
+	enter_mapping(w, m);
 	return true;
 }
 
@@ -430,25 +588,30 @@ static long walk_step(__u32 index, struct walk *w)
 	/* A caller's pc is a return address: the call is the byte before it, which may
 	 * belong to another function's rules (a call that ends a function). */
 	lookup = index == 0 ? w->pc : w->pc - 1;
-	if (lookup < w->map_start || lookup >= w->map_end) {
-		if (!find_mapping(w, lookup)) {
-			w->map_end = 0;
-			if (!w->process_known) {
-				w->waited = WAITED_PROCESS;
-				goto pending;
-			} else if (index > 0) {
-				/* Not code this process has mapped executable: what a frame-pointer walk
-				 * through code without frame pointers reads. */
-				w->cut = true;
-				return 1;
-			} else {
-				/* A leaf in a mapping the list lacks (made while user space sent the list):
-				 * user space is asked to send it again. */
-				__u8 one = 1;
+	if ((lookup < w->map_start || lookup >= w->map_end) && !find_mapping(w, lookup)) {
+		struct unwind_mapping learned;
+		enum learned how = LATER;
 
-				bpf_map_update_elem(&wanted_processes, &w->pid, &one, BPF_NOEXIST);
-				w->fp_no_table = true;
-			}
+		w->map_end = 0;
+		if (w->process_known && !w->asked_area) {
+			w->asked_area = true;
+			how = learn_mapping(w->pid, lookup, &w->seq, &learned);
+		}
+		if (how == LEARNED) {
+			w->learned_area = true;
+			enter_mapping(w, &learned);
+		} else if (!w->process_known || how == LATER) {
+			w->waited = WAITED_PROCESS;
+			goto pending;
+		} else if (index > 0) {
+			/* Not code this process has mapped executable: what a frame-pointer walk
+			 * through code without frame pointers reads. */
+			w->cut = true;
+			return 1;
+		} else {
+			/* A leaf outside every executable area: the vsyscall page, code unmapped
+			 * since the sample was taken. */
+			w->fp_no_table = true;
 			goto fp;
 		}
 	}
@@ -579,7 +742,6 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	__u32 user = 1;
 	struct stored_stack *frames;
 	struct unwind_process *proc;
-	__u32 seq = 0;
 
 	/* User addresses are the lower half of the address space, kernel ones the upper. A
 	 * sample taken in the kernel starts from the registers saved on entering it. */
@@ -604,10 +766,10 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	/* Known with no mapping: user space could not read them (gone before it looked). */
 	if (proc) {
-		seq = proc->seq;
-		/* Odd: an mmap on another CPU is rewriting the list; this sample waits like one
-		 * whose tables are being built. */
-		w.process_known = proc->count > 0 && !(seq & 1);
+		w.seq = proc->seq;
+		/* Odd: another CPU is rewriting the list; this sample waits like one whose tables
+		 * are being built. */
+		w.process_known = proc->count > 0 && !(w.seq & 1);
 	} else {
 		__u8 one = 1;
 
@@ -618,7 +780,7 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	/* The list changed under the walk: what it found there may not hold. */
 	if (w.process_known) {
 		proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
-		if (!proc || proc->seq != seq)
+		if (!proc || proc->seq != w.seq)
 			w.cut = true;
 	}
 
@@ -640,6 +802,8 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		w.n++;
 	}
 	*hash = w.hash;
+	if (w.learned_area)
+		st->areas_learned++;
 	/* A stack cut short while its tables were being built counts as waiting for them
 	 * (or, kept raw, as such: take_stacks counts it). */
 	if (w.pending) {
@@ -719,121 +883,6 @@ __noinline __u32 keep_raw(__u32 gen, struct raw_resume *resume)
 	return c.slot + 1;
 }
 
-/* ---- The mappings of processes, kept by the kernel (see unwind_processes) ---- */
-
-#define VM_EXEC 0x00000004
-
-/* Whether the hooks follow this process: every process, unless -p names some. Under a PID
- * namespace of its own profile keys processes by that namespace's ids, which these hooks
- * do not translate: user space sends the mappings there. */
-static __always_inline bool follows(__u32 tgid)
-{
-	if (unwind_mode == UNWIND_FP || pid_namespace)
-		return false;
-	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
-}
-
-/* An mmap in progress: the mapping to add, the list it goes into, and where. */
-struct insert {
-	struct unwind_process *proc;
-	struct unwind_mapping m;
-	__u32 kept, at;
-};
-
-/* Keeps mapping i unless the new one overlaps it (replaced by mmap MAP_FIXED, mprotect,
- * or unmapped earlier at that place), compacting the list in place. */
-static long keep_step(__u32 i, struct insert *ins)
-{
-	struct unwind_process *proc = ins->proc;
-	struct unwind_mapping *m;
-
-	if (i >= proc->count || i >= UNWIND_MAX_MAPPINGS)
-		return 1;
-	m = &proc->mappings[i & (UNWIND_MAX_MAPPINGS - 1)];
-	if (m->start < ins->m.end && ins->m.start < m->end)
-		return 0;
-	if (m->start < ins->m.start)
-		ins->at = ins->kept + 1;
-	if (ins->kept != i)
-		proc->mappings[ins->kept & (UNWIND_MAX_MAPPINGS - 1)] = *m;
-	ins->kept++;
-	return 0;
-}
-
-/* Moves mapping (kept - 1 - i) one place up, from the end down to `at`. */
-static long shift_step(__u32 i, struct insert *ins)
-{
-	struct unwind_process *proc = ins->proc;
-	__u32 from = ins->kept - 1 - i;
-
-	if (i >= ins->kept || from < ins->at || from + 1 >= UNWIND_MAX_MAPPINGS)
-		return 1;
-	proc->mappings[(from + 1) & (UNWIND_MAX_MAPPINGS - 1)] = proc->mappings[from & (UNWIND_MAX_MAPPINGS - 1)];
-	return 0;
-}
-
-/* A zeroed list, the value an exec starts from (too large for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct unwind_process);
-	__uint(max_entries, 1);
-} empty_process SEC(".maps");
-
-extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __weak __ksym;
-extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
-extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
-
-/* The list's entry for an area of the mm. The pointers (file, inode, superblock) are read
- * with BPF_CORE_READ rather than followed as trusted BTF pointers: the verifier checks each
- * load of a BTF pointer field by a search of the kernel's BTF by name, and in the exec hook's
- * loop of areas those searches were most of the program's load time. */
-static __always_inline void describe_mapping(struct unwind_mapping *m, struct vm_area_struct *vma)
-{
-	struct file *file = BPF_CORE_READ(vma, vm_file);
-	__u64 offset = vma->vm_pgoff << 12;
-
-	m->start = vma->vm_start;
-	m->end = vma->vm_end;
-	m->inode = 0;
-	m->dev = 0;
-	m->offset = 0;
-	if (file && offset <= 0xffffffffULL) {
-		m->inode = BPF_CORE_READ(file, f_inode, i_ino);
-		m->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
-		m->offset = offset;
-	}
-}
-
-/* Adds the executable area of the current task's mm that holds `at` to the list (seq odd
- * meanwhile), in order, in place of those it overlaps. In process context, where the mmap
- * lock can be taken. */
-static __always_inline void add_mapping(struct unwind_process *proc, __u64 at)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct bpf_iter_task_vma it;
-	struct vm_area_struct *vma;
-	struct insert ins = {};
-
-	if (bpf_iter_task_vma_new(&it, task, at) == 0 && (vma = bpf_iter_task_vma_next(&it)) &&
-	    (vma->vm_flags & VM_EXEC) && vma->vm_start <= at) {
-		ins.proc = proc;
-		describe_mapping(&ins.m, vma);
-		bpf_iter_task_vma_destroy(&it);
-		proc->seq++;
-		bpf_loop(UNWIND_MAX_MAPPINGS, keep_step, &ins, 0);
-		if (ins.kept < UNWIND_MAX_MAPPINGS) {
-			bpf_loop(UNWIND_MAX_MAPPINGS, shift_step, &ins, 0);
-			if (ins.at < UNWIND_MAX_MAPPINGS)
-				proc->mappings[ins.at & (UNWIND_MAX_MAPPINGS - 1)] = ins.m;
-			ins.kept++;
-		}
-		proc->count = ins.kept;
-		proc->seq++;
-		return;
-	}
-	bpf_iter_task_vma_destroy(&it);
-}
 
 /* A walk over the areas of the current task's mm, one bpf_loop step each (the verifier
  * checks one step): each step takes the area at or after `at`, appends it when it is
@@ -863,7 +912,7 @@ static long scan_step(__u32 index, struct scan *scan)
 }
 
 /* An exec: the new image's binary and its interpreter are mapped; its list starts from
- * them. The libraries ld.so maps come through mmap below. */
+ * them. The libraries ld.so maps are learned by the walk, at their first samples. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -885,49 +934,6 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	bpf_loop(32, scan_step, &scan, 0);
 	proc->count = scan.n; /* scan_step stops at UNWIND_MAX_MAPPINGS */
 	proc->seq++;
-	return 0;
-}
-
-#define PROT_EXEC 0x4
-#define NR_MMAP 9     /* x86-64's syscall numbers */
-#define NR_MPROTECT 10
-
-/* An mmap or mprotect that returned `ret` and asked for `prot`: one that made code
- * executable adds the area at `at` (the mmap's result, the mprotect's start). At the
- * syscall's exit, in process context: the mmap lock is free to take. */
-static __always_inline int exec_mapping(__u64 prot, long ret, __u64 at)
-{
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct unwind_process *proc;
-
-	if (!(prot & PROT_EXEC) || (ret < 0 && ret > -4096) || !follows(tgid))
-		return 0;
-	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
-	if (proc)
-		add_mapping(proc, at);
-	return 0;
-}
-
-/* mmap and mprotect are where code becomes executable after an exec (ld.so mapping
- * libraries, dlopen, JIT compilers): hooked at the raw syscall-exit tracepoint, which needs
- * BTF only. The syscalls' own tracepoints (syscalls/sys_exit_mmap) need tracefs mounted to
- * attach, and on a machine without it the kernel followed no process at all; fexit on the
- * syscalls' functions was refused at load (EPERM) on a kernel profile runs on. Every syscall passes
- * through this one, as it passed through those (the kernel's syscall tracepoints are
- * built on it): only mmap and mprotect do more than compare a number. Their arguments are
- * those the syscall was entered with, in its saved registers: prot in rdx, mprotect's
- * start in rdi. */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret)
-{
-	/* Loads through the tracepoint's own argument, not helper calls: every syscall of the
-	 * machine comes here. */
-	long id = regs->orig_ax;
-
-	if (id == NR_MMAP)
-		return exec_mapping(regs->dx, ret, (__u64)ret);
-	if (id == NR_MPROTECT)
-		return exec_mapping(regs->dx, ret, regs->di);
 	return 0;
 }
 

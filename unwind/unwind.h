@@ -89,8 +89,8 @@ struct unwind_mapping {
 
 /* The executable mappings of a process, sorted by start. User space sends those of a
  * process that was running before profile started; from then on the kernel keeps them
- * (exec empties them, fork copies them, mmap adds one). seq is odd while the kernel
- * rewrites the list. Those past UNWIND_MAX_MAPPINGS are left out. */
+ * (exec starts them, fork copies them, a sample in an area the list lacks adds it). seq is
+ * odd while the kernel rewrites the list. Those past UNWIND_MAX_MAPPINGS are left out. */
 #define UNWIND_MAX_MAPPINGS 256
 struct unwind_process {
 	__u32 count;
