@@ -1,0 +1,90 @@
+// tests/test_sampler_hooks.cpp: what a run attaches beside its sampling events. No program
+// of it may run on the syscall path (sys_enter, sys_exit: every syscall of the machine
+// would pay for it); the table walk hooks a process's exec, fork and exit only where it
+// follows new processes itself.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "tests/support.h"
+
+namespace {
+
+// The tracepoints a process's BPF links are attached to, from its fds' fdinfo.
+std::multiset<std::string> attached_tracepoints(pid_t pid)
+{
+	std::multiset<std::string> names;
+	std::error_code ec;
+	const std::filesystem::path fdinfo = "/proc/" + std::to_string(pid) + "/fdinfo";
+	for (const auto &fd : std::filesystem::directory_iterator(fdinfo, ec)) {
+		std::ifstream in(fd.path());
+		std::string line;
+		while (std::getline(in, line))
+			if (line.starts_with("tp_name:"))
+				names.insert(line.substr(line.find_first_not_of(" \t", 8)));
+	}
+	return names;
+}
+
+// Starts profile with args and returns what it attached once it samples (its header line,
+// "Sampling at ...", comes after the attach).
+std::multiset<std::string> tracepoints_of_run(std::vector<std::string> args)
+{
+	TempDir dir;
+	args.insert(args.end(), {"--folded", "-o", dir / "out.folded", "30"});
+	PipedProcess run(profile_command(args));
+	REQUIRE(run.pid() > 0);
+	std::string line, err;
+	while (!(line = run.read_err_line()).empty() && !line.starts_with("Sampling at"))
+		err += line;
+	INFO("profile's stderr before its header: " << err);
+	REQUIRE(line.starts_with("Sampling at"));
+	std::multiset<std::string> names = attached_tracepoints(run.pid());
+	kill(run.pid(), SIGINT);
+	CHECK(run.wait() == 0);
+	return names;
+}
+
+bool on_syscall_path(const std::string &tracepoint)
+{
+	return tracepoint.starts_with("sys_") || tracepoint.starts_with("syscalls");
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, the whole machine only exec, fork and exit")
+{
+	require_root();
+	SUBCASE("--unwind fp, the whole machine")
+	{
+		const std::multiset<std::string> names = tracepoints_of_run({"--unwind", "fp"});
+		CHECK(names.empty());
+	}
+	SUBCASE("-p: a process running now")
+	{
+		Background target({workload("syscalls"), "30"});
+		const std::multiset<std::string> names = tracepoints_of_run({"-p", std::to_string(target.pid())});
+		CHECK(names.empty());
+	}
+	SUBCASE("--unwind auto, the whole machine")
+	{
+		const std::multiset<std::string> names = tracepoints_of_run({});
+		for (const std::string &name : names) {
+			CAPTURE(name);
+			CHECK_FALSE(on_syscall_path(name));
+			CHECK((name == "sched_process_exec" || name == "sched_process_fork" ||
+			       name == "sched_process_exit"));
+		}
+		// The table walk follows new processes from their exec.
+		CHECK(names.count("sched_process_exec") >= 1);
+	}
+}
+
+} // TEST_SUITE
