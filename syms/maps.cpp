@@ -2,6 +2,7 @@
 #include "syms/maps.h"
 
 #include <linux/magic.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -125,4 +126,17 @@ bool same_file(int fd, const MapEntry &mapping)
 	// record; the inode number still tells.
 	struct statfs fs;
 	return fstatfs(fd, &fs) == 0 && (fs.f_type == BTRFS_SUPER_MAGIC || fs.f_type == OVERLAYFS_SUPER_MAGIC);
+}
+
+std::vector<uint8_t> own_vdso_image()
+{
+	const uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	ProcessMaps own;
+	if (base == 0 || !ProcessMaps::load("/proc/self/maps", own))
+		return {};
+	const MapEntry *entry = own.find(base);
+	if (!entry || entry->path != "[vdso]")
+		return {};
+	const uint8_t *image = reinterpret_cast<const uint8_t *>(entry->start);
+	return std::vector<uint8_t>(image, image + (entry->end - entry->start));
 }

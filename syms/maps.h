@@ -41,3 +41,7 @@ public:
 private:
 	std::vector<MapEntry> entries_;
 };
+
+// This process's own vDSO, as an ELF image (empty when it cannot be found). Every 64-bit
+// process on the machine maps the same one, and it is nowhere on disk.
+std::vector<uint8_t> own_vdso_image();

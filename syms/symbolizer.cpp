@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -95,21 +94,12 @@ bool has_dwarf(const ElfFile &elf)
 	return elf.has_section(".debug_info") || elf.has_section(".zdebug_info");
 }
 
-// This process's own vDSO, as an ELF image. Every 64-bit process on the machine maps
-// the same one, and it is nowhere on disk.
+// This process's own vDSO (own_vdso_image), parsed; size: its size.
 std::unique_ptr<ElfFile> read_own_vdso(uint64_t &size)
 {
-	size = 0;
-	uint64_t base = getauxval(AT_SYSINFO_EHDR);
-	ProcessMaps own;
-	if (base == 0 || !ProcessMaps::load("/proc/self/maps", own))
-		return nullptr;
-	const MapEntry *entry = own.find(base);
-	if (!entry || entry->path != "[vdso]")
-		return nullptr;
-	size = entry->end - entry->start;
-	const uint8_t *image = reinterpret_cast<const uint8_t *>(entry->start);
-	return ElfFile::from_bytes(std::vector<uint8_t>(image, image + size));
+	std::vector<uint8_t> image = own_vdso_image();
+	size = image.size();
+	return image.empty() ? nullptr : ElfFile::from_bytes(std::move(image));
 }
 
 std::string hex(uint64_t value)

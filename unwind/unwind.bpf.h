@@ -209,7 +209,10 @@ static __always_inline void describe_mapping(struct unwind_mapping *m, struct vm
 	m->inode = 0;
 	m->dev = 0;
 	m->offset = 0;
-	if (file && offset <= 0xffffffffULL) {
+	if (!file && (__u64)BPF_CORE_READ(vma, vm_mm, context.vdso) == vma->vm_start) {
+		m->inode = UNWIND_VDSO_INODE;
+		m->dev = (vma->vm_end - vma->vm_start) >> 12;
+	} else if (file && offset <= 0xffffffffULL) {
 		m->inode = BPF_CORE_READ(file, f_inode, i_ino);
 		m->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
 		m->offset = offset;
@@ -611,29 +614,24 @@ static long walk_step(__u32 index, struct walk *w)
 		} else {
 			/* A leaf outside every executable area: the vsyscall page, code unmapped
 			 * since the sample was taken. */
-			w->fp_no_table = true;
 			goto fp;
 		}
 	}
-	if (w->object == 0) {
-		w->fp_no_table = true;
+	if (w->object == 0)
 		goto fp;
-	}
 	if (w->object == UNWIND_MAX_OBJECTS) {
 		w->waited = WAITED_FILE;
 		goto pending;
 	}
 	obj = bpf_map_lookup_elem(&unwind_objects, &w->object);
 	if (!obj)
-		goto no_rule;
+		goto fp;
 	if (obj->state == UNWIND_OBJECT_BUILDING) {
 		w->waited = WAITED_BUILDING;
 		goto pending;
 	}
-	if (obj->state != UNWIND_OBJECT_READY) {
-		w->fp_no_table = true;
+	if (obj->state != UNWIND_OBJECT_READY)
 		goto fp;
-	}
 	offset = lookup - w->map_start + w->map_offset;
 	key = (__u64)w->object << 32 | (offset & 0xffffffff);
 	slot = (key * 0x9e3779b97f4a7c15ULL) >> (64 - ROW_CACHE_SHIFT);
@@ -643,7 +641,7 @@ static long walk_step(__u32 index, struct walk *w)
 	} else {
 		found = find_row(w->object, obj, offset);
 		if (!found)
-			goto no_rule;
+			goto fp;
 		row = *found;
 		if (cache) {
 			cache->entries[slot & (ROW_CACHE_SIZE - 1)].key = key;
@@ -668,7 +666,7 @@ static long walk_step(__u32 index, struct walk *w)
 		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row.cfa_offset ? 8 : 0);
 		break;
 	default:
-		goto no_rule;
+		goto fp;
 	}
 	if (cfa <= w->sp) {
 		w->cut = true;
@@ -714,17 +712,14 @@ pending:
 	w->cut = true;
 	return 1;
 
-no_rule:
-	if (unwind_mode == UNWIND_DWARF) {
-		w->cut = true;
-		return 1;
-	}
-	w->fp_no_table = true;
 fp:
 	if (unwind_mode == UNWIND_DWARF) {
 		w->cut = true;
 		return 1;
 	}
+	/* A frame with rbp 0 ends the stack (ld.so's _start, the first frame of a new process,
+	 * has no CFI): no frame-pointer step is taken, none is counted. */
+	w->fp_no_table |= w->bp != 0;
 	frame_pointer_step(w);
 	if (w->cut || w->done)
 		return 1;

@@ -77,8 +77,9 @@ struct unwind_chunk {
 
 /* One executable mapping of a process: [start, end) maps the file (dev, inode) from
  * `offset`. The file's table is found by its identity in unwind_files, so every process
- * that maps a file shares its one table. inode 0 is no file: anonymous code (JIT), the
- * vDSO, or an offset past 4 GiB. dev is the kernel's encoding, major << 20 | minor. */
+ * that maps a file shares its one table. inode 0 is no file: anonymous code (JIT), or an
+ * offset past 4 GiB; UNWIND_VDSO_INODE is the vDSO. dev is the kernel's encoding,
+ * major << 20 | minor. */
 struct unwind_mapping {
 	__u64 start;
 	__u64 end;
@@ -97,6 +98,11 @@ struct unwind_process {
 	__u32 seq;
 	struct unwind_mapping mappings[UNWIND_MAX_MAPPINGS];
 };
+
+/* The vDSO's inode in a mapping (no file has it), with its size in pages as dev: the vDSO
+ * is nowhere on disk, and every 64-bit process maps the same one, so user space builds its
+ * table from its own. */
+#define UNWIND_VDSO_INODE 0xffffffffffffffffULL
 
 /* A file as the kernel knows it: the key of unwind_files (-> its object id) and of
  * wanted_files. */

@@ -60,12 +60,37 @@ FileKey file_key(const MapEntry &m)
 	return {m.dev_major, m.dev_minor, m.inode};
 }
 
-// A table to build: the file, opened while a process mapped it.
+bool is_vdso(const MapEntry &m)
+{
+	return m.path == "[vdso]";
+}
+
+// A mapping as the walk knows its file: the vDSO by the identity the kernel gives it
+// (UNWIND_VDSO_INODE, its size in pages as the device); others as they are.
+MapEntry walk_identity(MapEntry m)
+{
+	if (is_vdso(m)) {
+		m.inode = UNWIND_VDSO_INODE;
+		m.dev_major = 0;
+		m.dev_minor = uint32_t((m.end - m.start) >> 12);
+		m.offset = 0;
+	}
+	return m;
+}
+
+// Whether the walk can have a table for the mapping's code: a file's, or the vDSO's.
+bool has_table(const MapEntry &m)
+{
+	return (m.file_backed() || is_vdso(m)) && m.offset <= UINT32_MAX;
+}
+
+// A table to build: the file, opened while a process mapped it, or the image of the vDSO.
 struct Job {
 	uint32_t object;
 	UniqueFd fd;
 	std::string path;  // as mapped: where its separate debug file is looked for
 	uint64_t size = 0; // of the file: small ones first
+	std::vector<uint8_t> image; // the vDSO's (no fd, not cached)
 };
 
 struct Built {
@@ -83,6 +108,10 @@ Built build(Job &job, const std::string &cache_dir, bool store, int host_root)
 {
 	Built built;
 	built.object = job.object;
+	if (!job.image.empty()) {
+		built.table = compile_unwind_table(job.image, {});
+		return built;
+	}
 	const std::string key = cache_dir.empty() ? "" : unwind_table_key(job.fd.get());
 	if (!key.empty()) {
 		Result<std::optional<UnwindTable>> cached = load_cached_unwind_table(cache_dir, key);
@@ -179,6 +208,7 @@ struct Unwinder::Impl {
 	void send_process(uint32_t pid, const ProcessImage *image, uint64_t flags);
 	void answer_file(const unwind_file &file, const unwind_file_seen &seen, const ProcessHistory &history);
 	void ask(uint32_t object);
+	void queue(Job job);
 	UniqueFd fill(Built &built);
 	void set_state(uint32_t object, uint32_t state);
 	void build_loop();
@@ -193,7 +223,7 @@ uint32_t kernel_dev(const MapEntry &m)
 
 uint32_t Unwinder::Impl::object_of(uint32_t pid, const MapEntry &m)
 {
-	if (!m.file_backed() || objects.size() >= maps.object_capacity)
+	if (!has_table(m) || objects.size() >= maps.object_capacity)
 		return 0;
 	auto [it, inserted] = object_ids.try_emplace(file_key(m), uint32_t(objects.size()));
 	if (inserted) {
@@ -224,14 +254,15 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image, uint6
 			unwind_mapping &out = value.mappings[value.count++];
 			out.start = m.start;
 			out.end = m.end;
-			if (!m.file_backed() || m.offset > UINT32_MAX)
+			if (!has_table(m))
 				continue; // no file: frame pointers
-			out.offset = uint32_t(m.offset);
-			out.inode = m.inode;
-			out.dev = kernel_dev(m);
+			const MapEntry known = walk_identity(m);
+			out.offset = uint32_t(known.offset);
+			out.inode = known.inode;
+			out.dev = kernel_dev(known);
 			// A sampled process will run code of most objects it maps: their tables are
 			// asked for now rather than each at its first sample, a round trip later.
-			if (uint32_t object = object_of(pid, m))
+			if (uint32_t object = object_of(pid, known))
 				ask(object);
 		}
 	}
@@ -247,6 +278,15 @@ void Unwinder::Impl::send_process(uint32_t pid, const ProcessImage *image, uint6
 // A file the walk met with no object: opened through the mapping the kernel saw it in.
 void Unwinder::Impl::answer_file(const unwind_file &file, const unwind_file_seen &seen, const ProcessHistory &history)
 {
+	if (file.inode == UNWIND_VDSO_INODE) {
+		MapEntry vdso;
+		vdso.start = seen.start;
+		vdso.end = seen.end;
+		vdso.path = "[vdso]";
+		if (uint32_t object = object_of(seen.pid, walk_identity(vdso)))
+			ask(object);
+		return;
+	}
 	char range[96];
 	std::snprintf(range, sizeof(range), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, seen.pid, uint64_t(seen.start),
 		      uint64_t(seen.end));
@@ -300,6 +340,19 @@ void Unwinder::Impl::ask(uint32_t object)
 	o.asked = true;
 	std::unique_lock<std::mutex> counting(loading);
 	stats.objects++;
+	if (is_vdso(o.mapping)) {
+		// The vDSO of this process, when the process's is the same size (a 32-bit
+		// process maps another).
+		std::vector<uint8_t> image = own_vdso_image();
+		if (image.size() != o.mapping.end - o.mapping.start) {
+			set_state(object, UNWIND_OBJECT_NO_TABLE);
+			stats.no_table++;
+			return;
+		}
+		counting.unlock();
+		queue({object, UniqueFd(), o.mapping.path, image.size(), std::move(image)});
+		return;
+	}
 	char range[96];
 	std::snprintf(range, sizeof(range), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, o.pid, o.mapping.start,
 		      o.mapping.end);
@@ -317,13 +370,18 @@ void Unwinder::Impl::ask(uint32_t object)
 		return;
 	}
 	counting.unlock();
-	set_state(object, UNWIND_OBJECT_BUILDING);
+	struct stat st;
+	const uint64_t size = fstat(fd.get(), &st) == 0 ? uint64_t(st.st_size) : 0;
+	queue({object, std::move(fd), o.mapping.path, size, {}});
+}
+
+void Unwinder::Impl::queue(Job job)
+{
+	set_state(job.object, UNWIND_OBJECT_BUILDING);
 	std::lock_guard<std::mutex> guard(lock);
 	if (!first_asked_ms)
 		first_asked_ms = monotonic_ms();
-	struct stat st;
-	const uint64_t size = fstat(fd.get(), &st) == 0 ? uint64_t(st.st_size) : 0;
-	jobs.push_back({object, std::move(fd), o.mapping.path, size});
+	jobs.push_back(std::move(job));
 	building++;
 	work.notify_one();
 }
@@ -614,10 +672,11 @@ void Unwinder::tick(const ProcessHistory &history)
 
 // What the kernel walk would find for an address in mapping m: its object's rows once they
 // are in, a frame-pointer step where the object has no table, nothing while it is built.
-CodeRows Unwinder::Impl::code_rows(const MapEntry &m, uint64_t address)
+CodeRows Unwinder::Impl::code_rows(const MapEntry &mapping, uint64_t address)
 {
-	if (!m.file_backed() || m.offset > UINT32_MAX)
+	if (!has_table(mapping))
 		return {CodeRows::FramePointers, {}, 0};
+	const MapEntry m = walk_identity(mapping);
 	// No object yet: the file the walk asked about is answered at the next tick.
 	auto id = object_ids.find(file_key(m));
 	if (id == object_ids.end())
