@@ -8,6 +8,8 @@
 #include <linux/capability.h>
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
+#include <link.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -77,6 +79,25 @@ std::string errno_text(int err)
 	return std::strerror(err < 0 ? -err : err);
 }
 
+// The machine's dynamic loader: the one this program runs under (AT_BASE is where it is
+// mapped, and dl_iterate_phdr names it as the program's PT_INTERP does). "" when none.
+std::string own_loader()
+{
+	struct Found {
+		uintptr_t base;
+		std::string path;
+	} found{getauxval(AT_BASE), ""};
+	dl_iterate_phdr(
+		[](dl_phdr_info *info, size_t, void *data) {
+			Found &f = *static_cast<Found *>(data);
+			if (info->dlpi_addr == f.base && info->dlpi_name && info->dlpi_name[0] == '/')
+				f.path = info->dlpi_name;
+			return 0;
+		},
+		&found);
+	return found.path;
+}
+
 // The programs through which the kernel keeps processes' mappings for the table walk.
 std::vector<bpf_program *> hooks(const profile_bpf &skel)
 {
@@ -126,6 +147,7 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	bpf_program__set_autoload(skel->progs.do_sample_unwind, sampling && unwinding);
 	for (bpf_program *hook : hooks(*skel))
 		bpf_program__set_autoload(hook, unwinding && follow);
+	bpf_program__set_autoload(skel->progs.on_libraries_changed, unwinding && follow);
 	bpf_map__set_max_entries(skel->maps.sampled_pids, sizes.count_entries);
 	if (!options.pids.empty())
 		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
@@ -486,6 +508,21 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 			}
 			impl_->hooks.push_back(std::move(link));
 		}
+	// Where the kernel follows processes, ld.so tells it when libraries come and go; without
+	// the uprobe the walk learns each library at its first sample.
+	if (!impl_->hooks.empty()) {
+		const std::string loader = own_loader();
+		LIBBPF_OPTS(bpf_uprobe_opts, at_debug_state, .func_name = "_dl_debug_state");
+		Link link(loader.empty() ? nullptr
+					 : bpf_program__attach_uprobe_opts(skel->progs.on_libraries_changed, -1,
+									   loader.c_str(), 0, &at_debug_state));
+		if (link)
+			impl_->hooks.push_back(std::move(link));
+		else if (getenv("PROFILE_DEBUG"))
+			diagnostics::say("ld.so does not tell the kernel of new libraries (no uprobe on %s: %s): walks "
+					 "learn them", loader.empty() ? "the dynamic loader" : loader.c_str(),
+					 errno_text(errno).c_str());
+	}
 	impl_->sizes = sizes;
 	if (split)
 		impl_->verifying = std::async(std::launch::async, load_sampling_program, options, sizes,

@@ -1,12 +1,13 @@
 // tests/test_sampler_hooks.cpp: what a run attaches beside its sampling events. No program
 // of it may run on the syscall path (sys_enter, sys_exit: every syscall of the machine
-// would pay for it); the table walk hooks a process's exec, fork and exit only where it
-// follows new processes itself.
+// would pay for it); the table walk hooks a process's exec, fork and exit, and ld.so's
+// _dl_debug_state, only where it follows new processes itself.
 #include <doctest/doctest.h>
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -15,25 +16,32 @@
 
 namespace {
 
-// The tracepoints a process's BPF links are attached to, from its fds' fdinfo.
-std::multiset<std::string> attached_tracepoints(pid_t pid)
+// What a process's BPF links are attached to, from its fds' fdinfo: a tracepoint's name,
+// or "uprobe " and the probed file.
+std::multiset<std::string> attached_hooks(pid_t pid)
 {
 	std::multiset<std::string> names;
 	std::error_code ec;
 	const std::filesystem::path fdinfo = "/proc/" + std::to_string(pid) + "/fdinfo";
 	for (const auto &fd : std::filesystem::directory_iterator(fdinfo, ec)) {
 		std::ifstream in(fd.path());
-		std::string line;
-		while (std::getline(in, line))
+		std::string line, file;
+		auto value = [&] { return line.substr(line.find_first_not_of(" \t", line.find(':') + 1)); };
+		while (std::getline(in, line)) {
 			if (line.starts_with("tp_name:"))
-				names.insert(line.substr(line.find_first_not_of(" \t", 8)));
+				names.insert(value());
+			else if (line.starts_with("name:"))
+				file = value();
+			else if (line.starts_with("event_type:") && value() == "uprobe")
+				names.insert("uprobe " + file);
+		}
 	}
 	return names;
 }
 
 // Starts profile with args and returns what it attached once it samples (its header line,
 // "Sampling at ...", comes after the attach).
-std::multiset<std::string> tracepoints_of_run(std::vector<std::string> args)
+std::multiset<std::string> hooks_of_run(std::vector<std::string> args)
 {
 	TempDir dir;
 	args.insert(args.end(), {"--folded", "-o", dir / "out.folded", "30"});
@@ -44,7 +52,7 @@ std::multiset<std::string> tracepoints_of_run(std::vector<std::string> args)
 		err += line;
 	INFO("profile's stderr before its header: " << err);
 	REQUIRE(line.starts_with("Sampling at"));
-	std::multiset<std::string> names = attached_tracepoints(run.pid());
+	std::multiset<std::string> names = attached_hooks(run.pid());
 	kill(run.pid(), SIGINT);
 	CHECK(run.wait() == 0);
 	return names;
@@ -59,31 +67,34 @@ bool on_syscall_path(const std::string &tracepoint)
 
 TEST_SUITE("integration") {
 
-TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, the whole machine only exec, fork and exit")
+TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, the whole machine only exec, fork, exit and ld.so's")
 {
 	require_root();
 	SUBCASE("--unwind fp, the whole machine")
 	{
-		const std::multiset<std::string> names = tracepoints_of_run({"--unwind", "fp"});
+		const std::multiset<std::string> names = hooks_of_run({"--unwind", "fp"});
 		CHECK(names.empty());
 	}
 	SUBCASE("-p: a process running now")
 	{
 		Background target({workload("syscalls"), "30"});
-		const std::multiset<std::string> names = tracepoints_of_run({"-p", std::to_string(target.pid())});
+		const std::multiset<std::string> names = hooks_of_run({"-p", std::to_string(target.pid())});
 		CHECK(names.empty());
 	}
 	SUBCASE("--unwind auto, the whole machine")
 	{
-		const std::multiset<std::string> names = tracepoints_of_run({});
+		const std::multiset<std::string> names = hooks_of_run({});
 		for (const std::string &name : names) {
 			CAPTURE(name);
 			CHECK_FALSE(on_syscall_path(name));
 			CHECK((name == "sched_process_exec" || name == "sched_process_fork" ||
-			       name == "sched_process_exit"));
+			       name == "sched_process_exit" ||
+			       (name.starts_with("uprobe /") && name.find("/ld-linux") != std::string::npos)));
 		}
-		// The table walk follows new processes from their exec.
+		// The table walk follows new processes from their exec, and their libraries from
+		// ld.so's word.
 		CHECK(names.count("sched_process_exec") >= 1);
+		CHECK(std::count_if(names.begin(), names.end(), [](const std::string &n) { return n.starts_with("uprobe "); }) == 1);
 	}
 }
 

@@ -879,41 +879,41 @@ __noinline __u32 keep_raw(__u32 gen, struct raw_resume *resume)
 }
 
 
-/* A walk over the areas of the current task's mm, one bpf_loop step each (the verifier
- * checks one step): each step takes the area at or after `at`, appends it when it is
- * executable, and moves past it. A new image has a dozen areas or so (the binary's
- * segments, the heap, the interpreter's, the stack, vvar, the vDSO). */
-struct scan {
-	struct unwind_process *proc;
-	__u64 at;
-	__u32 n;
-};
-
-static long scan_step(__u32 index, struct scan *scan)
+/* Rewrites proc's list from the current task's executable areas when the list is still at
+ * seq (one writer at a time, as in learn_mapping). The areas come in order: appended as they
+ * come. In process context, where the mmap lock can be taken; held once for the whole
+ * walk. The count is kept in the list, not on the BPF stack, where it would be a new state
+ * to the verifier at each step of the loop. */
+static __always_inline void scan_areas(struct unwind_process *proc, __u32 seq)
 {
 	struct bpf_iter_task_vma it;
 	struct vm_area_struct *vma;
-	long stop = 1;
+	__u32 n;
 
-	if (bpf_iter_task_vma_new(&it, bpf_get_current_task_btf(), scan->at) == 0 &&
-	    (vma = bpf_iter_task_vma_next(&it))) {
-		if ((vma->vm_flags & VM_EXEC) && scan->n < UNWIND_MAX_MAPPINGS)
-			describe_mapping(&scan->proc->mappings[scan->n++ & (UNWIND_MAX_MAPPINGS - 1)], vma);
-		scan->at = vma->vm_end;
-		stop = 0;
+	if ((seq & 1) || __sync_val_compare_and_swap(&proc->seq, seq, seq + 1) != seq)
+		return;
+	proc->count = 0;
+	bpf_iter_task_vma_new(&it, bpf_get_current_task_btf(), 0);
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		if (!(vma->vm_flags & VM_EXEC))
+			continue;
+		n = proc->count;
+		if (n >= UNWIND_MAX_MAPPINGS)
+			break;
+		describe_mapping(&proc->mappings[n & (UNWIND_MAX_MAPPINGS - 1)], vma);
+		proc->count = n + 1;
 	}
 	bpf_iter_task_vma_destroy(&it);
-	return stop;
+	proc->seq = seq + 2;
 }
 
 /* An exec: the new image's binary and its interpreter are mapped; its list starts from
- * them. The libraries ld.so maps are learned by the walk, at their first samples. */
+ * them (a dozen areas or so). The libraries ld.so maps come when it says so (below). */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
 	struct unwind_process *empty, *proc;
-	struct scan scan = {};
 
 	if (!follows(tgid))
 		return 0;
@@ -921,14 +921,28 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (!empty || bpf_map_update_elem(&unwind_processes, &tgid, empty, BPF_ANY))
 		return 0;
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
-	if (!proc)
+	if (proc)
+		scan_areas(proc, proc->seq);
+	return 0;
+}
+
+/* ld.so calls _dl_debug_state, the function debuggers break on, before and after it maps or
+ * unmaps libraries: once the libraries a program needs are mapped, before main, and at each
+ * dlopen and dlclose. A uprobe there (user space attaches it to the machine's ld.so) lists
+ * a process's areas again: its code is known before it runs, at the cost of a trap a few
+ * times a process, where a program on the mmap path would run at every syscall. Areas
+ * mapped otherwise (JIT code, another ld.so) are learned by the walk. */
+SEC("uprobe")
+int on_libraries_changed(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct unwind_process *proc;
+
+	if (!follows(tgid))
 		return 0;
-	/* The areas come in order and the list is empty: appended as they come. */
-	scan.proc = proc;
-	proc->seq++;
-	bpf_loop(32, scan_step, &scan, 0);
-	proc->count = scan.n; /* scan_step stops at UNWIND_MAX_MAPPINGS */
-	proc->seq++;
+	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	if (proc)
+		scan_areas(proc, proc->seq);
 	return 0;
 }
 
