@@ -10,7 +10,6 @@
 
 #include "report/report.h"
 #include "report/utf8.h"
-#include "syms/symbolizer.h"
 
 namespace {
 
