@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "push/curl_url.h"
 #include "push/push.h"
 
 namespace {
@@ -22,9 +23,6 @@ struct MultiDelete {
 };
 struct EasyDelete {
 	void operator()(CURL *easy) const { curl_easy_cleanup(easy); }
-};
-struct UrlDelete {
-	void operator()(CURLU *url) const { curl_url_cleanup(url); }
 };
 struct CurlFree {
 	void operator()(char *text) const { curl_free(text); }
@@ -124,7 +122,7 @@ CurlTransport::CurlTransport(const PushConfig &config)
 	}
 	// A user name and password in the URL: set on the handle as well, so that a redirect
 	// send() follows (within the server) carries them too.
-	std::unique_ptr<CURLU, UrlDelete> url(curl_url());
+	CurlUrl url(curl_url());
 	char *user = nullptr, *password = nullptr;
 	if (url && curl_url_set(url.get(), CURLUPART_URL, config.url.c_str(), 0) == CURLUE_OK &&
 	    curl_url_get(url.get(), CURLUPART_USER, &user, CURLU_URLDECODE) == CURLUE_OK) {
