@@ -3,13 +3,11 @@
 
 #include <curl/curl.h>
 
-#include <memory>
 #include <string>
 
-struct CurlUrlDelete {
-	void operator()(CURLU *url) const { curl_url_cleanup(url); }
-};
-using CurlUrl = std::unique_ptr<CURLU, CurlUrlDelete>;
+#include "base/handle.h"
+
+using CurlUrl = Handle<CURLU, curl_url_cleanup>;
 
 // One part of a parsed URL, "" when it has none.
 std::string url_part(CURLU *url, CURLUPart part, unsigned flags = 0);
