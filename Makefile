@@ -220,8 +220,8 @@ test:
 		TEST_ARGS="$(TEST_ARGS)" scripts/run-tests.sh
 endif
 
-# profile against bpftrace and perf on this machine, as root; fills README's Performance
-# table. Takes a few minutes; not part of `make test`.
+# profile against bpftrace and perf on this machine, as root; fills doc/performance.md's
+# first table. Takes a few minutes; not part of `make test`.
 .PHONY: bench
 bench: $(PROFILE) workloads
 	$(Q)$(SUDO) env PROFILE="$(abspath $(PROFILE))" WORKLOADS="$(abspath $(OUTPUT))/workloads" scripts/bench.sh

@@ -9,10 +9,13 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/clock.h"
 #include "base/diagnostics.h"
 #include "base/error.h"
 #include "cli/options.h"
+#include "cli/run_summary.h"
 #include "cli/session.h"
+#include "cli/window_cutter.h"
 #include "push/push.h"
 #include "report/delivery.h"
 #include "report/output_file.h"
@@ -55,7 +58,7 @@ End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watc
 	while (true) {
 		int64_t left = INT64_MAX;
 		if (options.duration_s) {
-			left = int64_t(*options.duration_s) * 1000000000 - (clock_ns(CLOCK_MONOTONIC) - start);
+			left = int64_t(*options.duration_s) * 1000000000 - (clocks::monotonic_ns() - start);
 			if (left <= 0)
 				return End::Duration;
 		}
@@ -64,7 +67,7 @@ End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watc
 		if (sigtimedwait(&stop_signals, nullptr, &timeout) > 0)
 			return End::Signal;
 		// At the end, the end comes first: no window is cut just before it.
-		if (options.duration_s && clock_ns(CLOCK_MONOTONIC) - start >= int64_t(*options.duration_s) * 1000000000)
+		if (options.duration_s && clocks::monotonic_ns() - start >= int64_t(*options.duration_s) * 1000000000)
 			return End::Duration;
 		if (!tick())
 			return End::ReaderGone;
@@ -125,7 +128,7 @@ Status check_against_machine(Options &options, const MapPlan &plan, std::vector<
 	// With --interval, -o's strftime fields name each window's file: checked as now's.
 	if (!options.output_path.empty())
 		if (Status output = check_output_file(options.interval_s ? expand_time_fields(options.output_path,
-											    clock_ns(CLOCK_REALTIME))
+											    clocks::realtime_ns())
 								 : options.output_path);
 		    !output.ok())
 			return output;
@@ -234,7 +237,7 @@ int run(const Options &options, const MapPlan &plan)
 		diagnostics::say("every %s sampled has exited", session.targets().threads() ? "thread" : "process");
 
 	session.detach();
-	const int64_t end = clock_ns(CLOCK_MONOTONIC), end_real = clock_ns(CLOCK_REALTIME);
+	const int64_t end = clocks::monotonic_ns(), end_real = clocks::realtime_ns();
 	session.stop_tables();
 	summary.sampling_ended();
 	windows.add(session.read_rest());

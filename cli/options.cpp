@@ -109,7 +109,7 @@ Status push_header(Options &o, OptionsGiven &, const OptionValue &v)
 //    .help = "... (default {default})", .default_value = "10",
 //    .set = [](Options &o, G, V v) { o.debuginfod_timeout_s = v.number; return ok; }},
 // A new group also gets a line in group_texts when it opens with a sentence. Then run
-// scripts/readme-help.sh (README.md's Options block is --help) and document the option in
+// scripts/options-doc.sh (doc/options.md's Options block is --help) and document the option in
 // doc/profile.8 with a tag as --help writes it, under the .SS of its group:
 // tests/test_install.cpp fails until both agree with the table. A check of the option
 // against others goes in check_combinations below; one against this machine in

@@ -47,7 +47,7 @@ struct Options : SamplerConfig {
 // the caller's question.
 Result<Options> parse_options(int argc, char **argv);
 
-// --help, written from the option table: README.md's Options block is this text, and
+// --help, written from the option table: doc/options.md's Options block is this text, and
 // tests/test_install.cpp holds both it and profile(8) to the table.
 std::string help_text();
 

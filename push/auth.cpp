@@ -11,27 +11,13 @@
 #include <cstring>
 #include <memory>
 
+#include "push/curl_url.h"
 #include "push/push.h"
 #include "base/fd.h"
 
 namespace {
 
 constexpr size_t secret_file_max = 64 << 10;
-
-struct CurlUrlDelete {
-	void operator()(CURLU *url) const { curl_url_cleanup(url); }
-};
-using CurlUrl = std::unique_ptr<CURLU, CurlUrlDelete>;
-
-std::string url_part(CURLU *url, CURLUPart part, unsigned flags = 0)
-{
-	char *text = nullptr;
-	if (curl_url_get(url, part, &text, flags) != CURLUE_OK || !text)
-		return "";
-	std::string out = text;
-	curl_free(text);
-	return out;
-}
 
 std::string lower(std::string_view text)
 {

@@ -10,28 +10,14 @@
 #include <mutex>
 #include <string_view>
 
+#include "base/handle.h"
+#include "push/curl_url.h"
 #include "push/push.h"
 
 namespace {
 
 constexpr size_t body_kept = 64 << 10; // of an answer: enough for its first line, or a trailer
 constexpr int redirects_max = 5;
-
-struct MultiDelete {
-	void operator()(CURLM *multi) const { curl_multi_cleanup(multi); }
-};
-struct EasyDelete {
-	void operator()(CURL *easy) const { curl_easy_cleanup(easy); }
-};
-struct UrlDelete {
-	void operator()(CURLU *url) const { curl_url_cleanup(url); }
-};
-struct CurlFree {
-	void operator()(char *text) const { curl_free(text); }
-};
-struct ListDelete {
-	void operator()(curl_slist *list) const { curl_slist_free_all(list); }
-};
 
 size_t on_body(char *data, size_t size, size_t count, void *user)
 {
@@ -87,8 +73,8 @@ private:
 	Result<PushResponse> perform(const std::string &url, const PushRequest &request, const curl_slist *headers,
 				     std::string &redirect);
 
-	std::unique_ptr<CURLM, MultiDelete> multi_;
-	std::unique_ptr<CURL, EasyDelete> easy_;
+	Handle<CURLM, curl_multi_cleanup> multi_;
+	Handle<CURL, curl_easy_cleanup> easy_;
 	std::atomic<bool> stopped_{false};
 	char error_[CURL_ERROR_SIZE] = {};
 };
@@ -124,13 +110,13 @@ CurlTransport::CurlTransport(const PushConfig &config)
 	}
 	// A user name and password in the URL: set on the handle as well, so that a redirect
 	// send() follows (within the server) carries them too.
-	std::unique_ptr<CURLU, UrlDelete> url(curl_url());
+	CurlUrl url(curl_url());
 	char *user = nullptr, *password = nullptr;
 	if (url && curl_url_set(url.get(), CURLUPART_URL, config.url.c_str(), 0) == CURLUE_OK &&
 	    curl_url_get(url.get(), CURLUPART_USER, &user, CURLU_URLDECODE) == CURLUE_OK) {
-		std::unique_ptr<char, CurlFree> user_text(user);
+		Handle<char, curl_free> user_text(user);
 		if (curl_url_get(url.get(), CURLUPART_PASSWORD, &password, CURLU_URLDECODE) == CURLUE_OK) {
-			std::unique_ptr<char, CurlFree> password_text(password);
+			Handle<char, curl_free> password_text(password);
 			curl_easy_setopt(e, CURLOPT_USERNAME, user);
 			curl_easy_setopt(e, CURLOPT_PASSWORD, password);
 		}
@@ -144,7 +130,7 @@ Result<PushResponse> CurlTransport::send(const PushRequest &request)
 {
 	if (stopped_)
 		return Error("stopped");
-	std::unique_ptr<curl_slist, ListDelete> headers;
+	Handle<curl_slist, curl_slist_free_all> headers;
 	for (const std::string &header : request.headers) {
 		curl_slist *list = curl_slist_append(headers.get(), header.c_str());
 		if (!list)

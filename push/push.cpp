@@ -64,6 +64,7 @@
 #include <memory>
 #include <string_view>
 
+#include "push/curl_url.h"
 #include "report/protobuf.h"
 
 namespace {
@@ -74,22 +75,6 @@ constexpr std::string_view parca_gateway_path = "/profiles/writeraw";
 constexpr std::string_view parca_profile_name = "parca_agent_cpu";
 // Pyroscope's name for an eBPF profiler of native code (its former ebpfspy agent).
 constexpr std::string_view pyroscope_spy_name = "ebpfspy";
-
-struct CurlUrlDelete {
-	void operator()(CURLU *url) const { curl_url_cleanup(url); }
-};
-using CurlUrl = std::unique_ptr<CURLU, CurlUrlDelete>;
-
-// One part of a parsed URL, "" when it has none.
-std::string url_part(CURLU *url, CURLUPart part)
-{
-	char *text = nullptr;
-	if (curl_url_get(url, part, &text, 0) != CURLUE_OK || !text)
-		return "";
-	std::string out = text;
-	curl_free(text);
-	return out;
-}
 
 // Characters Pyroscope's name syntax gives a meaning (and spaces and control characters),
 // as --app refuses them, replaced by '_': a host name should hold none anyway.

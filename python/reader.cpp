@@ -4,7 +4,6 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <time.h>
 
 #include <cstdio>
 #include <cstring>
@@ -12,20 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/diagnostics.h"
 #include "python/runtime.h"
 #include "base/fd.h"
-
-namespace {
-
-double thread_cpu_ms()
-{
-	timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-} // namespace
 
 struct PythonReader::Impl {
 	PythonMaps maps;
@@ -88,7 +77,7 @@ void PythonReader::Impl::name_fresh()
 {
 	if (fresh.empty())
 		return;
-	const double start = thread_cpu_ms();
+	const double start = clocks::thread_cpu_ms();
 	uint32_t open_pid = 0;
 	UniqueFd mem;
 	for (const python_code &code : fresh) {
@@ -107,7 +96,7 @@ void PythonReader::Impl::name_fresh()
 			stats.unnamed++;
 	}
 	fresh.clear();
-	stats.naming_ms += thread_cpu_ms() - start;
+	stats.naming_ms += clocks::thread_cpu_ms() - start;
 }
 
 PythonReader::PythonReader(const PythonMaps &maps) : impl_(std::make_unique<Impl>())

@@ -27,6 +27,10 @@ struct Frame {
 	bool named() const { return !name.empty(); }
 };
 
+// How every report names a frame: the demangled name, "[module+0xoffset]" when only the
+// module is known, "[unknown]" otherwise; a Python function as "fib (fib.py:2)".
+std::string frame_label(const Frame &frame);
+
 // One counts-map entry after symbolization: frames are indices into Profile::frames,
 // leaf first, kernel and user kept apart as the kernel stored them.
 struct Sample {

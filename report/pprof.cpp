@@ -12,7 +12,6 @@
 #include "report/protobuf.h"
 #include "report/report.h"
 #include "report/utf8.h"
-#include "syms/symbolizer.h"
 
 namespace {
 

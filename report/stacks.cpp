@@ -6,7 +6,6 @@
 #include <unordered_map>
 
 #include "report/report.h"
-#include "syms/symbolizer.h"
 
 namespace {
 

@@ -10,7 +10,6 @@
 
 #include "report/report.h"
 #include "report/utf8.h"
-#include "syms/symbolizer.h"
 
 namespace {
 
@@ -95,6 +94,18 @@ std::string_view first_chars(std::string_view text, size_t chars)
 			break;
 	}
 	return text.substr(0, i);
+}
+
+// The symbol's text, escaped, in at most `chars` code points: cut to two fewer and ".."
+// when it is longer.
+void append_fitted(std::string &out, const Symbol &symbol, size_t chars)
+{
+	if (symbol.chars <= chars) {
+		append_escaped(out, symbol.text);
+	} else {
+		append_escaped(out, first_chars(symbol.text, chars - 2));
+		out += "..";
+	}
 }
 
 void append_uint(std::string &out, uint64_t value)
@@ -573,12 +584,7 @@ void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &o
 	svg += "\" y=\"24\" text-anchor=\"middle\"><title>";
 	append_escaped(svg, title_symbol.text);
 	svg += "</title>";
-	if (title_symbol.chars <= title_chars) {
-		append_escaped(svg, title_symbol.text);
-	} else {
-		append_escaped(svg, first_chars(title_symbol.text, title_chars - 2));
-		svg += "..";
-	}
+	append_fitted(svg, title_symbol, title_chars);
 	svg += "</text>\n<text id=\"unzoom\" class=\"hide\" x=\"";
 	append_uint(svg, x_pad);
 	svg += "\" y=\"46\">Reset Zoom</text>\n<text id=\"search\" x=\"";
@@ -638,12 +644,7 @@ void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &o
 			svg += "\" y=\"";
 			append_uint(svg, y + text_drop);
 			svg += "\">";
-			if (symbol.chars <= chars) {
-				append_escaped(svg, symbol.text);
-			} else {
-				append_escaped(svg, first_chars(symbol.text, chars - 2));
-				svg += "..";
-			}
+			append_fitted(svg, symbol, chars);
 			svg += "</text>";
 		}
 		svg += "</g>\n";

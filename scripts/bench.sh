@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/bench.sh: profile against its peers (bpftrace, perf), each pair measured in the
-# same run on this machine. Prints a markdown table and writes it into README.md between
+# same run on this machine. Prints a markdown table and writes it into doc/performance.md between
 # <!-- bench:start --> and <!-- bench:end -->. Needs root, ./profile and build/workloads/
 # (`make bench` builds them first). Not part of `make test`: it takes about six and a half minutes.
 set -eu
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PROFILE=${PROFILE:-$ROOT/profile}
 WORKLOADS=${WORKLOADS:-$ROOT/build/workloads}
-README=${README:-$ROOT/README.md}
+DOC=${DOC:-$ROOT/doc/performance.md}
 SAMPLE_S=${SAMPLE_S:-5}     # seconds both profilers sample the split workload for fidelity
 CPU_RUN_S=${CPU_RUN_S:-10}  # length of the own-CPU runs
 KCOST_S=${KCOST_S:-8}       # seconds the in-kernel cost is measured, per mode and order
@@ -782,15 +782,15 @@ row "distance from the truth, split_hot_three" \
 
 cat "$TABLE"
 
-# The README's section, replaced whole; everything outside the markers stays as it was.
-if grep -q '^<!-- bench:start -->$' "$README" && grep -q '^<!-- bench:end -->$' "$README"; then
+# doc/performance.md's section, replaced whole; everything outside the markers stays as it was.
+if grep -q '^<!-- bench:start -->$' "$DOC" && grep -q '^<!-- bench:end -->$' "$DOC"; then
 	awk -v table="$TABLE" '
 		/^<!-- bench:end -->$/ { skipping = 0 }
 		!skipping { print }
 		/^<!-- bench:start -->$/ { while ((getline line < table) > 0) print line; skipping = 1 }
-	' "$README" > "$TMP/README.md"
-	cat "$TMP/README.md" > "$README"
-	log "wrote the table into $README"
+	' "$DOC" > "$TMP/performance.md"
+	cat "$TMP/performance.md" > "$DOC"
+	log "wrote the table into $DOC"
 else
-	log "warning: $README has no <!-- bench:start --> / <!-- bench:end --> section to fill"
+	log "warning: $DOC has no <!-- bench:start --> / <!-- bench:end --> section to fill"
 fi

@@ -1,5 +1,6 @@
 // syms/debuginfod.cpp: debug files fetched by build id from the servers DEBUGINFOD_URLS
-// names, through elfutils' libdebuginfod: all at once, within one bound of time.
+// names, through elfutils' libdebuginfod: all at once, within one bound of time; and
+// handed to the symbolizer.
 #include "syms/debuginfod.h"
 
 #include <elfutils/debuginfod.h>
@@ -14,7 +15,12 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+
+#include "base/clock.h"
+#include "base/diagnostics.h"
+#include "syms/symbolizer.h"
 
 namespace {
 
@@ -163,3 +169,56 @@ std::vector<FetchedDebugFile> fetch_debug_files(const std::vector<std::string> &
 		settings.progress(done, files.size(), true);
 	return files;
 }
+
+void fetch_missing_debug_files(Symbolizer &symbolizer, uint32_t timeout_s, DebuginfodAccount &account)
+{
+	const int64_t start = clocks::monotonic_ns();
+	std::vector<std::string> wanted = symbolizer.wanted_debug_files();
+	if (wanted.empty())
+		return;
+	DebuginfodSettings settings;
+	settings.timeout_s = timeout_s;
+	if (isatty(STDERR_FILENO))
+		settings.progress = [](size_t done, size_t total, bool last) {
+			diagnostics::progress(last ? "" : "profile: debuginfod: " + std::to_string(done) + " of " +
+								  std::to_string(total) + " debug files fetched");
+		};
+	std::vector<FetchedDebugFile> files = fetch_debug_files(wanted, settings);
+	size_t missing = 0, late = 0, refused = 0, failed = 0;
+	std::string refused_why, failed_why;
+	for (FetchedDebugFile &file : files) {
+		if (file.error == ENOENT) {
+			missing++;
+		} else if (file.error == ETIME) {
+			late++;
+		} else if (file.error) {
+			failed++;
+			failed_why = strerror(file.error);
+		} else if (Status added = symbolizer.add_debug_file(file.build_id, file.fd.get()); !added.ok()) {
+			refused++;
+			refused_why = added.error();
+			// Not what its build id names: kept in the cache, it would be served again.
+			if (!file.path.empty())
+				unlink(file.path.c_str());
+		} else {
+			account.used++;
+		}
+	}
+	account.asked += files.size();
+	account.wall_ms += double(clocks::monotonic_ns() - start) / 1e6;
+	if (account.told || missing + late + refused + failed == 0)
+		return;
+	account.told = true;
+	std::string why;
+	auto add = [&](size_t n, const std::string &text) {
+		if (n)
+			why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + text;
+	};
+	add(missing, "not on the servers");
+	add(late, "not there within --debuginfod-timeout " + std::to_string(timeout_s) + " s");
+	add(refused, "refused (" + refused_why + ")");
+	add(failed, "failed (" + failed_why + ")");
+	diagnostics::say("debuginfod: %zu of %zu debug files not used, their frames stay unnamed: %s",
+		missing + late + refused + failed, files.size(), why.c_str());
+}
+

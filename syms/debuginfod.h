@@ -1,8 +1,11 @@
 // syms/debuginfod.h: debug files fetched by build id from the servers DEBUGINFOD_URLS
-// names, through elfutils' libdebuginfod: all at once, within one bound of time.
+// names, through elfutils' libdebuginfod: all at once, within one bound of time; and
+// handed to the symbolizer.
 #pragma once
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,3 +48,19 @@ std::vector<FetchedDebugFile> fetch_debug_files(const std::vector<std::string> &
 // with some should leave by _exit once its output is flushed: the exit handlers of the
 // TLS libraries under libcurl must not run beneath a thread still inside them.
 size_t debuginfod_fetches_running();
+
+// What fetching debug files from debuginfod servers cost, for PROFILE_DEBUG and the
+// benchmark.
+struct DebuginfodAccount {
+	size_t asked = 0, used = 0;
+	double wall_ms = 0;
+	bool told = false; // the one line of a run's failures is printed
+};
+
+class Symbolizer;
+
+// The debug files of what a report is about to name that no file here has, from the
+// debuginfod servers: fetched all at once, bounded by timeout_s (--debuginfod-timeout),
+// and handed to the symbolizer. What could not be used is said in one line, once a run;
+// its frames stay [file+0x...].
+void fetch_missing_debug_files(Symbolizer &symbolizer, uint32_t timeout_s, DebuginfodAccount &account);

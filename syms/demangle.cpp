@@ -25,3 +25,11 @@ std::string demangle(std::string_view name)
 	std::unique_ptr<char, decltype(&std::free)> owned(readable, &std::free);
 	return owned ? std::string(owned.get()) : terminated;
 }
+
+size_t leading_underscores(std::string_view name)
+{
+	size_t n = 0;
+	while (n < name.size() && name[n] == '_')
+		n++;
+	return n;
+}

@@ -1,6 +1,7 @@
 // syms/demangle.h: C++ (Itanium ABI) and Rust symbol names as people read them.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -9,3 +10,7 @@
 // a Rust v0 name ("_RNvCs1234_5crate3run" -> "crate::run"). Any other name comes back
 // unchanged.
 std::string demangle(std::string_view name);
+
+// How many '_' a name begins with. Of several names at one address, people know the one
+// with fewest: "getpid" over "__getpid".
+size_t leading_underscores(std::string_view name);

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "syms/demangle.h"
+
 namespace {
 
 int binding_rank(unsigned char info)
@@ -22,14 +24,6 @@ int binding_rank(unsigned char info)
 	default:
 		return 2;
 	}
-}
-
-size_t leading_underscores(std::string_view name)
-{
-	size_t n = 0;
-	while (n < name.size() && name[n] == '_')
-		n++;
-	return n;
 }
 
 struct Candidate {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/fd.h"
+#include "syms/demangle.h"
 
 namespace {
 
@@ -26,14 +27,6 @@ constexpr auto hex_values = [] {
 bool is_text_type(char type)
 {
 	return type == 't' || type == 'T' || type == 'w' || type == 'W';
-}
-
-size_t leading_underscores(std::string_view name)
-{
-	size_t n = 0;
-	while (n < name.size() && name[n] == '_')
-		n++;
-	return n;
 }
 
 } // namespace

@@ -102,13 +102,6 @@ std::unique_ptr<ElfFile> read_own_vdso(uint64_t &size)
 	return image.empty() ? nullptr : ElfFile::from_bytes(std::move(image));
 }
 
-std::string hex(uint64_t value)
-{
-	char text[24];
-	std::snprintf(text, sizeof(text), "0x%" PRIx64, value);
-	return text;
-}
-
 // The PID the process has in its own PID namespace (the last of /proc/PID/status's NSpid),
 // the number a JIT inside a container names its perf map with.
 uint32_t namespaced_pid(const std::string &pid_dir, uint32_t pid)
@@ -782,27 +775,4 @@ SymbolizerStats Symbolizer::stats() const
 	stats.named_kept = impl_->named.size();
 	stats.named_kept_bytes = impl_->named_bytes;
 	return stats;
-}
-
-std::string frame_label(const Frame &frame)
-{
-	// py-spy's "fib (fib.py:2)": the file by its last component.
-	if (frame.python && !frame.source_file.empty()) {
-		const size_t slash = frame.source_file.rfind('/');
-		std::string text = frame.name + " (" + frame.source_file.substr(slash == std::string::npos ? 0 : slash + 1);
-		if (frame.line)
-			text += ':' + std::to_string(frame.line);
-		return text + ')';
-	}
-	if (frame.named())
-		return frame.name;
-	if (frame.module.empty())
-		return "[unknown]";
-	std::string_view module = frame.module;
-	// "[heap]" and "[vdso]" are already bracketed; a path shows its last component.
-	if (module.size() >= 2 && module.front() == '[' && module.back() == ']')
-		module = module.substr(1, module.size() - 2);
-	else if (size_t slash = module.rfind('/'); slash != std::string_view::npos && slash + 1 < module.size())
-		module = module.substr(slash + 1);
-	return "[" + std::string(module) + "+" + hex(frame.module_offset) + "]";
 }

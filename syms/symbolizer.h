@@ -159,7 +159,3 @@ private:
 	struct Impl;
 	std::unique_ptr<Impl> impl_;
 };
-
-// How a frame is printed in the stack and folded reports: the demangled name,
-// "[module+0xoffset]" when only the module is known, "[unknown]" otherwise.
-std::string frame_label(const Frame &frame);

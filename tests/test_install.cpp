@@ -203,9 +203,9 @@ TEST_CASE("install: profile(8)'s OPTIONS document every option of the table, wit
 			      "profile(8)'s \"" << tag << "\" (.SS " << subsection << ") is no row of --help");
 }
 
-TEST_CASE("install: README.md's Options block is --help, line for line")
+TEST_CASE("install: doc/options.md's Options block is --help, line for line")
 {
-	const std::string readme = read_file((source_tree() / "README.md").string());
+	const std::string readme = read_file((source_tree() / "doc/options.md").string());
 	const size_t heading = readme.find("\n## Options\n");
 	REQUIRE(heading != std::string::npos);
 	const size_t open = readme.find("```\n", heading);
@@ -217,8 +217,8 @@ TEST_CASE("install: README.md's Options block is --help, line for line")
 	for (size_t i = 0; i < std::max(block.size(), help.size()); i++) {
 		const std::string in_readme = i < block.size() ? block[i] : "(the end)";
 		const std::string in_help = i < help.size() ? help[i] : "(the end)";
-		CHECK_MESSAGE(in_readme == in_help, "README.md's Options block differs from ./profile --help at line "
-							    << i + 1 << ": run scripts/readme-help.sh");
+		CHECK_MESSAGE(in_readme == in_help, "doc/options.md's Options block differs from ./profile --help at line "
+							    << i + 1 << ": run scripts/options-doc.sh");
 		if (in_readme != in_help)
 			break;
 	}

@@ -1,7 +1,7 @@
 #!/bin/sh
-# scripts/readme-help.sh: writes `profile --help` into README.md's Options block, which
+# scripts/options-doc.sh: writes `profile --help` into doc/options.md's Options block, which
 # tests/test_install.cpp holds equal to it. Run after a change to the option table
-# (cli/options.cpp), with the program built: scripts/readme-help.sh [PROFILE]
+# (cli/options.cpp), with the program built: scripts/options-doc.sh [PROFILE]
 cd "$(dirname "$0")/.." || exit 1
 profile=${1:-./profile}
 help=$(mktemp) && out=$(mktemp) || exit 1
@@ -14,5 +14,5 @@ awk -v help="$help" '
 	state == 2 { if ($0 == "```") { print; state = 3 } ; next }
 	{ print }
 	END { if (state != 3) exit 1 }
-' README.md >"$out" || { echo "readme-help.sh: no Options block in README.md" >&2; exit 1; }
-cat "$out" >README.md
+' doc/options.md >"$out" || { echo "options-doc.sh: no Options block in doc/options.md" >&2; exit 1; }
+cat "$out" >doc/options.md

@@ -1,0 +1,90 @@
+// cli/run_summary.cpp: the lines stderr ends a run with: pushes, windows, where the time
+// went (PROFILE_DEBUG), why nothing was sampled, and what was lost.
+#include "cli/run_summary.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdlib>
+
+#include "base/clock.h"
+#include "base/diagnostics.h"
+#include "cli/account.h"
+#include "report/window.h"
+
+void RunSummary::last_window(const WindowCutter &windows)
+{
+	entries_ = windows.entry_count();
+	stacks_ = windows.stack_count();
+	objects_ = windows.object_count();
+}
+
+void RunSummary::unwinding(const Session &session, const WindowCutter &windows)
+{
+	if (session.unwinding())
+		report_unwinding(windows.account(), session.tables());
+}
+
+void RunSummary::print(Session &session, const WindowCutter &windows, const Pusher *pusher)
+{
+	const RawProfile &account = windows.account();
+	if (pusher) {
+		const Pusher::Stats push = pusher->stats();
+		diagnostics::say("push: %" PRIu64 " window%s sent to %s (%" PRIu64 " request%s, %" PRIu64
+				" failed, %" PRIu64 " window%s dropped, %" PRIu64 " of them refused); a request took %.1f ms "
+				"on average, %.1f ms at most",
+			push.sent, push.sent == 1 ? "" : "s", url_for_humans(options_.push_url).c_str(), push.attempts,
+			push.attempts == 1 ? "" : "s", push.failures, push.dropped, push.dropped == 1 ? "" : "s",
+			push.refused, push.attempts ? push.total_ms / double(push.attempts) : 0.0, push.max_ms);
+	}
+	if (options_.interval_s)
+		diagnostics::say("%" PRIu64 " window%s: %s", windows.closed(), windows.closed() == 1 ? "" : "s",
+			window_account(account.taken, account.stored, lost_samples(account.totals)).c_str());
+	if (getenv("PROFILE_DEBUG")) {
+		after_.mark("report");
+		diagnostics::say("before sampling: %s; kernel symbols' thread CPU %.1f ms%s",
+			startup_.summary().c_str(), session.kernel_symbols_cpu_ms(),
+			session.symbolizer().stats().kallsyms_reread ? " (the cache did not hold every address: read again)"
+								     : "");
+		diagnostics::say("after sampling: %s; %zu keys, %zu stacks, %zu objects, %" PRIu64 " drains, "
+				"%zu processes followed; whole run's CPU %.1f ms",
+			after_.summary().c_str(), entries_, stacks_, objects_,
+			session.sampler().drains(), session.history().process_count(),
+			clocks::process_cpu_ns() / 1e6);
+		if (windows.fetches_debug_files())
+			diagnostics::say("debuginfod: %zu debug files asked for, %zu used; fetched in %.1f ms",
+				windows.fetched().asked, windows.fetched().used, windows.fetched().wall_ms);
+		if (options_.interval_s) {
+			diagnostics::say("windows: %" PRIu64 " closed, CPU to name and write one %.1f ms on average, "
+					"%.1f ms at most",
+				windows.closed(), windows.cpu_ms_sum() / double(std::max<uint64_t>(windows.closed(), 1)),
+				windows.cpu_ms_max());
+			const SymbolizerStats names = session.symbolizer().stats();
+			diagnostics::say("named user addresses: %zu from what windows kept, %zu from their files; "
+					"%zu kept (%.1f KiB of %.1f), %zu dropped for room; %zu files parsed",
+				names.named_from_kept, names.named_from_file, names.named_kept, names.named_kept_bytes / 1024.0,
+				kKeptNamedBytes / 1024.0, names.named_dropped, names.elf_files_parsed);
+		}
+		if (session.unwinding()) {
+			const Unwinder::Stats &tables = session.tables();
+			diagnostics::say("unwind tables: %u asked for, %u in the kernel (%u from the cache, %" PRIu64
+					" rows of %u), %u without CFI, %u without room, %u unfinished; built in %.1f ms "
+					"(CPU %.1f); mappings of %u processes sent, %u mappings left out",
+				tables.objects, tables.ready, tables.from_cache, tables.rows, tables.row_capacity,
+				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
+				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
+			diagnostics::say("walks that waited for tables: %llu for the process's mappings, %llu"
+					" for a file's object, %llu for a table being built; %llu areas learned by walks",
+				account.totals.waited_process, account.totals.waited_file, account.totals.waited_building,
+				account.totals.areas_learned);
+		}
+		if (const PythonReader *python = session.python()) {
+			const PythonReader::Stats py = python->stats();
+			diagnostics::say("python: %u processes followed, %" PRIu64 " code objects named (%" PRIu64
+					" not), naming CPU %.1f ms",
+				py.processes, py.codes, py.unnamed, py.naming_ms);
+		}
+	}
+	if (!options_.interval_s)
+		explain_empty(windows.last(), account, options_, session.targets());
+	report_losses(account, options_);
+}

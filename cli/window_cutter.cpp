@@ -1,0 +1,79 @@
+// cli/window_cutter.cpp: each window closed: its samples named, its report sent on, the
+// next begun.
+#include "cli/window_cutter.h"
+
+#include <malloc.h>
+
+#include <algorithm>
+
+#include "base/clock.h"
+#include "report/window.h"
+
+WindowCutter::WindowCutter(const Options &options, Reports &reports, Session &session, std::string host)
+	: options_(options), reports_(reports), session_(session), host_(std::move(host)),
+	  window_(std::make_unique<Window>(reports.detail())),
+	  debuginfod_(options.debuginfod && debuginfod_configured())
+{
+}
+
+void WindowCutter::start()
+{
+	window_->start_real = clocks::realtime_ns();
+	window_->start_mono = clocks::monotonic_ns();
+	if (options_.interval_s)
+		next_cut_ = window_->start_mono + int64_t(options_.interval_s) * 1000000000;
+	if (options_.duration_s)
+		run_end_ = window_->start_mono + int64_t(*options_.duration_s) * 1000000000;
+}
+
+void WindowCutter::add(const RawProfile &batch)
+{
+	window_->collected.add(batch, session_.symbolizer(), session_.python_names());
+	window_->account.add_account(batch);
+}
+
+void WindowCutter::close(int64_t end_mono, int64_t end_real)
+{
+	session_.kernel_symbols_ready();
+	const int64_t cpu_before = clocks::thread_cpu_ns();
+	if (debuginfod_)
+		fetch_missing_debug_files(session_.symbolizer(), options_.debuginfod_timeout_s, fetched_);
+	profile_ = window_->collected.name(session_.symbolizer());
+	session_.symbolizer().forget_objects();
+	profile_.command = options_.command_line;
+	profile_.frequency = options_.frequency;
+	profile_.period = options_.period;
+	profile_.period_ns = options_.frequency ? 1000000000 / options_.frequency : options_.period;
+	profile_.duration_s = double(end_mono - window_->start_mono) / 1e9;
+	profile_.start_time_ns = window_->start_real;
+	profile_.kernel_stacks = options_.kernel_stacks;
+	profile_.user_stacks = options_.user_stacks;
+	profile_.single_pid = session_.targets().single_process();
+	profile_.host = host_;
+	if (options_.interval_s)
+		reports_.window(profile_,
+				{window_->account.taken, window_->account.stored, lost_samples(window_->account.totals)},
+				end_real);
+	run_account_.add_account(window_->account);
+	closed_++;
+	const double cpu_ms = double(clocks::thread_cpu_ns() - cpu_before) / 1e6;
+	cpu_ms_sum_ += cpu_ms;
+	cpu_ms_max_ = std::max(cpu_ms_max_, cpu_ms);
+	auto next = std::make_unique<Window>(reports_.detail());
+	next->start_mono = end_mono;
+	next->start_real = end_real;
+	window_ = std::move(next);
+	// What the window freed goes back to the system: an agent's heap should not keep the
+	// high-water mark of its busiest window.
+	if (options_.interval_s) {
+		session_.symbolizer().drop_files();
+		malloc_trim(0);
+	}
+	while (next_cut_ <= end_mono)
+		next_cut_ += int64_t(options_.interval_s) * 1000000000;
+}
+
+size_t WindowCutter::object_count() const
+{
+	return session_.symbolizer().object_count();
+}

@@ -1,0 +1,31 @@
+// report/model.cpp: how every report names a frame.
+#include "report/model.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <string_view>
+
+std::string frame_label(const Frame &frame)
+{
+	// py-spy's "fib (fib.py:2)": the file by its last component.
+	if (frame.python && !frame.source_file.empty()) {
+		const size_t slash = frame.source_file.rfind('/');
+		std::string text = frame.name + " (" + frame.source_file.substr(slash == std::string::npos ? 0 : slash + 1);
+		if (frame.line)
+			text += ':' + std::to_string(frame.line);
+		return text + ')';
+	}
+	if (frame.named())
+		return frame.name;
+	if (frame.module.empty())
+		return "[unknown]";
+	std::string_view module = frame.module;
+	// "[heap]" and "[vdso]" are already bracketed; a path shows its last component.
+	if (module.size() >= 2 && module.front() == '[' && module.back() == ']')
+		module = module.substr(1, module.size() - 2);
+	else if (size_t slash = module.rfind('/'); slash != std::string_view::npos && slash + 1 < module.size())
+		module = module.substr(slash + 1);
+	char offset[24];
+	std::snprintf(offset, sizeof(offset), "0x%" PRIx64, frame.module_offset);
+	return "[" + std::string(module) + "+" + offset + "]";
+}
