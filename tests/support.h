@@ -158,6 +158,36 @@ struct SampledShare {
 SampledShare sampled_share(uint64_t hits, uint64_t n, double expected, double allowance = 0.02);
 std::ostream &operator<<(std::ostream &out, const SampledShare &share);
 
+// What tests/workloads/split.c measured of its own CPU time, read from its TRUTH_FILE:
+// nanoseconds spent in split_hot_three and in split_hot_one since it started. The truth a
+// sampled split is judged by: how fast one loop runs against the other differs between
+// CPUs, so no share is assumed.
+struct SplitSpent {
+	uint64_t three = 0, one = 0;
+};
+SplitSpent split_spent(const std::string &truth_file);
+// split_hot_three's share of what the two took between two readings (0 when nothing ran).
+double split_share(const SplitSpent &before, const SplitSpent &after);
+std::ostream &operator<<(std::ostream &out, const SplitSpent &spent);
+
+// tests/workloads/split.c running in the background with its truth file, once it is there.
+// Read spent() before and after a profile of it, and judge the profile by split_share:
+//     Split split;
+//     const SplitSpent before = split.spent();
+//     ... profile it ...
+//     sampled_share(three, three + one, split_share(before, split.spent()))
+class Split {
+public:
+	explicit Split(const std::string &seconds = "30");
+	pid_t pid() const { return program_.pid(); }
+	SplitSpent spent() const { return split_spent(truth_); }
+
+private:
+	TempDir dir_;
+	std::string truth_;
+	Background program_;
+};
+
 // --- tests that cannot run here ------------------------------------------------------------
 
 // The test needs what this machine lacks (a tool, root): outside CI it says so and is
