@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -194,6 +195,45 @@ void PipedProcess::pump(int timeout_ms, std::string *out, std::string *err)
 int PipedProcess::wait()
 {
 	return reap(pid_);
+}
+
+namespace {
+
+std::map<std::string, ChildWorkFunction> &child_works()
+{
+	static std::map<std::string, ChildWorkFunction> works;
+	return works;
+}
+
+constexpr const char *kChildWork = "--child-work";
+
+} // namespace
+
+ChildWork::ChildWork(const char *name, ChildWorkFunction work)
+{
+	child_works()[name] = work;
+}
+
+std::vector<std::string> child_work_argv(const std::string &name, const std::vector<std::string> &args)
+{
+	REQUIRE_MESSAGE(child_works().count(name), "no child work is named " << name);
+	std::vector<std::string> argv = {std::filesystem::read_symlink("/proc/self/exe"), kChildWork, name};
+	argv.insert(argv.end(), args.begin(), args.end());
+	return argv;
+}
+
+int run_child_work(int argc, char **argv)
+{
+	if (argc < 3 || std::string(argv[1]) != kChildWork)
+		return -1;
+	const auto work = child_works().find(argv[2]);
+	if (work == child_works().end())
+		return 127;
+	try {
+		return work->second(std::vector<std::string>(argv + 3, argv + argc));
+	} catch (...) {
+		return 125;
+	}
 }
 
 Background::Background(const std::vector<std::string> &argv, int cpu)

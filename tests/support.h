@@ -52,6 +52,23 @@ private:
 	int out_ = -1, err_ = -1;
 };
 
+// Work a test does in a process of its own: as another user, as a second writer, or where
+// it may hang. The child of a fork of this runner, which has threads, may call only what is
+// async-signal-safe until it execs (another thread may hold the allocator's lock at the
+// fork, and the child then waits for it for ever), so the work runs in this runner execed
+// anew: registered at namespace scope by name,
+//     const ChildWork store("unwind cache: store", [](const std::vector<std::string> &args) { ...; return 0; });
+// and run by the argv child_work_argv gives (with run_command or PipedProcess), its exit
+// status what the function returned (125 when it threw).
+using ChildWorkFunction = int (*)(const std::vector<std::string> &args);
+struct ChildWork {
+	ChildWork(const char *name, ChildWorkFunction work);
+};
+std::vector<std::string> child_work_argv(const std::string &name, const std::vector<std::string> &args);
+// In main, before the tests: when argv is one child_work_argv made, runs that work and
+// returns its exit status; otherwise -1.
+int run_child_work(int argc, char **argv);
+
 // A program running in the background for the length of a test; killed when it goes.
 class Background {
 public:
