@@ -118,8 +118,8 @@ bool contains(const std::string &text, const std::string &part);
 // The test suite of the integration tests that the ASan+UBSan pass of `make test` runs as
 // well (scripts/run-tests.sh says why not all): TEST_CASE("..." * doctest::test_suite(ASAN_TOO)).
 // Together they run every part of the profiler: hostile ELF files, processes that exit
-// and are forgotten, dlopen, debug links and JIT maps, table unwinding, windows cut to
-// files and to stdout with maps drained, pushing to a server, cgroups, signals.
+// and are forgotten, dlopen, debug links and JIT maps, table unwinding, Python frames,
+// windows cut to files and to stdout with maps drained, pushing to a server, cgroups, signals.
 #define ASAN_TOO "integration-asan"
 
 // The integration tests run ./profile for real: they stop here unless run as root.
