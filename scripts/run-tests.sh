@@ -6,10 +6,12 @@
 # tests/support.h); every fuzz target for FUZZ_SECONDS (build-fuzz/; make test gives 5).
 # Why not every integration test under ASan: they spend their time sampling for a set
 # number of seconds, the same code paths over and over, and took 5.5 of the 12 minutes
-# of `make test`. What ASan and UBSan check is the profiler's own code: the chosen ten run
+# of `make test`. What ASan and UBSan check is the profiler's own code: the chosen ones run
 # each part of it (hostile ELF files, processes that exit and are forgotten, dlopen, debug
-# links, JIT maps, table unwinding, windows to files and stdout with maps drained, push,
-# cgroups, signals) and take about a third of the time. Every test still runs, and counts,
+# links, JIT maps, table unwinding, Python frames, windows to files and stdout with maps
+# drained, push, cgroups, signals) and take about a third of the time. Every test case is
+# in a suite, and every test file has cases this pass runs: a unit test in tests/main.cpp
+# fails otherwise. Every test still runs, and counts,
 # in the first pass; the ASan pass's tests count again.
 # Each part runs even when one before it failed. Run by a user, the suites run as root
 # through sudo; a last check then fails if they left anything in the tree that the user

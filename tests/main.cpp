@@ -68,8 +68,35 @@ struct CountingListener : doctest::IReporter {
 
 DOCTEST_REGISTER_LISTENER("counting", 1, CountingListener);
 
+// The ASan+UBSan pass of `make test` picks test cases by suite (scripts/run-tests.sh): a
+// case in no suite, or in one of another name, would never run there, and a file none of
+// whose cases are in a suite it picks would go unchecked under ASan whole.
+TEST_SUITE("unit") {
+
+TEST_CASE("every test case is in a suite, and every test file has cases the ASan pass runs")
+{
+	const std::set<std::string> suites = {"unit", "component", "integration", ASAN_TOO};
+	const std::set<std::string> asan = {"unit", "component", ASAN_TOO};
+	std::set<std::string> files, files_under_asan;
+	for (const doctest::detail::TestCase &test : doctest::detail::getRegisteredTests()) {
+		const std::string file = test.m_file.c_str(), suite = test.m_test_suite;
+		files.insert(file);
+		CHECK_MESSAGE(suites.count(suite), file << ":" << test.m_line << ": \"" << std::string(test.m_name)
+							<< "\" is in suite \"" << suite << "\", not one of unit, component, integration, " ASAN_TOO);
+		if (asan.count(suite))
+			files_under_asan.insert(file);
+	}
+	for (const std::string &file : files)
+		CHECK_MESSAGE(files_under_asan.count(file), file << ": no test case in unit, component or " ASAN_TOO);
+}
+
+} // TEST_SUITE("unit")
+
 int main(int argc, char **argv)
 {
+	// A test's child, execed to do one piece of work (ChildWork in tests/support.h).
+	if (const int status = run_child_work(argc, argv); status >= 0)
+		return status;
 	// The integration tests sample workloads for a set number of seconds and judge what
 	// they got: on a machine busy with other work (a build, a browser) the workloads went
 	// without CPU for seconds and the checks failed for want of samples, not for anything

@@ -10,16 +10,19 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -192,6 +195,45 @@ void PipedProcess::pump(int timeout_ms, std::string *out, std::string *err)
 int PipedProcess::wait()
 {
 	return reap(pid_);
+}
+
+namespace {
+
+std::map<std::string, ChildWorkFunction> &child_works()
+{
+	static std::map<std::string, ChildWorkFunction> works;
+	return works;
+}
+
+constexpr const char *kChildWork = "--child-work";
+
+} // namespace
+
+ChildWork::ChildWork(const char *name, ChildWorkFunction work)
+{
+	child_works()[name] = work;
+}
+
+std::vector<std::string> child_work_argv(const std::string &name, const std::vector<std::string> &args)
+{
+	REQUIRE_MESSAGE(child_works().count(name), "no child work is named " << name);
+	std::vector<std::string> argv = {std::filesystem::read_symlink("/proc/self/exe"), kChildWork, name};
+	argv.insert(argv.end(), args.begin(), args.end());
+	return argv;
+}
+
+int run_child_work(int argc, char **argv)
+{
+	if (argc < 3 || std::string(argv[1]) != kChildWork)
+		return -1;
+	const auto work = child_works().find(argv[2]);
+	if (work == child_works().end())
+		return 127;
+	try {
+		return work->second(std::vector<std::string>(argv + 3, argv + argc));
+	} catch (...) {
+		return 125;
+	}
 }
 
 Background::Background(const std::vector<std::string> &argv, int cpu)
@@ -386,6 +428,41 @@ void write_file(const std::string &path, const std::string &data)
 	std::filesystem::create_directories(std::filesystem::path(path).parent_path());
 	std::ofstream out(path, std::ios::binary);
 	out << data;
+}
+
+SplitSpent split_spent(const std::string &truth_file)
+{
+	// Mapped, not read: split adds to the totals as the test reads them, and an aligned
+	// 8-byte load sees each whole, where read() may copy a total half before a store.
+	SplitSpent spent;
+	const int fd = open(truth_file.c_str(), O_RDONLY | O_CLOEXEC);
+	REQUIRE_MESSAGE(fd >= 0, truth_file << ": " << strerror(errno));
+	void *map = mmap(nullptr, 2 * sizeof(uint64_t), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	REQUIRE_MESSAGE(map != MAP_FAILED, truth_file << ": " << strerror(errno));
+	const volatile uint64_t *totals = static_cast<const volatile uint64_t *>(map);
+	spent.three = totals[0];
+	spent.one = totals[1];
+	munmap(map, 2 * sizeof(uint64_t));
+	return spent;
+}
+
+double split_share(const SplitSpent &before, const SplitSpent &after)
+{
+	const uint64_t three = after.three - before.three, one = after.one - before.one;
+	return three + one ? double(three) / double(three + one) : 0;
+}
+
+std::ostream &operator<<(std::ostream &out, const SplitSpent &spent)
+{
+	return out << "split measured " << spent.three << " ns in split_hot_three, " << spent.one
+		   << " ns in split_hot_one";
+}
+
+Split::Split(const std::string &seconds)
+	: truth_(dir_ / "truth"), program_({workload("split"), seconds, truth_})
+{
+	REQUIRE(program_.read_line() == "ready");
 }
 
 SampledShare sampled_share(uint64_t hits, uint64_t n, double expected, double allowance)

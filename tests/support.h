@@ -52,6 +52,23 @@ private:
 	int out_ = -1, err_ = -1;
 };
 
+// Work a test does in a process of its own: as another user, as a second writer, or where
+// it may hang. The child of a fork of this runner, which has threads, may call only what is
+// async-signal-safe until it execs (another thread may hold the allocator's lock at the
+// fork, and the child then waits for it for ever), so the work runs in this runner execed
+// anew: registered at namespace scope by name,
+//     const ChildWork store("unwind cache: store", [](const std::vector<std::string> &args) { ...; return 0; });
+// and run by the argv child_work_argv gives (with run_command or PipedProcess), its exit
+// status what the function returned (125 when it threw).
+using ChildWorkFunction = int (*)(const std::vector<std::string> &args);
+struct ChildWork {
+	ChildWork(const char *name, ChildWorkFunction work);
+};
+std::vector<std::string> child_work_argv(const std::string &name, const std::vector<std::string> &args);
+// In main, before the tests: when argv is one child_work_argv made, runs that work and
+// returns its exit status; otherwise -1.
+int run_child_work(int argc, char **argv);
+
 // A program running in the background for the length of a test; killed when it goes.
 class Background {
 public:
@@ -101,8 +118,8 @@ bool contains(const std::string &text, const std::string &part);
 // The test suite of the integration tests that the ASan+UBSan pass of `make test` runs as
 // well (scripts/run-tests.sh says why not all): TEST_CASE("..." * doctest::test_suite(ASAN_TOO)).
 // Together they run every part of the profiler: hostile ELF files, processes that exit
-// and are forgotten, dlopen, debug links and JIT maps, table unwinding, windows cut to
-// files and to stdout with maps drained, pushing to a server, cgroups, signals.
+// and are forgotten, dlopen, debug links and JIT maps, table unwinding, Python frames,
+// windows cut to files and to stdout with maps drained, pushing to a server, cgroups, signals.
 #define ASAN_TOO "integration-asan"
 
 // The integration tests run ./profile for real: they stop here unless run as root.
@@ -157,6 +174,36 @@ struct SampledShare {
 };
 SampledShare sampled_share(uint64_t hits, uint64_t n, double expected, double allowance = 0.02);
 std::ostream &operator<<(std::ostream &out, const SampledShare &share);
+
+// What tests/workloads/split.c measured of its own CPU time, read from its TRUTH_FILE:
+// nanoseconds spent in split_hot_three and in split_hot_one since it started. The truth a
+// sampled split is judged by: how fast one loop runs against the other differs between
+// CPUs, so no share is assumed.
+struct SplitSpent {
+	uint64_t three = 0, one = 0;
+};
+SplitSpent split_spent(const std::string &truth_file);
+// split_hot_three's share of what the two took between two readings (0 when nothing ran).
+double split_share(const SplitSpent &before, const SplitSpent &after);
+std::ostream &operator<<(std::ostream &out, const SplitSpent &spent);
+
+// tests/workloads/split.c running in the background with its truth file, once it is there.
+// Read spent() before and after a profile of it, and judge the profile by split_share:
+//     Split split;
+//     const SplitSpent before = split.spent();
+//     ... profile it ...
+//     sampled_share(three, three + one, split_share(before, split.spent()))
+class Split {
+public:
+	explicit Split(const std::string &seconds = "30");
+	pid_t pid() const { return program_.pid(); }
+	SplitSpent spent() const { return split_spent(truth_); }
+
+private:
+	TempDir dir_;
+	std::string truth_;
+	Background program_;
+};
 
 // --- tests that cannot run here ------------------------------------------------------------
 

@@ -696,8 +696,6 @@ TEST_CASE("pprof: every stack go tool pprof shows is the same stack write_folded
 	}
 }
 
-} // TEST_SUITE
-
 TEST_CASE("pprof: a Python frame is its qualified name as function, with its file and the line run")
 {
 	Profile profile;
@@ -730,3 +728,5 @@ TEST_CASE("pprof: a Python frame is its qualified name as function, with its fil
 	CHECK(p.str(p.function(outer.lines[0].function).name) == "<module>");
 	CHECK(outer.lines[0].line == 12);
 }
+
+} // TEST_SUITE

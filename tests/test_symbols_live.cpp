@@ -340,8 +340,6 @@ TEST_CASE("kernel stacks name a running BPF program as kallsyms does, with [bpf]
 			 [](const std::string &f) { return contains(f, " bpf_test_run+0x") && f.ends_with(" [kernel]"); }) > 10);
 }
 
-} // TEST_SUITE
-
 // build/workloads/inlined: C++ at -O2 whose hot loop is workload::Mixer::mix and
 // workload::scramble, always inlined into workload::mix_block, and std::accumulate inlined
 // into workload::sum_block. Three runs at once over it: folded, folded with --no-inline,
@@ -416,3 +414,5 @@ TEST_CASE("inlined functions are frames of their own in folded stacks and pprof,
 			CHECK(line.frames.back() == block);
 	}
 }
+
+} // TEST_SUITE

@@ -396,11 +396,16 @@ TEST_CASE("the kernel's side-band records follow a process that has exited")
 	snapshot_processes(history, uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec);
 	CHECK(history.image_at(getpid(), 0));
 
+	// execv with an argv made before the fork: execl is not on POSIX's list of
+	// async-signal-safe functions before its 2016 edition, and builds its argv in the child.
+	char true_name[] = "true";
+	char *const argv[] = {true_name, nullptr};
 	pid_t child = fork();
 	if (child == 0) {
-		execl("/bin/true", "true", nullptr);
+		execv("/bin/true", argv);
 		_exit(127);
 	}
+	REQUIRE(child > 0);
 	waitpid(child, nullptr, 0);
 	side_band.poll(history);
 	CHECK(history.exited(child));

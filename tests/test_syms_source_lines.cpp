@@ -142,6 +142,23 @@ int names_to_alt_file(std::string &elf)
 	return changed;
 }
 
+// The lookups of the alt-link test, in a child of their own (ChildWork) that the test kills
+// if they hang: FILE's lines at MARKER stand (INNER_LINE inlined, then CALL_LINE); names
+// that were to come from the alt file are gone, the one from a linkage name (in .debug_str
+// still) is not. Exit 0 when they are so.
+const ChildWork altlink_lookups("source lines: altlink lookups", [](const std::vector<std::string> &args) {
+	if (args.size() != 4)
+		return 2;
+	UniqueFd fd = open_read_only(args[0].c_str());
+	std::unique_ptr<SourceLines> lines = SourceLines::open(fd.get());
+	if (!lines)
+		return 2;
+	std::vector<SourceLocation> found = lines->find(std::stoull(args[1]));
+	bool right = found.size() == 2 && found[0].line == std::stoul(args[2]) && found[0].inlined &&
+		     found[1].line == std::stoul(args[3]) && found[1].function == kOuterName;
+	return right ? 0 : 3;
+});
+
 } // namespace
 
 TEST_SUITE("unit")
@@ -275,34 +292,16 @@ TEST_SUITE("unit")
 		}
 		REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
 
-		pid_t child = fork();
-		REQUIRE(child >= 0);
-		if (child == 0) {
-			UniqueFd fd = open_read_only(path.c_str());
-			std::unique_ptr<SourceLines> lines = SourceLines::open(fd.get());
-			if (!lines)
-				_exit(2);
-			std::vector<SourceLocation> found = lines->find(marker);
-			// The lines stand; names that were to come from the alt file are gone, the
-			// one from a linkage name (in .debug_str still) is not.
-			bool right = found.size() == 2 && found[0].line == inner_line && found[0].inlined &&
-				     found[1].line == call_line && found[1].function == kOuterName;
-			_exit(right ? 0 : 3);
-		}
-		int status = 0;
-		pid_t done = 0;
-		for (int waited = 0; waited < 200 && (done = waitpid(child, &status, WNOHANG)) == 0; waited++)
-			usleep(50 * 1000);
-		if (done == 0) {
-			kill(child, SIGKILL);
-			waitpid(child, &status, 0);
-		}
+		// A hang is killed after 10 s.
+		const CommandResult r = run_command(child_work_argv("source lines: altlink lookups",
+								    {path, std::to_string(marker), std::to_string(inner_line),
+								     std::to_string(call_line)}),
+						    10);
 		unlink(fifo.c_str());
 		unlink(path.c_str());
 		rmdir(dir.c_str());
-		REQUIRE_MESSAGE(done == child, "the lookups hung: the FIFO the link names was opened");
-		CHECK(WIFEXITED(status));
-		CHECK(WEXITSTATUS(status) == 0);
+		REQUIRE_MESSAGE(r.status != 128 + SIGKILL, "the lookups hung: the FIFO the link names was opened");
+		CHECK_MESSAGE(r.status == 0, r.err);
 	}
 
 	TEST_CASE("source lines: random, truncated and damaged files give null or empty, never a crash")

@@ -99,13 +99,16 @@ struct Child {
 		std::string path = absolute_fixture(program);
 		int out[2];
 		REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+		// The child calls only what is async-signal-safe: its argv is made before the fork.
+		char wait_arg[] = "wait";
+		char *const argv[] = {path.data(), wait_arg, nullptr};
 		pid = fork();
-		REQUIRE(pid >= 0);
 		if (pid == 0) {
 			dup2(out[1], STDOUT_FILENO);
-			execl(path.c_str(), path.c_str(), "wait", static_cast<char *>(nullptr));
+			execv(argv[0], argv);
 			_exit(127);
 		}
+		REQUIRE(pid >= 0);
 		close(out[1]);
 		char ready[6] = {};
 		ssize_t n = read(out[0], ready, sizeof(ready));
@@ -570,14 +573,18 @@ TEST_SUITE("unit")
 		fs::path program = dir.path() / "prog";
 		fs::copy_file(absolute_fixture("hello-pie"), program);
 		fs::permissions(program, fs::perms::owner_all);
+		// The child calls only what is async-signal-safe: its argv is made before the fork.
+		std::string program_path = program.string();
+		char wait_arg[] = "wait";
+		char *const argv[] = {program_path.data(), wait_arg, nullptr};
 		pid_t pid = fork();
-		REQUIRE(pid >= 0);
 		if (pid == 0) {
 			int null = open("/dev/null", O_WRONLY);
 			dup2(null, STDOUT_FILENO);
-			execl(program.c_str(), program.c_str(), "wait", static_cast<char *>(nullptr));
+			execv(argv[0], argv);
 			_exit(127);
 		}
+		REQUIRE(pid >= 0);
 		struct Reaper {
 			pid_t pid;
 			~Reaper()

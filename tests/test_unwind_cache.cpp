@@ -106,6 +106,40 @@ mode_t mode_of(const std::string &path)
 	return st.st_mode & 07777;
 }
 
+// The work of the tests' children (ChildWork: they run in the runner execed anew, with no
+// test around them, so they say what went wrong by their exit status alone).
+
+// The table compiled from the file at path; nothing when it does not compile.
+std::optional<UnwindTable> table_of(const std::string &path)
+{
+	UniqueFd fd = open_read_only(path.c_str());
+	return fd.valid() ? compile_unwind_table(fd.get()) : std::nullopt;
+}
+
+// As the agent's user: PRIVATE_DIR (root's) refuses the table of FIXTURE, and OWN_DIR (its
+// own) takes it and gives it back. Exit 0 when both hold.
+const ChildWork store_as_agent("unwind cache: store as the agent's user", [](const std::vector<std::string> &args) {
+	const std::optional<UnwindTable> table = args.size() == 3 ? table_of(args[2]) : std::nullopt;
+	if (!table)
+		return 2;
+	const bool refused = !store_unwind_table(args[0], "u3-b-1111", *table).ok();
+	const bool own = store_unwind_table(args[1], "u3-b-1111", *table).ok() && cached(args[1], "u3-b-1111");
+	return refused && own ? 0 : 1;
+});
+
+// A second profiler: stores under CACHE's KEY, COUNT times, the tables of FIXTURE_A and
+// FIXTURE_B in turn.
+const ChildWork store_in_turn("unwind cache: store in turn", [](const std::vector<std::string> &args) {
+	if (args.size() != 5)
+		return 2;
+	const std::optional<UnwindTable> a = table_of(args[3]), b = table_of(args[4]);
+	if (!a || !b)
+		return 2;
+	for (int i = 0, n = std::stoi(args[2]); i < n; i++)
+		(void)store_unwind_table(args[0], args[1], i % 2 ? *a : *b);
+	return 0;
+});
+
 } // namespace
 
 TEST_SUITE("unit") {
@@ -206,19 +240,11 @@ TEST_CASE("unwind cache: a directory open to others, or a symlink, is not used")
 	REQUIRE(chmod(dir.path().c_str(), 0711) == 0);
 	REQUIRE(mkdir((dir / "nobody").c_str(), 0700) == 0);
 	REQUIRE(chown((dir / "nobody").c_str(), 65534, 65534) == 0);
-	const pid_t child = fork();
-	REQUIRE(child >= 0);
-	if (child == 0) {
-		if (setgid(65534) != 0 || setuid(65534) != 0)
-			_exit(2);
-		const bool refused = !store_unwind_table(dir / "private", "u3-b-1111", table).ok();
-		const bool own = store_unwind_table(dir / "nobody/unwind", "u3-b-1111", table).ok() &&
-				 cached(dir / "nobody/unwind", "u3-b-1111");
-		_exit(refused && own ? 0 : 1);
-	}
-	int status = 0;
-	REQUIRE(waitpid(child, &status, 0) == child);
-	CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+	const CommandResult agent = run_command(
+		child_work_argv("unwind cache: store as the agent's user",
+				{dir / "private", dir / "nobody/unwind", fixture_path("unwind-nofp")}),
+		60, -1, 0, 65534);
+	CHECK_MESSAGE(agent.status == 0, agent.err);
 	CHECK(!std::filesystem::exists(entry(dir / "private", "u3-b-1111")));
 
 	// A symlink to a private directory of ours.
@@ -561,13 +587,9 @@ TEST_CASE("unwind cache: writers racing on one key, in threads and processes, ne
 	constexpr int kStores = 150;
 
 	// Another process, as a second profiler would be.
-	const pid_t child = fork();
-	REQUIRE(child >= 0);
-	if (child == 0) {
-		for (int i = 0; i < kStores; i++)
-			(void)store_unwind_table(cache, key, i % 2 ? a : b);
-		_exit(0);
-	}
+	PipedProcess child(child_work_argv("unwind cache: store in turn", {cache, key, std::to_string(kStores),
+									   fixture_path("unwind-nofp"), fixture_path("unwind-fp")}));
+	REQUIRE(child.pid() > 0);
 	std::thread writers[2];
 	for (int t = 0; t < 2; t++)
 		writers[t] = std::thread([&, t] {
@@ -576,7 +598,7 @@ TEST_CASE("unwind cache: writers racing on one key, in threads and processes, ne
 		});
 	int loads = 0, torn = 0;
 	bool child_done = false;
-	std::string problem;
+	std::string problem, child_err;
 	while (!child_done || loads < 50) {
 		const Result<std::optional<UnwindTable>> loaded = load_cached_unwind_table(cache, key);
 		loads++;
@@ -584,12 +606,15 @@ TEST_CASE("unwind cache: writers racing on one key, in threads and processes, ne
 			problem = loaded.error();
 		if (!loaded.ok() || !(same_table(*loaded, a) || same_table(*loaded, b)))
 			torn++;
-		int status;
-		if (!child_done && waitpid(child, &status, WNOHANG) == child)
-			child_done = true;
+		// Its pipes close at its exit.
+		if (!child_done) {
+			child.pump(0, nullptr, &child_err);
+			child_done = !child.open();
+		}
 	}
 	for (std::thread &t : writers)
 		t.join();
+	CHECK_MESSAGE(child.wait() == 0, child_err);
 	CHECK(loads >= 50);
 	CHECK_MESSAGE(torn == 0, problem);
 	CHECK(files_in(cache) == 1); // every temporary file renamed or removed

@@ -66,6 +66,8 @@ RawUserStack three_frames()
 
 } // namespace
 
+TEST_SUITE("unit") {
+
 TEST_CASE("raw walk: rsp and rbp rules reach the outermost frame")
 {
 	const RawWalk walk = walk_raw_stack(three_frames(), 100, true, in_file);
@@ -160,3 +162,5 @@ TEST_CASE("raw walk: PLT stubs, and code without a rule by frame pointers only w
 	CHECK(walk.frames.empty());
 	CHECK(walk.truncated);
 }
+
+} // TEST_SUITE

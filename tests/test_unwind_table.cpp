@@ -666,8 +666,8 @@ TEST_CASE("unwind table: libc, python3.11, liblzma and cc1plus, every row as rea
 		const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 		REQUIRE(table);
 		CHECK(table->source == ".eh_frame");
-		MESSAGE(name << ": " << table->rows.size() << " rows (" << table->rows.size() * sizeof(unwind_row)
-			     << " bytes), compiled in " << ms << " ms");
+		INFO(name << ": " << table->rows.size() << " rows (" << table->rows.size() * sizeof(unwind_row)
+			  << " bytes), compiled in " << ms << " ms");
 
 		CommandResult frames = run_command({"/usr/bin/readelf", "--debug-dump=frames-interp", path}, 120);
 		CommandResult headers = run_command({"/usr/bin/readelf", "-lW", path});

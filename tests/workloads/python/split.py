@@ -1,6 +1,6 @@
 # tests/workloads/python/split.py SECONDS TRUTH_FILE: spends about 3:1 of its CPU in two
-# pure-Python functions, the second also calling zlib.compress, and writes the split it
-# measured itself (thread CPU seconds in each) to TRUTH_FILE at the end.
+# pure-Python functions, the second also calling zlib.compress; TRUTH_FILE holds the split it
+# measured itself so far (thread CPU seconds in each), rewritten in place after every round.
 import sys
 import time
 import zlib
@@ -26,7 +26,7 @@ def compressing(n):
 
 def main():
     seconds, truth = float(sys.argv[1]), sys.argv[2]
-    spent = [0.0, 0.0]
+    spent, out = [0.0, 0.0], open(truth, "w", buffering=1)  # a line is written whole
     n_busy, n_compressing = 20000, 20000
     print("ready", flush=True)
     end = time.monotonic() + seconds
@@ -41,8 +41,8 @@ def main():
         # Steer each call of busy towards three times one of compressing.
         if t1 > t0 and t2 > t1:
             n_busy = max(1000, min(2000000, int(n_busy * 3 * (t2 - t1) / (t1 - t0))))
-    with open(truth, "w") as out:
-        out.write("%f %f\n" % (spent[0], spent[1]))
+        out.seek(0)
+        out.write("%20.9f %20.9f\n" % (spent[0], spent[1]))
 
 
 main()
