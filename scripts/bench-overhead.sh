@@ -6,7 +6,8 @@
 #     (profile's tp_btf/sys_exit) raises;
 #   - redis-benchmark (GET and SET, 50 clients, -q) against a redis-server this script starts
 #     on a free loopback port (--save '' --appendonly no) and stops: requests a second;
-#   - `perf bench sched pipe`: µs a round trip between two processes, context switches.
+#   - `perf bench sched pipe`: µs a round trip between two processes, both on CPU 0 (so
+#     that each message is a context switch, not a wakeup of an idle CPU), context switches.
 # The conditions: nothing; `profile -f 49 DURATION` (the card's command, output to
 # /dev/null); the agent's defaults (`--agent` is -f 19 and --interval 15; here each window
 # is written to a file, pprof, as the agent pushes it); `profile --unwind fp -f 49`;
@@ -24,7 +25,7 @@
 # Usage: [PROFILE=./profile] [PROFILE_OLD=old/profile] [ROUNDS=3] scripts/bench-overhead.sh [ROUNDS]
 # Other knobs (environment): SETTLE_S (3) seconds a profiler samples before the workloads;
 # SYSCALL_LOOPS (10000000) getppid calls; REDIS_REQUESTS (100000) and REDIS_CLIENTS (50);
-# PIPE_LOOPS (200000) round trips; RUN_S (600) the duration each profiler is given, a bound
+# PIPE_LOOPS (200000) round trips, PIPE_CPUS (0) where they run (empty: anywhere); RUN_S (600) the duration each profiler is given, a bound
 # (it is stopped as soon as the workloads are done); STOP_S (60) seconds a profiler may take
 # to exit after SIGINT before it is killed.
 set -u
@@ -39,6 +40,7 @@ SYSCALL_LOOPS=${SYSCALL_LOOPS:-10000000}
 REDIS_REQUESTS=${REDIS_REQUESTS:-100000}
 REDIS_CLIENTS=${REDIS_CLIENTS:-50}
 PIPE_LOOPS=${PIPE_LOOPS:-200000}
+PIPE_CPUS=${PIPE_CPUS-0}
 RUN_S=${RUN_S:-600}
 STOP_S=${STOP_S:-60}
 QUIET_S=1 # pause before each condition, so that none starts in the tail of another's exit
@@ -50,7 +52,7 @@ case $ROUNDS in '' | *[!0-9]* | 0) die "ROUNDS must be a positive number (got '$
 if [ "$(id -u)" != 0 ]; then
 	die "needs root to load BPF programs (try: sudo $0)"
 fi
-for tool in perf timeout awk "$PROFILE"; do
+for tool in perf timeout taskset awk "$PROFILE"; do
 	command -v "$tool" >/dev/null || die "$tool is missing (make; Debian: apt-get install linux-perf)"
 done
 if [ -n "$PROFILE_OLD" ]; then
@@ -111,7 +113,9 @@ syscall_ns() {
 			END { if (ns) printf "%.1f\n", ns }'
 }
 pipe_us() {
-	perf bench sched pipe -l "$PIPE_LOOPS" 2>/dev/null |
+	local pin=()
+	if [ -n "$PIPE_CPUS" ]; then pin=(taskset -c "$PIPE_CPUS"); fi
+	"${pin[@]}" perf bench sched pipe -l "$PIPE_LOOPS" 2>/dev/null |
 		awk '/usecs\/op/ { us = $1 } /ops\/sec/ && !us && $1 > 0 { us = 1e6 / $1 }
 			END { if (us) printf "%.3f\n", us }'
 }
@@ -170,7 +174,7 @@ has_perf_events() { # the program $1 holds a perf event open
 # Starts condition $1; CHILD is its `timeout`. Returns non-zero (with a note) when it did not
 # come to sample: its perf events open, then SETTLE_S seconds, still running.
 start_condition() {
-	local command=${COMMANDS[$1]} program=''
+	local label=${LABELS[$1]} command=${COMMANDS[$1]} program=''
 	CHILD=
 	[ -n "$command" ] || return 0
 	eval "set -- $command"
@@ -185,13 +189,13 @@ start_condition() {
 		sleep 0.1
 	done
 	if [ -z "$program" ]; then
-		note "${LABELS[$1]}: did not open its perf events: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
+		note "$label: did not open its perf events: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
 		stop_condition
 		return 1
 	fi
 	sleep "$SETTLE_S"
 	if ! kill -0 "$program" 2>/dev/null; then
-		note "${LABELS[$1]}: exited before the workloads: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
+		note "$label: exited before the workloads: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
 		stop_condition
 		return 1
 	fi
@@ -215,7 +219,7 @@ stop_condition() {
 
 # --- numbers
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) print lo "-" hi }'; }
+spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print NR ? lo "-" hi : "-" }'; }
 # VALUES["condition metric"]: the values of the rounds, a line each.
 declare -A VALUES
 keep() { # $1 condition, $2 metric, $3 value (empty: none)
@@ -242,7 +246,7 @@ fi
 echo "- peers: $(perf --version 2>&1 | head -1)$(command -v bpftrace >/dev/null && echo ", $(bpftrace --version 2>&1 | head -1)")"
 echo "- workloads: \`perf bench syscall basic -l $SYSCALL_LOOPS\`;" \
 	"$([ -n "$REDIS" ] && echo "\`redis-benchmark -t get,set -c $REDIS_CLIENTS -n $REDIS_REQUESTS -q\` against $(redis-server --version | awk '{ print $1, $3 }') on 127.0.0.1:$REDIS_PORT (--save '' --appendonly no);")" \
-	"\`perf bench sched pipe -l $PIPE_LOOPS\`"
+	"\`$([ -n "$PIPE_CPUS" ] && echo "taskset -c $PIPE_CPUS ")perf bench sched pipe -l $PIPE_LOOPS\`"
 echo "- $ROUNDS round(s), the $N conditions in turns (round r starts at condition r); each profiler" \
 	"samples $SETTLE_S s after its perf events are open before the workloads; figures are medians"
 for s in "${SKIPPED[@]}"; do echo "- skipped: $s"; done
