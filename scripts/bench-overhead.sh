@@ -1,0 +1,337 @@
+#!/usr/bin/env bash
+# scripts/bench-overhead.sh: what a running profiler costs the work it watches (issue 27).
+# Three workloads are timed while nothing else runs, and while each profiler samples the
+# whole machine:
+#   - `perf bench syscall basic` (getppid in a loop): ns a syscall, which a per-syscall hook
+#     (profile's tp_btf/sys_exit) raises;
+#   - redis-benchmark (GET and SET, 50 clients, -q) against a redis-server this script starts
+#     on a free loopback port (--save '' --appendonly no) and stops: requests a second;
+#   - `perf bench sched pipe`: µs a round trip between two processes, both on CPU 0 (so
+#     that each message is a context switch, not a wakeup of an idle CPU), context switches.
+# The conditions: nothing; `profile -f 49 DURATION` (the card's command, output to
+# /dev/null); the agent's defaults (`--agent` is -f 19 and --interval 15; here each window
+# is written to a file, pprof, as the agent pushes it); `profile --unwind fp -f 49`;
+# `perf record -g -F 49 -a`; bpftrace `profile:hz:49 { @[kstack, ustack] = count(); }`.
+# With PROFILE_OLD=path/to/another/profile (an older build), its three rows are added
+# ("old profile ..."): before and after in the same run. A peer that is not installed is
+# skipped, with a note. Each condition is started, given SETTLE_S seconds once its perf
+# events are open, the three workloads are run, then it is stopped (SIGINT) and waited
+# for. The conditions run in turns (each round starts one condition later), ROUNDS
+# rounds; prints the date, commit, CPU, kernel and each round's load average, every
+# measurement, then a markdown table of the medians with each one's ratio (or loss)
+# against nothing, and the spread (min-max).
+# Needs root, perf; redis-server and redis-benchmark (else those columns are skipped).
+# About 4 minutes at the defaults (6 conditions, 3 rounds); 9 conditions about 6.
+# Usage: [PROFILE=./profile] [PROFILE_OLD=old/profile] [ROUNDS=3] scripts/bench-overhead.sh [ROUNDS]
+# Other knobs (environment): SETTLE_S (3) seconds a profiler samples before the workloads;
+# SYSCALL_LOOPS (10000000) getppid calls; REDIS_REQUESTS (100000) and REDIS_CLIENTS (50);
+# PIPE_LOOPS (200000) round trips, PIPE_CPUS (0) where they run (empty: anywhere); RUN_S (600) the duration each profiler is given, a bound
+# (it is stopped as soon as the workloads are done); STOP_S (60) seconds a profiler may take
+# to exit after SIGINT before it is killed.
+set -u
+
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
+PROFILE=${PROFILE:-$ROOT/profile}
+PROFILE_OLD=${PROFILE_OLD:-}
+ROUNDS=${1:-${ROUNDS:-3}}
+SETTLE_S=${SETTLE_S:-3}
+SYSCALL_LOOPS=${SYSCALL_LOOPS:-10000000}
+REDIS_REQUESTS=${REDIS_REQUESTS:-100000}
+REDIS_CLIENTS=${REDIS_CLIENTS:-50}
+PIPE_LOOPS=${PIPE_LOOPS:-200000}
+PIPE_CPUS=${PIPE_CPUS-0}
+RUN_S=${RUN_S:-600}
+STOP_S=${STOP_S:-60}
+QUIET_S=1 # pause before each condition, so that none starts in the tail of another's exit
+
+die() { echo "bench-overhead: $*" >&2; exit 1; }
+note() { echo "bench-overhead: $*" >&2; }
+
+case $ROUNDS in '' | *[!0-9]* | 0) die "ROUNDS must be a positive number (got '$ROUNDS')" ;; esac
+if [ "$(id -u)" != 0 ]; then
+	die "needs root to load BPF programs (try: sudo $0)"
+fi
+for tool in perf timeout taskset awk "$PROFILE"; do
+	command -v "$tool" >/dev/null || die "$tool is missing (make; Debian: apt-get install linux-perf)"
+done
+if [ -n "$PROFILE_OLD" ]; then
+	command -v "$PROFILE_OLD" >/dev/null || die "PROFILE_OLD=$PROFILE_OLD is not a program"
+fi
+
+. "$ROOT/scripts/work-dir.sh"
+work_dir profile-bench-overhead
+REDIS_PID=
+CHILD= # the condition running now: the `timeout` that wraps it
+cleanup() {
+	if [ -n "$CHILD" ]; then
+		kill -INT "$CHILD" 2>/dev/null
+		sleep 1
+		kill -KILL -- -"$CHILD" 2>/dev/null
+	fi
+	if [ -n "$REDIS_PID" ]; then kill -TERM "$REDIS_PID" 2>/dev/null; fi
+	work_dir_cleanup
+}
+trap cleanup EXIT
+
+SKIPPED=()
+REDIS=yes
+for tool in redis-server redis-benchmark; do
+	if ! command -v "$tool" >/dev/null; then
+		REDIS=
+		SKIPPED+=("redis: $tool is not installed (Debian: apt-get install redis-server redis-tools): its columns are left out")
+	fi
+done
+
+# The conditions: a label each, and its command (words quoted for eval; empty: nothing).
+LABELS=() COMMANDS=()
+add() { LABELS+=("$1"); COMMANDS+=("$2"); }
+add "nothing" ""
+profile_rows() { # $1: label prefix, $2: the binary
+	local p
+	p=$(printf %q "$2")
+	add "${1}profile -f 49 $RUN_S (the card's command)" "$p -f 49 $RUN_S"
+	add "${1}profile -f 19 --interval 15 -o …/w.pb.gz (the agent's defaults)" \
+		"$p -f 19 --interval 15 -o \$TMP/w.pb.gz $RUN_S"
+	add "${1}profile --unwind fp -f 49 $RUN_S" "$p --unwind fp -f 49 $RUN_S"
+}
+profile_rows "" "$PROFILE"
+if [ -n "$PROFILE_OLD" ]; then profile_rows "old " "$PROFILE_OLD"; fi
+add "perf record -g -F 49 -a" "perf record -g -F 49 -a -o \$TMP/perf.data"
+if command -v bpftrace >/dev/null; then
+	add "bpftrace profile:hz:49 { @[kstack, ustack] = count(); }" \
+		"bpftrace -e 'profile:hz:49 { @[kstack, ustack] = count(); }'"
+else
+	SKIPPED+=("bpftrace: not installed (Debian: apt-get install bpftrace): its row is left out")
+fi
+N=${#LABELS[@]}
+
+# --- the workloads, each printing one number (empty when it failed)
+syscall_ns() {
+	perf bench syscall basic -l "$SYSCALL_LOOPS" 2>/dev/null |
+		awk '/usecs\/op/ { ns = $1 * 1000 } /ops\/sec/ && !ns && $1 > 0 { ns = 1e9 / $1 }
+			END { if (ns) printf "%.1f\n", ns }'
+}
+pipe_us() {
+	local pin=()
+	if [ -n "$PIPE_CPUS" ]; then pin=(taskset -c "$PIPE_CPUS"); fi
+	"${pin[@]}" perf bench sched pipe -l "$PIPE_LOOPS" 2>/dev/null |
+		awk '/usecs\/op/ { us = $1 } /ops\/sec/ && !us && $1 > 0 { us = 1e6 / $1 }
+			END { if (us) printf "%.3f\n", us }'
+}
+# Sets GET and SET: requests a second (empty when redis-benchmark failed).
+redis_rps() {
+	local out
+	GET='' SET=''
+	[ -n "$REDIS" ] || return 0
+	out=$(timeout 300 redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t get,set -c "$REDIS_CLIENTS" \
+		-n "$REDIS_REQUESTS" -q 2>/dev/null | tr '\r' '\n')
+	GET=$(awk '/^GET: .*requests per second/ { printf "%.0f\n", $2 }' <<< "$out")
+	SET=$(awk '/^SET: .*requests per second/ { printf "%.0f\n", $2 }' <<< "$out")
+}
+
+# --- redis-server on a free loopback port
+start_redis() {
+	local port
+	for _ in 1 2 3 4 5; do
+		port=$(( 20000 + RANDOM % 30000 ))
+		if command -v ss >/dev/null && [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then continue; fi
+		redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --protected-mode yes \
+			--daemonize no --dir "$TMP" --logfile "$TMP/redis.log" &
+		REDIS_PID=$!
+		BACKGROUND+=("$REDIS_PID")
+		for _ in $(seq 50); do
+			if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]; then
+				REDIS_PORT=$port
+				return 0
+			fi
+			kill -0 "$REDIS_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -TERM "$REDIS_PID" 2>/dev/null
+		wait "$REDIS_PID" 2>/dev/null
+		REDIS_PID=
+	done
+	die "redis-server did not start on a loopback port: $(tail -3 "$TMP/redis.log" 2>/dev/null)"
+}
+stop_redis() {
+	[ -n "$REDIS_PID" ] || return 0
+	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || kill -TERM "$REDIS_PID" 2>/dev/null
+	wait "$REDIS_PID" 2>/dev/null
+	REDIS_PID=
+}
+
+# --- a condition's profiler
+# The pid of the program that `timeout` ($1) runs.
+program_of() { pgrep -P "$1" 2>/dev/null | head -1; }
+has_perf_events() { # the program $1 holds a perf event open
+	local fd
+	for fd in /proc/"$1"/fd/*; do
+		[ "$(readlink "$fd" 2>/dev/null)" = 'anon_inode:[perf_event]' ] && return 0
+	done
+	return 1
+}
+# Starts condition $1; CHILD is its `timeout`. Returns non-zero (with a note) when it did not
+# come to sample: its perf events open, then SETTLE_S seconds, still running.
+start_condition() {
+	local label=${LABELS[$1]} command=${COMMANDS[$1]} program=''
+	CHILD=
+	[ -n "$command" ] || return 0
+	eval "set -- $command"
+	# timeout bounds the run should this script be killed; SIGINT sent to it is passed on.
+	timeout -s INT -k 30 $(( RUN_S + 30 )) "$@" > /dev/null 2> "$TMP/condition.err" &
+	CHILD=$!
+	for _ in $(seq 300); do # up to 30 s
+		program=$(program_of "$CHILD")
+		if [ -n "$program" ] && has_perf_events "$program"; then break; fi
+		kill -0 "$CHILD" 2>/dev/null || break
+		program=
+		sleep 0.1
+	done
+	if [ -z "$program" ]; then
+		note "$label: did not open its perf events: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
+		stop_condition
+		return 1
+	fi
+	sleep "$SETTLE_S"
+	if ! kill -0 "$program" 2>/dev/null; then
+		note "$label: exited before the workloads: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
+		stop_condition
+		return 1
+	fi
+	PROGRAM=$program
+}
+# Stops the condition running (SIGINT, then SIGKILL after STOP_S seconds) and waits for it.
+stop_condition() {
+	[ -n "$CHILD" ] || return 0
+	kill -INT "$CHILD" 2>/dev/null
+	for _ in $(seq $(( STOP_S * 10 ))); do
+		kill -0 "$CHILD" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$CHILD" 2>/dev/null; then
+		note "still running $STOP_S s after SIGINT: killed"
+		kill -KILL "$(program_of "$CHILD")" "$CHILD" 2>/dev/null
+	fi
+	wait "$CHILD" 2>/dev/null
+	CHILD=
+}
+
+# --- numbers
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print NR ? lo "-" hi : "-" }'; }
+# VALUES["condition metric"]: the values of the rounds, a line each.
+declare -A VALUES
+keep() { # $1 condition, $2 metric, $3 value (empty: none)
+	[ -n "$3" ] || return 0
+	VALUES["$1 $2"]+="$3"$'\n'
+}
+med() { printf %s "${VALUES["$1 $2"]:-}" | median; }
+
+# --- the run
+start_redis_if() { if [ -n "$REDIS" ]; then start_redis; fi; }
+start_redis_if
+commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
+if [ -n "$(git -C "$ROOT" status --porcelain -uno 2>/dev/null)" ]; then commit+=" (with uncommitted changes)"; fi
+cpu=$(lscpu 2>/dev/null | awk -F': *' '/^Model name/ { print $2; exit }')
+echo "# What a running profiler costs the work it watches"
+echo
+echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+echo "- commit: $commit (\`git rev-parse --short HEAD\` in $ROOT)"
+echo "- CPU: ${cpu:-unknown} ($(nproc) CPUs); kernel $(uname -r)"
+echo "- profile: $PROFILE ($("$PROFILE" --version 2>/dev/null | head -1))"
+if [ -n "$PROFILE_OLD" ]; then
+	echo "- old profile: $PROFILE_OLD ($("$PROFILE_OLD" --version 2>/dev/null | head -1))"
+fi
+echo "- peers: $(perf --version 2>&1 | head -1)$(command -v bpftrace >/dev/null && echo ", $(bpftrace --version 2>&1 | head -1)")"
+echo "- workloads: \`perf bench syscall basic -l $SYSCALL_LOOPS\`;" \
+	"$([ -n "$REDIS" ] && echo "\`redis-benchmark -t get,set -c $REDIS_CLIENTS -n $REDIS_REQUESTS -q\` against $(redis-server --version | awk '{ print $1, $3 }') on 127.0.0.1:$REDIS_PORT (--save '' --appendonly no);")" \
+	"\`$([ -n "$PIPE_CPUS" ] && echo "taskset -c $PIPE_CPUS ")perf bench sched pipe -l $PIPE_LOOPS\`"
+echo "- $ROUNDS round(s), the $N conditions in turns (round r starts at condition r); each profiler" \
+	"samples $SETTLE_S s after its perf events are open before the workloads; figures are medians"
+for s in "${SKIPPED[@]}"; do echo "- skipped: $s"; done
+echo
+T0=$(date +%s)
+for round in $(seq "$ROUNDS"); do
+	echo "round $round/$ROUNDS: load average $(cat /proc/loadavg)"
+	for k in $(seq 0 $(( N - 1 ))); do
+		c=$(( (k + round - 1) % N ))
+		sleep "$QUIET_S"
+		PROGRAM=
+		if ! start_condition "$c"; then
+			echo "  ${LABELS[$c]}: did not start, no figures this round"
+			continue
+		fi
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		ns=$(syscall_ns)
+		redis_rps
+		us=$(pipe_us)
+		if [ -n "$PROGRAM" ] && ! kill -0 "$PROGRAM" 2>/dev/null; then
+			echo "  ${LABELS[$c]}: exited during the workloads, no figures this round:" \
+				"$(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
+			stop_condition
+			continue
+		fi
+		stop_condition
+		keep "$c" ns "$ns"
+		keep "$c" get "$GET"
+		keep "$c" set "$SET"
+		keep "$c" pipe "$us"
+		echo "  ${LABELS[$c]}: getppid ${ns:-?} ns$([ -n "$REDIS" ] && echo ", GET ${GET:-?}/s, SET ${SET:-?}/s")," \
+			"pipe ${us:-?} µs (load $load)"
+	done
+done
+stop_redis
+echo "end: load average $(cat /proc/loadavg); $(( $(date +%s) - T0 )) s"
+echo
+
+# --- the table
+commas() { awk -v n="$1" 'BEGIN { s = sprintf("%.0f", n); out = ""
+	while (length(s) > 3) { out = "," substr(s, length(s) - 2) out; s = substr(s, 1, length(s) - 3) }
+	print s out }'; }
+ratio() { # $1 value, $2 nothing's: "1.23x"
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2fx", a / b }'
+}
+loss() { # $1 value, $2 nothing's: "-12.8 %"
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%+.1f %%", (a / b - 1) * 100 }'
+}
+cell() { # $1 shown value, $2 comparison (empty: none)
+	if [ -z "$1" ]; then echo "-"; elif [ -z "$2" ]; then echo "$1"; else echo "$1 ($2)"; fi
+}
+ns0=$(med 0 ns) get0=$(med 0 get) set0=$(med 0 set) pipe0=$(med 0 pipe)
+header="| running beside the work | ns per getppid |"
+rule="|---|---|"
+if [ -n "$REDIS" ]; then header+=" redis GET requests/s | redis SET requests/s |"; rule+="---|---|"; fi
+header+=" sched pipe µs/op |"
+rule+="---|"
+echo "Medians of $ROUNDS round(s); in brackets, against nothing running (ratio for times, change for throughput):"
+echo
+echo "$header"
+echo "$rule"
+for c in $(seq 0 $(( N - 1 ))); do
+	ns=$(med "$c" ns) get=$(med "$c" get) set=$(med "$c" set) pipe=$(med "$c" pipe)
+	cmp_ns='' cmp_get='' cmp_set='' cmp_pipe=''
+	if [ "$c" != 0 ]; then
+		cmp_ns=$(ratio "$ns" "$ns0") cmp_get=$(loss "$get" "$get0") cmp_set=$(loss "$set" "$set0")
+		cmp_pipe=$(ratio "$pipe" "$pipe0")
+	fi
+	line="| ${LABELS[$c]} | $(cell "$ns" "$cmp_ns") |"
+	if [ -n "$REDIS" ]; then
+		line+=" $(cell "$([ -n "$get" ] && commas "$get")" "$cmp_get") | $(cell "$([ -n "$set" ] && commas "$set")" "$cmp_set") |"
+	fi
+	line+=" $(cell "$pipe" "$cmp_pipe") |"
+	echo "$line"
+done
+echo
+echo "Spread (lowest-highest of the rounds):"
+echo
+echo "$header"
+echo "$rule"
+for c in $(seq 0 $(( N - 1 ))); do
+	line="| ${LABELS[$c]} | $(printf %s "${VALUES["$c ns"]:-}" | spread) |"
+	if [ -n "$REDIS" ]; then
+		line+=" $(printf %s "${VALUES["$c get"]:-}" | spread) | $(printf %s "${VALUES["$c set"]:-}" | spread) |"
+	fi
+	line+=" $(printf %s "${VALUES["$c pipe"]:-}" | spread) |"
+	echo "$line"
+done
