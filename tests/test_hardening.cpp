@@ -796,7 +796,9 @@ TEST_CASE("maps smaller than the run: drained into user space while sampling, ev
 	// 48 processes, each its own stack: more keys than the counts map holds at once. In a
 	// group of their own, sampled alone: the rest of a busy machine took room in the maps
 	// (32 of 48 lines, in a run on a shared machine).
-	auto programs = one_stack_processes(48, "16"); // alive through both runs
+	// Alive through both runs, however slow a loaded machine makes the first (they are
+	// killed when the test ends).
+	auto programs = one_stack_processes(48, "300");
 	TestCgroup group(cgroup2_mount_or_fail(), "stacks");
 	for (const auto &program : programs)
 		std::ofstream(group.path() + "/cgroup.procs") << program->pid();
@@ -823,6 +825,8 @@ TEST_CASE("maps smaller than the run: drained into user space while sampling, ev
 	CHECK(total(lines) == std::stoull(m[2]));
 
 	// The same run with draining off keeps what fits once: the check above can fail.
+	for (const auto &program : programs)
+		REQUIRE(kill(program->pid(), 0) == 0);
 	ScopedEnv no_drain("PROFILE_NO_DRAIN", "1");
 	auto undrained = profile(args);
 	REQUIRE(undrained.status == 0);

@@ -67,7 +67,7 @@ bool on_syscall_path(const std::string &tracepoint)
 
 TEST_SUITE("integration") {
 
-TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, the whole machine only exec, fork, exit and ld.so's")
+TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, the whole machine only exec, fork, exit and ld.so's" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	SUBCASE("--unwind fp, the whole machine")
