@@ -1,12 +1,12 @@
 /* unwind/unwind.bpf.h: the kernel half of the table unwinder, included by profile.bpf.c:
  * the maps that hold processes' executable mappings, files' objects and their tables; the
  * walk of a user stack from those tables (walk_user_stack); and how the kernel keeps the
- * mappings: hooks at exec, fork and exit, and the walk itself, which asks for an area it
- * does not know (learn_mapping).
+ * mappings: hooks at exec, fork and exit, a uprobe on ld.so, and the walk itself, which
+ * asks for an area it does not know (learn_mapping).
  *
  * It uses what profile.bpf.c declares before including it: the rodata settings
- * (unwind_mode, max_depth, pid_namespace, filter_pids), the pids map, struct stored_stack, hash_frame and the
- * per-CPU scratch the walk writes the user stack into. */
+ * (unwind_mode, max_depth, pid_namespace), struct stored_stack, hash_frame and the per-CPU
+ * scratch the walk writes the user stack into. */
 #ifndef UNWIND_BPF_H
 #define UNWIND_BPF_H
 
@@ -134,14 +134,12 @@ struct raw_resume {
 
 #define VM_EXEC 0x00000004
 
-/* Whether the hooks follow this process: every process, unless -p names some. Under a PID
- * namespace of its own profile keys processes by that namespace's ids, which these hooks
- * do not translate: user space sends the mappings there. */
-static __always_inline bool follows(__u32 tgid)
+/* Whether the hooks follow processes (they are attached for whole-machine runs alone).
+ * Under a PID namespace of its own profile keys processes by that namespace's ids, which
+ * these hooks do not translate: user space sends the mappings there. */
+static __always_inline bool follows(void)
 {
-	if (unwind_mode == UNWIND_FP || pid_namespace)
-		return false;
-	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+	return unwind_mode != UNWIND_FP && !pid_namespace;
 }
 
 /* A mapping being added: the mapping, the list it goes into, and where. */
@@ -241,12 +239,12 @@ enum learned {
 };
 
 /* Puts the executable area of the sampled task at `at` into process tgid's list, which
- * lacks it, when the list is still at `*seq` (the sequence the walk began with): the
- * libraries ld.so maps after an exec, dlopen, JIT code. This is how the kernel follows
- * mappings after an exec, with no program on the mmap path: the first sample that runs a
- * new area asks for it. bpf_find_vma takes the mmap lock by a trylock, and in the timer's
- * interrupt leaves its release to an irq_work that can be queued once an interrupt: one
- * area a sample; the next waits as when tables are built (kept raw, walked in user space). */
+ * lacks it, when the list is still at `*seq` (the sequence the walk began with): JIT code,
+ * libraries mapped by an ld.so the uprobe is not on (below), those of processes user space
+ * follows (-p). The first sample that runs a new area asks for it. bpf_find_vma takes the
+ * mmap lock by a trylock, and in the timer's interrupt leaves its release to an irq_work
+ * that can be queued once an interrupt: one area a sample; the next waits as when tables
+ * are built (kept raw, walked in user space). */
 static __always_inline enum learned learn_mapping(__u32 tgid, __u64 at, __u32 *seq, struct unwind_mapping *m)
 {
 	struct found_area found = {};
@@ -759,12 +757,13 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	w.pid = tgid;
 	hash_start(&w.hash);
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
-	/* Known with no mapping: user space could not read them (gone before it looked). */
+	/* A list may be empty (user space could not read the process's: gone before it
+	 * looked): the walk learns its areas as it meets them. */
 	if (proc) {
 		w.seq = proc->seq;
 		/* Odd: another CPU is rewriting the list; this sample waits like one whose tables
 		 * are being built. */
-		w.process_known = proc->count > 0 && !(w.seq & 1);
+		w.process_known = !(w.seq & 1);
 	} else {
 		__u8 one = 1;
 
@@ -915,7 +914,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
 	struct unwind_process *empty, *proc;
 
-	if (!follows(tgid))
+	if (!follows())
 		return 0;
 	empty = bpf_map_lookup_elem(&empty_process, &zero);
 	if (!empty || bpf_map_update_elem(&unwind_processes, &tgid, empty, BPF_ANY))
@@ -938,7 +937,7 @@ int on_libraries_changed(struct pt_regs *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct unwind_process *proc;
 
-	if (!follows(tgid))
+	if (!follows())
 		return 0;
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	if (proc)
@@ -953,7 +952,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
 	struct unwind_process *proc;
 
-	if (child->pid != child->tgid || !follows(child_tgid))
+	if (child->pid != child->tgid || !follows())
 		return 0;
 	proc = bpf_map_lookup_elem(&unwind_processes, &parent_tgid);
 	if (!proc)
@@ -973,7 +972,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 {
 	__u32 tgid = task->tgid;
 
-	if (unwind_mode == UNWIND_FP || pid_namespace || BPF_CORE_READ(task, signal, live.counter) != 0)
+	if (!follows() || BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	bpf_map_delete_elem(&unwind_processes, &tgid);
 	return 0;
