@@ -707,7 +707,7 @@ Delivery delivery(const Options &options)
 	return {options.format, options.report, options.output_path, !options.push_url.empty()};
 }
 
-std::string header_line(const Options &options)
+std::string header_line(const Options &options, const SamplerConfig &sampled)
 {
 	std::string line = options.frequency
 				   ? "Sampling at " + std::to_string(options.frequency) + " Hertz of "
@@ -718,8 +718,8 @@ std::string header_line(const Options &options)
 			s += (s.empty() ? "" : ",") + std::to_string(id);
 		return s;
 	};
-	if (!options.pids.empty())
-		line += "PID " + join(options.pids);
+	if (!sampled.pids.empty())
+		line += "PID " + join(sampled.pids);
 	else if (!options.tids.empty())
 		line += "TID " + join(options.tids);
 	else
@@ -729,9 +729,9 @@ std::string header_line(const Options &options)
 	line += " by ";
 	line += !options.kernel_stacks ? "user" : !options.user_stacks ? "kernel" : "user + kernel";
 	line += " stack";
-	if (!options.cgroups.empty())
-		line += options.cgroups.size() > 1 ? " in " + std::to_string(options.cgroups.size()) + " cgroups"
-						   : " in cgroup " + options.cgroups[0];
+	if (!sampled.cgroups.empty())
+		line += sampled.cgroups.size() > 1 ? " in " + std::to_string(sampled.cgroups.size()) + " cgroups"
+						   : " in cgroup " + sampled.cgroups[0];
 	if (options.interval_s)
 		line += ", a report every " + std::to_string(options.interval_s) + " s";
 	if (options.duration_s)
