@@ -113,7 +113,7 @@ Status push_header(Options &o, OptionsGiven &, const OptionValue &v)
 // doc/profile.8 with a tag as --help writes it, under the .SS of its group:
 // tests/test_install.cpp fails until both agree with the table. A check of the option
 // against others goes in check_combinations below; one against this machine in
-// profile.cpp's check_against_machine.
+// check_against_machine (cli/run_plan.cpp).
 using V = const OptionValue &;
 using G = OptionsGiven &;
 const std::vector<OptionSpec> table = {
