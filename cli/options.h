@@ -123,3 +123,8 @@ struct OptionRow {
 	std::string group, synopsis;
 };
 std::vector<OptionRow> option_rows();
+
+// Shared by the parser's errors and --help: "a, b or c" of an option's choices (with
+// `bar`, "a | b | c"), and text with every `from` replaced by `to`.
+std::string choice_list(const OptionSpec &spec, bool bar);
+std::string replace_all(std::string text, std::string_view from, const std::string &to);
