@@ -13,19 +13,16 @@
 #include "base/diagnostics.h"
 #include "base/error.h"
 #include "cli/options.h"
+#include "cli/run_plan.h"
 #include "cli/run_summary.h"
 #include "cli/session.h"
 #include "cli/window_cutter.h"
 #include "push/push.h"
 #include "report/delivery.h"
-#include "report/output_file.h"
 #include "report/window.h"
-#include "sampler/map_memory.h"
 #include "sampler/sampler.h"
 #include "sampler/targets.h"
-#include "syms/cgroup.h"
 #include "syms/debuginfod.h"
-#include "base/fd.h"
 
 namespace {
 
@@ -34,14 +31,6 @@ bool stdout_closed()
 {
 	pollfd out{STDOUT_FILENO, 0, 0};
 	return poll(&out, 1, 0) == 1 && (out.revents & (POLLERR | POLLHUP));
-}
-
-std::string host_name()
-{
-	char name[256] = "";
-	if (gethostname(name, sizeof(name) - 1) != 0)
-		return "localhost";
-	return name;
 }
 
 enum class End { Duration, Signal, ReaderGone, TargetsExited };
@@ -78,99 +67,6 @@ End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watc
 	}
 }
 
-// MemAvailable, in bytes; 0 when unknown.
-uint64_t available_memory()
-{
-	std::string meminfo;
-	if (!read_whole_file("/proc/meminfo", meminfo))
-		return 0;
-	const size_t at = meminfo.find("MemAvailable:");
-	return at == std::string::npos ? 0 : std::strtoull(meminfo.c_str() + at + 13, nullptr, 10) * 1024;
-}
-
-// What the pusher is told of the run.
-PushConfig push_config(const Options &options)
-{
-	PushConfig config;
-	config.url = options.push_url;
-	config.format = options.push_format;
-	config.app = options.app;
-	config.host = host_name();
-	config.queue_windows = options.push_queue;
-	config.queue_bytes = options.push_queue_bytes;
-	config.headers = options.push_headers;
-	config.headers.insert(config.headers.end(), options.push_auth_headers.begin(), options.push_auth_headers.end());
-	config.ca_file = options.push_ca;
-	config.cert_file = options.push_cert;
-	config.key_file = options.push_key;
-	config.frequency = options.frequency;
-	config.period_ns = options.frequency ? 0 : options.period;
-	return config;
-}
-
-// Values the parser cannot judge alone: they depend on this machine. Ok, or what is wrong;
-// notes gets what stderr should say before the run (a thread id -p made its process).
-Status check_against_machine(Options &options, const MapPlan &plan, std::vector<std::string> &notes)
-{
-	if (Status pids = resolve_pids(options.pids, notes); !pids.ok())
-		return pids;
-	for (uint32_t tid : options.tids)
-		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
-			return Error("no thread with TID " + std::to_string(tid));
-	if (Status cgroups = resolve_cgroups(options.cgroups); !cgroups.ok())
-		return cgroups;
-	if (options.cpu >= 0) {
-		std::vector<int> online = online_cpus();
-		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
-			return Error("CPU " + std::to_string(options.cpu) +
-				     " is not online (see /sys/devices/system/cpu/online)");
-	}
-	// With --interval, -o's strftime fields name each window's file: checked as now's.
-	if (!options.output_path.empty())
-		if (Status output = check_output_file(options.interval_s ? expand_time_fields(options.output_path,
-											    clocks::realtime_ns())
-								 : options.output_path);
-		    !output.ok())
-			return output;
-	// --push: the URL says, or --push-format, which server it is; settled here for run().
-	if (!options.push_url.empty()) {
-		PushConfig push = push_config(options);
-		if (Status target = resolve_push_target(push); !target.ok())
-			return target;
-		// The auth file is read once, here, before anything loads.
-		push.headers.clear();
-		if (Status files = load_push_files(push, options.push_auth_file); !files.ok())
-			return files;
-		options.push_auth_headers = push.headers;
-		if (!push.headers.empty() && push.url.starts_with("http://"))
-			notes.push_back("--push-auth-file: its credentials go to " + url_for_humans(push.url) +
-					" unencrypted: an https:// URL keeps them from the network");
-		if (url_for_humans(push.url) != push.url && push.url.find('@') != std::string::npos)
-			notes.push_back("--push: the URL's password is on the command line, which every user of "
-					"this machine can read (ps, /proc/PID/cmdline): put it in --push-auth-file");
-		options.push_url = push.url;
-		options.push_format = push.format;
-		options.app = push.app;
-	}
-	// A map size that takes gigabytes of kernel memory costs seconds to create and free, and
-	// one beyond what the machine has fails, or reclaims its page cache first.
-	MapMemoryVerdict map_cost = judge_map_memory(plan.sizes, available_memory());
-	if (!map_cost.status.ok())
-		return map_cost.status;
-	if (!map_cost.warning.empty())
-		notes.push_back(map_cost.warning);
-	if (options.frequency) {
-		std::string text;
-		uint64_t max_rate = 0;
-		if (read_whole_file("/proc/sys/kernel/perf_event_max_sample_rate", text))
-			max_rate = std::strtoull(text.c_str(), nullptr, 10);
-		if (max_rate && options.frequency > max_rate)
-			return Error("-f " + std::to_string(options.frequency) + " is above the kernel's limit of " +
-				     std::to_string(max_rate) + " Hz (kernel.perf_event_max_sample_rate)");
-	}
-	return {};
-}
-
 // Blocks SIGINT and SIGTERM, which wait_for_end then takes: a signal sent at any moment
 // from here on is seen there. A closed stdout shows up as a failed write, handled there too.
 sigset_t block_stop_signals()
@@ -184,9 +80,9 @@ sigset_t block_stop_signals()
 	return stop_signals;
 }
 
-int run(const Options &options, const MapPlan &plan)
+int run(const Options &options, const RunPlan &plan)
 {
-	RunSummary summary(options);
+	RunSummary summary(options, plan);
 	check_privileges();
 	check_kernel_support();
 	const sigset_t stop_signals = block_stop_signals();
@@ -198,18 +94,17 @@ int run(const Options &options, const MapPlan &plan)
 		}
 
 	Session session(options, plan, summary.startup());
-	const std::string host = host_name();
-	Reports reports(delivery(options), host);
+	Reports reports(delivery(options), plan.host);
 	// Windows go to the server from a thread of the pusher's own: a slow or dead server
 	// never holds up sampling or the cuts.
 	std::optional<Pusher> pusher;
-	if (!options.push_url.empty()) {
-		pusher.emplace(push_config(options));
+	if (plan.push) {
+		pusher.emplace(*plan.push);
 		reports.set_push([&](std::string pprof_gz, int64_t start_ns, int64_t end_ns, uint64_t samples) {
 			pusher->push(PushWindow{std::move(pprof_gz), start_ns, end_ns, samples});
 		});
 	}
-	WindowCutter windows(options, reports, session, host);
+	WindowCutter windows(options, reports, session, plan.host);
 	if (options.interval_s && !session.sampler().can_cut())
 		throw RunError("--interval cannot cut the maps while sampling on this kernel "
 			       "(it has no membarrier MEMBARRIER_CMD_GLOBAL, as with nohz_full)");
@@ -219,9 +114,9 @@ int run(const Options &options, const MapPlan &plan)
 	summary.startup().mark("attach");
 	const bool to_stdout = options.output_path.empty() && options.push_url.empty();
 	if (options.format == ReportFormat::Stacks && to_stdout)
-		std::cout << header_line(options) << std::endl;
+		std::cout << header_line(options, plan.sampler(options)) << std::endl;
 	else
-		diagnostics::line(header_line(options));
+		diagnostics::line(header_line(options, plan.sampler(options)));
 	// The table unwinder waits for user space to send a new process's mappings and its
 	// objects' tables: the sooner, the fewer of its samples take frame-pointer steps. Below
 	// 50 Hz (an agent's 19) a process meets few samples in 20 ms, and waking 50 times a
@@ -268,7 +163,7 @@ int main(int argc, char **argv)
 		diagnostics::say("%s (see profile --help)", parsed.error().c_str());
 		return 2;
 	}
-	Options &options = *parsed;
+	const Options &options = *parsed;
 	if (options.help) {
 		std::cout << help_text();
 		return 0;
@@ -277,18 +172,16 @@ int main(int argc, char **argv)
 		std::cout << "profile " << PROFILE_VERSION << '\n';
 		return 0;
 	}
-	// The maps' sizes, decided once: judged here for their memory, made so by the sampler.
-	const MapPlan plan = plan_maps(options);
-	std::vector<std::string> notes;
-	if (Status machine = check_against_machine(options, plan, notes); !machine.ok()) {
-		diagnostics::say("%s", machine.error().c_str());
+	Result<RunPlan> plan = check_against_machine(options);
+	if (!plan.ok()) {
+		diagnostics::say("%s", plan.error().c_str());
 		return 2;
 	}
-	for (const std::string &note : notes)
+	for (const std::string &note : plan->notes)
 		diagnostics::say("%s", note.c_str());
 	int status;
 	try {
-		status = run(options, plan);
+		status = run(options, *plan);
 	} catch (const RunError &e) {
 		diagnostics::say("%s", e.what());
 		status = 1;

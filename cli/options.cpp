@@ -113,7 +113,7 @@ Status push_header(Options &o, OptionsGiven &, const OptionValue &v)
 // doc/profile.8 with a tag as --help writes it, under the .SS of its group:
 // tests/test_install.cpp fails until both agree with the table. A check of the option
 // against others goes in check_combinations below; one against this machine in
-// profile.cpp's check_against_machine.
+// check_against_machine (cli/run_plan.cpp).
 using V = const OptionValue &;
 using G = OptionsGiven &;
 const std::vector<OptionSpec> table = {
@@ -322,29 +322,6 @@ const std::vector<OptionSpec> table = {
 	 .help = "the version", .set = [](Options &o, G, V) { o.version = true; return ok; }},
 };
 
-// What a group of --help says before its options ("Name: intro") and after them.
-struct GroupText {
-	const char *name, *intro, *outro;
-};
-const GroupText group_texts[] = {
-	{"Sampling",
-	 "a timer on each CPU (the kernel's cpu-clock event) takes a sample of whatever runs there, kernel and "
-	 "user stack, as often as -f or -c says.",
-	 nullptr},
-	{"Output", "without one of these, multi-line stacks in BCC's layout, the hottest stack printed last.",
-	 nullptr},
-	{"Continuous profiling", "cut the run into windows, each its own report.",
-	 "Each pprof sample carries its process as labels: pid, comm, and, read from /proc/PID/cgroup, its cgroup "
-	 "path and container id (docker, containerd, CRI-O, podman, Kubernetes pods). -E's folded roots read "
-	 "comm-PID@CONTAINER (12 characters of the id) for processes in a container."},
-	{"Limits",
-	 "the kernel keeps what is sampled in maps until profile reads them (as they fill, and at the end); a "
-	 "full map loses samples, and the last line on stderr then says how many and which option to raise. "
-	 "Larger maps take more kernel memory, from the start of the run: above 1 GiB profile warns, above half "
-	 "the memory available it refuses.",
-	 nullptr},
-};
-
 // An option's value that getopt_long returns: its first short letter, or one past the
 // letters for a long-only one.
 int getopt_value(size_t index)
@@ -364,25 +341,6 @@ const OptionSpec *spec_of(int value)
 std::string display_name(const OptionSpec &spec)
 {
 	return spec.shorts[0] ? std::string("-") + spec.shorts[0] : std::string("--") + spec.name;
-}
-
-// "a, b or c"; with `bar`, "a | b | c".
-std::string choice_list(const OptionSpec &spec, bool bar)
-{
-	std::string text;
-	for (size_t i = 0; i < spec.choices.size(); i++) {
-		if (i)
-			text += bar ? " | " : i + 1 == spec.choices.size() ? " or " : ", ";
-		text += spec.choices[i].name;
-	}
-	return text;
-}
-
-std::string replace_all(std::string text, std::string_view from, const std::string &to)
-{
-	for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())
-		text.replace(at, from.size(), to);
-	return text;
 }
 
 std::string expected_text(const OptionSpec &spec)
@@ -502,117 +460,30 @@ Status check_combinations(Options &options, const OptionsGiven &given)
 	return {};
 }
 
-// --help's lines are at most this wide.
-constexpr size_t help_width = 88;
-// Where an option's text starts on its row.
-constexpr size_t help_column = 26;
+} // namespace
 
-// Appends `text` word by word to `out`, whose last line has `column` characters, wrapping
-// at help_width to lines indented by `indent`.
-void wrap(std::string &out, std::string_view text, size_t column, size_t indent)
-{
-	bool first = true;
-	while (!text.empty()) {
-		size_t space = text.find(' ');
-		std::string_view word = text.substr(0, space);
-		text = space == std::string_view::npos ? "" : text.substr(space + 1);
-		if (word.empty())
-			continue;
-		if (!first && column + 1 + word.size() > help_width) {
-			out += '\n' + std::string(indent, ' ');
-			column = indent;
-		} else if (!first) {
-			out += ' ';
-			column++;
-		}
-		out += word;
-		column += word.size();
-		first = false;
-	}
-	out += '\n';
-}
-
-// "-f, -F, --frequency HZ", or with a choice "--unwind auto".
-std::string synopsis(const OptionSpec &spec, const char *choice)
+// "a, b or c"; with `bar`, "a | b | c".
+std::string choice_list(const OptionSpec &spec, bool bar)
 {
 	std::string text;
-	for (const char *c = spec.shorts; *c; c++)
-		text += std::string("-") + *c + ", ";
-	text += std::string("--") + spec.name;
-	if (choice)
-		text += std::string(" ") + choice;
-	else if (spec.value_name)
-		text += std::string(" ") + spec.value_name;
+	for (size_t i = 0; i < spec.choices.size(); i++) {
+		if (i)
+			text += bar ? " | " : i + 1 == spec.choices.size() ? " or " : ", ";
+		text += spec.choices[i].name;
+	}
 	return text;
 }
 
-// An option's rows in --help: (synopsis, text) of each choice that has its own, else of
-// the option.
-std::vector<std::pair<std::string, std::string>> help_rows(const OptionSpec &spec)
+std::string replace_all(std::string text, std::string_view from, const std::string &to)
 {
-	std::vector<std::pair<std::string, std::string>> rows;
-	for (const OptionChoice &choice : spec.choices)
-		if (choice.help)
-			rows.push_back({synopsis(spec, choice.name), choice.help});
-	if (rows.empty())
-		rows.push_back({synopsis(spec, nullptr),
-				replace_all(replace_all(spec.help, "{default}", spec.default_value ? spec.default_value : ""),
-					    "{choices}", choice_list(spec, true))});
-	return rows;
+	for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())
+		text.replace(at, from.size(), to);
+	return text;
 }
-
-void help_row(std::string &out, const std::string &synopsis, const std::string &help)
-{
-	std::string line = "  " + synopsis;
-	line += line.size() + 2 <= help_column ? std::string(help_column - line.size(), ' ') : "  ";
-	out += line;
-	wrap(out, help, line.size(), help_column);
-}
-
-const char help_head[] = R"(Usage: profile [OPTIONS] [DURATION]
-
-Samples the stacks running on every CPU at a fixed rate, counts identical stacks inside
-the kernel, and prints them, symbolized, when sampling ends.
-
-Note: BCC's profile uses -f for folded output; here -f is the frequency (as -F), and
-folded output is --folded.
-
-DURATION                  seconds to sample; without it, until Ctrl-C or SIGTERM.
-                          With -p or -L, sampling also ends once every process or
-                          thread sampled has exited. The stacks collected so far are
-                          printed either way.
-)";
-
-const char help_tail[] = R"(
-Names of stripped programs and libraries: from their debug files, found by build id
-under /usr/lib/debug/.build-id or by their .gnu_debuglink. With DEBUGINFOD_URLS set
-(sudo drops it: sudo --preserve-env=DEBUGINFOD_URLS), the debug files not found here
-are fetched from those debuginfod servers at the end of the run, by libdebuginfod, in
-parallel, and kept in DEBUGINFOD_CACHE_PATH (for root: /var/cache/profile/debuginfod).
-A file whose build id differs from the program's is not used.
-
-Examples:
-  sudo ./profile -f 49 10           # all CPUs at 49 Hz for 10 seconds
-  sudo ./profile -p 1234 --folded   # one process, folded, until Ctrl-C
-  sudo ./profile -o cpu.svg 10      # a flame graph
-  sudo ./profile --interval 60 -o 'cpu-%H%M.svg'     # a flame graph a minute
-  sudo ./profile --agent --push http://pyroscope:4040/ingest   # a continuous agent
-)";
-
-} // namespace
 
 const std::vector<OptionSpec> &option_table()
 {
 	return table;
-}
-
-std::vector<OptionRow> option_rows()
-{
-	std::vector<OptionRow> rows;
-	for (const OptionSpec &spec : table)
-		for (const auto &[synopsis, help] : help_rows(spec))
-			rows.push_back({spec.group, synopsis});
-	return rows;
 }
 
 Result<Options> parse_options(int argc, char **argv)
@@ -670,44 +541,12 @@ Result<Options> parse_options(int argc, char **argv)
 	return options;
 }
 
-std::string help_text()
-{
-	std::string text = help_head;
-	std::string group;
-	for (const OptionSpec &spec : table) {
-		if (spec.group != group) {
-			group = spec.group;
-			const GroupText *texts = nullptr;
-			for (const GroupText &g : group_texts)
-				if (group == g.name)
-					texts = &g;
-			text += '\n';
-			if (texts && texts->intro) {
-				text += group + ": ";
-				wrap(text, texts->intro, group.size() + 2, 0);
-			} else {
-				text += group + '\n';
-			}
-		}
-		for (const auto &[synopsis, help] : help_rows(spec))
-			help_row(text, synopsis, help);
-		const bool last_of_group = &spec == &table.back() || (&spec + 1)->group != group;
-		if (last_of_group)
-			for (const GroupText &g : group_texts)
-				if (group == g.name && g.outro) {
-					text += "\n  ";
-					wrap(text, g.outro, 2, 2);
-				}
-	}
-	return text + help_tail;
-}
-
 Delivery delivery(const Options &options)
 {
 	return {options.format, options.report, options.output_path, !options.push_url.empty()};
 }
 
-std::string header_line(const Options &options)
+std::string header_line(const Options &options, const SamplerConfig &sampled)
 {
 	std::string line = options.frequency
 				   ? "Sampling at " + std::to_string(options.frequency) + " Hertz of "
@@ -718,8 +557,8 @@ std::string header_line(const Options &options)
 			s += (s.empty() ? "" : ",") + std::to_string(id);
 		return s;
 	};
-	if (!options.pids.empty())
-		line += "PID " + join(options.pids);
+	if (!sampled.pids.empty())
+		line += "PID " + join(sampled.pids);
 	else if (!options.tids.empty())
 		line += "TID " + join(options.tids);
 	else
@@ -729,9 +568,9 @@ std::string header_line(const Options &options)
 	line += " by ";
 	line += !options.kernel_stacks ? "user" : !options.user_stacks ? "kernel" : "user + kernel";
 	line += " stack";
-	if (!options.cgroups.empty())
-		line += options.cgroups.size() > 1 ? " in " + std::to_string(options.cgroups.size()) + " cgroups"
-						   : " in cgroup " + options.cgroups[0];
+	if (!sampled.cgroups.empty())
+		line += sampled.cgroups.size() > 1 ? " in " + std::to_string(sampled.cgroups.size()) + " cgroups"
+						   : " in cgroup " + sampled.cgroups[0];
 	if (options.interval_s)
 		line += ", a report every " + std::to_string(options.interval_s) + " s";
 	if (options.duration_s)

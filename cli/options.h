@@ -32,7 +32,6 @@ struct Options : SamplerConfig {
 	uint64_t push_queue_bytes = 64ull << 20; // --push-queue-bytes: their bytes at most
 	std::vector<std::string> push_headers; // --push-header 'Name: value', each checked
 	std::string push_auth_file;  // --push-auth-file: credentials and secret headers
-	std::vector<std::string> push_auth_headers; // its lines, once the run has read it (secrets)
 	std::string push_ca, push_cert, push_key; // --push-ca, --push-cert, --push-key: TLS files
 	bool agent = false;          // --agent: 19 Hz, --interval 15, system-wide, no end
 	std::string command_line;    // as typed, for report titles
@@ -54,8 +53,13 @@ std::string help_text();
 // Where the run's reports go: -o, the format, --push.
 Delivery delivery(const Options &options);
 
-// BCC's header line: "Sampling at 49 Hertz of all threads by user + kernel stack for 10 secs."
-std::string header_line(const Options &options);
+// BCC's header line: "Sampling at 49 Hertz of all threads by user + kernel stack for 10 secs.",
+// of what the sampler is told (sampled: the command line's, with -p and --cgroup resolved).
+std::string header_line(const Options &options, const SamplerConfig &sampled);
+inline std::string header_line(const Options &options)
+{
+	return header_line(options, options);
+}
 
 // The option table (cli/options.cpp says how to add a row). Each row is one option: its
 // names, the kind and range of its value, its --help group and text, and what it sets.
@@ -119,3 +123,8 @@ struct OptionRow {
 	std::string group, synopsis;
 };
 std::vector<OptionRow> option_rows();
+
+// Shared by the parser's errors and --help: "a, b or c" of an option's choices (with
+// `bar`, "a | b | c"), and text with every `from` replaced by `to`.
+std::string choice_list(const OptionSpec &spec, bool bar);
+std::string replace_all(std::string text, std::string_view from, const std::string &to);

@@ -32,7 +32,7 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 		diagnostics::say("push: %" PRIu64 " window%s sent to %s (%" PRIu64 " request%s, %" PRIu64
 				" failed, %" PRIu64 " window%s dropped, %" PRIu64 " of them refused); a request took %.1f ms "
 				"on average, %.1f ms at most",
-			push.sent, push.sent == 1 ? "" : "s", url_for_humans(options_.push_url).c_str(), push.attempts,
+			push.sent, push.sent == 1 ? "" : "s", url_for_humans(plan_.push ? plan_.push->url : options_.push_url).c_str(), push.attempts,
 			push.attempts == 1 ? "" : "s", push.failures, push.dropped, push.dropped == 1 ? "" : "s",
 			push.refused, push.attempts ? push.total_ms / double(push.attempts) : 0.0, push.max_ms);
 	}

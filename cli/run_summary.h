@@ -5,6 +5,7 @@
 
 #include "cli/options.h"
 #include "cli/phase_clock.h"
+#include "cli/run_plan.h"
 #include "cli/session.h"
 #include "cli/window_cutter.h"
 #include "push/push.h"
@@ -13,7 +14,7 @@
 // went (PROFILE_DEBUG), why nothing was sampled, and last, what was lost.
 class RunSummary {
 public:
-	explicit RunSummary(const Options &options) : options_(options) {}
+	RunSummary(const Options &options, const RunPlan &plan) : options_(options), plan_(plan) {}
 
 	// Phases from the start to the first sample.
 	PhaseClock &startup() { return startup_; }
@@ -30,6 +31,7 @@ public:
 
 private:
 	const Options &options_;
+	const RunPlan &plan_;
 	PhaseClock startup_, after_;
 	size_t entries_ = 0, stacks_ = 0, objects_ = 0;
 };

@@ -39,8 +39,8 @@ std::string unwind_cache_dir()
 
 } // namespace
 
-Session::Session(const Options &options, const MapPlan &plan, PhaseClock &startup)
-	: sampler_(options, plan), symbolizer_(symbolizer_options(options, startup))
+Session::Session(const Options &options, const RunPlan &plan, PhaseClock &startup)
+	: sampler_(plan.sampler(options), plan.maps), symbolizer_(symbolizer_options(options, startup))
 {
 	// Kernel symbols do not depend on what is sampled: index them while sampling runs.
 	// Reading /proc/kallsyms is most of a run's own CPU, so -U, which never needs it,
@@ -64,14 +64,14 @@ Session::Session(const Options &options, const MapPlan &plan, PhaseClock &startu
 		const bool cache = (geteuid() == 0 || getenv("CACHE_DIRECTORY")) && !getenv("PROFILE_NO_UNWIND_CACHE") &&
 				   options.unwind_cache_size > 0;
 		unwinder_.emplace(maps, cache ? unwind_cache_dir() : "", options.unwind_cache_size);
-		unwinder_->prepare(history_, options.pids);
+		unwinder_->prepare(history_, plan.pids);
 		startup.mark("unwind tables asked");
 	}
 	// The Python walk's user half: which processes are CPython, and their code objects'
 	// names, read while they live.
 	if (PythonMaps maps = sampler_.python_maps(); maps.processes >= 0) {
 		python_.emplace(maps);
-		python_->prepare(options.pids.empty() ? history_.live_pids() : options.pids);
+		python_->prepare(plan.pids.empty() ? history_.live_pids() : plan.pids);
 		startup.mark("python processes");
 	}
 	if (!sampler_.finish_load()) {
@@ -79,7 +79,7 @@ Session::Session(const Options &options, const MapPlan &plan, PhaseClock &startu
 		python_.reset();
 	}
 	startup.mark("sampling program");
-	targets_.emplace(!options.pids.empty() ? options.pids : options.tids, options.pids.empty());
+	targets_.emplace(!plan.pids.empty() ? plan.pids : options.tids, plan.pids.empty());
 }
 
 Session::~Session()

@@ -9,6 +9,7 @@
 
 #include "cli/options.h"
 #include "cli/phase_clock.h"
+#include "cli/run_plan.h"
 #include "python/reader.h"
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
@@ -30,7 +31,7 @@ public:
 	// thread of its own (not with -U, which never needs them); follows every process from
 	// before the first sample, so that those which exit before the end can still be
 	// named; asks for the unwind tables of what -p names. Throws RunError.
-	Session(const Options &options, const MapPlan &plan, PhaseClock &startup);
+	Session(const Options &options, const RunPlan &plan, PhaseClock &startup);
 	~Session();
 	Session(const Session &) = delete;
 	Session &operator=(const Session &) = delete;

@@ -13,7 +13,9 @@
 #include "base/error.h"
 #include "sampler/config.h"
 #include "profile.h"
+#include "sampler/kernel_checks.h"
 #include "sampler/map_memory.h"
+#include "sampler/map_plan.h"
 #include "python/reader.h"
 #include "unwind/maps.h"
 #include "unwind/raw_walk.h"
@@ -60,20 +62,6 @@ struct RawProfile {
 	// Adds another batch's account (not its entries) to this one's.
 	void add_account(const RawProfile &other);
 };
-
-// How the sampler's maps are made on this kernel, decided once, before anything loads:
-// the run judges their memory by it (judge_map_memory), and the sampler creates them by it.
-struct MapPlan {
-	// Stacks walked from unwind tables (not --unwind fp, and the kernel has what the walk
-	// needs); frames per stack, as the kernel and the walk allow; two generations when
-	// the maps can be drained while sampling (membarrier, and not PROFILE_NO_DRAIN).
-	// Hash maps are taken as preallocated before Linux 6.1: the sampler falls back to
-	// that when the kernel refuses maps allocated as keys arrive.
-	MapSizes sizes;
-	std::vector<std::string> warnings; // for stderr when the sampler loads, without "profile: "
-	Status status;                     // not ok: the run cannot go on (--unwind dwarf here): the sampler throws it
-};
-MapPlan plan_maps(const SamplerConfig &options);
 
 class Sampler {
 public:
@@ -129,21 +117,13 @@ private:
 // Adds every field of s to sum: the CPUs' tallies, the batches' accounts.
 void add_stats(sample_stats &sum, const sample_stats &s);
 
+// Whether a generation whose tally since its last drain is t, in maps of these sizes (as
+// loaded), should be drained now that since_drain_ns have passed since the last drain.
+bool maps_filling(const sample_stats &t, const MapSizes &sizes, int64_t since_drain_ns);
+
 // Samples the program could not store, every cause together.
 inline uint64_t lost_samples(const sample_stats &s)
 {
 	return s.lost_counts_full + s.lost_stack_collision + s.lost_stack_full + s.lost_stack_other;
 }
 
-// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns and of the side-band records.
-uint64_t monotonic_ns();
-
-// "0-3,5" (the format of /sys/devices/system/cpu/online) -> {0,1,2,3,5}; empty if malformed.
-std::vector<int> parse_cpu_list(std::string_view text);
-std::vector<int> online_cpus();
-
-// Checks made before anything is loaded, each throwing RunError with what to do.
-void check_privileges();
-void check_kernel_support(const char *btf_path = "/sys/kernel/btf/vmlinux");
-// Ok, or what the table unwinder needs that this kernel lacks.
-Status unwinder_support();

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/clock.h"
 #include "sampler/sampler.h"
 
 SideBand::SideBand(const std::vector<int> &cpus, size_t data_pages)
@@ -46,7 +47,7 @@ SideBand::SideBand(const std::vector<int> &cpus, size_t data_pages)
 			throw RunError("cannot map the side-band ring buffer on CPU " + std::to_string(cpu) + ": " +
 				       std::strerror(errno) + " (raise ulimit -l or kernel.perf_event_mlock_kb)");
 		ring.base = static_cast<uint8_t *>(base);
-		ring.last_time = monotonic_ns();
+		ring.last_time = uint64_t(clocks::monotonic_ns());
 		rings_.push_back(std::move(ring));
 	}
 }
@@ -63,7 +64,7 @@ void SideBand::poll(ProcessHistory &history)
 	for (Ring &ring : rings_) {
 		auto *meta = reinterpret_cast<perf_event_mmap_page *>(ring.base);
 		const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-		const uint64_t now = monotonic_ns(); // every record up to head was written before
+		const uint64_t now = uint64_t(clocks::monotonic_ns()); // every record up to head was written before
 		uint64_t tail = meta->data_tail;
 		const uint8_t *data = ring.base + meta->data_offset;
 		const uint64_t size = meta->data_size;

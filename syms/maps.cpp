@@ -7,7 +7,11 @@
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 
 #include "base/fd.h"
 #include "syms/lines.h"
@@ -113,6 +117,23 @@ const MapEntry *ProcessMaps::find(uint64_t address) const
 		return nullptr;
 	--it;
 	return address < it->end ? &*it : nullptr;
+}
+
+std::string map_files_path(const std::string &pid_dir, uint64_t start, uint64_t end)
+{
+	char range[64];
+	std::snprintf(range, sizeof(range), "/map_files/%" PRIx64 "-%" PRIx64, start, end);
+	return pid_dir + range;
+}
+
+std::string map_files_path(uint32_t pid, uint64_t start, uint64_t end)
+{
+	return map_files_path("/proc/" + std::to_string(pid), start, end);
+}
+
+int open_map_file(const std::string &pid_dir, uint64_t start, uint64_t end)
+{
+	return open(map_files_path(pid_dir, start, end).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 }
 
 bool same_file(int fd, const MapEntry &mapping)

@@ -23,6 +23,22 @@ struct MapEntry {
 	bool pseudo() const { return !path.empty() && path[0] == '['; }
 };
 
+// A file as mappings name it: its device and inode. That pair is the file's identity across
+// processes and mount namespaces, where its path is not.
+struct FileKey {
+	uint32_t major = 0, minor = 0;
+	uint64_t inode = 0;
+	auto operator<=>(const FileKey &) const = default;
+	static FileKey of(const MapEntry &m) { return {m.dev_major, m.dev_minor, m.inode}; }
+};
+
+// The very file a live process maps at [start, end), through pid_dir/map_files/START-END
+// (pid_dir: "/proc/PID", or a test's fake one): found even deleted, or in another mount
+// namespace. map_files_path names the link; open_map_file opens it (-1 when it cannot).
+std::string map_files_path(const std::string &pid_dir, uint64_t start, uint64_t end);
+std::string map_files_path(uint32_t pid, uint64_t start, uint64_t end);
+int open_map_file(const std::string &pid_dir, uint64_t start, uint64_t end);
+
 // True when fd is the file the mapping recorded. A path can name a newer file than the
 // one that was mapped (a binary replaced by an upgrade): its symbols would be wrong.
 bool same_file(int fd, const MapEntry &mapping);

@@ -8,7 +8,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <cinttypes>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -31,14 +30,6 @@
 #include "syms/source_lines.h"
 
 namespace {
-
-// A mapping names its file by device and inode; that pair is the file's identity across
-// processes and mount namespaces, where its path is not.
-struct FileKey {
-	uint32_t major, minor;
-	uint64_t inode;
-	auto operator<=>(const FileKey &) const = default;
-};
 
 // A file some process mapped executable, and what names the addresses in it.
 struct Binary {
@@ -247,7 +238,7 @@ Binary *Symbolizer::Impl::binary_of(uint32_t id)
 		return own_vdso(mapping.end - mapping.start);
 	if (object.kind != UserObject::Kind::File)
 		return nullptr;
-	const FileKey key{mapping.dev_major, mapping.dev_minor, mapping.inode};
+	const FileKey key = FileKey::of(mapping);
 	if (std::unique_ptr<Binary> *known = binaries.find(key))
 		return known->get();
 	const uint64_t dropped = binaries.dropped();
@@ -281,9 +272,7 @@ std::unique_ptr<Binary> Symbolizer::Impl::open_binary(uint32_t pid, const MapEnt
 		const MapEntry *now = maps_now(pid, process).find(mapping.start);
 		if (now && now->start == mapping.start && now->end == mapping.end && now->inode == mapping.inode &&
 		    now->dev_major == mapping.dev_major && now->dev_minor == mapping.dev_minor) {
-			char range[64];
-			std::snprintf(range, sizeof(range), "/map_files/%" PRIx64 "-%" PRIx64, mapping.start, mapping.end);
-			fd.reset(open((pid_dir(pid) + range).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+			fd.reset(open_map_file(pid_dir(pid), mapping.start, mapping.end));
 		}
 		root = process.root.get();
 		if (!fd && process.root) {

@@ -12,7 +12,7 @@ FUZZ_LDLIBS := -lelf -lz -ldw -ldebuginfod -liberty -lpthread
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_OUTPUT)/fuzz_%)
 # The parsers under test: every module that reads outside input.
-FUZZ_LIB_SRCS := $(wildcard base/*.cpp syms/*.cpp) unwind/table.cpp unwind/cache.cpp python/runtime.cpp python/names.cpp python/layout.cpp
+FUZZ_LIB_SRCS := $(wildcard base/*.cpp syms/*.cpp) unwind/table.cpp unwind/cfi_image.cpp unwind/cache.cpp python/runtime.cpp python/names.cpp python/layout.cpp
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_OUTPUT)/%.o)
 
 .PHONY: fuzz fuzz-build

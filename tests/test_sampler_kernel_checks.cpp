@@ -1,7 +1,7 @@
-// tests/test_sampler.cpp: the parts of the sampler that need no kernel.
+// tests/test_sampler_kernel_checks.cpp: what the machine offers the sampler, read without loading anything.
 #include <doctest/doctest.h>
 
-#include "sampler/sampler.h"
+#include "sampler/kernel_checks.h"
 
 TEST_SUITE("unit") {
 

@@ -1,0 +1,127 @@
+// cli/run_plan.cpp: the command line checked against this machine, as the run's plan.
+#include "cli/run_plan.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "base/clock.h"
+#include "base/fd.h"
+#include "report/output_file.h"
+#include "report/window.h"
+#include "sampler/map_memory.h"
+#include "sampler/targets.h"
+#include "syms/cgroup.h"
+
+namespace {
+
+std::string host_name()
+{
+	char name[256] = "";
+	if (gethostname(name, sizeof(name) - 1) != 0)
+		return "localhost";
+	return name;
+}
+
+// MemAvailable, in bytes; 0 when unknown.
+uint64_t available_memory()
+{
+	std::string meminfo;
+	if (!read_whole_file("/proc/meminfo", meminfo))
+		return 0;
+	const size_t at = meminfo.find("MemAvailable:");
+	return at == std::string::npos ? 0 : std::strtoull(meminfo.c_str() + at + 13, nullptr, 10) * 1024;
+}
+
+// What the pusher is told of the run: the command line's, its target settled and its auth
+// file read, once, before anything loads. Ok, or what is wrong.
+Status plan_push(const Options &options, RunPlan &plan)
+{
+	PushConfig config;
+	config.url = options.push_url;
+	config.format = options.push_format;
+	config.app = options.app;
+	config.host = plan.host;
+	config.queue_windows = options.push_queue;
+	config.queue_bytes = options.push_queue_bytes;
+	config.ca_file = options.push_ca;
+	config.cert_file = options.push_cert;
+	config.key_file = options.push_key;
+	config.frequency = options.frequency;
+	config.period_ns = options.frequency ? 0 : options.period;
+	if (Status target = resolve_push_target(config); !target.ok())
+		return target;
+	if (Status files = load_push_files(config, options.push_auth_file); !files.ok())
+		return files;
+	if (!config.headers.empty() && config.url.starts_with("http://"))
+		plan.notes.push_back("--push-auth-file: its credentials go to " + url_for_humans(config.url) +
+				     " unencrypted: an https:// URL keeps them from the network");
+	if (url_for_humans(config.url) != config.url && config.url.find('@') != std::string::npos)
+		plan.notes.push_back("--push: the URL's password is on the command line, which every user of "
+				     "this machine can read (ps, /proc/PID/cmdline): put it in --push-auth-file");
+	// The auth file's headers after --push-header's.
+	config.headers.insert(config.headers.begin(), options.push_headers.begin(), options.push_headers.end());
+	plan.push = std::move(config);
+	return {};
+}
+
+} // namespace
+
+SamplerConfig RunPlan::sampler(const Options &options) const
+{
+	SamplerConfig config = options;
+	config.pids = pids;
+	config.cgroups = cgroups;
+	return config;
+}
+
+Result<RunPlan> check_against_machine(const Options &options)
+{
+	RunPlan plan;
+	plan.host = host_name();
+	plan.pids = options.pids;
+	if (Status pids = resolve_pids(plan.pids, plan.notes); !pids.ok())
+		return Error(pids.error());
+	for (uint32_t tid : options.tids)
+		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
+			return Error("no thread with TID " + std::to_string(tid));
+	plan.cgroups = options.cgroups;
+	if (Status cgroups = resolve_cgroups(plan.cgroups); !cgroups.ok())
+		return Error(cgroups.error());
+	if (options.cpu >= 0) {
+		std::vector<int> online = online_cpus();
+		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
+			return Error("CPU " + std::to_string(options.cpu) +
+				     " is not online (see /sys/devices/system/cpu/online)");
+	}
+	// With --interval, -o's strftime fields name each window's file: checked as now's.
+	if (!options.output_path.empty())
+		if (Status output = check_output_file(options.interval_s ? expand_time_fields(options.output_path,
+											    clocks::realtime_ns())
+								 : options.output_path);
+		    !output.ok())
+			return Error(output.error());
+	if (!options.push_url.empty())
+		if (Status push = plan_push(options, plan); !push.ok())
+			return Error(push.error());
+	// The maps' sizes, decided once: judged here for their memory, made so by the sampler.
+	// A size that takes gigabytes of kernel memory costs seconds to create and free, and one
+	// beyond what the machine has fails, or reclaims its page cache first.
+	plan.maps = plan_maps(plan.sampler(options));
+	MapMemoryVerdict map_cost = judge_map_memory(plan.maps.sizes, available_memory());
+	if (!map_cost.status.ok())
+		return Error(map_cost.status.error());
+	if (!map_cost.warning.empty())
+		plan.notes.push_back(map_cost.warning);
+	if (options.frequency) {
+		std::string text;
+		uint64_t max_rate = 0;
+		if (read_whole_file("/proc/sys/kernel/perf_event_max_sample_rate", text))
+			max_rate = std::strtoull(text.c_str(), nullptr, 10);
+		if (max_rate && options.frequency > max_rate)
+			return Error("-f " + std::to_string(options.frequency) + " is above the kernel's limit of " +
+				     std::to_string(max_rate) + " Hz (kernel.perf_event_max_sample_rate)");
+	}
+	return plan;
+}
