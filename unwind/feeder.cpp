@@ -223,10 +223,9 @@ void MappingFeeder::tick(const ProcessHistory &history)
 		++it;
 	}
 
-	// Processes the walk met without their mappings (or with a leaf outside them). One the
-	// history does not know yet (its records are still on their way) is asked about again
-	// for ten ticks (200 ms); then it is sent with none, and stacks of it take
-	// frame-pointer steps.
+	// Processes the walk met without their mappings. One the history does not know yet
+	// (its records are still on their way) is asked about again for ten ticks (200 ms);
+	// then it is sent with none, and the walk learns its areas as it meets them.
 	uint32_t pid, next;
 	std::vector<uint32_t> answered;
 	for (void *prev = nullptr; bpf_map_get_next_key(maps_.wanted_processes, prev, &next) == 0; prev = &pid) {

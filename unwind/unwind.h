@@ -1,5 +1,5 @@
 /* unwind/unwind.h: the types the table walk in the kernel (unwind/unwind.bpf.h) and its
- * user half (unwind/unwinder.cpp, unwind/table.cpp) share: rows, objects, their page
+ * user half (unwind/feeder.cpp, unwind/builder.cpp, unwind/table.cpp) share: rows, objects, their page
  * index, processes' mappings and files. Included by profile.h. */
 #ifndef UNWIND_UNWIND_H
 #define UNWIND_UNWIND_H
