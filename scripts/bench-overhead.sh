@@ -2,8 +2,8 @@
 # scripts/bench-overhead.sh: what a running profiler costs the work it watches (issue 27).
 # Three workloads are timed while nothing else runs, and while each profiler samples the
 # whole machine:
-#   - `perf bench syscall basic` (getppid in a loop): ns a syscall, which a per-syscall hook
-#     (profile's tp_btf/sys_exit) raises;
+#   - `perf bench syscall basic` (getppid in a loop): ns a syscall, which any program on the
+#     syscall path raises (profile's tp_btf/sys_exit did, before 3aca4cc);
 #   - redis-benchmark (GET and SET, 50 clients, -q) against a redis-server this script starts
 #     on a free loopback port (--save '' --appendonly no) and stops: requests a second;
 #   - `perf bench sched pipe`: µs a round trip between two processes, both on CPU 0 (so
