@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
-/* profile.bpf.c: the per-sample path. Filter, take the stacks, count the key; nothing
- * leaves the kernel until user space reads the maps at the end. */
-#include "vmlinux.h"
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-#include "profile.h"
-
-#define ENOENT 2
-#define EFAULT 14
-#define ENOMEM 12
-#define EEXIST 17
+/* profile.bpf.c: the per-sample path. Filter, take the stacks, count the key, all in the
+ * kernel: nothing crosses to user space per sample. User space reads the maps when it
+ * drains a generation (a window's end, maps filling) and at the end; the rare sample kept
+ * raw (unwind/unwind.bpf.h) and code objects met for the first time (python/python.bpf.h)
+ * wait in maps of their own for the same reads. And the hooks of a process's life: exec
+ * and exit, one program each, calling the table walk's half and the Python walk's. */
+#include "profile.bpf.h"
+/* CPython's frames, which the table walk shows in place of the interpreter's. */
+#include "python/python.bpf.h"
+/* The table walk, the maps it reads and how the kernel keeps processes' mappings. */
+#include "unwind/unwind.bpf.h"
 
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
@@ -18,14 +17,6 @@ const volatile bool include_idle = false;
 const volatile bool filter_pids = false;
 const volatile bool filter_tids = false;
 const volatile bool filter_cgroups = false;
-/* The inode of profile's PID namespace when it is not the initial one: the ids the program
- * records (filters, keys, sampled_pids) are then that namespace's, as -p and /proc give
- * them. 0: the initial namespace, whose ids bpf_get_current_pid_tgid gives. */
-const volatile __u32 pid_namespace = 0;
-/* --unwind: UNWIND_FP runs do_sample; the others run do_sample_unwind. */
-const volatile __u32 unwind_mode = UNWIND_FP;
-/* Frames a stack keeps (--perf-max-stack-depth), at most UNWIND_MAX_DEPTH for the walk. */
-const volatile __u32 max_depth = UNWIND_MAX_DEPTH;
 
 /* Which of the two sets of maps below samples go to. User space flips it and, once no
  * program can still be using the other set, moves that set's stacks and counts into its
@@ -204,29 +195,6 @@ STORE(store1);
  * reused within a run (user space maps them to its own when it drains). */
 __u32 next_stack_id = 0;
 
-/* The stack being built, per CPU ([0] kernel, [1] user), in the layout it is stored in. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct stored_stack);
-	__uint(max_entries, 2);
-} scratch SEC(".maps");
-
-/* One frame into a stack's hash: two multiply-xorshift chains with different constants. */
-static __always_inline void hash_frame(struct stack_hash *h, __u64 ip)
-{
-	h->a = (h->a ^ ip) * 0x9e3779b97f4a7c15ULL;
-	h->a ^= h->a >> 31;
-	h->b = (h->b + ip) * 0xc2b2ae3d27d4eb4fULL;
-	h->b ^= h->b >> 29;
-}
-
-static __always_inline void hash_start(struct stack_hash *h)
-{
-	h->a = 0x243f6a8885a308d3ULL;
-	h->b = 0x13198a2e03707344ULL;
-}
-
 /* Stores the n frames of `stack` under their hash `h` (their number mixed in last) and sets
  * *id to the stack's id; false, after counting the cause, when the store is full. */
 static __always_inline bool store_stack(void *store, struct stored_stack *stack, __u32 n, struct stack_hash *h,
@@ -258,11 +226,6 @@ static __always_inline bool store_stack(void *store, struct stored_stack *stack,
 	st->lost_stack_full++;
 	return false;
 }
-
-/* CPython's frames, which the table walk shows in place of the interpreter's. */
-#include "python/python.bpf.h"
-/* The table walk and the maps and hooks it needs: its own room. */
-#include "unwind/unwind.bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
 
@@ -490,6 +453,37 @@ SEC("perf_event")
 int do_sample_unwind(struct bpf_perf_event_data *ctx)
 {
 	return sample(ctx, true);
+}
+
+/* ---- A process's life, for the walks: loaded where the kernel follows processes ---- */
+
+/* An exec: a new image, whose mappings the table walk starts again and which the Python
+ * walk classifies again. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!follows())
+		return 0;
+	unwind_exec(tgid);
+	python_forget(tgid);
+	return 0;
+}
+
+/* The last thread of a process exits: what the walks kept of it goes (its pid may come back
+ * as another process's). task->signal by BPF_CORE_READ, as in describe_mapping: a quicker
+ * check at load. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (!follows() || BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	unwind_exit(tgid);
+	python_forget(tgid);
+	return 0;
 }
 #endif
 

@@ -9,6 +9,8 @@
 #ifndef PYTHON_BPF_H
 #define PYTHON_BPF_H
 
+#include "profile.bpf.h"
+
 /* --no-python clears it. */
 const volatile bool python_frames = true;
 
@@ -257,27 +259,11 @@ done:
 	return PYTHON_REPLACED;
 }
 
-/* A process's image changes with exec and its pid may come back as another's after exit:
- * either way it is classified again. */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(python_on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+/* A process's image changes with exec, and its pid may come back as another's after its
+ * exit: either way it is classified again. Called by profile.bpf.c's hooks. */
+static __always_inline void python_forget(__u32 tgid)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
-	if (!pid_namespace)
-		bpf_map_delete_elem(&python_processes, &tgid);
-	return 0;
-}
-
-/* The last thread of a process exits: its pid may come back as another process's. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(python_on_exit, struct task_struct *task)
-{
-	__u32 tgid = task->tgid;
-
-	if (!pid_namespace && BPF_CORE_READ(task, signal, live.counter) == 0)
-		bpf_map_delete_elem(&python_processes, &tgid);
-	return 0;
+	bpf_map_delete_elem(&python_processes, &tgid);
 }
 
 #endif /* PYTHON_BPF_H */

@@ -72,8 +72,7 @@ std::string own_loader()
 // The programs through which the kernel keeps processes' mappings for the table walk.
 std::vector<bpf_program *> hooks(const profile_bpf &skel)
 {
-	return {skel.progs.on_exec, skel.progs.on_fork, skel.progs.on_exit, skel.progs.python_on_exec,
-		skel.progs.python_on_exit};
+	return {skel.progs.on_exec, skel.progs.on_fork, skel.progs.on_exit};
 }
 
 // Opens the skeleton and sets what the options and the plan's sizes decide, ready to load.

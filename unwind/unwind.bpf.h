@@ -10,6 +10,9 @@
 #ifndef UNWIND_BPF_H
 #define UNWIND_BPF_H
 
+#include "profile.bpf.h"
+#include "python/python.bpf.h"
+
 /* What the walk knows of processes' executable mappings, kept in the kernel: user space
  * sends those of processes already running when profile starts; from then on the exec and
  * fork hooks start each new process's list, and the walk adds the areas mapped later
@@ -906,23 +909,20 @@ static __always_inline void scan_areas(struct unwind_process *proc, __u32 seq)
 	proc->seq = seq + 2;
 }
 
-/* An exec: the new image's binary and its interpreter are mapped; its list starts from
- * them (a dozen areas or so). The libraries ld.so maps come when it says so (below). */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+/* An exec (profile.bpf.c's hook calls it): the new image's binary and its interpreter are
+ * mapped; its list starts from them (a dozen areas or so). The libraries ld.so maps come
+ * when it says so (below). */
+static __always_inline void unwind_exec(__u32 tgid)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
 	struct unwind_process *empty, *proc;
+	__u32 zero = 0;
 
-	if (!follows())
-		return 0;
 	empty = bpf_map_lookup_elem(&empty_process, &zero);
 	if (!empty || bpf_map_update_elem(&unwind_processes, &tgid, empty, BPF_ANY))
-		return 0;
+		return;
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	if (proc)
 		scan_areas(proc, proc->seq);
-	return 0;
 }
 
 /* ld.so calls _dl_debug_state, the function debuggers break on, before and after it maps or
@@ -965,17 +965,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-/* The last thread of a process exits: its list goes (its pid may come back as another).
- * task->signal by BPF_CORE_READ, as in describe_mapping: a quicker check at load. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *task)
+/* The last thread of a process exited (profile.bpf.c's hook calls it): its list goes (its
+ * pid may come back as another). */
+static __always_inline void unwind_exit(__u32 tgid)
 {
-	__u32 tgid = task->tgid;
-
-	if (!follows() || BPF_CORE_READ(task, signal, live.counter) != 0)
-		return 0;
 	bpf_map_delete_elem(&unwind_processes, &tgid);
-	return 0;
 }
 
 #endif /* __TARGET_ARCH_x86 */
