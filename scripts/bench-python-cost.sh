@@ -21,22 +21,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 . "$ROOT/scripts/bpf-stats.sh"
 
-TMP=$(mktemp -d /tmp/profile-bench-python-cost.XXXXXX)
-STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled)
-PIDS=()
-cleanup() {
-	echo "$STATS_WAS" > /proc/sys/kernel/bpf_stats_enabled
-	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-echo 1 > /proc/sys/kernel/bpf_stats_enabled
+stats_session bench-python-cost
 
-# ns per run between two prog_stats readings.
-per_sample() {
-	echo "$1 $2" | awk '{ printf "%.0f", ($3 > $1 ? ($4 - $2) / ($3 - $1) : 0) }'
-}
 
 "$PYTHON" "$ROOT/tests/workloads/python/split.py" $((ROUNDS * 30 + 30)) "$TMP/truth" > /dev/null &
 TARGET=$!

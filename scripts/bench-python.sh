@@ -21,17 +21,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 . "$ROOT/scripts/bpf-stats.sh"
 
-TMP=$(mktemp -d /tmp/profile-bench-python.XXXXXX)
-STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled)
-PIDS=()
-cleanup() {
-	echo "$STATS_WAS" > /proc/sys/kernel/bpf_stats_enabled
-	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-echo 1 > /proc/sys/kernel/bpf_stats_enabled
+stats_session bench-python
 
 INTERPRETERS=()
 [ -x /usr/bin/python3.11 ] && INTERPRETERS+=("/usr/bin/python3.11")

@@ -111,10 +111,6 @@ roots_perf_script() {
 		END { done(); for (c in all) print c, all[c], rooted[c] + 0, depth[c] }' "$1"
 }
 . "$ROOT/scripts/bpf-stats.sh"
-# ns per run between two prog_stats readings.
-per_sample() {
-	echo "$1 $2" | awk '{ printf "%.0f", ($3 > $1 ? ($4 - $2) / ($3 - $1) : 0) }'
-}
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{ a[NR] = $1 } END { print NR ? a[int((NR + 1) / 2)] : "-" }'; }
 
 run() {

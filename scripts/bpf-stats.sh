@@ -26,3 +26,26 @@ prog_stats() {
 	bpftool prog show id "$1" --json |
 		sed -n 's/.*"run_time_ns":\([0-9]*\),"run_cnt":\([0-9]*\).*/\2 \1/p'
 }
+
+# ns per run between two prog_stats readings.
+per_sample() {
+	echo "$1 $2" | awk '{ printf "%.0f", ($3 > $1 ? ($4 - $2) / ($3 - $1) : 0) }'
+}
+
+# For a benchmark that reads run-time stats: TMP, a fresh folder named for $1, and PIDS,
+# the processes it starts; stats on until the script exits, then as they were, PIDS
+# killed and TMP removed.
+stats_session() {
+	TMP=$(mktemp -d "/tmp/profile-$1.XXXXXX")
+	STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled)
+	PIDS=()
+	trap stats_session_end EXIT
+	echo 1 > /proc/sys/kernel/bpf_stats_enabled
+}
+
+stats_session_end() {
+	echo "$STATS_WAS" > /proc/sys/kernel/bpf_stats_enabled
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$TMP"
+}
