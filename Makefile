@@ -1,6 +1,14 @@
 # Makefile: profile.bpf.c -> profile.bpf.o -> profile.skel.h -> ./profile, then the tests.
-# `make V=1` shows the full commands; `make SANITIZE=1` builds everything with ASan+UBSan
-# into build-asan/ (the profiler binary too, as build-asan/profile).
+# `make V=1` shows the full commands; `make SANITIZE=1` builds the profiler's code with
+# ASan+UBSan into build-asan/ (the profiler binary too, as build-asan/profile).
+
+# What no sanitizer looks into is built once, in build/, and the sanitized build takes it
+# from there: the kernel side (vmlinux.h, the BPF object, its skeleton), the fixtures and
+# workloads the tests read and profile, npm's Parca client, and the tests' own code (what
+# ASan and UBSan check is the profiler's code, which the sanitized run-tests links
+# instrumented). Compiling the tests again under the sanitizers took a minute and a half
+# of make test's 14.
+PLAIN := build
 
 ifeq ($(SANITIZE),1)
 OUTPUT := build-asan
@@ -28,7 +36,8 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 CXXFLAGS ?= -O2 -g
-CXXFLAGS += -std=c++20 -Wall -Wextra -I. -I$(OUTPUT) -DPROFILE_VERSION='"$(VERSION)"' $(SAN_FLAGS) -MMD -MP
+COMMON_CXXFLAGS := -std=c++20 -Wall -Wextra -I. -I$(PLAIN) -DPROFILE_VERSION='"$(VERSION)"' -MMD -MP
+CXXFLAGS += $(COMMON_CXXFLAGS) $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 LDLIBS := -lbpf -lelf -lz -ldw -ldebuginfod -liberty -lcurl -lpthread
 
@@ -47,28 +56,28 @@ endif
 MODULE_SRCS := $(wildcard base/*.cpp cli/*.cpp sampler/*.cpp syms/*.cpp unwind/*.cpp python/*.cpp report/*.cpp push/*.cpp)
 MODULE_OBJS := $(MODULE_SRCS:%.cpp=$(OUTPUT)/%.o)
 TEST_SRCS := $(wildcard tests/*.cpp)
-TEST_OBJS := $(TEST_SRCS:%.cpp=$(OUTPUT)/%.o)
-# The tests' own code is built unoptimized: it is most of the compile time (doctest, <regex>)
-# and none of what is measured; the modules under test keep CXXFLAGS.
-$(TEST_OBJS): CXXFLAGS += -O0
+TEST_OBJS := $(TEST_SRCS:%.cpp=$(PLAIN)/%.o)
+# The tests' own code is built unoptimized, without sanitizers, in build/ for both builds: it
+# is most of the compile time (doctest, <regex>) and none of what is measured or checked.
+TEST_CXXFLAGS ?= -O0 -g
 
 .PHONY: all clean test check fixtures workloads install uninstall
 .DELETE_ON_ERROR:
 
 all: $(PROFILE)
 
-$(OUTPUT) $(OUTPUT)/base $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests:
+$(sort $(OUTPUT) $(OUTPUT)/base $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(PLAIN) $(PLAIN)/tests):
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/vmlinux.h: | $(OUTPUT)
+$(PLAIN)/vmlinux.h: | $(PLAIN)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(OUTPUT)/profile.bpf.o: profile.bpf.c profile.bpf.h profile.h unwind/unwind.bpf.h unwind/mappings.bpf.h unwind/unwind.h python/python.bpf.h python/python.h $(OUTPUT)/vmlinux.h
+$(PLAIN)/profile.bpf.o: profile.bpf.c profile.bpf.h profile.h unwind/unwind.bpf.h unwind/mappings.bpf.h unwind/unwind.h python/python.bpf.h python/python.h $(PLAIN)/vmlinux.h
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -I. -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(PLAIN) -I. -c $< -o $@
 
-$(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
+$(PLAIN)/profile.skel.h: $(PLAIN)/profile.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name profile_bpf > $@
 
@@ -76,13 +85,18 @@ $(OUTPUT)/profile.skel.h: $(OUTPUT)/profile.bpf.o
 # (a commit, a dirty tree): the stamp is rewritten, as make reads this file, only then (no
 # rule, so that `make -q` still tells whether ./profile is up to date).
 VERSION_STAMP := $(OUTPUT)/version.stamp
-$(shell mkdir -p $(OUTPUT) && { echo '$(VERSION)' | cmp -s - $(VERSION_STAMP) || echo '$(VERSION)' > $(VERSION_STAMP); })
-$(OUTPUT)/profile.o $(OUTPUT)/push/push.o $(OUTPUT)/tests/test_push.o: $(VERSION_STAMP)
+$(foreach dir,$(sort $(OUTPUT) $(PLAIN)),$(shell mkdir -p $(dir) && { echo '$(VERSION)' | cmp -s - $(dir)/version.stamp || echo '$(VERSION)' > $(dir)/version.stamp; }))
+$(OUTPUT)/profile.o $(OUTPUT)/push/push.o: $(VERSION_STAMP)
+$(PLAIN)/tests/test_push.o: $(PLAIN)/version.stamp
 
 # Everything that includes the skeleton waits for it.
-$(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(OUTPUT)/profile.skel.h
+$(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(PLAIN)/profile.skel.h
 
-$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/base $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(OUTPUT)/tests
+$(PLAIN)/tests/%.o: tests/%.cpp | $(PLAIN)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(TEST_CXXFLAGS) $(COMMON_CXXFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/base $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 
@@ -98,14 +112,14 @@ include tests/fuzz/fuzz.mk
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 # The helpers the workloads share (the clock, the length of a run).
 WORKLOAD_HEADERS := tests/workloads/workload.h
-WORKLOADS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(OUTPUT)/workloads/%)
+WORKLOADS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(PLAIN)/workloads/%)
 # clang, because GCC 12 drops the frame of leaf functions at -O1 even with
 # -mno-omit-leaf-frame-pointer, and the caller of a hot leaf then vanishes from its stacks.
 WORKLOAD_CC := $(CLANG)
 WORKLOAD_CXX := clang++
 WORKLOAD_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline
 
-$(OUTPUT)/workloads/%: tests/workloads/%.c $(WORKLOAD_HEADERS)
+$(PLAIN)/workloads/%: tests/workloads/%.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) $< -o $@ -ldl -lpthread
@@ -114,12 +128,12 @@ $(OUTPUT)/workloads/%: tests/workloads/%.c $(WORKLOAD_HEADERS)
 # of every symbol with its debug file beside it (named by .gnu_debuglink), a BPF program's
 # loader, and two non-PIE programs whose code lies at the same addresses (exec_before
 # becomes exec_after).
-$(OUTPUT)/workloads/libplugin.so: tests/workloads/lib/plugin.c
+$(PLAIN)/workloads/libplugin.so: tests/workloads/lib/plugin.c
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) -shared -fPIC $< -o $@
 
-$(OUTPUT)/workloads/debuglink: tests/workloads/debuglink.c $(WORKLOAD_HEADERS)
+$(PLAIN)/workloads/debuglink: tests/workloads/debuglink.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) $< -o $@.full
@@ -131,45 +145,45 @@ $(OUTPUT)/workloads/debuglink: tests/workloads/debuglink.c $(WORKLOAD_HEADERS)
 # A program and the library it links, both stripped of every symbol and with no
 # .gnu_debuglink: their debug files are in workloads/debuginfod/, for the debuginfod
 # server of tests/test_debuginfod.cpp to serve.
-$(OUTPUT)/workloads/fetched $(OUTPUT)/workloads/libfetched.so &: tests/workloads/fetched.c \
+$(PLAIN)/workloads/fetched $(PLAIN)/workloads/libfetched.so &: tests/workloads/fetched.c \
 		tests/workloads/lib/fetched_lib.c $(WORKLOAD_HEADERS)
-	$(call msg,WORKLOAD,$(OUTPUT)/workloads/fetched)
-	$(Q)mkdir -p $(OUTPUT)/workloads/debuginfod
+	$(call msg,WORKLOAD,$(PLAIN)/workloads/fetched)
+	$(Q)mkdir -p $(PLAIN)/workloads/debuginfod
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) -shared -fPIC tests/workloads/lib/fetched_lib.c \
-		-o $(OUTPUT)/workloads/libfetched.so.full
-	$(Q)objcopy --only-keep-debug $(OUTPUT)/workloads/libfetched.so.full $(OUTPUT)/workloads/debuginfod/libfetched.so.debug
-	$(Q)strip --strip-all $(OUTPUT)/workloads/libfetched.so.full -o $(OUTPUT)/workloads/libfetched.so
-	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) tests/workloads/fetched.c -o $(OUTPUT)/workloads/fetched.full \
-		-L$(OUTPUT)/workloads -lfetched -Wl,-rpath,'$$ORIGIN'
-	$(Q)objcopy --only-keep-debug $(OUTPUT)/workloads/fetched.full $(OUTPUT)/workloads/debuginfod/fetched.debug
-	$(Q)strip --strip-all $(OUTPUT)/workloads/fetched.full -o $(OUTPUT)/workloads/fetched
-	$(Q)rm -f $(OUTPUT)/workloads/fetched.full $(OUTPUT)/workloads/libfetched.so.full
+		-o $(PLAIN)/workloads/libfetched.so.full
+	$(Q)objcopy --only-keep-debug $(PLAIN)/workloads/libfetched.so.full $(PLAIN)/workloads/debuginfod/libfetched.so.debug
+	$(Q)strip --strip-all $(PLAIN)/workloads/libfetched.so.full -o $(PLAIN)/workloads/libfetched.so
+	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) tests/workloads/fetched.c -o $(PLAIN)/workloads/fetched.full \
+		-L$(PLAIN)/workloads -lfetched -Wl,-rpath,'$$ORIGIN'
+	$(Q)objcopy --only-keep-debug $(PLAIN)/workloads/fetched.full $(PLAIN)/workloads/debuginfod/fetched.debug
+	$(Q)strip --strip-all $(PLAIN)/workloads/fetched.full -o $(PLAIN)/workloads/fetched
+	$(Q)rm -f $(PLAIN)/workloads/fetched.full $(PLAIN)/workloads/libfetched.so.full
 
 # A BPF program kept running in the kernel (BPF_PROG_TEST_RUN), through libbpf.
-$(OUTPUT)/workloads/bpf_loop: tests/workloads/bpf_loop.c $(WORKLOAD_HEADERS)
+$(PLAIN)/workloads/bpf_loop: tests/workloads/bpf_loop.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) $< -o $@ -lbpf
 
-$(OUTPUT)/workloads/exec_before $(OUTPUT)/workloads/exec_after: $(OUTPUT)/workloads/%: tests/workloads/%.c $(WORKLOAD_HEADERS)
+$(PLAIN)/workloads/exec_before $(PLAIN)/workloads/exec_after: $(PLAIN)/workloads/%: tests/workloads/%.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) -fno-pie -no-pie $< -o $@
 
 # Built as Debian builds its packages, without frame pointers: unwinding needs tables.
-$(OUTPUT)/workloads/nofp: tests/workloads/nofp.c $(WORKLOAD_HEADERS)
+$(PLAIN)/workloads/nofp: tests/workloads/nofp.c $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) -O2 -g -fomit-frame-pointer $< -o $@
 
 # C++ at -O2 whose hot code is inlined, with frame pointers, the leaf's too: a frame-pointer
 # walk and perf's DWARF walk agree, so their inlined frames can be compared.
-$(OUTPUT)/workloads/inlined: tests/workloads/inlined.cpp $(WORKLOAD_HEADERS)
+$(PLAIN)/workloads/inlined: tests/workloads/inlined.cpp $(WORKLOAD_HEADERS)
 	$(call msg,WORKLOAD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CXX) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer $< -o $@
 
-workloads: $(WORKLOADS) $(OUTPUT)/workloads/libplugin.so $(OUTPUT)/workloads/inlined $(OUTPUT)/workloads/libfetched.so
+workloads: $(WORKLOADS) $(PLAIN)/workloads/libplugin.so $(PLAIN)/workloads/inlined $(PLAIN)/workloads/libfetched.so
 
 $(OUTPUT)/run-tests: $(TEST_OBJS) $(MODULE_OBJS)
 	$(call msg,BINARY,$@)
@@ -177,8 +191,8 @@ $(OUTPUT)/run-tests: $(TEST_OBJS) $(MODULE_OBJS)
 
 # Parca's published definitions of its API, which tests/parca_decode.mjs decodes the WriteRaw
 # requests with: npm's @parca/client (generated from Parca's .proto files) and its protobuf
-# runtime, at these versions, from the npm registry into $(OUTPUT)/npm once, as whoever
-# runs make (root or a user alike; npm's own cache serves build-asan's copy). Without npm or
+# runtime, at these versions, from the npm registry into build/npm once (both builds read it), as whoever
+# runs make (root or a user alike). Without npm or
 # the registry the rule says so and the tests go on: the test that needs the package says
 # it is missing, and fails on CI. The package lists tsc-watch, a build tool of its own, as a
 # dependency, which wants TypeScript as a peer: --legacy-peer-deps leaves TypeScript out.
@@ -187,11 +201,11 @@ $(OUTPUT)/run-tests: $(TEST_OBJS) $(MODULE_OBJS)
 # where root's environment did (a registry behind a proxy with a local CA).
 SYSTEM_CA_BUNDLE := $(wildcard /etc/ssl/certs/ca-certificates.crt)
 PARCA_CLIENT_PACKAGES := @parca/client@0.17.24 @protobuf-ts/runtime@2.11.1 @protobuf-ts/runtime-rpc@2.11.1
-PARCA_CLIENT := $(OUTPUT)/npm/node_modules/@parca/client/package.json
+PARCA_CLIENT := $(PLAIN)/npm/node_modules/@parca/client/package.json
 $(PARCA_CLIENT):
 	$(call msg,NPM,$(PARCA_CLIENT_PACKAGES))
-	$(Q)mkdir -p $(OUTPUT)/npm
-	$(Q)NODE_EXTRA_CA_CERTS="$${NODE_EXTRA_CA_CERTS:-$(SYSTEM_CA_BUNDLE)}" npm install --prefix $(OUTPUT)/npm --no-save --legacy-peer-deps --ignore-scripts --no-audit --no-fund --prefer-offline \
+	$(Q)mkdir -p $(PLAIN)/npm
+	$(Q)NODE_EXTRA_CA_CERTS="$${NODE_EXTRA_CA_CERTS:-$(SYSTEM_CA_BUNDLE)}" npm install --prefix $(PLAIN)/npm --no-save --legacy-peer-deps --ignore-scripts --no-audit --no-fund --prefer-offline \
 		--loglevel=error $(PARCA_CLIENT_PACKAGES) >/dev/null || \
 		echo "make: npm could not install $(PARCA_CLIENT_PACKAGES); the Parca schema test will say so" >&2
 
@@ -199,7 +213,7 @@ $(PARCA_CLIENT):
 # integration tests need root, so the run goes through sudo for anyone else. The last
 # line printed is "N passed, N failed".
 check: $(PROFILE) $(OUTPUT)/run-tests fixtures workloads $(PARCA_CLIENT)
-	$(Q)$(SUDO) env CI="$(CI)" PROFILE_BIN="$(abspath $(PROFILE))" TEST_OUTPUT="$(abspath $(OUTPUT))" \
+	$(Q)$(SUDO) env CI="$(CI)" PROFILE_BIN="$(abspath $(PROFILE))" TEST_OUTPUT="$(abspath $(PLAIN))" \
 		$(OUTPUT)/run-tests $(TEST_ARGS)
 
 # The one test command (and CI's): installs the test packages that are missing, then runs
@@ -224,7 +238,7 @@ endif
 # first table. Takes a few minutes; not part of `make test`.
 .PHONY: bench
 bench: $(PROFILE) workloads
-	$(Q)$(SUDO) env PROFILE="$(abspath $(PROFILE))" WORKLOADS="$(abspath $(OUTPUT))/workloads" scripts/bench.sh
+	$(Q)$(SUDO) env PROFILE="$(abspath $(PROFILE))" WORKLOADS="$(abspath $(PLAIN))/workloads" scripts/bench.sh
 
 # `make install`: profile as a system tool under $(DESTDIR)$(PREFIX): the program (a root
 # tool: sbin, section 8), its man page, and the systemd unit of its agent mode, whose
@@ -258,4 +272,4 @@ clean:
 	$(call msg,CLEAN)
 	$(Q)rm -rf build build-asan build-fuzz profile
 
--include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/*/*.d)
+-include $(sort $(wildcard $(OUTPUT)/*.d $(OUTPUT)/*/*.d $(PLAIN)/tests/*.d))

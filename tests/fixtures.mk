@@ -3,7 +3,7 @@
 # id) and X.loads (its PT_LOAD segments: offset, address, file size), the answers the
 # tests check the project's own ELF reader against.
 
-FIXTURE_DIR := $(OUTPUT)/fixtures
+FIXTURE_DIR := $(PLAIN)/fixtures
 FIXTURE_CFLAGS := -O1 -g -fno-omit-frame-pointer -Wl,--build-id
 FIXTURE_PROGRAMS := $(addprefix $(FIXTURE_DIR)/,hello-nopie hello-pie hello-stripped libfixture.so uses-lib cxx)
 FIXTURES := $(FIXTURE_PROGRAMS) $(FIXTURE_PROGRAMS:%=%.nm) $(FIXTURE_PROGRAMS:%=%.buildid) \

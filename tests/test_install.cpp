@@ -153,12 +153,12 @@ mode_t mode_of(const std::string &path)
 }
 
 // `make -C TREE args...` as the suite's own build would run it: the suite's make variables
-// (MAKEFLAGS, and with them -j's jobserver) stay out, SANITIZE=1 when testing build-asan/.
+// (MAKEFLAGS, and with them -j's jobserver) stay out, SANITIZE=1 when testing build-asan/profile.
 CommandResult make_in_tree(std::vector<std::string> args)
 {
 	std::vector<std::string> argv = {find_tool("env"), "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL",
 					 find_tool("make"), "--no-print-directory", "-C", source_tree().string()};
-	if (fs::path(output_dir()).filename() == "build-asan")
+	if (fs::path(profile_bin()).parent_path().filename() == "build-asan")
 		argv.push_back("SANITIZE=1");
 	argv.insert(argv.end(), args.begin(), args.end());
 	return run_command(argv, 120);
