@@ -94,9 +94,18 @@ $(PLAIN)/tests/test_push.o: $(PLAIN)/version.stamp
 # Everything that includes the skeleton waits for it.
 $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(PLAIN)/profile.skel.h
 
-$(PLAIN)/tests/%.o: tests/%.cpp | $(PLAIN)/tests
+# The headers every test file includes, compiled once (tests/precompiled.h says which). g++
+# looks for $(PLAIN)/tests/precompiled.h.gch where -include names the header, and uses
+# it when the flags match; -Winvalid-pch says so when they do not.
+TEST_PCH := $(PLAIN)/tests/precompiled.h.gch
+$(TEST_PCH): tests/precompiled.h | $(PLAIN)/tests
+	$(call msg,PCH,$@)
+	$(Q)cp $< $(PLAIN)/tests/precompiled.h
+	$(Q)$(CXX) $(TEST_CXXFLAGS) $(COMMON_CXXFLAGS) -x c++-header $< -o $@
+
+$(PLAIN)/tests/%.o: tests/%.cpp $(TEST_PCH) | $(PLAIN)/tests
 	$(call msg,CXX,$@)
-	$(Q)$(CXX) $(TEST_CXXFLAGS) $(COMMON_CXXFLAGS) -c $< -o $@
+	$(Q)$(CXX) $(TEST_CXXFLAGS) $(COMMON_CXXFLAGS) -Winvalid-pch -include $(PLAIN)/tests/precompiled.h -c $< -o $@
 
 $(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/base $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push
 	$(call msg,CXX,$@)
