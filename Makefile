@@ -64,7 +64,7 @@ $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(OUTPUT)/profile.bpf.o: profile.bpf.c profile.bpf.h profile.h unwind/unwind.bpf.h unwind/mappings.bpf.h unwind/unwind.h python/python.bpf.h python/python.h $(OUTPUT)/vmlinux.h
+$(OUTPUT)/profile.bpf.o: profile.bpf.c profile.bpf.h profile.h unwind/unwind.bpf.h unwind/mappings.bpf.h unwind/raw.bpf.h unwind/unwind.h python/python.bpf.h python/python.h $(OUTPUT)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -I. -c $< -o $@
 
