@@ -12,12 +12,29 @@ SymbolFile *FileCache::insert(const FileKey &key, std::unique_ptr<SymbolFile> fi
 {
 	const uint64_t dropped = files_.dropped();
 	SymbolFile *kept = files_.insert(key, std::move(file)).get();
-	if (kept && kept->lines())
-		files_.keep_newest(std::max<size_t>(options_.kept_dwarf_files, 1),
-				   [](const FileKey &, const std::unique_ptr<SymbolFile> &f) { return f && f->lines(); });
 	stats_.files_dropped += files_.dropped() - dropped;
+	if (kept && kept->holds_lines())
+		keep_dwarf_of_newest();
 	trim();
 	return kept;
+}
+
+SourceLines *FileCache::lines_of(SymbolFile &file)
+{
+	const bool held = file.holds_lines();
+	SourceLines *lines = file.lines(stats_);
+	if (lines && !held)
+		keep_dwarf_of_newest();
+	return lines;
+}
+
+void FileCache::keep_dwarf_of_newest()
+{
+	size_t held = 0;
+	for_each([&](SymbolFile &file) {
+		if (file.holds_lines() && ++held > std::max<size_t>(options_.kept_dwarf_files, 1))
+			file.release_lines();
+	});
 }
 
 size_t FileCache::held_bytes()
@@ -42,7 +59,8 @@ void FileCache::trim()
 void FileCache::end_window()
 {
 	const size_t before = files_.size();
-	files_.erase_if([](const FileKey &, const std::unique_ptr<SymbolFile> &file) { return !file || file->lines(); });
+	files_.erase_if([](const FileKey &, const std::unique_ptr<SymbolFile> &file) { return !file; });
 	stats_.files_dropped += before - files_.size();
+	for_each([](SymbolFile &file) { file.release_lines(); });
 	trim();
 }

@@ -1,7 +1,7 @@
 // syms/file_cache.h: the files kept for naming, by device and inode, the least recently
-// used dropped first past the options' bounds (kept_files, kept_file_bytes, and
-// kept_dwarf_files for those that hold DWARF); kept from window to window but for those
-// that hold DWARF.
+// used dropped first past the options' bounds (kept_files, kept_file_bytes), and kept
+// from window to window; their DWARF held by kept_dwarf_files of them at most, and by none
+// past a window's end.
 #pragma once
 
 #include <cstddef>
@@ -22,8 +22,11 @@ public:
 	// Keeps file (null: it could not be read) as the most recently used, and drops the
 	// least recently used past the bounds.
 	SymbolFile *insert(const FileKey &key, std::unique_ptr<SymbolFile> file);
-	// A window's end: the files that hold DWARF go, and those that could not be read (another
-	// process may map them readably next); the others stay within the bounds.
+	// file's DWARF, read again if it was let go; the least recently used of the other
+	// files that hold theirs let it go past kept_dwarf_files.
+	SourceLines *lines_of(SymbolFile &file);
+	// A window's end: every file lets its DWARF go, and those that could not be read go
+	// (another process may map them readably next); the others stay within the bounds.
 	void end_window();
 
 	template <typename F>
@@ -39,6 +42,7 @@ public:
 
 private:
 	void trim();
+	void keep_dwarf_of_newest();
 
 	const SymbolizerOptions &options_;
 	SymbolizerStats &stats_;

@@ -1,6 +1,7 @@
 // syms/symbol_file.cpp: a mapped file's ELF symbols, debug file and DWARF, found and read.
 #include "syms/symbol_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <optional>
@@ -47,9 +48,9 @@ std::unique_ptr<SymbolFile> SymbolFile::open(int fd, const std::string &path, in
 		file->symbols_ = debug->elf.get();
 	if (want_dwarf) {
 		if (own_dwarf)
-			file->lines_ = SourceLines::open(fd);
+			file->read_lines(fd);
 		else if (debug && debug->elf->has_dwarf())
-			file->lines_ = SourceLines::open(debug->fd.get());
+			file->read_lines(debug->fd.get());
 	}
 	if (debug)
 		file->debug_ = std::move(debug->elf);
@@ -99,12 +100,30 @@ void SymbolFile::take_debug_file(int fd, const SymbolizerOptions &options)
 	if (!symbols && !lines)
 		return;
 	if (lines)
-		lines_ = SourceLines::open(fd);
+		read_lines(fd);
 	if (symbols) {
 		symbols_ = debug.get();
 		debug_ = std::move(debug);
 	}
 	wants_debug_file_ = false;
+}
+
+void SymbolFile::read_lines(int fd)
+{
+	lines_ = SourceLines::open(fd);
+	if (lines_)
+		dwarf_fd_.reset(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+}
+
+SourceLines *SymbolFile::lines(SymbolizerStats &stats)
+{
+	if (!lines_ && dwarf_fd_) {
+		lines_ = SourceLines::open(dwarf_fd_.get());
+		stats.dwarf_read_again++;
+		if (!lines_)
+			dwarf_fd_.reset();
+	}
+	return lines_.get();
 }
 
 size_t SymbolFile::held_bytes() const

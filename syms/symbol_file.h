@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/fd.h"
 #include "syms/elf.h"
 #include "syms/source_lines.h"
 #include "syms/symbolizer_options.h"
@@ -29,7 +30,12 @@ public:
 	const ElfFile::Symbol *symbol_at(uint64_t address);
 	// symbol's name demangled, once per symbol.
 	const std::string &name_of(const ElfFile::Symbol &symbol);
-	SourceLines *lines() const { return lines_.get(); }
+	// Its DWARF, read again when it was released; null when it has none (or none is wanted).
+	SourceLines *lines(SymbolizerStats &stats);
+	bool holds_lines() const { return lines_ != nullptr; }
+	// Lets its DWARF go, the most memory by far: read again from the file, kept open, when
+	// a frame needs it.
+	void release_lines() { lines_.reset(); }
 
 	// Its symbols (or, with want_lines, its DWARF) are in no file here: a debug file from
 	// elsewhere may still have them.
@@ -44,11 +50,14 @@ public:
 
 private:
 	SymbolFile() = default;
+	// lines_ from the DWARF of fd, kept open for reading it again.
+	void read_lines(int fd);
 
 	std::unique_ptr<ElfFile> elf_;
 	std::unique_ptr<ElfFile> debug_;     // its separate debug file, when one was found
 	ElfFile *symbols_ = nullptr;         // the fullest table: elf's .symtab, else debug's, else elf's .dynsym
 	std::unique_ptr<SourceLines> lines_; // with want_lines or want_inlined, where DWARF was found
+	UniqueFd dwarf_fd_;                  // the file lines_ was read from, to read it again
 	// Demangled names, keyed by where the raw name lies in the mapped file: each name is
 	// demangled once, and only if some frame needs it.
 	std::unordered_map<const char *, std::string> names_;

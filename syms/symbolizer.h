@@ -2,7 +2,7 @@
 // facade over the kernel's names (syms/kernel_namer.h), the locator of user addresses
 // (syms/locator.h) and the namer of what it located (syms/user_namer.h). It owns their
 // caches and says when each is dropped: processes after each batch, objects and the
-// files that hold DWARF at each window's end.
+// files' DWARF at each window's end.
 #pragma once
 
 #include <cstdint>
@@ -66,10 +66,10 @@ public:
 	size_t object_count() const;
 	// Once each location handed out is named (a window's end): drops every object located
 	// so far (the next one is 1 again), so that a run that meets processes without end
-	// keeps no more objects than one window has; and the files that hold DWARF, so that
-	// what an agent holds while it samples does not depend on which files the last window
-	// met. Files named from their symbols alone stay, within their bounds: the next window
-	// meets most of them again. A file is read again when a frame in it is named next that
+	// keeps no more objects than one window has; and the files' DWARF, so that what an
+	// agent holds while it samples does not depend on which files the last window met.
+	// The files and their symbols stay, within their bounds: the next window meets most of
+	// them again. A file's DWARF is read again when a frame in it is named next that
 	// kept_named_bytes does not hold.
 	void end_window();
 

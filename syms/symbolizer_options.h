@@ -26,10 +26,11 @@ struct SymbolizerOptions {
 	size_t kept_files = 64;
 	size_t kept_file_bytes = size_t(32) << 20; // as SymbolFile::held_bytes counts them
 	// Of those, the files whose DWARF (want_lines, want_inlined) is held: one file's DWARF
-	// can take tens of MiB. A file past it is dropped whole; at a window's end (end_window)
-	// every file holding DWARF is, so that what an agent holds while it samples does not
-	// depend on which files the last window met. Collected names addresses object by
-	// object, so within a window it never comes back to one it is done with.
+	// can take tens of MiB. A file past it lets its DWARF go, and so does every file at a
+	// window's end (end_window), so that what an agent holds while it samples does not
+	// depend on which files the last window met; the DWARF is read again, from the file
+	// kept open, when a frame needs it. Collected names addresses object by object, so
+	// within a window it never comes back to one it is done with.
 	size_t kept_dwarf_files = 1;
 	// What user_frames named from files' DWARF, by device, inode and offset, kept after
 	// end_window, the least recently used dropped first past this many bytes: a run that
@@ -49,6 +50,7 @@ struct SymbolizerStats {
 	size_t perf_maps_read = 0;    // /tmp/perf-PID.map files read (once per pid)
 	size_t files_dropped = 0;     // files (and their debug files) dropped past the bounds or at a window's end
 	size_t files_kept = 0, file_bytes_kept = 0; // kept now, and their bytes
+	size_t dwarf_read_again = 0; // files' DWARF read again after it was let go
 	// kept_named_bytes: addresses of files named from what was kept, and named by reading
 	// the file; addresses kept now, their bytes, and addresses dropped for room.
 	size_t named_from_kept = 0, named_from_file = 0;

@@ -145,7 +145,7 @@ bool UserNamer::read_frames(const UserObject &object, const UserLocation &where,
 		frame.name = file->name_of(*symbol);
 		frame.symbol_offset = frame.module_offset - symbol->start;
 	}
-	SourceLines *lines = file->lines();
+	SourceLines *lines = files_.lines_of(*file);
 	if (lines) {
 		std::vector<SourceLocation> found = lines->find(*elf_address);
 		for (size_t i = 0; options_.want_inlined && i + 1 < found.size(); i++) {

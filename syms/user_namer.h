@@ -39,7 +39,7 @@ public:
 	// those read later. Ok when taken, else why not.
 	Status add_debug_file(const std::string &build_id, int fd);
 
-	// A window's end: files holding DWARF dropped (what they named stays in the named cache).
+	// A window's end: files let their DWARF go (what it named stays in the named cache).
 	void end_window() { files_.end_window(); }
 	// Perf maps are read again: a pid may be another process's by the next call.
 	void forget_processes() { jit_.forget(); }
