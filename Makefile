@@ -75,7 +75,9 @@ $(PLAIN)/vmlinux.h: | $(PLAIN)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(PLAIN)/profile.bpf.o: profile.bpf.c profile.bpf.h profile.h unwind/unwind.bpf.h unwind/mappings.bpf.h unwind/unwind.h python/python.bpf.h python/python.h $(PLAIN)/vmlinux.h
+# Every kernel-side header: a new one is a dependency without being listed here.
+BPF_HEADERS := $(wildcard *.bpf.h */*.bpf.h) profile.h unwind/unwind.h python/python.h
+$(PLAIN)/profile.bpf.o: profile.bpf.c $(BPF_HEADERS) $(PLAIN)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(PLAIN) -I. -c $< -o $@
 

@@ -2,7 +2,7 @@
 /* profile.bpf.c: the per-sample path. Filter, take the stacks, count the key, all in the
  * kernel: nothing crosses to user space per sample. User space reads the maps when it
  * drains a generation (a window's end, maps filling) and at the end; the rare sample kept
- * raw (unwind/unwind.bpf.h) and code objects met for the first time (python/python.bpf.h)
+ * raw (unwind/raw.bpf.h) and code objects met for the first time (python/python.bpf.h)
  * wait in maps of their own for the same reads. And the hooks of a process's life: exec
  * and exit, one program each, calling the table walk's half and the Python walk's. */
 #include "profile.bpf.h"
@@ -10,6 +10,8 @@
 #include "python/python.bpf.h"
 /* The table walk, the maps it reads and how the kernel keeps processes' mappings. */
 #include "unwind/unwind.bpf.h"
+/* Walks stopped at code whose table is being built, kept raw for user space to finish. */
+#include "unwind/raw.bpf.h"
 
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;

@@ -60,9 +60,11 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 				windows.cpu_ms_max());
 			const SymbolizerStats names = session.symbolizer().stats();
 			diagnostics::say("named user addresses: %zu from what windows kept, %zu from their files; "
-					"%zu kept (%.1f KiB of %.1f), %zu dropped for room; %zu files parsed",
+					"%zu kept (%.1f KiB of %.1f), %zu dropped for room; %zu files parsed, %zu kept (%.1f KiB), "
+					"DWARF read again %zu times",
 				names.named_from_kept, names.named_from_file, names.named_kept, names.named_kept_bytes / 1024.0,
-				kKeptNamedBytes / 1024.0, names.named_dropped, names.elf_files_parsed);
+				kKeptNamedBytes / 1024.0, names.named_dropped, names.elf_files_parsed, names.files_kept,
+				names.file_bytes_kept / 1024.0, names.dwarf_read_again);
 		}
 		if (session.unwinding()) {
 			const Unwinder::Stats &tables = session.tables();

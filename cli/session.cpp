@@ -23,7 +23,7 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	symbolizer.want_inlined = options.inline_frames;
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer.kernel_cache_dir = "/run/profile";
-	// Windows drop their files (WindowCutter::close); the names they read stay.
+	// Windows drop the files that hold DWARF (Symbolizer::end_window); the names they read stay.
 	if (options.interval_s)
 		symbolizer.kept_named_bytes = kKeptNamedBytes;
 	return symbolizer;

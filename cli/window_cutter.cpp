@@ -39,7 +39,7 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 	if (debuginfod_)
 		fetch_missing_debug_files(session_.symbolizer(), options_.debuginfod_timeout_s, fetched_);
 	profile_ = window_->collected.name(session_.symbolizer());
-	session_.symbolizer().forget_objects();
+	session_.symbolizer().end_window();
 	profile_.command = options_.command_line;
 	profile_.frequency = options_.frequency;
 	profile_.period = options_.period;
@@ -65,10 +65,8 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 	window_ = std::move(next);
 	// What the window freed goes back to the system: an agent's heap should not keep the
 	// high-water mark of its busiest window.
-	if (options_.interval_s) {
-		session_.symbolizer().drop_files();
+	if (options_.interval_s)
 		malloc_trim(0);
-	}
 	while (next_cut_ <= end_mono)
 		next_cut_ += int64_t(options_.interval_s) * 1000000000;
 }

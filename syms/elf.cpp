@@ -259,6 +259,7 @@ bool ElfFile::read_symbol_table(const Section &table)
 	auto strings = bytes_at(strings_section.offset, strings_section.size);
 	if (!strings)
 		return false;
+	symbol_table_bytes_ += entries->size() + strings->size();
 	const char *string_base = reinterpret_cast<const char *>(strings->data());
 
 	std::vector<Candidate> candidates;
@@ -432,6 +433,17 @@ void ElfFile::load_symbols()
 				return;
 			}
 	add_plt_symbols();
+}
+
+size_t ElfFile::held_bytes() const
+{
+	size_t bytes = sizeof(ElfFile) + owned_.capacity() + segments_.capacity() * sizeof(Segment) +
+		       sections_.capacity() * sizeof(Section) + symbols_.capacity() * sizeof(Symbol);
+	if (owned_.empty())
+		bytes += symbol_table_bytes_;
+	for (const std::string &name : made_names_)
+		bytes += sizeof(name) + name.capacity() + 1;
+	return bytes;
 }
 
 const ElfFile::Symbol *ElfFile::find_symbol(uint64_t address)

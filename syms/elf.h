@@ -58,11 +58,16 @@ public:
 	// True when the section is there with contents (not SHT_NOBITS, as in a stripped file's
 	// debug file): ".symtab" tells a file that has its own full symbol table.
 	bool has_section(std::string_view name) const { return section_data(name).has_value(); }
+	// True when it has DWARF debug info (compressed or not).
+	bool has_dwarf() const { return has_section(".debug_info") || has_section(".zdebug_info"); }
 
 	uint16_t type() const { return type_; } // ET_EXEC, ET_DYN, ...
 
 	// The whole file, as read.
 	std::span<const uint8_t> bytes() const { return data_; }
+	// What it holds in memory: a copy of the file, or of a mapped one the pages of the
+	// symbol table read; and the symbols sorted.
+	size_t held_bytes() const;
 
 private:
 	struct Segment {
@@ -104,6 +109,7 @@ private:
 
 	bool symbols_loaded_ = false;
 	std::string_view symbol_table_;
+	uint64_t symbol_table_bytes_ = 0; // the tables read and their strings
 	std::vector<Symbol> symbols_; // sorted by start, one per start
 	uint64_t plt_start_ = 0, plt_end_ = 0;
 	std::deque<std::string> made_names_; // names no table holds ("puts@plt"); a deque keeps them in place

@@ -707,9 +707,15 @@ TEST_SUITE("unit")
 		const uint64_t leaf = nm_address("hello-nosyms.nm", "fixture_leaf");
 		REQUIRE(leaf);
 		const std::string id = read_build_id("hello-nosyms");
+		// Another file, to push hello-nosyms out of the one file kept.
+		const std::string lib = absolute_fixture("libfixture.so");
+		history.add_snapshot(gone_pid + 1, "lib", mappings_of("libfixture.so", 0x7f0000000000, lib, lib), 100);
+		const uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
+		REQUIRE(work);
 
 		SymbolizerOptions options;
 		options.debug_root = dir.path() / "debug"; // empty: nothing here has its symbols
+		options.kept_files = 1;
 		Symbolizer symbolizer(options);
 		symbolizer.set_process_history(&history);
 		CHECK(frame_label(symbolizer.user_frame(gone_pid, bias + leaf)).starts_with("[hello-nosyms+0x"));
@@ -730,9 +736,11 @@ TEST_SUITE("unit")
 		CHECK(symbolizer.user_frame(gone_pid, bias + leaf).name == "fixture_leaf");
 		CHECK(symbolizer.stats().debug_files_added == 1);
 		CHECK(symbolizer.wanted_debug_files().empty());
-		// The file read again (an agent's next window) takes the debug file again.
-		symbolizer.drop_files();
+		// The file read again (dropped for room) takes the debug file again.
+		CHECK(symbolizer.user_frame(gone_pid + 1, 0x7f0000000000 + work).name == "fixture_lib_work");
+		const size_t parsed = symbolizer.stats().elf_files_parsed;
 		CHECK(symbolizer.user_frame(gone_pid, bias + leaf).name == "fixture_leaf");
+		CHECK(symbolizer.stats().elf_files_parsed == parsed + 1);
 		CHECK(symbolizer.wanted_debug_files().empty());
 	}
 
@@ -905,7 +913,7 @@ TEST_SUITE("unit")
 			CHECK(symbolizer.stats().elf_files_parsed == 4);
 			CHECK(symbolizer.stats().files_dropped == 3);
 		}
-		SUBCASE("two files with DWARF kept: the least recently used is dropped, the one without stays")
+		SUBCASE("two files with DWARF held: the least recently used lets it go and reads it again when needed")
 		{
 			options.kept_dwarf_files = 2;
 			Symbolizer symbolizer(options);
@@ -915,32 +923,101 @@ TEST_SUITE("unit")
 			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined);
 			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined); // 0 is now newer than 1
 			CHECK(symbolizer.stats().elf_files_parsed == 3);
-			CHECK(frames_of(symbolizer, gone_pid + 2, marker) == inlined); // drops 1
-			CHECK(symbolizer.stats().files_dropped == 1);
+			CHECK(frames_of(symbolizer, gone_pid + 2, marker) == inlined); // 1 lets its DWARF go
+			CHECK(symbolizer.stats().files_dropped == 0);
 			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
 			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
 			CHECK(symbolizer.stats().elf_files_parsed == 4);
-			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined); // read again
-			CHECK(symbolizer.stats().elf_files_parsed == 5);
+			CHECK(symbolizer.stats().dwarf_read_again == 0);
+			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined); // its DWARF read again
+			CHECK(symbolizer.stats().elf_files_parsed == 4);
+			CHECK(symbolizer.stats().dwarf_read_again == 1);
 		}
-		SUBCASE("drop_files drops every file kept; forget_objects starts the objects again")
+		SUBCASE("end_window keeps the files, lets their DWARF go and starts the objects again")
 		{
 			Symbolizer symbolizer(options);
 			symbolizer.set_process_history(&history);
 			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
 			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
 			CHECK(symbolizer.object_count() == 3);
-			symbolizer.drop_files();
-			symbolizer.forget_objects();
+			symbolizer.end_window();
 			CHECK(symbolizer.object_count() == 1);
+			CHECK(symbolizer.stats().files_dropped == 0);
+			CHECK(symbolizer.stats().files_kept == 2);
 			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain); // now object 1
 			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
 			CHECK(symbolizer.object_count() == 3);
-			CHECK(symbolizer.stats().elf_files_parsed == 4); // both read again
+			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(symbolizer.stats().dwarf_read_again == 1);
 		}
 	}
 
-	TEST_CASE("symbolizer: names kept past drop_files (kept_named_bytes): the file is read again only for an address not kept")
+	TEST_CASE("symbolizer: a file named in one window is not parsed again in the next while within kept_file_bytes, and is dropped past it")
+	{
+		// Two files without DWARF, in processes that are gone, as an agent meets them window
+		// after window: each window's processes map them at addresses of their own.
+		const std::string lib = absolute_fixture("libfixture.so"), stripped = absolute_fixture("hello-stripped");
+		const uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
+		const uint64_t leaf = nm_address("hello-stripped.nm", "fixture_leaf");
+		REQUIRE(work);
+		REQUIRE(leaf);
+		ProcessHistory history;
+		for (uint32_t window = 0; window < 3; window++) {
+			const uint64_t bias = 0x7f0000000000 + (uint64_t(window) << 32);
+			history.add_snapshot(gone_pid + 2 * window, "lib", mappings_of("libfixture.so", bias, lib, lib), 100);
+			history.add_snapshot(gone_pid + 2 * window + 1, "stripped",
+					     mappings_of("hello-stripped", bias, stripped, stripped), 100);
+		}
+		auto lib_in = [&](Symbolizer &symbolizer, uint32_t window) {
+			return symbolizer.user_frame(gone_pid + 2 * window, 0x7f0000000000 + (uint64_t(window) << 32) + work).name;
+		};
+		auto stripped_in = [&](Symbolizer &symbolizer, uint32_t window) {
+			return symbolizer.user_frame(gone_pid + 2 * window + 1, 0x7f0000000000 + (uint64_t(window) << 32) + leaf).name;
+		};
+		SymbolizerOptions options;
+		Symbolizer measure(options);
+		measure.set_process_history(&history);
+		CHECK(lib_in(measure, 0) == "fixture_lib_work");
+		const size_t one = measure.stats().file_bytes_kept;
+		CHECK(stripped_in(measure, 0) == "fixture_leaf");
+		const size_t both = measure.stats().file_bytes_kept;
+		CHECK(one > 0);
+		CHECK(both > one);
+
+		SUBCASE("within the bound: each file parsed once over three windows")
+		{
+			options.kept_file_bytes = both;
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			for (uint32_t window = 0; window < 3; window++) {
+				CHECK(lib_in(symbolizer, window) == "fixture_lib_work");
+				CHECK(stripped_in(symbolizer, window) == "fixture_leaf");
+				symbolizer.end_window();
+				CHECK(symbolizer.stats().elf_files_parsed == 2);
+			}
+			CHECK(symbolizer.stats().files_kept == 2);
+			CHECK(symbolizer.stats().file_bytes_kept == both);
+			CHECK(symbolizer.stats().files_dropped == 0);
+		}
+		SUBCASE("past the bound: the least recently used file goes, and is parsed again when met again")
+		{
+			options.kept_file_bytes = both - 1;
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(lib_in(symbolizer, 0) == "fixture_lib_work");
+			CHECK(stripped_in(symbolizer, 0) == "fixture_leaf");
+			symbolizer.end_window(); // the library goes: the stripped program was used last
+			CHECK(symbolizer.stats().files_dropped == 1);
+			CHECK(symbolizer.stats().files_kept == 1);
+			CHECK(symbolizer.stats().file_bytes_kept <= both - 1);
+			CHECK(stripped_in(symbolizer, 1) == "fixture_leaf");
+			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(lib_in(symbolizer, 1) == "fixture_lib_work");
+			CHECK(symbolizer.stats().elf_files_parsed == 3);
+		}
+	}
+
+	TEST_CASE("symbolizer: names kept past a window's end (kept_named_bytes): the file is read again only for an address not kept")
 	{
 		// One program with DWARF mapped at two places by two processes that are gone, and a
 		// stripped one without: what is named from what was kept is what the file names.
@@ -991,23 +1068,24 @@ TEST_SUITE("unit")
 			symbolizer.set_process_history(&history);
 			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
 			CHECK(symbolizer.stats().elf_files_parsed == 1);
-			symbolizer.drop_files(); // a window's end
-			symbolizer.forget_objects();
+			symbolizer.end_window();
 			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker, false) == second);
 			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
 			CHECK(symbolizer.stats().elf_files_parsed == 1);
 			CHECK(symbolizer.stats().named_from_kept == 2);
 			CHECK(symbolizer.stats().named_from_file == 1);
-			// The same offset as a return address is another address: the file is read.
+			// The same offset as a return address is another address: the file's DWARF is read.
 			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned);
-			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(symbolizer.stats().elf_files_parsed == 1);
+			CHECK(symbolizer.stats().dwarf_read_again == 1);
 			CHECK(symbolizer.stats().named_kept == 2);
 			CHECK(symbolizer.stats().named_dropped == 0);
-			// Names from symbols alone are not kept: the stripped file is read each time.
+			// Names from symbols alone are not kept: the stripped file, which holds no DWARF,
+			// is kept instead, past the window's end.
 			CHECK(frames_of(symbolizer, gone_pid + 2, stripped_bias + leaf, false) == plain);
-			symbolizer.drop_files();
+			symbolizer.end_window();
 			CHECK(frames_of(symbolizer, gone_pid + 2, stripped_bias + leaf, false) == plain);
-			CHECK(symbolizer.stats().elf_files_parsed == 4);
+			CHECK(symbolizer.stats().elf_files_parsed == 2);
 			CHECK(symbolizer.stats().named_kept == 2);
 		}
 		SUBCASE("past its bytes the least recently used address goes, and its file is read again")
@@ -1031,20 +1109,22 @@ TEST_SUITE("unit")
 			CHECK(symbolizer.stats().named_kept == 1);
 			CHECK(symbolizer.stats().named_kept_bytes <= both - 1);
 			CHECK(symbolizer.stats().elf_files_parsed == 1);
-			symbolizer.drop_files();
+			symbolizer.end_window();
 			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned); // kept
 			CHECK(symbolizer.stats().elf_files_parsed == 1);
 			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first); // dropped: read again
-			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(symbolizer.stats().elf_files_parsed == 1);
+			CHECK(symbolizer.stats().dwarf_read_again == 1);
 		}
 		SUBCASE("0 bytes keeps nothing")
 		{
 			Symbolizer symbolizer(options);
 			symbolizer.set_process_history(&history);
 			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
-			symbolizer.drop_files();
+			symbolizer.end_window();
 			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
-			CHECK(symbolizer.stats().elf_files_parsed == 2);
+			CHECK(symbolizer.stats().elf_files_parsed == 1);
+			CHECK(symbolizer.stats().dwarf_read_again == 1);
 			CHECK(symbolizer.stats().named_kept == 0);
 			CHECK(symbolizer.stats().named_from_kept == 0);
 		}
