@@ -10,6 +10,7 @@
 #include "base/fd.h"
 #include "report/output_file.h"
 #include "report/window.h"
+#include "sampler/kernel_checks.h"
 #include "sampler/map_memory.h"
 #include "sampler/targets.h"
 #include "syms/cgroup.h"
@@ -89,6 +90,9 @@ Result<RunPlan> check_against_machine(const Options &options)
 	plan.cgroups = options.cgroups;
 	if (Status cgroups = resolve_cgroups(plan.cgroups); !cgroups.ok())
 		return Error(cgroups.error());
+	if (options.off_cpu)
+		if (Status support = off_cpu_support(); !support.ok())
+			return Error(support.error());
 	if (options.cpu >= 0) {
 		std::vector<int> online = online_cpus();
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
