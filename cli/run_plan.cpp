@@ -51,6 +51,7 @@ Status plan_push(const Options &options, RunPlan &plan)
 	config.key_file = options.push_key;
 	config.frequency = options.frequency;
 	config.period_ns = options.frequency ? 0 : options.period;
+	config.off_cpu = options.off_cpu;
 	if (Status target = resolve_push_target(config); !target.ok())
 		return target;
 	if (Status files = load_push_files(config, options.push_auth_file); !files.ok())
