@@ -242,6 +242,23 @@ static __always_inline bool store_stack(void *store, struct stored_stack *stack,
 
 #if defined(__TARGET_ARCH_x86)
 
+/* The frames of a kernel stack bpf_get_stack returned (`got`: its bytes, or an error),
+ * at most max_depth of them, hashed into h: their number, 0 for none. */
+static __always_inline __u32 hash_kernel_stack(__u64 *ip, long got, struct stack_hash *h)
+{
+	long n;
+
+	if (got <= 0)
+		return 0;
+	n = got / sizeof(__u64);
+	if (n > max_depth)
+		n = max_depth;
+	hash_start(h);
+	for (__u32 i = 0; i < UNWIND_MAX_DEPTH && i < n; i++)
+		hash_frame(h, ip[i]);
+	return n;
+}
+
 /* The sample's stacks as taken, before they are stored: each one's frames are in its
  * scratch slot ([0] kernel, [1] user), n of them (0: none), with their hash. */
 struct taken_stacks {
@@ -274,15 +291,7 @@ static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 g
 		if (!frames)
 			return;
 		n = bpf_get_stack(ctx, frames->ip, UNWIND_MAX_DEPTH * sizeof(__u64), 0);
-		if (n > 0) {
-			n /= sizeof(__u64);
-			if (n > max_depth)
-				n = max_depth;
-			hash_start(&taken->kernel_hash);
-			for (__u32 i = 0; i < UNWIND_MAX_DEPTH && i < n; i++)
-				hash_frame(&taken->kernel_hash, frames->ip[i]);
-			taken->kernel_n = n;
-		}
+		taken->kernel_n = hash_kernel_stack(frames->ip, n, &taken->kernel_hash);
 	}
 }
 
@@ -661,15 +670,7 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 			skip = switch_frames = frames_above_schedule(t->kernel.ip, n / sizeof(__u64));
 		}
 		n = bpf_get_stack(ctx, t->kernel.ip, UNWIND_MAX_DEPTH * sizeof(__u64), skip & BPF_F_SKIP_FIELD_MASK);
-		if (n > 0) {
-			n /= sizeof(__u64);
-			if (n > max_depth)
-				n = max_depth;
-			hash_start(&t->kernel_hash);
-			for (__u32 i = 0; i < UNWIND_MAX_DEPTH && i < n; i++)
-				hash_frame(&t->kernel_hash, t->kernel.ip[i]);
-			t->kernel.n = n;
-		}
+		t->kernel.n = hash_kernel_stack(t->kernel.ip, n, &t->kernel_hash);
 	}
 	if (user_stacks) {
 		n = walk_user_stack((struct bpf_perf_event_data *)0, tgid, st, &hash, &resume);

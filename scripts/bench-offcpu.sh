@@ -36,6 +36,7 @@ done
 
 . "$ROOT/scripts/work-dir.sh"
 . "$ROOT/scripts/bpf-stats.sh"
+. "$ROOT/scripts/rounds.sh"
 work_dir profile-bench-offcpu
 MOUNTED_TRACEFS=
 CHILD=
@@ -76,14 +77,6 @@ else
 fi
 N=${#LABELS[@]}
 
-pipe_us() { # $1: CPUs to run on ("" anywhere)
-	local pin=()
-	if [ -n "$1" ]; then pin=(taskset -c "$1"); fi
-	"${pin[@]}" perf bench sched pipe -l "$PIPE_LOOPS" 2>/dev/null |
-		awk '/usecs\/op/ { us = $1 } /ops\/sec/ && !us && $1 > 0 { us = 1e6 / $1 }
-			END { if (us) printf "%.3f\n", us }'
-}
-
 # Starts condition $1 and waits for its word of being attached ($READY on its stderr or
 # stdout), then SETTLE_S seconds. Non-zero, with a note, when it did not come to it.
 start_condition() {
@@ -105,28 +98,6 @@ start_condition() {
 	fi
 	sleep "$SETTLE_S"
 }
-stop_condition() {
-	[ -n "$CHILD" ] || return 0
-	kill -INT "$CHILD" 2>/dev/null
-	for _ in $(seq $(( STOP_S * 10 ))); do
-		kill -0 "$CHILD" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$CHILD" 2>/dev/null; then
-		note "still running $STOP_S s after SIGINT: killed"
-		kill -KILL "$CHILD" 2>/dev/null
-	fi
-	wait "$CHILD" 2>/dev/null
-	CHILD=
-}
-
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print NR ? lo "-" hi : "-" }'; }
-declare -A VALUES
-keep() { [ -n "$3" ] && VALUES["$1 $2"]+="$3"$'\n'; }
-med() { printf %s "${VALUES["$1 $2"]:-}" | median; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2fx", a / b }'; }
-
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
 if [ -n "$(git -C "$ROOT" status --porcelain -uno 2>/dev/null)" ]; then commit+=" (with uncommitted changes)"; fi
 echo "# What --off-cpu costs the work it watches"
@@ -145,8 +116,8 @@ for round in $(seq "$ROUNDS"); do
 		c=$(( (k + round - 1) % N ))
 		sleep 1
 		start_condition "$c" || continue
-		one=$(pipe_us 0)
-		any=$(pipe_us "")
+		one=$(sched_pipe_us "$PIPE_LOOPS" 0)
+		any=$(sched_pipe_us "$PIPE_LOOPS" "")
 		stop_condition
 		keep "$c" one "$one"
 		keep "$c" any "$any"
@@ -178,7 +149,7 @@ if start_condition 1; then
 	done
 	if [ -n "$prog" ]; then
 		s0=$(prog_stats "$prog")
-		pipe_us 0 > /dev/null
+		sched_pipe_us "$PIPE_LOOPS" 0 > /dev/null
 		s1=$(prog_stats "$prog")
 		echo "profile --off-cpu's sched_switch program, run-time stats on, during the pipe on CPU 0:" \
 			"$(per_sample "$s0" "$s1") ns a switch ($(echo "$s0 $s1" | awk '{ print $3 - $1 }') switches)"

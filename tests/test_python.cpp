@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -67,6 +68,17 @@ bool none_found(const std::vector<Interpreter> &found)
 }
 
 const std::string kWorkloads = "tests/workloads/python/";
+
+// The first interpreter (Debian's 3.11 where it is installed), once the test is known to run
+// as root; none, after saying the test skips, when there is no interpreter.
+std::optional<Interpreter> first_interpreter()
+{
+	require_root();
+	const auto found = interpreters();
+	if (none_found(found))
+		return std::nullopt;
+	return found.front();
+}
 
 // The first interpreter (Debian's 3.11 where it is installed), and the first pyenv one
 // before 3.11 when there is one: the two ways of chaining frames and naming code.
@@ -541,11 +553,10 @@ TEST_CASE("python: each thread's samples name its own function, never another th
 
 TEST_CASE("python: --off-cpu names the Python functions a thread waits in, each with its share of the time")
 {
-	require_root();
-	const auto found = interpreters();
-	if (none_found(found))
+	const std::optional<Interpreter> first = first_interpreter();
+	if (!first)
 		return;
-	const Interpreter &py = found.front();
+	const Interpreter &py = *first;
 	CAPTURE(py.label);
 	TempDir dir;
 	const std::string truth = dir / "truth";
@@ -577,11 +588,10 @@ TEST_CASE("python: --off-cpu names the Python functions a thread waits in, each 
 
 TEST_CASE("python: 10,000 distinct code objects of a live process are all named, each right")
 {
-	require_root();
-	const auto found = interpreters();
-	if (none_found(found))
+	const std::optional<Interpreter> first = first_interpreter();
+	if (!first)
 		return;
-	const Interpreter &py = found.front();
+	const Interpreter &py = *first;
 	CAPTURE(py.label);
 	TempDir dir;
 	const std::string ids = dir / "ids";
