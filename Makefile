@@ -189,6 +189,12 @@ $(PLAIN)/workloads/nofp: tests/workloads/nofp.c $(WORKLOAD_HEADERS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(WORKLOAD_CC) -O2 -g -fomit-frame-pointer $< -o $@
 
+# Threads that wait in known functions, built without frame pointers too (--off-cpu's truth).
+$(OUTPUT)/workloads/offcpu: tests/workloads/offcpu.c $(WORKLOAD_HEADERS)
+	$(call msg,WORKLOAD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(WORKLOAD_CC) -O2 -g -fomit-frame-pointer $< -o $@ -lpthread
+
 # C++ at -O2 whose hot code is inlined, with frame pointers, the leaf's too: a frame-pointer
 # walk and perf's DWARF walk agree, so their inlined frames can be compared.
 $(PLAIN)/workloads/inlined: tests/workloads/inlined.cpp $(WORKLOAD_HEADERS)

@@ -127,19 +127,24 @@ static __always_inline void start_key(struct stack_key *key, __u32 tgid)
 	bpf_get_current_comm(&key->comm, sizeof(key->comm));
 }
 
-/* Counts one sample under key in `counts`. */
-static __always_inline int count_key(void *counts, struct stack_key *key, struct sample_stats *st)
+/* Adds `amount` to key's count in `counts`: one sample, or (blocks 1) the nanoseconds of
+ * one time off the CPU. */
+static __always_inline int add_to_key(void *counts, struct stack_key *key, __u64 amount, __u64 blocks,
+				      struct sample_stats *st)
 {
 	struct stack_count *count, first;
 	long err;
 
 	count = bpf_map_lookup_elem(counts, key);
 	if (count) {
-		__sync_fetch_and_add(&count->count, 1);
+		__sync_fetch_and_add(&count->count, amount);
+		if (blocks)
+			__sync_fetch_and_add(&count->blocks, blocks);
 		return 0;
 	}
-	first.count = 1;
+	first.count = amount;
 	first.first_ns = bpf_ktime_get_ns();
+	first.blocks = blocks;
 	err = bpf_map_update_elem(counts, key, &first, BPF_NOEXIST);
 	if (!err) {
 		__u8 one = 1;
@@ -151,7 +156,9 @@ static __always_inline int count_key(void *counts, struct stack_key *key, struct
 	if (err == -EEXIST) { /* another CPU inserted the same key just now */
 		count = bpf_map_lookup_elem(counts, key);
 		if (count) {
-			__sync_fetch_and_add(&count->count, 1);
+			__sync_fetch_and_add(&count->count, amount);
+			if (blocks)
+				__sync_fetch_and_add(&count->blocks, blocks);
 			return 0;
 		}
 	}
@@ -159,6 +166,12 @@ static __always_inline int count_key(void *counts, struct stack_key *key, struct
 	 * a larger --hash-storage-size would fix. */
 	st->lost_counts_full++;
 	return 0;
+}
+
+/* Counts one sample under key in `counts`. */
+static __always_inline int count_key(void *counts, struct stack_key *key, struct sample_stats *st)
+{
+	return add_to_key(counts, key, 1, 0, st);
 }
 
 /* Takes the stacks into `stacks` and counts the key in `counts`: the maps of one
@@ -231,6 +244,23 @@ static __always_inline bool store_stack(void *store, struct stored_stack *stack,
 
 #if defined(__TARGET_ARCH_x86)
 
+/* The frames of a kernel stack bpf_get_stack returned (`got`: its bytes, or an error),
+ * at most max_depth of them, hashed into h: their number, 0 for none. */
+static __always_inline __u32 hash_kernel_stack(__u64 *ip, long got, struct stack_hash *h)
+{
+	long n;
+
+	if (got <= 0)
+		return 0;
+	n = got / sizeof(__u64);
+	if (n > max_depth)
+		n = max_depth;
+	hash_start(h);
+	for (__u32 i = 0; i < UNWIND_MAX_DEPTH && i < n; i++)
+		hash_frame(h, ip[i]);
+	return n;
+}
+
 /* The sample's stacks as taken, before they are stored: each one's frames are in its
  * scratch slot ([0] kernel, [1] user), n of them (0: none), with their hash. */
 struct taken_stacks {
@@ -263,15 +293,7 @@ static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 g
 		if (!frames)
 			return;
 		n = bpf_get_stack(ctx, frames->ip, UNWIND_MAX_DEPTH * sizeof(__u64), 0);
-		if (n > 0) {
-			n /= sizeof(__u64);
-			if (n > max_depth)
-				n = max_depth;
-			hash_start(&taken->kernel_hash);
-			for (__u32 i = 0; i < UNWIND_MAX_DEPTH && i < n; i++)
-				hash_frame(&taken->kernel_hash, frames->ip[i]);
-			taken->kernel_n = n;
-		}
+		taken->kernel_n = hash_kernel_stack(frames->ip, n, &taken->kernel_hash);
 	}
 }
 
@@ -388,30 +410,46 @@ static __always_inline bool ids_in_namespace(__u32 *tgid, __u32 *tid)
 	return true;
 }
 
-/* The filters both programs apply, then the per-CPU tally of the sample's generation: null
- * when the sample is not wanted. */
-static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid_out)
+/* The filters every program applies to the current task (-I, -p, -L, --cgroup): false
+ * when it is not wanted. Writes its process id, in profile's PID namespace. */
+static __always_inline bool wanted_task(__u32 *tgid_out)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = id;
-	struct sample_stats *st;
 
 	if (tid == 0 && !include_idle)
-		return NULL;
+		return false;
 	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
-		return NULL;
+		return false;
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
-		return NULL;
+		return false;
 	if (filter_tids && !bpf_map_lookup_elem(&tids, &tid))
-		return NULL;
+		return false;
 	if (filter_cgroups && !in_cgroups())
+		return false;
+	*tgid_out = tgid;
+	return true;
+}
+
+/* The per-CPU tally of a generation. A per-CPU array: the verifier inlines this lookup,
+ * and no other CPU shares the line. */
+static __always_inline struct sample_stats *tally_of(__u32 gen)
+{
+	return bpf_map_lookup_elem(&stats, &gen);
+}
+
+/* The filters, then the per-CPU tally of the sample's generation: null when the sample is
+ * not wanted. */
+static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid_out)
+{
+	struct sample_stats *st;
+
+	if (!wanted_task(tgid_out))
 		return NULL;
-	/* A per-CPU array: the verifier inlines this lookup, and no other CPU shares the line. */
-	st = bpf_map_lookup_elem(&stats, &gen);
+	st = tally_of(gen);
 	if (!st)
 		return NULL;
 	st->seen++;
-	*tgid_out = tgid;
 	return st;
 }
 
@@ -485,6 +523,207 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		return 0;
 	unwind_exit(tgid);
 	python_forget(tgid);
+	return 0;
+}
+
+/* ---- --off-cpu: time off the CPU, summed per stack ---- */
+
+/* --min-block and --max-block in nanoseconds (BCC offcputime's -m and -M): a time off the
+ * CPU outside them is not counted. */
+const volatile __u64 min_block_ns = 0;
+const volatile __u64 max_block_ns = ~0ULL;
+/* -C: only the times off the CPU that begin on this CPU; -1: every CPU. */
+const volatile __s32 only_cpu = -1;
+
+#define TASK_RUNNING 0
+#define TASK_DEAD 0x80
+
+/* The scheduler's text (the __sched functions: __schedule, schedule, schedule_timeout...),
+ * from kallsyms at load; 0 where kallsyms hides it. */
+extern const void __sched_text_start __ksym __weak;
+extern const void __sched_text_end __ksym __weak;
+/* How many frames a kernel stack taken at sched_switch has above __schedule: the
+ * tracepoint's own path (this program, bpf_trace_run4, __traceiter_sched_switch), the same
+ * at every switch. Found at the first one; ~0 until then. */
+__u32 switch_frames = ~0u;
+
+/* The frames above the scheduler's text in the kernel stack just taken, n of them. */
+static __always_inline __u32 frames_above_schedule(__u64 *ip, long n)
+{
+	__u64 start = (__u64)&__sched_text_start, end = (__u64)&__sched_text_end;
+
+	for (__u32 i = 0; i < 8 && i < n; i++)
+		if (ip[i] >= start && ip[i] < end)
+			return i;
+	return 0;
+}
+
+/* A thread off the CPU: since when, in what state, and the stacks it left with, in the
+ * thread's own storage (freed with the thread). Its stacks go into a generation's store
+ * only when it runs again, in that moment's generation: a time off the CPU that spans a
+ * drain is counted whole, in the batch after it. */
+struct off_cpu_thread {
+	__u64 start_ns; /* when it left the CPU; 0: on a CPU, or not followed */
+	__u32 tgid;
+	__u32 state; /* THREAD_RUNNABLE or THREAD_BLOCKED */
+	char comm[TASK_COMM_LEN];
+	struct stack_hash kernel_hash, user_hash; /* of the frames, before their number */
+	struct stored_stack kernel, user;         /* n 0: none */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct off_cpu_thread);
+} off_cpu_threads SEC(".maps");
+
+/* Stores the thread's stacks in `store` and adds its time off the CPU, ns, to its key in
+ * `counts`: the maps of one generation, constants in each of the two inlined copies. */
+static __always_inline void count_off_cpu(void *store, void *counts, struct off_cpu_thread *t, __u64 ns,
+					  struct sample_stats *st)
+{
+	struct stack_key key = {};
+	struct stack_hash h;
+
+	key.pid = t->tgid;
+	key.state = t->state;
+	key.user_stack_id = NO_STACK;
+	key.kernel_stack_id = NO_STACK;
+	__builtin_memcpy(key.comm, t->comm, sizeof(key.comm));
+	if (t->kernel.n) {
+		h = t->kernel_hash;
+		if (!store_stack(store, &t->kernel, t->kernel.n, &h, &key.kernel_stack_id, st))
+			return;
+	}
+	if (t->user.n) {
+		h = t->user_hash;
+		if (!store_stack(store, &t->user, t->user.n, &h, &key.user_stack_id, st))
+			return;
+	}
+	add_to_key(counts, &key, ns, 1, st);
+}
+
+/* The thread runs again, or the run ends with it off the CPU: its time off the CPU until
+ * now is counted, when --min-block and --max-block let it. A global function: the
+ * verifier checks it once, on its own. */
+__noinline int end_off_cpu(struct off_cpu_thread *t, __u64 now)
+{
+	/* Read once: the tally and the maps are of the same generation. */
+	__u32 gen = generation & 1;
+	struct sample_stats *st;
+	__u64 start, ns;
+
+	if (!t)
+		return 0;
+	start = t->start_ns;
+	t->start_ns = 0;
+	if (!start || now <= start)
+		return 0;
+	ns = now - start;
+	if (ns < min_block_ns || ns > max_block_ns)
+		return 0;
+	st = tally_of(gen);
+	if (!st)
+		return 0;
+	st->seen++;
+	if (gen)
+		count_off_cpu(&store1, &counts1, t, ns, st);
+	else
+		count_off_cpu(&store0, &counts0, t, ns, st);
+	return 0;
+}
+
+/* The current thread, `prev`, leaves the CPU in `state`: its kernel stack, its user stack
+ * walked as a sample's is, and the time, into its storage. */
+static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, __u32 state, __u64 now)
+{
+	struct raw_resume resume = {};
+	struct off_cpu_thread *t;
+	struct stored_stack *frames;
+	struct sample_stats *st;
+	struct stack_hash hash;
+	__u32 tgid, user = 1;
+	long n;
+
+	if (!wanted_task(&tgid))
+		return;
+	if (only_cpu >= 0 && bpf_get_smp_processor_id() != only_cpu)
+		return;
+	st = tally_of(generation & 1);
+	if (!st)
+		return;
+	t = bpf_task_storage_get(&off_cpu_threads, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t) {
+		st->seen++;
+		st->lost_thread_start++;
+		return;
+	}
+	t->tgid = tgid;
+	t->state = state;
+	bpf_get_current_comm(t->comm, sizeof(t->comm));
+	t->kernel.n = 0;
+	t->user.n = 0;
+	if (kernel_stacks) {
+		__u32 skip = switch_frames;
+
+		if (skip == ~0u) {
+			n = bpf_get_stack(ctx, t->kernel.ip, UNWIND_MAX_DEPTH * sizeof(__u64), 0);
+			skip = switch_frames = frames_above_schedule(t->kernel.ip, n / sizeof(__u64));
+		}
+		n = bpf_get_stack(ctx, t->kernel.ip, UNWIND_MAX_DEPTH * sizeof(__u64), skip & BPF_F_SKIP_FIELD_MASK);
+		t->kernel.n = hash_kernel_stack(t->kernel.ip, n, &t->kernel_hash);
+	}
+	if (user_stacks) {
+		n = walk_user_stack((struct bpf_perf_event_data *)0, tgid, st, &hash, &resume);
+		/* Stopped at code whose table is being built: nothing is kept raw off the CPU. */
+		if (resume.n)
+			st->unwound_pending++;
+		frames = bpf_map_lookup_elem(&scratch, &user);
+		if (n > 0 && frames) {
+			if (n > UNWIND_MAX_DEPTH + 1)
+				n = UNWIND_MAX_DEPTH + 1;
+			if (!bpf_probe_read_kernel(t->user.ip, n * sizeof(__u64), frames->ip)) {
+				t->user_hash = hash;
+				t->user.n = n;
+			}
+		}
+	}
+	t->start_ns = now;
+}
+
+/* Every context switch: the thread coming in ends its time off the CPU, the one going out
+ * (unless it is exiting) begins one. Preempted, or yielding with nothing to wait for, it is
+ * runnable; else blocked. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct off_cpu_thread *t;
+
+	if (next->pid) {
+		t = bpf_task_storage_get(&off_cpu_threads, next, 0, 0);
+		if (t && t->start_ns)
+			end_off_cpu(t, now);
+	}
+	if (prev->pid == 0 || (prev_state & TASK_DEAD))
+		return 0;
+	start_off_cpu(ctx, prev, preempt || prev_state == TASK_RUNNING ? THREAD_RUNNABLE : THREAD_BLOCKED, now);
+	return 0;
+}
+
+/* At the end of a run, once: the threads still off the CPU count their time until now. */
+SEC("iter/task")
+int off_cpu_end(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct off_cpu_thread *t;
+
+	if (!task)
+		return 0;
+	t = bpf_task_storage_get(&off_cpu_threads, task, 0, 0);
+	if (t && t->start_ns)
+		end_off_cpu(t, bpf_ktime_get_ns());
 	return 0;
 }
 #endif

@@ -9,31 +9,44 @@
  * (a user-mode sample has no kernel stack, a kernel thread no user stack). */
 #define NO_STACK (-1)
 
-/* Key of the counts map: one entry per distinct (process, comm, user stack, kernel stack). */
+/* --off-cpu: what a thread was doing when it left the CPU (stack_key's state). */
+#define THREAD_ON_CPU 0   /* an on-CPU sample */
+#define THREAD_RUNNABLE 1 /* preempted, or yielded: ready to run, waiting for a CPU */
+#define THREAD_BLOCKED 2  /* asleep until an event: I/O, a lock, a timer, a child */
+
+/* Key of the counts map: one entry per distinct (process, comm, user stack, kernel stack,
+ * and off the CPU, the thread's state). */
 struct stack_key {
 	__u32 pid; /* the process (tgid) */
 	__s32 user_stack_id;
 	__s32 kernel_stack_id;
+	__u32 state; /* THREAD_* */
 	char comm[TASK_COMM_LEN];
 };
 
 struct stack_count {
+	/* Samples; with --off-cpu, nanoseconds off the CPU. */
 	__u64 count;
 	/* CLOCK_MONOTONIC time of the key's first sample: tells which image of a process
 	 * (before or after an exec) the stacks belong to. Written once, on insert. */
 	__u64 first_ns;
+	/* With --off-cpu, the times off the CPU summed in count (0 for on-CPU samples). */
+	__u64 blocks;
 };
 
 /* Per-CPU tally of what the program saw. Every sample that passed the filters is counted
  * in `seen`; one that could not be stored is counted once more, in the field of its cause.
  * So seen = stored (the sum of the counts map) + lost_counts_full + lost_stack_collision
- * + lost_stack_full + lost_stack_other holds exactly, and user space checks it. */
+ * + lost_stack_full + lost_stack_other + lost_thread_start holds exactly, and user space
+ * checks it. With --off-cpu a sample is one time off the CPU (stored: the sum of the
+ * counts' blocks). */
 struct sample_stats {
 	__u64 seen;
 	__u64 lost_counts_full;     /* counts map full: raise --hash-storage-size */
 	__u64 lost_stack_collision; /* stack map bucket taken by another stack */
 	__u64 lost_stack_full;      /* stack map out of free entries */
 	__u64 lost_stack_other;     /* any other bpf_get_stackid error */
+	__u64 lost_thread_start;    /* --off-cpu: no memory to keep when a thread left the CPU */
 	__u64 new_keys;             /* counts entries created: how fast the maps fill */
 	/* How the user stacks of --unwind auto|dwarf were walked, one count per sample that
 	 * has a user stack (not losses: every one of them may also be stored). */

@@ -12,9 +12,14 @@
 void report_losses(const RawProfile &raw, const Options &options)
 {
 
+	// Off the CPU, what is counted is each time a thread left it.
+	auto noun = [&](uint64_t n) {
+		return std::string(options.off_cpu ? (n == 1 ? "time off the CPU" : "times off the CPU")
+						    : (n == 1 ? "sample" : "samples"));
+	};
 	if (raw.truncated)
-		diagnostics::say("%" PRIu64 " %s cut at %u frames (raise --perf-max-stack-depth)",
-			raw.truncated, raw.truncated == 1 ? "sample has its stack" : "samples have stacks", raw.depth_limit);
+		diagnostics::say("%" PRIu64 " %s %s cut at %u frames (raise --perf-max-stack-depth)", raw.truncated,
+			noun(raw.truncated).c_str(), raw.truncated == 1 ? "has its stack" : "have stacks", raw.depth_limit);
 	const sample_stats &t = raw.totals;
 	const uint64_t lost = lost_samples(t);
 	// taken is the kernel's own count: should it ever differ from stored + lost, the line
@@ -35,8 +40,9 @@ void report_losses(const RawProfile &raw, const Options &options)
 	cause(t.lost_stack_full, "with the stack map full (raise --stack-storage-size, now " +
 					 std::to_string(options.stack_storage_size) + ")");
 	cause(t.lost_stack_other, "on other stack errors");
-	diagnostics::say("%" PRIu64 " sample%s taken, %" PRIu64 " stored, %" PRIu64 " lost: %s",
-		raw.taken, raw.taken == 1 ? "" : "s", raw.stored, lost, causes.c_str());
+	cause(t.lost_thread_start, "with no kernel memory to keep where a thread left the CPU");
+	diagnostics::say("%" PRIu64 " %s taken, %" PRIu64 " stored, %" PRIu64 " lost: %s",
+		raw.taken, noun(raw.taken).c_str(), raw.stored, lost, causes.c_str());
 }
 
 // How user stacks were walked, when tables were used: one stderr line.

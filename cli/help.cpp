@@ -18,6 +18,7 @@ const GroupText group_texts[] = {
 	 "a timer on each CPU (the kernel's cpu-clock event) takes a sample of whatever runs there, kernel and "
 	 "user stack, as often as -f or -c says.",
 	 nullptr},
+	{"Off-CPU time", "where threads wait, and for how long, rather than where the CPU goes.", nullptr},
 	{"Output", "without one of these, multi-line stacks in BCC's layout, the hottest stack printed last.",
 	 nullptr},
 	{"Continuous profiling", "cut the run into windows, each its own report.",

@@ -154,6 +154,25 @@ const std::vector<OptionSpec> table = {
 	{.name = "kernel-stacks-only", .shorts = "K", .group = "What to sample",
 	 .help = "kernel stacks only, no user frames",
 	 .set = [](Options &, G g, V) { g.kernel_only = true; return ok; }},
+	// Off-CPU time
+	{.name = "off-cpu", .group = "Off-CPU time",
+	 .help = "instead of samples on the CPU, the time threads spend off it, summed in the kernel per stack at "
+		 "each context switch: each thread's kernel and user stack where it left the CPU (walked as on-CPU "
+		 "samples are, Python frames too), under a root frame [blocked] (asleep until an event: I/O, a lock, "
+		 "a timer) or [runnable] (preempted, waiting for a CPU); folded counts are microseconds. -p, -L, "
+		 "--cgroup, -U, -K, -C (the times that begin on that CPU) and the duration mean what they mean on "
+		 "the CPU; -f, -c, -I and --unwind fp do not apply",
+	 .set = [](Options &o, G, V) { o.off_cpu = true; return ok; }},
+	{.name = "min-block", .kind = ValueKind::Number, .value_name = "US", .min = 0, .max = UINT64_MAX / 1000,
+	 .expected = "microseconds, {range}", .group = "Off-CPU time",
+	 .help = "with --off-cpu, count only the times off the CPU of at least US microseconds, as offcputime's "
+		 "-m (default: 0, every one)",
+	 .set = [](Options &o, G g, V v) { o.min_block_us = v.number; g.block_limits = true; return ok; }},
+	{.name = "max-block", .kind = ValueKind::Number, .value_name = "US", .min = 1, .max = UINT64_MAX / 1000,
+	 .expected = "microseconds, {range}", .group = "Off-CPU time",
+	 .help = "with --off-cpu, count only the times off the CPU of at most US microseconds, as offcputime's -M "
+		 "(default: no limit)",
+	 .set = [](Options &o, G g, V v) { o.max_block_us = v.number; g.block_limits = true; return ok; }},
 	// Output
 	{.name = "folded", .group = "Output",
 	 .help = "one line per stack, root first: comm;frame;...;frame COUNT",
@@ -399,6 +418,21 @@ Status check_combinations(Options &options, const OptionsGiven &given)
 		return Error("-f and -c cannot be used together: sample by frequency or by event count");
 	if (!options.pids.empty() && !options.tids.empty())
 		return Error("-p and -L cannot be used together");
+	if (options.off_cpu) {
+		// What only sampling has: refused rather than silently ignored.
+		for (auto [given_too, what] : {std::pair{given.frequency, "-f"}, {given.count, "-c"},
+					       {options.include_idle, "-I"}})
+			if (given_too)
+				return Error(std::string(what) + " cannot be used with --off-cpu: it counts the time "
+					     "threads spend off the CPU at each context switch, not samples");
+		if (options.unwind == UnwindMode::FramePointers)
+			return Error("--unwind fp cannot be used with --off-cpu: its stacks are walked from unwind tables");
+		if (options.min_block_us > options.max_block_us)
+			return Error("--min-block " + std::to_string(options.min_block_us) + " is above --max-block " +
+				     std::to_string(options.max_block_us) + ": nothing would be counted");
+	} else if (given.block_limits) {
+		return Error("--min-block and --max-block are for --off-cpu: give --off-cpu too");
+	}
 	if (given.count)
 		options.frequency = 0;
 	// --agent: what a continuous agent wants, where the command line does not say otherwise.
@@ -548,7 +582,9 @@ Delivery delivery(const Options &options)
 
 std::string header_line(const Options &options, const SamplerConfig &sampled)
 {
-	std::string line = options.frequency
+	// Off the CPU, offcputime's words.
+	std::string line = options.off_cpu ? std::string("Tracing off-CPU time (us) of ")
+			   : options.frequency
 				   ? "Sampling at " + std::to_string(options.frequency) + " Hertz of "
 				   : "Sampling at every " + std::to_string(options.period) + " events of ";
 	auto join = [](const std::vector<uint32_t> &ids) {

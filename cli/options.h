@@ -88,6 +88,7 @@ struct OptionValue {
 struct OptionsGiven {
 	bool frequency = false, count = false, interval = false;
 	bool user_only = false, kernel_only = false;
+	bool block_limits = false; // --min-block or --max-block
 	bool folded = false, folded_flag = false; // -E or --folded; --folded itself
 	std::optional<ReportFormat> format;       // --format
 	std::string format_name;

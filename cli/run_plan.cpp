@@ -10,6 +10,7 @@
 #include "base/fd.h"
 #include "report/output_file.h"
 #include "report/window.h"
+#include "sampler/kernel_checks.h"
 #include "sampler/map_memory.h"
 #include "sampler/targets.h"
 #include "syms/cgroup.h"
@@ -50,6 +51,7 @@ Status plan_push(const Options &options, RunPlan &plan)
 	config.key_file = options.push_key;
 	config.frequency = options.frequency;
 	config.period_ns = options.frequency ? 0 : options.period;
+	config.off_cpu = options.off_cpu;
 	if (Status target = resolve_push_target(config); !target.ok())
 		return target;
 	if (Status files = load_push_files(config, options.push_auth_file); !files.ok())
@@ -89,6 +91,9 @@ Result<RunPlan> check_against_machine(const Options &options)
 	plan.cgroups = options.cgroups;
 	if (Status cgroups = resolve_cgroups(plan.cgroups); !cgroups.ok())
 		return Error(cgroups.error());
+	if (options.off_cpu)
+		if (Status support = off_cpu_support(); !support.ok())
+			return Error(support.error());
 	if (options.cpu >= 0) {
 		std::vector<int> online = online_cpus();
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())

@@ -49,6 +49,7 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 	profile_.kernel_stacks = options_.kernel_stacks;
 	profile_.user_stacks = options_.user_stacks;
 	profile_.single_pid = session_.targets().single_process();
+	profile_.off_cpu = options_.off_cpu;
 	profile_.host = host_;
 	if (options_.interval_s)
 		reports_.window(profile_,

@@ -47,7 +47,14 @@
 //   must be valid Prometheus names, none twice. Ingestion errors are Internal.
 //   The agent's __name__ for CPU: "parca_agent_cpu" (parca-dev/parca-agent
 //   docs/labelling.md, pkg/profiler/cpu Name()); Parca's UI names
-//   parca_agent_cpu:samples:count:cpu:nanoseconds:delta "CPU Samples".
+//   parca_agent_cpu:samples:count:cpu:nanoseconds:delta "CPU Samples". Off the CPU, the
+//   agent (on the OpenTelemetry profiler) sends __name__ "parca_agent" with sample type
+//   wallclock/nanoseconds and period samples/count: the UI's "Off-CPU",
+//   parca_agent:wallclock:nanoseconds:samples:count:delta.
+//   Pyroscope, off the CPU (pkg/og/convert/pprof/profile.go metricName, 2025): __name__ is
+//   process_cpu for any sample type whose name holds "cpu", so off_cpu/nanoseconds lands
+//   as process_cpu:off_cpu:nanoseconds:samples:count, a type of its own beside CPU's
+//   process_cpu:cpu:nanoseconds:cpu:nanoseconds.
 //   normalized = false: the addresses in profile's pprof are the processes' own, with
 //   their mappings, and Parca is to normalize them (true means already file offsets).
 //   gRPC status -> HTTP status, to judge both servers alike: grpc-gateway's
@@ -73,6 +80,7 @@ constexpr std::string_view pyroscope_path = "/ingest";
 constexpr std::string_view parca_path = "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw";
 constexpr std::string_view parca_gateway_path = "/profiles/writeraw";
 constexpr std::string_view parca_profile_name = "parca_agent_cpu";
+constexpr std::string_view parca_off_cpu_name = "parca_agent";
 // Pyroscope's name for an eBPF profiler of native code (its former ebpfspy agent).
 constexpr std::string_view pyroscope_spy_name = "ebpfspy";
 
@@ -108,7 +116,8 @@ std::string parca_body(const PushConfig &config, const PushWindow &window)
 {
 	// Field numbers from profilestore.proto (see the top of this file).
 	ProtoMessage labels, label, series, sample, request;
-	for (auto [name, value] : {std::pair<std::string_view, std::string_view>{"__name__", parca_profile_name},
+	const std::string_view profile_name = config.off_cpu ? parca_off_cpu_name : parca_profile_name;
+	for (auto [name, value] : {std::pair<std::string_view, std::string_view>{"__name__", profile_name},
 				   {"hostname", config.host},
 				   {"service_name", config.app}}) {
 		label.clear();
@@ -131,6 +140,8 @@ std::string parca_body(const PushConfig &config, const PushWindow &window)
 
 uint64_t sample_rate(const PushConfig &config)
 {
+	if (config.off_cpu)
+		return 0;
 	if (config.frequency)
 		return config.frequency;
 	if (config.period_ns)
@@ -294,6 +305,11 @@ std::string url_for_humans(const std::string &text)
 	curl_url_set(url.get(), CURLUPART_PASSWORD, nullptr, 0);
 	std::string out = url_part(url.get(), CURLUPART_URL);
 	return out.empty() ? text : out;
+}
+
+std::string_view off_cpu_sample_type(PushFormat format)
+{
+	return format == PushFormat::Parca ? "wallclock" : "off_cpu";
 }
 
 PushRequest build_push_request(const PushConfig &config, const PushWindow &window)

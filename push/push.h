@@ -36,6 +36,7 @@ struct PushConfig {
 	uint64_t queue_bytes = 64ull << 20; // --push-queue-bytes
 	uint64_t frequency = 0;           // Hz; 0 when sampling every period_ns of CPU time
 	uint64_t period_ns = 0;
+	bool off_cpu = false;             // --off-cpu: windows of time off the CPU, a profile type of its own
 	double request_timeout_s = 30;    // a whole request
 	double connect_timeout_s = 5;     // its connection (never more than the whole)
 	double backoff_min_s = 1;         // the wait after a first failure, doubling...
@@ -49,6 +50,11 @@ struct PushConfig {
 	// empty: stderr.
 	std::function<void(const std::string &)> log;
 };
+
+// The pprof sample type of time off the CPU as the server names it: Parca's agent sends
+// wallclock/nanoseconds (shown as "Off-CPU"); Pyroscope takes off_cpu/nanoseconds as a type
+// of its own.
+std::string_view off_cpu_sample_type(PushFormat format);
 
 // Checks the URL and settles the format: ok, with config.url the full endpoint
 // (http://h:4040 with --push-format pyroscope -> http://h:4040/ingest) and config.app and

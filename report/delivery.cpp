@@ -73,8 +73,10 @@ int Reports::single(const Profile &profile)
 {
 	const bool to_file = !delivery_.output_path.empty();
 	char what[96];
-	std::snprintf(what, sizeof(what), "%" PRIu64 " sample%s, %zu stack%s", profile.total(),
-		      profile.total() == 1 ? "" : "s", profile.samples.size(), profile.samples.size() == 1 ? "" : "s");
+	const uint64_t total = shown_count(profile, profile.total());
+	std::snprintf(what, sizeof(what), "%" PRIu64 " %s, %zu stack%s", total,
+		      profile.off_cpu ? "µs off-CPU" : total == 1 ? "sample" : "samples", profile.samples.size(),
+		      profile.samples.size() == 1 ? "" : "s");
 	if (!to_file || !write_file(profile, delivery_.output_path, what))
 		if (!to_file || !(delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
 			write_stdout(profile, "");
@@ -87,7 +89,7 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 						window_account(account.taken, account.stored, account.lost));
 	if (push_) {
 		std::ostringstream pprof;
-		write_pprof(pprof, profile);
+		write_pprof(pprof, profile, push_off_cpu_type_);
 		push_(std::move(pprof).str(), profile.start_time_ns, end_ns, profile.total());
 	}
 	if (!delivery_.output_path.empty()) {

@@ -51,8 +51,13 @@ public:
 
 	// Where pushed windows go (set by the run when --push is given): called with the
 	// window's gzipped pprof, its start and end (CLOCK_REALTIME) and its sample count.
+	// Off the CPU, the pprof's sample type is named as the server names it (off_cpu_type).
 	using PushFn = std::function<void(std::string pprof_gz, int64_t start_ns, int64_t end_ns, uint64_t samples)>;
-	void set_push(PushFn push) { push_ = std::move(push); }
+	void set_push(PushFn push, std::string off_cpu_type)
+	{
+		push_ = std::move(push);
+		push_off_cpu_type_ = std::move(off_cpu_type);
+	}
 
 private:
 	// Writes a report to path, saying so on stderr with `what`; false when it failed
@@ -64,6 +69,7 @@ private:
 	Delivery delivery_;
 	std::string host_;
 	PushFn push_;
+	std::string push_off_cpu_type_;
 	std::set<std::string> window_paths_; // every window's file this run has written or tried
 	int status_ = 0;
 	bool reader_gone_ = false;

@@ -60,6 +60,8 @@ struct Profile {
 	// The one process the run sampled (-p of one process, or -L of its threads); 0 for a
 	// run over the whole machine or several processes, which is no one program's profile.
 	uint32_t single_pid = 0;
+	// --off-cpu: each count is nanoseconds off the CPU, not samples.
+	bool off_cpu = false;
 
 	uint64_t total() const
 	{
@@ -69,6 +71,13 @@ struct Profile {
 		return n;
 	}
 };
+
+// A count as the text reports show it: samples as they are; --off-cpu's nanoseconds in
+// whole microseconds, rounded (as offcputime prints them).
+inline uint64_t shown_count(const Profile &profile, uint64_t count)
+{
+	return profile.off_cpu ? (count + 500) / 1000 : count;
+}
 
 // What a report shows of each sample besides its frames' names: samples that differ only
 // in what it does not show may be merged before they are named.

@@ -67,7 +67,7 @@ struct Location {
 // each stored once and referred to by id, as the format asks. Ids start at 1.
 class PprofBuilder {
 public:
-	explicit PprofBuilder(const Profile &profile) : profile_(profile)
+	PprofBuilder(const Profile &profile, std::string_view off_cpu_type) : profile_(profile), off_cpu_type_(off_cpu_type)
 	{
 		string_id(""); // string_table[0] must be ""
 		pid_key_ = string_id("pid");
@@ -100,6 +100,7 @@ private:
 	std::vector<uint64_t> mapping_ids() const;
 
 	const Profile &profile_;
+	std::string_view off_cpu_type_;
 	std::unordered_map<std::string, int64_t> strings_;
 	std::vector<const std::string *> string_table_;
 	int64_t pid_key_ = 0, comm_key_ = 0, cgroup_key_ = 0, container_key_ = 0, host_key_ = 0, host_ = 0;
@@ -238,7 +239,10 @@ void PprofBuilder::add_sample(const Sample &sample)
 
 	scratch_.clear();
 	scratch_.add_packed(sample_field::location_id, ids_);
-	values_ = {sample.count, sample.count * profile_.period_ns};
+	if (profile_.off_cpu)
+		values_ = {sample.count}; // nanoseconds
+	else
+		values_ = {sample.count, sample.count * profile_.period_ns};
 	scratch_.add_packed(sample_field::value, values_);
 	// The process as labels: pid, comm, its cgroup and container where known, the host.
 	label_.clear();
@@ -297,13 +301,21 @@ std::string PprofBuilder::encode()
 		value_type.add_int(value_type_field::unit, string_id(unit));
 		out.add_message(field, value_type);
 	};
-	add_value_type(profile_field::sample_type, "samples", "count");
-	add_value_type(profile_field::sample_type, "cpu", "nanoseconds");
-	add_value_type(profile_field::period_type, "cpu", "nanoseconds");
-	out.add_int(profile_field::period, int64_t(profile_.period_ns));
+	if (profile_.off_cpu) {
+		// One value, the time off the CPU; a period of one sample of it (Parca's off-CPU
+		// type reads ...:nanoseconds:samples:count).
+		add_value_type(profile_field::sample_type, off_cpu_type_, "nanoseconds");
+		add_value_type(profile_field::period_type, "samples", "count");
+		out.add_int(profile_field::period, 1);
+	} else {
+		add_value_type(profile_field::sample_type, "samples", "count");
+		add_value_type(profile_field::sample_type, "cpu", "nanoseconds");
+		add_value_type(profile_field::period_type, "cpu", "nanoseconds");
+		out.add_int(profile_field::period, int64_t(profile_.period_ns));
+	}
 	out.add_int(profile_field::time_nanos, profile_.start_time_ns);
 	out.add_int(profile_field::duration_nanos, std::llround(profile_.duration_s * 1e9));
-	out.add_int(profile_field::default_sample_type, string_id("cpu"));
+	out.add_int(profile_field::default_sample_type, string_id(profile_.off_cpu ? off_cpu_type_ : "cpu"));
 	if (!profile_.command.empty())
 		out.add_packed(profile_field::comment, {uint64_t(string_id(profile_.command))});
 
@@ -390,8 +402,8 @@ void write_gzip(std::ostream &out, std::string_view data)
 
 } // namespace
 
-void write_pprof(std::ostream &out, const Profile &profile)
+void write_pprof(std::ostream &out, const Profile &profile, std::string_view off_cpu_type)
 {
-	PprofBuilder builder(profile);
+	PprofBuilder builder(profile, off_cpu_type);
 	write_gzip(out, builder.encode());
 }

@@ -40,9 +40,10 @@ void write_folded(std::ostream &out, const Profile &profile, const ReportOptions
 // One self-contained interactive SVG flame graph.
 void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &options);
 
-// A gzipped pprof profile.proto message. Throws RunError when zlib cannot compress (it
-// has no memory).
-void write_pprof(std::ostream &out, const Profile &profile);
+// A gzipped pprof profile.proto message: sample types samples/count and cpu/nanoseconds,
+// or with --off-cpu one, off_cpu_type/nanoseconds (a server may want its own name for it).
+// Throws RunError when zlib cannot compress (it has no memory).
+void write_pprof(std::ostream &out, const Profile &profile, std::string_view off_cpu_type = "off_cpu");
 
 void write_report(std::ostream &out, ReportFormat format, const Profile &profile,
 		  const ReportOptions &options);

@@ -156,7 +156,7 @@ void write_stacks(std::ostream &out, const Profile &profile, const ReportOptions
 	for (const Frame &frame : profile.frames)
 		lines.push_back(options.verbose ? verbose_line(frame, options) : "    " + label(frame, options) + '\n');
 	write_merged(profile, lines, options, render_stacks, [&](const std::string &text, uint64_t count) {
-		out << text << "        " << count << "\n\n";
+		out << text << "        " << shown_count(profile, count) << (profile.off_cpu ? " µs off-CPU\n\n" : "\n\n");
 	});
 }
 
@@ -167,7 +167,9 @@ void write_folded(std::ostream &out, const Profile &profile, const ReportOptions
 	for (const Frame &frame : profile.frames)
 		frames.push_back(';' + folded_safe(label(frame, options)));
 	write_merged(profile, frames, options, render_folded, [&](const std::string &line, uint64_t count) {
-		out << line << ' ' << count << '\n';
+		// Less than half a microsecond off the CPU rounds to nothing: no line.
+		if (const uint64_t shown = shown_count(profile, count))
+			out << line << ' ' << shown << '\n';
 	});
 }
 

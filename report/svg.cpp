@@ -340,9 +340,16 @@ FlameGraph build(const Profile &profile, const ReportOptions &options)
 	return graph;
 }
 
+// A box's or the graph's count: "12 samples", or off the CPU "1,234 µs off-CPU".
+void append_amount(std::string &text, const Profile &profile, uint64_t count)
+{
+	append_grouped(text, shown_count(profile, count));
+	text += profile.off_cpu ? " µs off-CPU" : count == 1 ? " sample" : " samples";
+}
+
 std::string title_text(const Profile &profile, uint64_t total)
 {
-	std::string text = "Flame Graph";
+	std::string text = profile.off_cpu ? "Off-CPU Time Flame Graph" : "Flame Graph";
 	if (!profile.command.empty()) {
 		text += ": ";
 		text += profile.command;
@@ -358,8 +365,8 @@ std::string title_text(const Profile &profile, uint64_t total)
 	}
 	append_fixed(text, profile.duration_s, 2);
 	text += " s, ";
-	append_grouped(text, total);
-	text += total == 1 ? " sample)" : " samples)";
+	append_amount(text, profile, total);
+	text += ')';
 	return text;
 }
 
@@ -603,7 +610,8 @@ void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &o
 		append_uint(svg, image_width / 2);
 		svg += "\" y=\"";
 		append_uint(svg, top_pad + 30);
-		svg += "\" text-anchor=\"middle\">No samples were collected.</text>\n";
+		svg += profile.off_cpu ? "\" text-anchor=\"middle\">No time off the CPU was counted.</text>\n"
+				       : "\" text-anchor=\"middle\">No samples were collected.</text>\n";
 	}
 
 	svg += "<g id=\"frames\">\n";
@@ -617,8 +625,8 @@ void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &o
 		svg += "<g><title>";
 		append_escaped(svg, symbol.text);
 		svg += " (";
-		append_grouped(svg, box.count);
-		svg += box.count == 1 ? " sample, " : " samples, ";
+		append_amount(svg, profile, box.count);
+		svg += ", ";
 		append_fixed(svg, 100.0 * double(box.count) / double(graph.total), 2);
 		// After the counts, where the script's name of the box (up to " (") leaves it.
 		svg += symbol.kind == BoxKind::Inlined ? "%, inlined)</title><rect x=\"" : "%)</title><rect x=\"";

@@ -160,6 +160,7 @@ struct Entry {
 	uint32_t comm;   // into the comm table
 	uint32_t cgroup; // 1 + index into the cgroup table; 0: not known
 	int32_t kernel_stack, user_stack;
+	uint32_t state; // THREAD_*: off the CPU, what the thread was doing
 	uint64_t count;
 };
 
@@ -219,17 +220,18 @@ void Collected::Impl::count(const Entry &e)
 {
 	// A process's cgroup is shown with it: a process that moved is two.
 	const bool by_pid = detail.pids;
-	uint64_t h = mix(mix(mix(mix(0xcbf29ce484222325ull, by_pid ? e.pid : 0), by_pid ? e.cgroup : 0), e.comm),
-			 uint64_t(uint32_t(e.kernel_stack)) << 32 | uint32_t(e.user_stack));
+	uint64_t h = mix(mix(mix(mix(mix(0xcbf29ce484222325ull, by_pid ? e.pid : 0), by_pid ? e.cgroup : 0), e.comm),
+			     uint64_t(uint32_t(e.kernel_stack)) << 32 | uint32_t(e.user_stack)),
+			 e.state);
 	const uint32_t id = entry_index.find_or_add(
 		h,
 		[&](uint32_t i) {
 			const Entry &k = entries[i];
 			return (!by_pid || (k.pid == e.pid && k.cgroup == e.cgroup)) && k.comm == e.comm &&
-			       k.kernel_stack == e.kernel_stack && k.user_stack == e.user_stack;
+			       k.kernel_stack == e.kernel_stack && k.user_stack == e.user_stack && k.state == e.state;
 		},
 		[&] {
-			entries.push_back({e.pid, e.comm, e.cgroup, e.kernel_stack, e.user_stack, 0});
+			entries.push_back({e.pid, e.comm, e.cgroup, e.kernel_stack, e.user_stack, e.state, 0});
 			return uint32_t(entries.size() - 1);
 		});
 	entries[id].count += e.count;
@@ -277,7 +279,8 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer, const Pytho
 		auto [cgroup, new_labels] = cgroup_ids.try_emplace(labels, 0);
 		if (new_labels)
 			cgroup->second = d.cgroup_id(labels);
-		Entry entry{pid, d.comms.intern(comm, text_hash(comm)), cgroup->second, NO_STACK, NO_STACK, raw.value.count};
+		Entry entry{pid, d.comms.intern(comm, text_hash(comm)), cgroup->second, NO_STACK, NO_STACK,
+			    raw.key.state, raw.value.count};
 
 		if (const auto *addresses = batch_stack(raw.key.kernel_stack_id)) {
 			auto known = timeless_kernel_stacks.find(raw.key.kernel_stack_id);
@@ -403,6 +406,7 @@ Profile Collected::name(Symbolizer &symbolizer) const
 	}
 
 	profile.samples.reserve(d.entries.size());
+	uint32_t state_frames[2] = {kNotYet, kNotYet}; // [blocked], [runnable]
 	for (const Entry &entry : d.entries) {
 		Sample sample;
 		sample.pid = entry.pid;
@@ -443,6 +447,17 @@ Profile Collected::name(Symbolizer &symbolizer) const
 			}
 			for (uint32_t n = 0; n < at.count; n++)
 				sample.user.push_back(at.first + n);
+		}
+		// Off the CPU, the thread's state is the stack's root.
+		if (entry.state != THREAD_ON_CPU) {
+			uint32_t &at = state_frames[entry.state == THREAD_RUNNABLE];
+			if (at == kNotYet) {
+				at = uint32_t(profile.frames.size());
+				Frame frame;
+				frame.name = entry.state == THREAD_RUNNABLE ? "[runnable]" : "[blocked]";
+				profile.frames.push_back(std::move(frame));
+			}
+			sample.user.push_back(at);
 		}
 		profile.samples.push_back(std::move(sample));
 	}

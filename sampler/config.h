@@ -30,6 +30,10 @@ struct SamplerConfig {
 	UnwindMode unwind = UnwindMode::Auto;
 	uint32_t unwind_table_size = 8388608; // rows, at most, over every table loaded
 	bool python = true;          // false with --no-python: CPython's eval frames shown as they are
+	// --off-cpu: time off the CPU per stack (ns), from context switches, instead of samples.
+	bool off_cpu = false;
+	uint64_t min_block_us = 0;          // --min-block
+	uint64_t max_block_us = UINT64_MAX; // --max-block
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
 
 	bool operator==(const SamplerConfig &) const = default;

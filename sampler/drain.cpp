@@ -13,6 +13,8 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/diagnostics.h"
+#include "base/fd.h"
 #include "sampler/loaded.h"
 
 bool Sampler::has_samples(uint32_t pid) const
@@ -88,6 +90,7 @@ void add_stats(sample_stats &sum, const sample_stats &s)
 	sum.lost_stack_collision += s.lost_stack_collision;
 	sum.lost_stack_full += s.lost_stack_full;
 	sum.lost_stack_other += s.lost_stack_other;
+	sum.lost_thread_start += s.lost_thread_start;
 	sum.new_keys += s.new_keys;
 	sum.unwound_tables += s.unwound_tables;
 	sum.unwound_pending += s.unwound_pending;
@@ -134,7 +137,7 @@ void RawProfile::add_unwound(const RawSample &sample, const std::vector<uint64_t
 	user.insert(user.end(), more.begin(), more.end());
 	if (truncated_walk)
 		user.push_back(TRUNCATED_FRAME);
-	Entry entry{sample.key, {1, sample.time_ns}};
+	Entry entry{sample.key, {1, sample.time_ns, 0}};
 	if (sample.kernel.size() == depth_limit || user.size() == depth_limit)
 		truncated++;
 	entry.key.kernel_stack_id = NO_STACK;
@@ -212,9 +215,11 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		const stack_key key = entry.key;
 		const bool kernel_full = batch_id(entry.key.kernel_stack_id);
 		const bool user_full = batch_id(entry.key.user_stack_id);
-		batch.stored += entry.value.count;
+		// Off the CPU, a count is nanoseconds: the account is of times off the CPU.
+		const uint64_t samples = options.off_cpu ? entry.value.blocks : entry.value.count;
+		batch.stored += samples;
 		if (kernel_full || user_full)
-			batch.truncated += entry.value.count;
+			batch.truncated += samples;
 		sampled_until_drain.insert(key.pid);
 		// Emptied as read: a stack's sample may have been lost after its stack was
 		// stored (the other stack collided, the counts map was full), so the stack map
@@ -343,11 +348,29 @@ uint64_t Sampler::drains() const
 	return impl_->drains;
 }
 
+// --off-cpu, once detached: the threads still off the CPU count their time until now, through
+// a task iterator run once. Says so when they cannot.
+void Sampler::Impl::end_off_cpu() const
+{
+	bpf_program *program = (sampling ? *sampling : *skel).progs.off_cpu_end;
+	Link link(bpf_program__attach_iter(program, nullptr));
+	UniqueFd iter(link ? bpf_iter_create(bpf_link__fd(link.get())) : -1);
+	char text[64];
+	ssize_t got = iter ? 0 : -1;
+	while (iter && (got = ::read(iter.get(), text, sizeof(text))) > 0)
+		;
+	if (got < 0)
+		diagnostics::say("threads still off the CPU at the end are left out (the kernel's task iterator: %s)",
+				 std::strerror(errno));
+}
+
 RawProfile Sampler::read()
 {
 	Impl &d = *impl_;
 	// Detached: once the programs still running are done, both generations are still.
 	// The other generation was emptied by the drain that left it.
 	d.wait_for_programs();
+	if (d.options.off_cpu)
+		d.end_off_cpu();
 	return d.drain(d.skel->bss->generation);
 }

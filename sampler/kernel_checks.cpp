@@ -3,6 +3,7 @@
 #include "sampler/kernel_checks.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
@@ -107,6 +108,22 @@ Status unwinder_support()
 #else
 	return Error("unwinding from tables is written for x86-64 only");
 #endif
+}
+
+Status off_cpu_support(const char *btf_path)
+{
+	if (access(btf_path, R_OK) != 0)
+		return Error(std::string("--off-cpu needs a kernel with BTF (") + btf_path + " is missing)");
+	btf *vmlinux = btf__parse(btf_path, nullptr);
+	const bool has_switch = vmlinux && btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF) > 0;
+	btf__free(vmlinux);
+	if (!has_switch)
+		return Error("--off-cpu needs the sched_switch tracepoint, which this kernel's BTF does not have");
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) != 1)
+		return Error("--off-cpu needs task storage maps (Linux 5.11), which this kernel does not have");
+	if (Status unwinder = unwinder_support(); !unwinder.ok())
+		return Error("--off-cpu walks user stacks from unwind tables: " + unwinder.error());
+	return {};
 }
 
 void check_kernel_support(const char *btf_path)

@@ -16,6 +16,9 @@ void check_privileges();
 void check_kernel_support(const char *btf_path = "/sys/kernel/btf/vmlinux");
 // Ok, or what the table unwinder needs that this kernel lacks.
 Status unwinder_support();
+// Ok, or what --off-cpu needs that this kernel lacks (BTF, the sched_switch tracepoint,
+// task storage, the table unwinder).
+Status off_cpu_support(const char *btf_path = "/sys/kernel/btf/vmlinux");
 
 // A number from a /proc/sys file (e.g. /proc/sys/kernel/perf_event_max_stack); fallback
 // when it cannot be read.

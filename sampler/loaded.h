@@ -66,4 +66,5 @@ struct Sampler::Impl {
 	template <typename BatchId>
 	void read_raw(uint32_t generation, RawProfile &batch, BatchId &batch_id);
 	RawProfile flip_and_drain();
+	void end_off_cpu() const;
 };

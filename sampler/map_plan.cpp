@@ -20,7 +20,8 @@ MapPlan plan_maps(const SamplerConfig &options)
 	MapSizes &sizes = plan.sizes;
 	sizes.stack_entries = options.stack_storage_size;
 	sizes.count_entries = options.hash_storage_size;
-	if (options.unwind != UnwindMode::FramePointers && options.user_stacks) {
+	// --off-cpu keeps its stacks as the table walk does, by content, even with -K.
+	if (options.unwind != UnwindMode::FramePointers && (options.user_stacks || options.off_cpu)) {
 		Status support = unwinder_support();
 		if (support.ok())
 			sizes.unwinding = true;
@@ -47,10 +48,11 @@ MapPlan plan_maps(const SamplerConfig &options)
 	// The stores of stacks kept by content are preallocated (see STORE in profile.bpf.c):
 	// every entry's kilobyte is cleared at load, a few ms and megabytes per thousand. A run
 	// of known length at a known rate never holds more than two new stacks a sample, so its
-	// stores need no more (one second and 256 entries spare). Not the STACK_TRACE maps of
+	// stores need no more (one second and 256 entries spare). Not --off-cpu's: its rate is
+	// the machine's context switches. Not the STACK_TRACE maps of
 	// --unwind fp: a new stack is lost there when its bucket is taken, and fewer buckets
 	// would lose more.
-	if (sizes.unwinding && options.duration_s && options.frequency) {
+	if (sizes.unwinding && options.duration_s && options.frequency && !options.off_cpu) {
 		const uint64_t cpus = options.cpu >= 0 ? 1 : std::max<size_t>(1, online_cpus().size());
 		const uint64_t most = 2 * options.frequency * cpus * (*options.duration_s + 1) + 256;
 		sizes.stack_entries = uint32_t(std::min<uint64_t>(sizes.stack_entries, most));

@@ -113,8 +113,12 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 				     skel->maps.unwind_tables,
 				     skel->maps.wanted_processes, skel->maps.wanted_files, skel->maps.raw_samples})
 			bpf_map__set_max_entries(map, 1);
-	bpf_program__set_autoload(skel->progs.do_sample, sampling && !unwinding);
-	bpf_program__set_autoload(skel->progs.do_sample_unwind, sampling && unwinding);
+	// --off-cpu's programs stand in for the sampling program: nothing of them is loaded
+	// without it.
+	bpf_program__set_autoload(skel->progs.do_sample, sampling && !unwinding && !options.off_cpu);
+	bpf_program__set_autoload(skel->progs.do_sample_unwind, sampling && unwinding && !options.off_cpu);
+	for (bpf_program *off_cpu : {skel->progs.on_switch, skel->progs.off_cpu_end})
+		bpf_program__set_autoload(off_cpu, sampling && unwinding && options.off_cpu);
 	for (bpf_program *hook : hooks(*skel))
 		bpf_program__set_autoload(hook, unwinding && follow);
 	bpf_program__set_autoload(skel->progs.on_libraries_changed, unwinding && follow);
@@ -144,6 +148,9 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 									     : UNWIND_AUTO;
 	skel->rodata->max_depth = depth;
 	skel->rodata->python_frames = options.python && unwinding;
+	skel->rodata->min_block_ns = options.min_block_us * 1000;
+	skel->rodata->max_block_ns = options.max_block_us > UINT64_MAX / 1000 ? UINT64_MAX : options.max_block_us * 1000;
+	skel->rodata->only_cpu = options.cpu;
 	return skel;
 }
 
@@ -156,6 +163,15 @@ RunError load_failed(int err)
 			(err == -E2BIG || err == -ENOMEM
 				 ? " (a map may be too large: lower --stack-storage-size or --hash-storage-size)"
 				 : " (run with PROFILE_DEBUG=1 for libbpf's log)"));
+}
+
+// --off-cpu's programs walk user stacks from tables, with no fall back to frame pointers.
+RunError off_cpu_refused(int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		check_privileges();
+	return RunError("--off-cpu: the kernel refused its programs: " + errno_text(err) +
+			" (run with PROFILE_DEBUG=1 for libbpf's log)");
 }
 
 // The verifier refused the table walk (err; an older kernel's limits): the run falls back to
@@ -255,6 +271,8 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 		skel = open_configured(options, sizes, false, follow);
 		err = profile_bpf__load(skel.get());
 	}
+	if (err && options.off_cpu)
+		throw off_cpu_refused(err);
 	if (err && sizes.unwinding && options.unwind == UnwindMode::Auto) {
 		follow = false;
 		skel = load_frame_pointers(options, sizes, err); // sizes.unwinding goes false
@@ -313,6 +331,8 @@ bool Sampler::finish_load()
 		d.sampling = std::move(sampling);
 		return true;
 	}
+	if (d.options.off_cpu)
+		throw off_cpu_refused(err);
 	if (d.options.unwind != UnwindMode::Auto)
 		throw load_failed(err);
 	// As the constructor falls back; the maps already handed out stay, unused.
@@ -339,6 +359,17 @@ void Sampler::attach()
 		if (std::find(online.begin(), online.end(), options.cpu) == online.end())
 			throw RunError("CPU " + std::to_string(options.cpu) + " is not online (see /sys/devices/system/cpu/online)");
 		online = {options.cpu};
+	}
+	if (options.off_cpu) {
+		// One program on every context switch; -C is its filter.
+		bpf_program *program = (impl_->sampling ? *impl_->sampling : *impl_->skel).progs.on_switch;
+		Link link(bpf_program__attach(program));
+		if (!link)
+			throw RunError(std::string("cannot attach --off-cpu's program to the sched_switch tracepoint: ") +
+				       errno_text(errno));
+		impl_->links.push_back(std::move(link));
+		cpus_ = online;
+		return;
 	}
 
 	perf_event_attr attr{};

@@ -124,6 +124,7 @@ bool maps_filling(const sample_stats &t, const MapSizes &sizes, int64_t since_dr
 // Samples the program could not store, every cause together.
 inline uint64_t lost_samples(const sample_stats &s)
 {
-	return s.lost_counts_full + s.lost_stack_collision + s.lost_stack_full + s.lost_stack_other;
+	return s.lost_counts_full + s.lost_stack_collision + s.lost_stack_full + s.lost_stack_other +
+	       s.lost_thread_start;
 }
 

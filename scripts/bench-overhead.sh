@@ -60,6 +60,7 @@ if [ -n "$PROFILE_OLD" ]; then
 fi
 
 . "$ROOT/scripts/work-dir.sh"
+. "$ROOT/scripts/rounds.sh"
 work_dir profile-bench-overhead
 REDIS_PID=
 CHILD= # the condition running now: the `timeout` that wraps it
@@ -112,13 +113,7 @@ syscall_ns() {
 		awk '/usecs\/op/ { ns = $1 * 1000 } /ops\/sec/ && !ns && $1 > 0 { ns = 1e9 / $1 }
 			END { if (ns) printf "%.1f\n", ns }'
 }
-pipe_us() {
-	local pin=()
-	if [ -n "$PIPE_CPUS" ]; then pin=(taskset -c "$PIPE_CPUS"); fi
-	"${pin[@]}" perf bench sched pipe -l "$PIPE_LOOPS" 2>/dev/null |
-		awk '/usecs\/op/ { us = $1 } /ops\/sec/ && !us && $1 > 0 { us = 1e6 / $1 }
-			END { if (us) printf "%.3f\n", us }'
-}
+pipe_us() { sched_pipe_us "$PIPE_LOOPS" "$PIPE_CPUS"; }
 # Sets GET and SET: requests a second (empty when redis-benchmark failed).
 redis_rps() {
 	local out
@@ -201,33 +196,6 @@ start_condition() {
 	fi
 	PROGRAM=$program
 }
-# Stops the condition running (SIGINT, then SIGKILL after STOP_S seconds) and waits for it.
-stop_condition() {
-	[ -n "$CHILD" ] || return 0
-	kill -INT "$CHILD" 2>/dev/null
-	for _ in $(seq $(( STOP_S * 10 ))); do
-		kill -0 "$CHILD" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$CHILD" 2>/dev/null; then
-		note "still running $STOP_S s after SIGINT: killed"
-		kill -KILL "$(program_of "$CHILD")" "$CHILD" 2>/dev/null
-	fi
-	wait "$CHILD" 2>/dev/null
-	CHILD=
-}
-
-# --- numbers
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print NR ? lo "-" hi : "-" }'; }
-# VALUES["condition metric"]: the values of the rounds, a line each.
-declare -A VALUES
-keep() { # $1 condition, $2 metric, $3 value (empty: none)
-	[ -n "$3" ] || return 0
-	VALUES["$1 $2"]+="$3"$'\n'
-}
-med() { printf %s "${VALUES["$1 $2"]:-}" | median; }
-
 # --- the run
 start_redis_if() { if [ -n "$REDIS" ]; then start_redis; fi; }
 start_redis_if
@@ -289,9 +257,6 @@ echo
 commas() { awk -v n="$1" 'BEGIN { s = sprintf("%.0f", n); out = ""
 	while (length(s) > 3) { out = "," substr(s, length(s) - 2) out; s = substr(s, 1, length(s) - 3) }
 	print s out }'; }
-ratio() { # $1 value, $2 nothing's: "1.23x"
-	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2fx", a / b }'
-}
 loss() { # $1 value, $2 nothing's: "-12.8 %"
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%+.1f %%", (a / b - 1) * 100 }'
 }

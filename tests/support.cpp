@@ -320,6 +320,32 @@ std::vector<std::string> profile_command(std::vector<std::string> args)
 	return args;
 }
 
+OffCpuRun off_cpu_run(std::vector<std::string> args, double seconds, const std::function<void()> &at_start,
+		      const std::function<void()> &at_end)
+{
+	TempDir dir;
+	args.insert(args.begin(), "--off-cpu");
+	args.insert(args.end(), {"--folded", "-o", dir / "out.folded"});
+	PipedProcess run(profile_command(args));
+	REQUIRE(run.pid() > 0);
+	OffCpuRun result;
+	std::string line;
+	while (!(line = run.read_err_line()).empty() && !line.starts_with("Tracing off-CPU time"))
+		result.err += line;
+	REQUIRE_MESSAGE(line.starts_with("Tracing off-CPU time"), result.err);
+	at_start();
+	const double end = now() + seconds;
+	while (now() < end)
+		usleep(1000);
+	at_end();
+	kill(run.pid(), SIGINT);
+	while (run.open())
+		run.pump(1000, nullptr, &result.err);
+	result.status = run.wait();
+	result.lines = parse_folded(read_file(dir / "out.folded"));
+	return result;
+}
+
 CommandResult profile(const std::vector<std::string> &args, double timeout_s)
 {
 	return run_command(profile_command(args), timeout_s);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <utility>
@@ -204,6 +205,19 @@ private:
 	std::string truth_;
 	Background program_;
 };
+
+// --- time off the CPU ---------------------------------------------------------------------
+
+// profile --off-cpu with args, --folded into a file, from its attach (its header line) until
+// it is sent SIGINT `seconds` later: at_start and at_end run at those two moments (to read
+// what a workload measured of itself over the same time). Its exit status, stderr and lines.
+struct OffCpuRun {
+	int status = -1;
+	std::string err;
+	std::vector<FoldedLine> lines;
+};
+OffCpuRun off_cpu_run(std::vector<std::string> args, double seconds, const std::function<void()> &at_start,
+		      const std::function<void()> &at_end);
 
 // --- tests that cannot run here ------------------------------------------------------------
 

@@ -174,6 +174,27 @@ TEST_CASE("--unwind picks how user stacks are walked; tables by default")
 	CHECK(help_text().find("--unwind dwarf") != std::string::npos);
 }
 
+TEST_CASE("--off-cpu counts time off the CPU; what only sampling has is refused with it")
+{
+	CHECK_FALSE(ok({}).off_cpu);
+	Options o = ok({"--off-cpu", "-p", "1", "-U", "-C", "0", "--min-block", "100", "--max-block", "2000", "5"});
+	CHECK(o.off_cpu);
+	CHECK(o.min_block_us == 100);
+	CHECK(o.max_block_us == 2000);
+	CHECK(o.duration_s == 5u);
+	CHECK(ok({"--off-cpu"}).max_block_us == UINT64_MAX);
+	CHECK(header_line(o) == "Tracing off-CPU time (us) of PID 1 on CPU 0 by user stack for 5 secs.");
+	CHECK(error({"--off-cpu", "-f", "99"}) == "-f cannot be used with --off-cpu: it counts the time threads spend "
+						   "off the CPU at each context switch, not samples");
+	CHECK(error({"--off-cpu", "-c", "1000"}).starts_with("-c cannot be used with --off-cpu"));
+	CHECK(error({"--off-cpu", "-I"}).starts_with("-I cannot be used with --off-cpu"));
+	CHECK(error({"--off-cpu", "--unwind", "fp"}).starts_with("--unwind fp cannot be used with --off-cpu"));
+	CHECK(error({"--min-block", "10"}) == "--min-block and --max-block are for --off-cpu: give --off-cpu too");
+	CHECK(error({"--off-cpu", "--min-block", "10", "--max-block", "5"}).find("nothing would be counted") !=
+	      std::string::npos);
+	CHECK(error({"--off-cpu", "--max-block", "0"}).find("--max-block") != std::string::npos);
+}
+
 TEST_CASE("--unwind-cache-size bounds the table cache on disk: 256M by default, suffixes, 0 for none")
 {
 	CHECK(ok({}).unwind_cache_size == 256ull << 20);
@@ -317,10 +338,16 @@ TEST_CASE("each kind of value is held to its range, and a bad one's error names 
 	      std::string::npos);
 	CHECK(ok({"--app", std::string(200, 'a')}).app.size() == 200);
 
-	// Every row of the table, at and past the ends of its range.
+	// Every row of the table, at and past the ends of its range (with the option it is for).
 	for (const OptionSpec &spec : option_table()) {
 		const std::string name = std::string("--") + spec.name;
 		const std::string shown = spec.shorts[0] ? std::string("-") + spec.shorts[0] : name;
+		const bool for_off_cpu = name == "--min-block" || name == "--max-block";
+		auto ok = [&](std::vector<std::string> args) {
+			if (for_off_cpu)
+				args.push_back("--off-cpu");
+			return ::ok(args);
+		};
 		auto refused = [&](const std::string &value) {
 			const std::string message = error({name, value});
 			CHECK_MESSAGE(message.starts_with("invalid value '" + value + "' for " + shown + ": expected "),

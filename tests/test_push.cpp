@@ -377,6 +377,24 @@ TEST_CASE("push: the Parca request: one gRPC-web frame holding WriteRawRequest, 
 	CHECK(sample[0].bytes == w.pprof_gz);
 }
 
+TEST_CASE("push: off the CPU, a profile type of its own: Parca's agent's name and wallclock, Pyroscope's off_cpu")
+{
+	auto [error, parca] = resolved("http://parca:7070", PushFormat::Parca);
+	REQUIRE(error.ok());
+	parca.off_cpu = true;
+	const std::string body = build_push_request(parca, window(0)).body;
+	CHECK(contains(body, std::string("\n\x08__name__\x12\x0bparca_agent\n")));
+	CHECK_FALSE(contains(body, "parca_agent_cpu"));
+	CHECK(off_cpu_sample_type(PushFormat::Parca) == "wallclock");
+
+	auto [pyroscope_error, pyroscope] = resolved("http://pyro:4040/ingest");
+	REQUIRE(pyroscope_error.ok());
+	pyroscope.frequency = 49; // -f's default: no rate off the CPU
+	pyroscope.off_cpu = true;
+	CHECK_FALSE(contains(build_push_request(pyroscope, window(0)).url, "sampleRate"));
+	CHECK(off_cpu_sample_type(PushFormat::Pyroscope) == "off_cpu");
+}
+
 TEST_CASE("push: answers: 2xx delivered; 5xx, 429, 408 and no answer retried; other 4xx refuse the window")
 {
 	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {

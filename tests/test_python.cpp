@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -65,6 +68,17 @@ bool none_found(const std::vector<Interpreter> &found)
 }
 
 const std::string kWorkloads = "tests/workloads/python/";
+
+// The first interpreter (Debian's 3.11 where it is installed), once the test is known to run
+// as root; none, after saying the test skips, when there is no interpreter.
+std::optional<Interpreter> first_interpreter()
+{
+	require_root();
+	const auto found = interpreters();
+	if (none_found(found))
+		return std::nullopt;
+	return found.front();
+}
 
 // The first interpreter (Debian's 3.11 where it is installed), and the first pyenv one
 // before 3.11 when there is one: the two ways of chaining frames and naming code.
@@ -537,13 +551,47 @@ TEST_CASE("python: each thread's samples name its own function, never another th
 	}
 }
 
+TEST_CASE("python: --off-cpu names the Python functions a thread waits in, each with its share of the time")
+{
+	const std::optional<Interpreter> first = first_interpreter();
+	if (!first)
+		return;
+	const Interpreter &py = *first;
+	CAPTURE(py.label);
+	TempDir dir;
+	const std::string truth = dir / "truth";
+	Background program({py.path, kWorkloads + "offcpu.py", "60", truth}); // killed at the end
+	REQUIRE(program.read_line() == "ready");
+	// offcpu.py's two running totals: nanoseconds off the CPU in sleep_three, in sleep_one.
+	auto spent = [&] {
+		const std::string bytes = read_file(truth);
+		REQUIRE(bytes.size() == 16);
+		uint64_t ns[2];
+		std::memcpy(ns, bytes.data(), sizeof(ns));
+		return std::pair<double, double>(double(ns[0]), double(ns[1]));
+	};
+	std::pair<double, double> before, after;
+	const OffCpuRun run = off_cpu_run({"-p", std::to_string(program.pid()), "-U"}, 3, [&] { before = spent(); },
+					  [&] { after = spent(); });
+	REQUIRE_MESSAGE(run.status == 0, run.err);
+	// The frames are each function's line of time.sleep.
+	const double three = double(samples_with(run.lines, "sleep_three (offcpu.py:11)"));
+	const double one = double(samples_with(run.lines, "sleep_one (offcpu.py:15)"));
+	const double measured_three = (after.first - before.first) / 1000, measured_one = (after.second - before.second) / 1000;
+	INFO("profiled " << three << " and " << one << " us, measured " << measured_three << " and " << measured_one
+			 << " us; stderr:\n" << run.err);
+	REQUIRE(three + one > 0);
+	REQUIRE(measured_three + measured_one > 0);
+	CHECK(std::fabs(three / (three + one) - measured_three / (measured_three + measured_one)) <= 0.03);
+	CHECK(std::fabs((three + one) - (measured_three + measured_one)) <= 0.1 * (measured_three + measured_one));
+}
+
 TEST_CASE("python: 10,000 distinct code objects of a live process are all named, each right")
 {
-	require_root();
-	const auto found = interpreters();
-	if (none_found(found))
+	const std::optional<Interpreter> first = first_interpreter();
+	if (!first)
 		return;
-	const Interpreter &py = found.front();
+	const Interpreter &py = *first;
 	CAPTURE(py.label);
 	TempDir dir;
 	const std::string ids = dir / "ids";

@@ -408,6 +408,26 @@ TEST_CASE("pprof: samples hold leaf-first locations, count and cpu time, pid and
 	CHECK(p.locations.size() == 12);
 }
 
+TEST_CASE("pprof: off the CPU, one value, off_cpu nanoseconds (or the server's name for it)")
+{
+	Profile profile = tricky_profile();
+	profile.off_cpu = true;
+	for (const std::string type : {"off_cpu", "wallclock"}) {
+		std::ostringstream out;
+		write_pprof(out, profile, type);
+		const Decoded p = decode(out.str());
+		REQUIRE(p.sample_types.size() == 1);
+		CHECK(p.str(p.sample_types[0].first) == type);
+		CHECK(p.str(p.sample_types[0].second) == "nanoseconds");
+		CHECK(p.str(p.default_sample_type) == type);
+		CHECK(p.str(p.period_type.first) == "samples");
+		CHECK(p.str(p.period_type.second) == "count");
+		REQUIRE(p.samples.size() == profile.samples.size());
+		for (size_t i = 0; i < p.samples.size(); i++)
+			CHECK(p.samples[i].values == std::vector<uint64_t>{profile.samples[i].count});
+	}
+}
+
 TEST_CASE("pprof: a sample's cgroup, container id and host are labels where known; go tool pprof reads them")
 {
 	const std::string id = "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d";

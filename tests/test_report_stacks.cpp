@@ -80,6 +80,24 @@ TEST_CASE("stacks: kernel then user frames, leaf first, comm line, count, hottes
 	      "        30\n\n");
 }
 
+TEST_CASE("off the CPU: counts are nanoseconds, shown as rounded microseconds; folded drops what rounds to 0")
+{
+	Profile p = sample_profile();
+	p.off_cpu = true;
+	p.samples[0].count = 3'000'499; // 3000.499 us
+	p.samples[1].count = 1'500;     // 1.5 us
+	p.samples.push_back(p.samples[1]);
+	p.samples.back().comm = "brief";
+	p.samples.back().count = 499;   // under half a microsecond
+	std::ostringstream folded, stacks;
+	write_report(folded, ReportFormat::Folded, p, {});
+	write_report(stacks, ReportFormat::Stacks, p, {});
+	CHECK(folded.str() == "cold;[unknown];[libfoo.so+0x1a2b] 2\n"
+			      "hot;main;read_zeros;entry_SYSCALL_64;clear_page_erms 3000\n");
+	CHECK(stacks.str().find("    -                brief (42)\n        0 µs off-CPU\n\n") != std::string::npos);
+	CHECK(stacks.str().ends_with("    -                hot (42)\n        3000 µs off-CPU\n\n"));
+}
+
 TEST_CASE("stacks: -d delimits kernel from user, -a annotates kernel frames")
 {
 	ReportOptions options;

@@ -392,6 +392,20 @@ TEST_CASE("svg: the title line gives the command, rate, duration and total sampl
 	CHECK(svg.find(std::string(100, 'c') + "..</text>") != std::string::npos);
 }
 
+TEST_CASE("svg: off the CPU, the title and each box give time, in microseconds off the CPU")
+{
+	Profile profile = tricky_profile();
+	profile.off_cpu = true;
+	for (Sample &sample : profile.samples)
+		sample.count *= 1000; // nanoseconds: 1,000,000 in all, a microsecond a sample before
+	const std::string svg = render(profile);
+	CHECK(svg.find(">Off-CPU Time Flame Graph: profile -p 100 -o &#39;a&lt;b&gt;&amp;c.svg&#39; 2 (49 Hz, 2.50 s, "
+		       "1,000 µs off-CPU)</text>") != std::string::npos);
+	CHECK(svg.find("<title>all (1,000 µs off-CPU, 100.00%)</title>") != std::string::npos);
+	for (const char *samples : {" sample,", " samples,", " sample)", " samples)"})
+		CHECK(svg.find(samples) == std::string::npos);
+}
+
 TEST_CASE("svg: kernel, user, inlined, unnamed and process boxes are coloured apart, the same every run")
 {
 	const std::vector<Box> boxes = parse_boxes(render(tricky_profile()));

@@ -1,7 +1,8 @@
 // tests/test_sampler_hooks.cpp: what a run attaches beside its sampling events. No program
 // of it may run on the syscall path (sys_enter, sys_exit: every syscall of the machine
 // would pay for it); the table walk hooks a process's exec, fork and exit, and ld.so's
-// _dl_debug_state, only where it follows new processes itself.
+// _dl_debug_state, only where it follows new processes itself; sched_switch, on every
+// context switch, is hooked with --off-cpu only.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -40,7 +41,7 @@ std::multiset<std::string> attached_hooks(pid_t pid)
 }
 
 // Starts profile with args and returns what it attached once it samples (its header line,
-// "Sampling at ...", comes after the attach).
+// "Sampling at ..." or with --off-cpu "Tracing off-CPU time ...", comes after the attach).
 std::multiset<std::string> hooks_of_run(std::vector<std::string> args)
 {
 	TempDir dir;
@@ -48,10 +49,11 @@ std::multiset<std::string> hooks_of_run(std::vector<std::string> args)
 	PipedProcess run(profile_command(args));
 	REQUIRE(run.pid() > 0);
 	std::string line, err;
-	while (!(line = run.read_err_line()).empty() && !line.starts_with("Sampling at"))
+	auto header = [](const std::string &l) { return l.starts_with("Sampling at") || l.starts_with("Tracing off-CPU"); };
+	while (!(line = run.read_err_line()).empty() && !header(line))
 		err += line;
 	INFO("profile's stderr before its header: " << err);
-	REQUIRE(line.starts_with("Sampling at"));
+	REQUIRE(header(line));
 	std::multiset<std::string> names = attached_hooks(run.pid());
 	kill(run.pid(), SIGINT);
 	CHECK(run.wait() == 0);
@@ -95,6 +97,29 @@ TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, th
 		// ld.so's word.
 		CHECK(names.count("sched_process_exec") >= 1);
 		CHECK(std::count_if(names.begin(), names.end(), [](const std::string &n) { return n.starts_with("uprobe "); }) == 1);
+		CHECK(names.count("sched_switch") == 0);
+	}
+}
+
+TEST_CASE("--off-cpu hooks sched_switch once, beside the table walk's hooks; -p without them")
+{
+	require_root();
+	SUBCASE("the whole machine")
+	{
+		const std::multiset<std::string> names = hooks_of_run({"--off-cpu"});
+		CHECK(names.count("sched_switch") == 1);
+		CHECK(names.count("sched_process_exec") == 1);
+		for (const std::string &name : names) {
+			CAPTURE(name);
+			CHECK_FALSE(on_syscall_path(name));
+		}
+	}
+	SUBCASE("-p: a process running now")
+	{
+		Background target({workload("syscalls"), "30"});
+		const std::multiset<std::string> names =
+			hooks_of_run({"--off-cpu", "-p", std::to_string(target.pid())});
+		CHECK(names == std::multiset<std::string>{"sched_switch"});
 	}
 }
 

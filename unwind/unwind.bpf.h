@@ -548,9 +548,9 @@ fp:
 }
 
 /* Walks the user stack of the sampled task into scratch[1]: from the sample's registers
- * when it was taken in user mode, else from those the task saved entering the kernel.
- * Returns the frames written (with the TRUNCATED_FRAME mark), 0 when there is no user
- * stack (a kernel thread). */
+ * when it was taken in user mode, else (or with no ctx: a thread leaving the CPU, for
+ * --off-cpu) from those the task saved entering the kernel. Returns the frames written
+ * (with the TRUNCATED_FRAME mark), 0 when there is no user stack (a kernel thread). */
 static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __u32 tgid, struct sample_stats *st,
 					     struct stack_hash *hash, struct raw_resume *resume)
 {
@@ -561,10 +561,12 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 
 	/* User addresses are the lower half of the address space, kernel ones the upper. A
 	 * sample taken in the kernel starts from the registers saved on entering it. */
-	w.pc = ctx->regs.ip;
-	w.sp = ctx->regs.sp;
-	w.bp = ctx->regs.bp;
-	if ((__s64)w.pc < 0) {
+	if (ctx) {
+		w.pc = ctx->regs.ip;
+		w.sp = ctx->regs.sp;
+		w.bp = ctx->regs.bp;
+	}
+	if (!ctx || (__s64)w.pc < 0) {
 		struct task_struct *task = bpf_get_current_task_btf();
 		struct pt_regs *regs;
 
