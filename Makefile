@@ -38,8 +38,9 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 # -g1: line tables, which backtraces, perf and profile itself need, in three quarters of full
 # -g's compile time (`make CXXFLAGS="-O2 -g"` for a debugger's view of variables).
 CXXFLAGS ?= -O2 -g1
-COMMON_CXXFLAGS := -std=c++20 -Wall -Wextra -I. -I$(PLAIN) -DPROFILE_VERSION='"$(VERSION)"' -MMD -MP
-CXXFLAGS += $(COMMON_CXXFLAGS) $(SAN_FLAGS)
+COMMON_CXXFLAGS := -std=c++20 -Wall -Wextra -I. -I$(PLAIN) -MMD -MP
+VERSION_FLAG := -DPROFILE_VERSION='"$(VERSION)"'
+CXXFLAGS += $(COMMON_CXXFLAGS) $(VERSION_FLAG) $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 LDLIBS := -lbpf -lelf -lz -ldw -ldebuginfod -liberty -lcurl -lpthread
 
@@ -92,6 +93,9 @@ VERSION_STAMP := $(OUTPUT)/version.stamp
 $(foreach dir,$(sort $(OUTPUT) $(PLAIN)),$(shell mkdir -p $(dir) && { echo '$(VERSION)' | cmp -s - $(dir)/version.stamp || echo '$(VERSION)' > $(dir)/version.stamp; }))
 $(OUTPUT)/profile.o $(OUTPUT)/push/push.o: $(VERSION_STAMP)
 $(PLAIN)/tests/test_push.o: $(PLAIN)/version.stamp
+# Only there among the tests: the precompiled header, built without it, stays valid from one
+# commit to the next.
+$(PLAIN)/tests/test_push.o: TEST_CXXFLAGS += $(VERSION_FLAG)
 
 # Everything that includes the skeleton waits for it.
 $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(PLAIN)/profile.skel.h

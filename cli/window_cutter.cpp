@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "report/window.h"
+#include "sampler/collect_batch.h"
 
 WindowCutter::WindowCutter(const Options &options, Reports &reports, Session &session, std::string host)
 	: options_(options), reports_(reports), session_(session), host_(std::move(host)),
@@ -28,7 +29,7 @@ void WindowCutter::start()
 
 void WindowCutter::add(const RawProfile &batch)
 {
-	window_->collected.add(batch, session_.symbolizer(), session_.python_names());
+	collect_batch(batch, session_.symbolizer(), window_->collected, session_.python_names());
 	window_->account.add_account(batch);
 }
 

@@ -8,7 +8,7 @@
 #include "cli/options.h"
 #include "cli/session.h"
 #include "report/delivery.h"
-#include "sampler/collected.h"
+#include "syms/collected.h"
 #include "syms/debuginfod.h"
 
 // The samples of one window of --interval (without it, of the whole run), from its start

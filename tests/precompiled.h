@@ -1,7 +1,6 @@
 // tests/precompiled.h: the headers nearly every test file includes, compiled once into
 // build/tests/precompiled.h.gch, which the Makefile puts before each test file
 // (-include): a second of compile time a file. Test files still include what they use.
-#pragma once
 
 #include <doctest/doctest.h>
 

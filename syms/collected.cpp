@@ -1,9 +1,8 @@
-// sampler/collected.cpp: batches of samples located while their processes are known,
-// merged, and named at the end.
-#include "sampler/collected.h"
+// syms/collected.cpp: samples located while their processes are known, merged, and
+// named at the end.
+#include "syms/collected.h"
 
 #include <algorithm>
-#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,7 +92,7 @@ public:
 				return uint32_t(spans_.size() - 1);
 			}));
 	}
-	// The frame ids of a stack, leaf first; empty for NO_STACK.
+	// The frame ids of a stack, leaf first; empty for kNoStack.
 	std::span<const uint32_t> operator[](int32_t stack) const
 	{
 		if (stack < 0 || size_t(stack) >= spans_.size())
@@ -160,7 +159,7 @@ struct Entry {
 	uint32_t comm;   // into the comm table
 	uint32_t cgroup; // 1 + index into the cgroup table; 0: not known
 	int32_t kernel_stack, user_stack;
-	uint32_t state; // THREAD_*: off the CPU, what the thread was doing
+	Collected::ThreadState state;
 	uint64_t count;
 };
 
@@ -187,7 +186,6 @@ struct Collected::Impl {
 
 	uint32_t program_id(const KernelSymbolRecord *record);
 	uint32_t placement_id(const UserLocation &where);
-	uint32_t cgroup_id(const CgroupLabels *labels);
 	void count(const Entry &entry);
 };
 
@@ -209,20 +207,13 @@ uint32_t Collected::Impl::placement_id(const UserLocation &where)
 	return 1 + placements.intern(p, mix(mix(p.start, p.end), p.offset));
 }
 
-uint32_t Collected::Impl::cgroup_id(const CgroupLabels *labels)
-{
-	if (!labels)
-		return 0;
-	return 1 + cgroups.intern(*labels, text_hash(labels->path));
-}
-
 void Collected::Impl::count(const Entry &e)
 {
 	// A process's cgroup is shown with it: a process that moved is two.
 	const bool by_pid = detail.pids;
 	uint64_t h = mix(mix(mix(mix(mix(0xcbf29ce484222325ull, by_pid ? e.pid : 0), by_pid ? e.cgroup : 0), e.comm),
 			     uint64_t(uint32_t(e.kernel_stack)) << 32 | uint32_t(e.user_stack)),
-			 e.state);
+			 uint64_t(e.state));
 	const uint32_t id = entry_index.find_or_add(
 		h,
 		[&](uint32_t i) {
@@ -244,109 +235,64 @@ Collected::Collected(ReportDetail detail) : impl_(std::make_unique<Impl>())
 
 Collected::~Collected() = default;
 
-void Collected::add(const RawProfile &batch, Symbolizer &symbolizer, const PythonNames *python)
+Collected::StackId Collected::kernel_stack(std::span<const uint64_t> addresses, uint64_t time,
+					   Symbolizer &symbolizer, bool &timeless)
 {
 	Impl &d = *impl_;
-	auto batch_stack = [&](int32_t id) -> const std::vector<uint64_t> * {
-		return id >= 0 && size_t(id) < batch.stacks.size() ? &batch.stacks[size_t(id)] : nullptr;
-	};
-	// Within a batch the history stands still: each stack of one image is located once.
-	struct ImageStack {
-		const ProcessImage *image;
-		uint32_t pid;
-		int32_t stack;
-		bool operator==(const ImageStack &) const = default;
-	};
-	struct ImageStackHash {
-		size_t operator()(const ImageStack &k) const
-		{
-			return size_t(mix(mix(uint64_t(uintptr_t(k.image)), k.pid), uint32_t(k.stack)));
-		}
-	};
-	std::unordered_map<ImageStack, int32_t, ImageStackHash> user_stacks;
-	std::unordered_map<int32_t, int32_t> timeless_kernel_stacks; // those with no BPF program frame
-	// Processes share their labels: each is hashed once a batch.
-	std::unordered_map<const CgroupLabels *, uint32_t> cgroup_ids;
 	std::vector<uint32_t> ids;
-
-	for (const RawProfile::Entry &raw : batch.entries) {
-		const uint32_t pid = raw.key.pid;
-		const uint64_t time = raw.value.first_ns;
-		const std::string comm(raw.key.comm, strnlen(raw.key.comm, sizeof(raw.key.comm)));
-		// The image also holds the process's cgroup, taken now: it may be gone by the end.
-		const ProcessImage *image = symbolizer.image_at(pid, time);
-		const CgroupLabels *labels = image ? image->cgroup.get() : nullptr;
-		auto [cgroup, new_labels] = cgroup_ids.try_emplace(labels, 0);
-		if (new_labels)
-			cgroup->second = d.cgroup_id(labels);
-		Entry entry{pid, d.comms.intern(comm, text_hash(comm)), cgroup->second, NO_STACK, NO_STACK,
-			    raw.key.state, raw.value.count};
-
-		if (const auto *addresses = batch_stack(raw.key.kernel_stack_id)) {
-			auto known = timeless_kernel_stacks.find(raw.key.kernel_stack_id);
-			if (known != timeless_kernel_stacks.end()) {
-				entry.kernel_stack = known->second;
-			} else {
-				ids.clear();
-				bool timeless = true;
-				for (size_t i = 0; i < addresses->size(); i++) {
-					const uint64_t address = (*addresses)[i];
-					const uint32_t program =
-						d.program_id(symbolizer.loaded_kernel_symbol(address, i > 0, time));
-					timeless &= program == 0;
-					ids.push_back(d.kernel_frames.intern({address, program}, mix(address, program)));
-				}
-				entry.kernel_stack = d.stacks.intern(ids);
-				if (timeless)
-					timeless_kernel_stacks.emplace(raw.key.kernel_stack_id, entry.kernel_stack);
-			}
-		}
-
-		if (const auto *addresses = batch_stack(raw.key.user_stack_id)) {
-			auto [it, inserted] = user_stacks.try_emplace({image, pid, raw.key.user_stack_id}, 0);
-			if (inserted) {
-				ids.clear();
-				auto truncated = [&] {
-					ids.push_back(d.user_frames.intern(kTruncated, mix(kTruncated.offset, kTruncated.object)));
-				};
-				for (size_t i = 0; i < addresses->size(); i++) {
-					const uint64_t address = (*addresses)[i];
-					if (PYTHON_IS_FRAME(address)) {
-						Impl::PythonFrame named{"[python]", "", 0};
-						PythonFrameName name;
-						if (python && python->name(pid, PYTHON_FRAME_ID(address),
-									   uint32_t(PYTHON_FRAME_INDEX(address)), name))
-							named = {std::move(name.function), std::move(name.file), name.line};
-						const uint64_t h = mix(mix(text_hash(named.function), text_hash(named.file)), named.line);
-						const UserFrameRef frame{d.python_frames.intern(named, h), kPythonObject, 0};
-						ids.push_back(d.user_frames.intern(frame, mix(mix(frame.offset, frame.object), 0)));
-						continue;
-					}
-					// A stack that stopped early says so, rather than end on garbage: the
-					// walk's mark, or a caller in no executable mapping of its process
-					// (what a frame-pointer walk reads through code without frame pointers).
-					if (address == TRUNCATED_FRAME || (i > 0 && image && !image->find(address - 1))) {
-						truncated();
-						break;
-					}
-					UserLocation where = symbolizer.locate(pid, image, address, i > 0);
-					// "[unknown]" whatever the address: without addresses shown, one frame.
-					if (where.object == 0 && !d.detail.addresses)
-						where.offset = 0;
-					const UserFrameRef frame{where.offset, where.object, d.placement_id(where)};
-					ids.push_back(d.user_frames.intern(
-						frame, mix(mix(frame.offset, frame.object), frame.placement)));
-				}
-				// Every slot filled: the walk was cut at the depth limit.
-				if (addresses->size() == batch.depth_limit && ids.size() == addresses->size())
-					truncated();
-				it->second = d.stacks.intern(ids);
-			}
-			entry.user_stack = it->second;
-		}
-		d.count(entry);
+	timeless = true;
+	for (size_t i = 0; i < addresses.size(); i++) {
+		const uint64_t address = addresses[i];
+		const uint32_t program = d.program_id(symbolizer.loaded_kernel_symbol(address, i > 0, time));
+		timeless &= program == 0;
+		ids.push_back(d.kernel_frames.intern({address, program}, mix(address, program)));
 	}
-	symbolizer.forget_live_processes();
+	return d.stacks.intern(ids);
+}
+
+Collected::FrameId Collected::user_frame(uint32_t pid, const ProcessImage *image, uint64_t address, bool caller,
+					 Symbolizer &symbolizer)
+{
+	Impl &d = *impl_;
+	UserLocation where = symbolizer.locate(pid, image, address, caller);
+	// "[unknown]" whatever the address: without addresses shown, one frame.
+	if (where.object == 0 && !d.detail.addresses)
+		where.offset = 0;
+	const UserFrameRef frame{where.offset, where.object, d.placement_id(where)};
+	return d.user_frames.intern(frame, mix(mix(frame.offset, frame.object), frame.placement));
+}
+
+Collected::FrameId Collected::python_frame(std::string function, std::string file, uint32_t line)
+{
+	Impl &d = *impl_;
+	const uint64_t h = mix(mix(text_hash(function), text_hash(file)), line);
+	const UserFrameRef frame{d.python_frames.intern({std::move(function), std::move(file), line}, h),
+				 kPythonObject, 0};
+	return d.user_frames.intern(frame, mix(mix(frame.offset, frame.object), 0));
+}
+
+Collected::FrameId Collected::truncated_frame()
+{
+	return impl_->user_frames.intern(kTruncated, mix(kTruncated.offset, kTruncated.object));
+}
+
+Collected::StackId Collected::user_stack(const std::vector<FrameId> &frames)
+{
+	return impl_->stacks.intern(frames);
+}
+
+Collected::CgroupId Collected::cgroup(const CgroupLabels *labels)
+{
+	if (!labels)
+		return 0;
+	return 1 + impl_->cgroups.intern(*labels, text_hash(labels->path));
+}
+
+void Collected::count(uint32_t pid, std::string_view comm, CgroupId cgroup, StackId kernel, StackId user,
+		      ThreadState state, uint64_t count)
+{
+	Impl &d = *impl_;
+	d.count({pid, d.comms.intern(std::string(comm), text_hash(comm)), cgroup, kernel, user, state, count});
 }
 
 // Names every distinct frame once, as a leaf or as a caller: every frame but a stack's
@@ -449,12 +395,13 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				sample.user.push_back(at.first + n);
 		}
 		// Off the CPU, the thread's state is the stack's root.
-		if (entry.state != THREAD_ON_CPU) {
-			uint32_t &at = state_frames[entry.state == THREAD_RUNNABLE];
+		if (entry.state != ThreadState::OnCpu) {
+			const bool runnable = entry.state == ThreadState::Runnable;
+			uint32_t &at = state_frames[runnable];
 			if (at == kNotYet) {
 				at = uint32_t(profile.frames.size());
 				Frame frame;
-				frame.name = entry.state == THREAD_RUNNABLE ? "[runnable]" : "[blocked]";
+				frame.name = runnable ? "[runnable]" : "[blocked]";
 				profile.frames.push_back(std::move(frame));
 			}
 			sample.user.push_back(at);
