@@ -43,6 +43,8 @@ static __always_inline void start_key(struct stack_key *key, __u32 tgid)
 	key->pid = tgid;
 	key->user_stack_id = NO_STACK;
 	key->kernel_stack_id = NO_STACK;
+	key->waker_user_stack_id = NO_STACK;
+	key->waker_kernel_stack_id = NO_STACK;
 	bpf_get_current_comm(&key->comm, sizeof(key->comm));
 }
 

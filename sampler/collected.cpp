@@ -162,6 +162,16 @@ struct Entry {
 	int32_t kernel_stack, user_stack;
 	uint32_t state; // THREAD_*: off the CPU, what the thread was doing
 	uint64_t count;
+	// --wakers: the thread that woke this one (waker_comm: 1 + index into the comm table;
+	// 0: none), and its stacks.
+	uint32_t waker_comm = 0, waker_pid = 0;
+	int32_t waker_kernel_stack = NO_STACK, waker_user_stack = NO_STACK;
+
+	bool same_waker(const Entry &o) const
+	{
+		return waker_comm == o.waker_comm && waker_pid == o.waker_pid &&
+		       waker_kernel_stack == o.waker_kernel_stack && waker_user_stack == o.waker_user_stack;
+	}
 };
 
 } // namespace
@@ -223,15 +233,20 @@ void Collected::Impl::count(const Entry &e)
 	uint64_t h = mix(mix(mix(mix(mix(0xcbf29ce484222325ull, by_pid ? e.pid : 0), by_pid ? e.cgroup : 0), e.comm),
 			     uint64_t(uint32_t(e.kernel_stack)) << 32 | uint32_t(e.user_stack)),
 			 e.state);
+	if (e.waker_comm)
+		h = mix(mix(h, uint64_t(e.waker_comm) << 32 | (by_pid ? e.waker_pid : 0)),
+			uint64_t(uint32_t(e.waker_kernel_stack)) << 32 | uint32_t(e.waker_user_stack));
 	const uint32_t id = entry_index.find_or_add(
 		h,
 		[&](uint32_t i) {
 			const Entry &k = entries[i];
 			return (!by_pid || (k.pid == e.pid && k.cgroup == e.cgroup)) && k.comm == e.comm &&
-			       k.kernel_stack == e.kernel_stack && k.user_stack == e.user_stack && k.state == e.state;
+			       k.kernel_stack == e.kernel_stack && k.user_stack == e.user_stack && k.state == e.state &&
+			       k.same_waker(e);
 		},
 		[&] {
-			entries.push_back({e.pid, e.comm, e.cgroup, e.kernel_stack, e.user_stack, e.state, 0});
+			entries.push_back(e);
+			entries.back().count = 0;
 			return uint32_t(entries.size() - 1);
 		});
 	entries[id].count += e.count;
@@ -269,41 +284,31 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer, const Pytho
 	std::unordered_map<const CgroupLabels *, uint32_t> cgroup_ids;
 	std::vector<uint32_t> ids;
 
-	for (const RawProfile::Entry &raw : batch.entries) {
-		const uint32_t pid = raw.key.pid;
-		const uint64_t time = raw.value.first_ns;
-		const std::string comm(raw.key.comm, strnlen(raw.key.comm, sizeof(raw.key.comm)));
-		// The image also holds the process's cgroup, taken now: it may be gone by the end.
-		const ProcessImage *image = symbolizer.image_at(pid, time);
-		const CgroupLabels *labels = image ? image->cgroup.get() : nullptr;
-		auto [cgroup, new_labels] = cgroup_ids.try_emplace(labels, 0);
-		if (new_labels)
-			cgroup->second = d.cgroup_id(labels);
-		Entry entry{pid, d.comms.intern(comm, text_hash(comm)), cgroup->second, NO_STACK, NO_STACK,
-			    raw.key.state, raw.value.count};
-
-		if (const auto *addresses = batch_stack(raw.key.kernel_stack_id)) {
-			auto known = timeless_kernel_stacks.find(raw.key.kernel_stack_id);
-			if (known != timeless_kernel_stacks.end()) {
-				entry.kernel_stack = known->second;
-			} else {
-				ids.clear();
-				bool timeless = true;
-				for (size_t i = 0; i < addresses->size(); i++) {
-					const uint64_t address = (*addresses)[i];
-					const uint32_t program =
-						d.program_id(symbolizer.loaded_kernel_symbol(address, i > 0, time));
-					timeless &= program == 0;
-					ids.push_back(d.kernel_frames.intern({address, program}, mix(address, program)));
-				}
-				entry.kernel_stack = d.stacks.intern(ids);
-				if (timeless)
-					timeless_kernel_stacks.emplace(raw.key.kernel_stack_id, entry.kernel_stack);
-			}
+	// A batch's kernel stack (raw_id) as frame ids, each frame's BPF program as it was at time.
+	auto kernel_stack = [&](int32_t raw_id, uint64_t time) -> int32_t {
+		const auto *addresses = batch_stack(raw_id);
+		if (!addresses)
+			return NO_STACK;
+		auto known = timeless_kernel_stacks.find(raw_id);
+		if (known != timeless_kernel_stacks.end())
+			return known->second;
+		ids.clear();
+		bool timeless = true;
+		for (size_t i = 0; i < addresses->size(); i++) {
+			const uint64_t address = (*addresses)[i];
+			const uint32_t program = d.program_id(symbolizer.loaded_kernel_symbol(address, i > 0, time));
+			timeless &= program == 0;
+			ids.push_back(d.kernel_frames.intern({address, program}, mix(address, program)));
 		}
-
-		if (const auto *addresses = batch_stack(raw.key.user_stack_id)) {
-			auto [it, inserted] = user_stacks.try_emplace({image, pid, raw.key.user_stack_id}, 0);
+		const int32_t stack = d.stacks.intern(ids);
+		if (timeless)
+			timeless_kernel_stacks.emplace(raw_id, stack);
+		return stack;
+	};
+	// A batch's user stack (raw_id) of process pid, located in its image.
+	auto user_stack = [&](const ProcessImage *image, uint32_t pid, int32_t raw_id) -> int32_t {
+		if (const auto *addresses = batch_stack(raw_id)) {
+			auto [it, inserted] = user_stacks.try_emplace({image, pid, raw_id}, 0);
 			if (inserted) {
 				ids.clear();
 				auto truncated = [&] {
@@ -342,7 +347,33 @@ void Collected::add(const RawProfile &batch, Symbolizer &symbolizer, const Pytho
 					truncated();
 				it->second = d.stacks.intern(ids);
 			}
-			entry.user_stack = it->second;
+			return it->second;
+		}
+		return NO_STACK;
+	};
+
+	for (const RawProfile::Entry &raw : batch.entries) {
+		const uint32_t pid = raw.key.pid;
+		const uint64_t time = raw.value.first_ns;
+		const std::string comm(raw.key.comm, strnlen(raw.key.comm, sizeof(raw.key.comm)));
+		// The image also holds the process's cgroup, taken now: it may be gone by the end.
+		const ProcessImage *image = symbolizer.image_at(pid, time);
+		const CgroupLabels *labels = image ? image->cgroup.get() : nullptr;
+		auto [cgroup, new_labels] = cgroup_ids.try_emplace(labels, 0);
+		if (new_labels)
+			cgroup->second = d.cgroup_id(labels);
+		Entry entry{pid, d.comms.intern(comm, text_hash(comm)), cgroup->second, NO_STACK, NO_STACK,
+			    raw.key.state, raw.value.count};
+
+		entry.kernel_stack = kernel_stack(raw.key.kernel_stack_id, time);
+		entry.user_stack = user_stack(image, pid, raw.key.user_stack_id);
+		if (raw.key.woken) {
+			const std::string waker(raw.key.waker_comm, strnlen(raw.key.waker_comm, sizeof(raw.key.waker_comm)));
+			entry.waker_comm = 1 + d.comms.intern(waker, text_hash(waker));
+			entry.waker_pid = raw.key.waker_pid;
+			entry.waker_kernel_stack = kernel_stack(raw.key.waker_kernel_stack_id, time);
+			entry.waker_user_stack =
+				user_stack(symbolizer.image_at(raw.key.waker_pid, time), raw.key.waker_pid, raw.key.waker_user_stack_id);
 		}
 		d.count(entry);
 	}
@@ -377,17 +408,18 @@ Profile Collected::name(Symbolizer &symbolizer) const
 			bool leaf;
 		};
 		std::vector<Wanted> wanted;
-		for (const Entry &entry : d.entries) {
-			const std::span<const uint32_t> user = d.stacks[entry.user_stack];
-			for (size_t i = 0; i < user.size(); i++) {
-				Span &at = user_named[i == 0][user[i]];
-				if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated ||
-				    d.user_frames[user[i]].object == kPythonObject)
-					continue;
-				at.first = 0;
-				wanted.push_back({d.user_frames[user[i]].object, user[i], i == 0});
+		for (const Entry &entry : d.entries)
+			for (const int32_t stack : {entry.user_stack, entry.waker_user_stack}) {
+				const std::span<const uint32_t> user = d.stacks[stack];
+				for (size_t i = 0; i < user.size(); i++) {
+					Span &at = user_named[i == 0][user[i]];
+					if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated ||
+					    d.user_frames[user[i]].object == kPythonObject)
+						continue;
+					at.first = 0;
+					wanted.push_back({d.user_frames[user[i]].object, user[i], i == 0});
+				}
 			}
-		}
 		std::stable_sort(wanted.begin(), wanted.end(),
 				 [](const Wanted &a, const Wanted &b) { return a.object < b.object; });
 		for (const Wanted &w : wanted) {
@@ -405,18 +437,9 @@ Profile Collected::name(Symbolizer &symbolizer) const
 		}
 	}
 
-	profile.samples.reserve(d.entries.size());
-	uint32_t state_frames[2] = {kNotYet, kNotYet}; // [blocked], [runnable]
-	for (const Entry &entry : d.entries) {
-		Sample sample;
-		sample.pid = entry.pid;
-		sample.comm = d.comms[entry.comm];
-		if (entry.cgroup) {
-			sample.cgroup = d.cgroups[entry.cgroup - 1].path;
-			sample.container = d.cgroups[entry.cgroup - 1].container;
-		}
-		sample.count = entry.count;
-		const std::span<const uint32_t> kernel = d.stacks[entry.kernel_stack];
+	// A stack's frames, named once each, appended to out leaf first.
+	auto kernel_frames = [&](int32_t stack, std::vector<uint32_t> &out) {
+		const std::span<const uint32_t> kernel = d.stacks[stack];
 		for (size_t i = 0; i < kernel.size(); i++) {
 			uint32_t &at = kernel_named[i == 0][kernel[i]];
 			if (at == kNotYet) {
@@ -425,9 +448,11 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				at = uint32_t(profile.frames.size());
 				profile.frames.push_back(symbolizer.kernel_frame(f.address, i > 0, program));
 			}
-			sample.kernel.push_back(at);
+			out.push_back(at);
 		}
-		const std::span<const uint32_t> user = d.stacks[entry.user_stack];
+	};
+	auto user_frames = [&](int32_t stack, std::vector<uint32_t> &out) {
+		const std::span<const uint32_t> user = d.stacks[stack];
 		for (size_t i = 0; i < user.size(); i++) {
 			Span &at = user_named[i == 0][user[i]];
 			if (at.first == kNotYet && d.user_frames[user[i]] == kTruncated) {
@@ -446,19 +471,51 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				profile.frames.push_back(std::move(frame));
 			}
 			for (uint32_t n = 0; n < at.count; n++)
-				sample.user.push_back(at.first + n);
+				out.push_back(at.first + n);
 		}
+	};
+	// Frames named by text alone (a thread's state off the CPU, --wakers' "--" and wakers'
+	// comms), once each.
+	std::unordered_map<std::string, uint32_t> text_frames;
+	auto text_frame = [&](const std::string &name) {
+		auto [it, inserted] = text_frames.try_emplace(name, uint32_t(profile.frames.size()));
+		if (inserted) {
+			Frame frame;
+			frame.name = name;
+			profile.frames.push_back(std::move(frame));
+		}
+		return it->second;
+	};
+	std::vector<uint32_t> waker_kernel, waker_user;
+
+	profile.samples.reserve(d.entries.size());
+	for (const Entry &entry : d.entries) {
+		Sample sample;
+		sample.pid = entry.pid;
+		sample.comm = d.comms[entry.comm];
+		if (entry.cgroup) {
+			sample.cgroup = d.cgroups[entry.cgroup - 1].path;
+			sample.container = d.cgroups[entry.cgroup - 1].container;
+		}
+		sample.count = entry.count;
+		if (entry.waker_comm) {
+			// As offwaketime folds it: above the blocked leaf, "--", then the waker's stack
+			// upside down, its comm at the top.
+			sample.waker = d.comms[entry.waker_comm - 1];
+			waker_kernel.clear();
+			waker_user.clear();
+			kernel_frames(entry.waker_kernel_stack, waker_kernel);
+			user_frames(entry.waker_user_stack, waker_user);
+			sample.kernel.push_back(text_frame(sample.waker));
+			sample.kernel.insert(sample.kernel.end(), waker_user.rbegin(), waker_user.rend());
+			sample.kernel.insert(sample.kernel.end(), waker_kernel.rbegin(), waker_kernel.rend());
+			sample.kernel.push_back(text_frame("--"));
+		}
+		kernel_frames(entry.kernel_stack, sample.kernel);
+		user_frames(entry.user_stack, sample.user);
 		// Off the CPU, the thread's state is the stack's root.
-		if (entry.state != THREAD_ON_CPU) {
-			uint32_t &at = state_frames[entry.state == THREAD_RUNNABLE];
-			if (at == kNotYet) {
-				at = uint32_t(profile.frames.size());
-				Frame frame;
-				frame.name = entry.state == THREAD_RUNNABLE ? "[runnable]" : "[blocked]";
-				profile.frames.push_back(std::move(frame));
-			}
-			sample.user.push_back(at);
-		}
+		if (entry.state != THREAD_ON_CPU)
+			sample.user.push_back(text_frame(entry.state == THREAD_RUNNABLE ? "[runnable]" : "[blocked]"));
 		profile.samples.push_back(std::move(sample));
 	}
 	return profile;
