@@ -15,13 +15,19 @@
 #define THREAD_BLOCKED 2  /* asleep until an event: I/O, a lock, a timer, a child */
 
 /* Key of the counts map: one entry per distinct (process, comm, user stack, kernel stack,
- * and off the CPU, the thread's state). */
+ * and off the CPU, the thread's state; with --wakers, the thread that woke it). */
 struct stack_key {
 	__u32 pid; /* the process (tgid) */
 	__s32 user_stack_id;
 	__s32 kernel_stack_id;
 	__u32 state; /* THREAD_* */
 	char comm[TASK_COMM_LEN];
+	/* --wakers: 1 when a thread woke this one, whose process, stacks and comm follow. */
+	__u32 woken;
+	__u32 waker_pid;
+	__s32 waker_user_stack_id;
+	__s32 waker_kernel_stack_id;
+	char waker_comm[TASK_COMM_LEN];
 };
 
 struct stack_count {

@@ -163,6 +163,11 @@ const std::vector<OptionSpec> table = {
 		 "--cgroup, -U, -K, -C (the times that begin on that CPU) and the duration mean what they mean on "
 		 "the CPU; -f, -c, -I and --unwind fp do not apply",
 	 .set = [](Options &o, G, V) { o.off_cpu = true; return ok; }},
+	{.name = "wakers", .group = "Off-CPU time",
+	 .help = "with --off-cpu, each blocked time joined with the thread that woke it, as BCC's offwaketime: "
+		 "the waker's kernel and user stacks (walked as on-CPU samples are) and comm, taken when it woke "
+		 "the thread; folded, they are above a \"--\" frame, leaf first, the waker's comm at the top",
+	 .set = [](Options &o, G, V) { o.wakers = true; return ok; }},
 	{.name = "min-block", .kind = ValueKind::Number, .value_name = "US", .min = 0, .max = UINT64_MAX / 1000,
 	 .expected = "microseconds, {range}", .group = "Off-CPU time",
 	 .help = "with --off-cpu, count only the times off the CPU of at least US microseconds, as offcputime's "
@@ -432,6 +437,8 @@ Status check_combinations(Options &options, const OptionsGiven &given)
 				     std::to_string(options.max_block_us) + ": nothing would be counted");
 	} else if (given.block_limits) {
 		return Error("--min-block and --max-block are for --off-cpu: give --off-cpu too");
+	} else if (options.wakers) {
+		return Error("--wakers is for --off-cpu: give --off-cpu too");
 	}
 	if (given.count)
 		options.frequency = 0;

@@ -32,7 +32,9 @@ struct Frame {
 std::string frame_label(const Frame &frame);
 
 // One counts-map entry after symbolization: frames are indices into Profile::frames,
-// leaf first, kernel and user kept apart as the kernel stored them.
+// leaf first, kernel and user kept apart as the kernel stored them. With --wakers, kernel
+// opens with the waker's frames as BCC's offwaketime folds them: its comm, its user stack
+// root first, its kernel stack root first, then a "--" frame above the blocked leaf.
 struct Sample {
 	uint32_t pid = 0;
 	std::string comm;
@@ -41,6 +43,7 @@ struct Sample {
 	uint64_t count = 0;
 	// The process's cgroup v2 path and the container id it names, "" when not known or none.
 	std::string cgroup{}, container{};
+	std::string waker{}; // --wakers: the waker's comm, "" when no thread woke this one
 };
 
 struct Profile {

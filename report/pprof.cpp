@@ -260,6 +260,8 @@ void PprofBuilder::add_sample(const Sample &sample)
 		add_label(cgroup_key_, string_id(sample.cgroup));
 	if (!sample.container.empty())
 		add_label(container_key_, string_id(sample.container));
+	if (!sample.waker.empty())
+		add_label(string_id("waker"), string_id(sample.waker)); // --wakers
 	if (host_key_)
 		add_label(host_key_, host_);
 	samples_.add_message(profile_field::sample, scratch_);

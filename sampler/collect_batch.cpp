@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +52,57 @@ void collect_batch(const RawProfile &batch, Symbolizer &symbolizer, Collected &c
 	std::unordered_map<const CgroupLabels *, Collected::CgroupId> cgroup_ids;
 	std::vector<Collected::FrameId> ids;
 
+	// A batch's kernel stack (raw_id), each frame's BPF program as it was at `time`.
+	auto kernel_stack = [&](int32_t raw_id, uint64_t time) {
+		const auto *addresses = batch_stack(raw_id);
+		if (!addresses)
+			return Collected::kNoStack;
+		auto known = timeless_kernel_stacks.find(raw_id);
+		if (known != timeless_kernel_stacks.end())
+			return known->second;
+		bool timeless = true;
+		const Collected::StackId stack = collected.kernel_stack(*addresses, time, symbolizer, timeless);
+		if (timeless)
+			timeless_kernel_stacks.emplace(raw_id, stack);
+		return stack;
+	};
+	// A batch's user stack (raw_id) of process pid, located in its image.
+	auto user_stack = [&](const ProcessImage *image, uint32_t pid, int32_t raw_id) {
+		const auto *addresses = batch_stack(raw_id);
+		if (!addresses)
+			return Collected::kNoStack;
+		auto [it, inserted] = user_stacks.try_emplace({image, pid, raw_id}, 0);
+		if (!inserted)
+			return it->second;
+		ids.clear();
+		for (size_t i = 0; i < addresses->size(); i++) {
+			const uint64_t address = (*addresses)[i];
+			if (PYTHON_IS_FRAME(address)) {
+				PythonFrameName name;
+				if (python && python->name(pid, PYTHON_FRAME_ID(address), uint32_t(PYTHON_FRAME_INDEX(address)),
+							   name))
+					ids.push_back(collected.python_frame(std::move(name.function), std::move(name.file),
+									     name.line));
+				else
+					ids.push_back(collected.python_frame("[python]", "", 0));
+				continue;
+			}
+			// A stack that stopped early says so, rather than end on garbage: the walk's
+			// mark, or a caller in no executable mapping of its process (what a
+			// frame-pointer walk reads through code without frame pointers).
+			if (address == TRUNCATED_FRAME || (i > 0 && image && !image->find(address - 1))) {
+				ids.push_back(collected.truncated_frame());
+				break;
+			}
+			ids.push_back(collected.user_frame(pid, image, address, i > 0, symbolizer));
+		}
+		// Every slot filled: the walk was cut at the depth limit.
+		if (addresses->size() == batch.depth_limit && ids.size() == addresses->size())
+			ids.push_back(collected.truncated_frame());
+		it->second = collected.user_stack(ids);
+		return it->second;
+	};
+
 	for (const RawProfile::Entry &raw : batch.entries) {
 		const uint32_t pid = raw.key.pid;
 		const uint64_t time = raw.value.first_ns;
@@ -60,54 +112,17 @@ void collect_batch(const RawProfile &batch, Symbolizer &symbolizer, Collected &c
 		auto [cgroup, new_labels] = cgroup_ids.try_emplace(labels, 0);
 		if (new_labels)
 			cgroup->second = collected.cgroup(labels);
-		Collected::StackId kernel_stack = Collected::kNoStack, user_stack = Collected::kNoStack;
-
-		if (const auto *addresses = batch_stack(raw.key.kernel_stack_id)) {
-			auto known = timeless_kernel_stacks.find(raw.key.kernel_stack_id);
-			if (known != timeless_kernel_stacks.end()) {
-				kernel_stack = known->second;
-			} else {
-				bool timeless = true;
-				kernel_stack = collected.kernel_stack(*addresses, time, symbolizer, timeless);
-				if (timeless)
-					timeless_kernel_stacks.emplace(raw.key.kernel_stack_id, kernel_stack);
-			}
-		}
-
-		if (const auto *addresses = batch_stack(raw.key.user_stack_id)) {
-			auto [it, inserted] = user_stacks.try_emplace({image, pid, raw.key.user_stack_id}, 0);
-			if (inserted) {
-				ids.clear();
-				for (size_t i = 0; i < addresses->size(); i++) {
-					const uint64_t address = (*addresses)[i];
-					if (PYTHON_IS_FRAME(address)) {
-						PythonFrameName name;
-						if (python && python->name(pid, PYTHON_FRAME_ID(address),
-									   uint32_t(PYTHON_FRAME_INDEX(address)), name))
-							ids.push_back(collected.python_frame(std::move(name.function),
-											     std::move(name.file), name.line));
-						else
-							ids.push_back(collected.python_frame("[python]", "", 0));
-						continue;
-					}
-					// A stack that stopped early says so, rather than end on garbage: the
-					// walk's mark, or a caller in no executable mapping of its process
-					// (what a frame-pointer walk reads through code without frame pointers).
-					if (address == TRUNCATED_FRAME || (i > 0 && image && !image->find(address - 1))) {
-						ids.push_back(collected.truncated_frame());
-						break;
-					}
-					ids.push_back(collected.user_frame(pid, image, address, i > 0, symbolizer));
-				}
-				// Every slot filled: the walk was cut at the depth limit.
-				if (addresses->size() == batch.depth_limit && ids.size() == addresses->size())
-					ids.push_back(collected.truncated_frame());
-				it->second = collected.user_stack(ids);
-			}
-			user_stack = it->second;
-		}
+		std::optional<Collected::Waker> waker;
+		if (raw.key.woken)
+			waker = Collected::Waker{
+				std::string_view(raw.key.waker_comm, strnlen(raw.key.waker_comm, sizeof(raw.key.waker_comm))),
+				raw.key.waker_pid, kernel_stack(raw.key.waker_kernel_stack_id, time),
+				user_stack(symbolizer.image_at(raw.key.waker_pid, time), raw.key.waker_pid,
+					   raw.key.waker_user_stack_id)};
 		collected.count(pid, std::string_view(raw.key.comm, strnlen(raw.key.comm, sizeof(raw.key.comm))),
-				cgroup->second, kernel_stack, user_stack, thread_state(raw.key.state), raw.value.count);
+				cgroup->second, kernel_stack(raw.key.kernel_stack_id, time),
+				user_stack(image, pid, raw.key.user_stack_id), thread_state(raw.key.state), raw.value.count,
+				waker ? &*waker : nullptr);
 	}
 	symbolizer.forget_live_processes();
 }

@@ -32,6 +32,7 @@ struct SamplerConfig {
 	bool python = true;          // false with --no-python: CPython's eval frames shown as they are
 	// --off-cpu: time off the CPU per stack (ns), from context switches, instead of samples.
 	bool off_cpu = false;
+	bool wakers = false;                // --wakers: each blocked time joined with its waker's stacks
 	uint64_t min_block_us = 0;          // --min-block
 	uint64_t max_block_us = UINT64_MAX; // --max-block
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM

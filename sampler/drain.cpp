@@ -215,6 +215,10 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		const stack_key key = entry.key;
 		const bool kernel_full = batch_id(entry.key.kernel_stack_id);
 		const bool user_full = batch_id(entry.key.user_stack_id);
+		if (key.woken) { // --wakers: the waker's stacks, in the same batch
+			batch_id(entry.key.waker_kernel_stack_id);
+			batch_id(entry.key.waker_user_stack_id);
+		}
 		// Off the CPU, a count is nanoseconds: the account is of times off the CPU.
 		const uint64_t samples = options.off_cpu ? entry.value.blocks : entry.value.count;
 		batch.stored += samples;

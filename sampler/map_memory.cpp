@@ -19,7 +19,7 @@ constexpr uint64_t stack_bucket_pointer = 8; // one per bucket; buckets are a po
 constexpr uint64_t stack_entry_header = 16;  // struct stack_map_bucket, before its frames
 constexpr uint64_t hash_bucket = 16;         // struct bucket: list head and lock
 constexpr uint64_t hash_entry_header = 48;   // struct htab_elem, before its key
-constexpr uint64_t counts_key = 24, counts_value = 24; // stack_key, stack_count (profile.h)
+constexpr uint64_t counts_key = 64, counts_value = 24; // stack_key (60 bytes, rounded up to 8), stack_count (profile.h)
 constexpr uint64_t pid_key = 8, pid_value = 8;         // __u32 and __u8, each rounded up to 8
 constexpr uint64_t store_key = 16;                     // struct stack_hash
 // The unwinder's maps of fixed size: unwind_objects (an array of 16384 16-byte objects),

@@ -119,6 +119,7 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	bpf_program__set_autoload(skel->progs.do_sample_unwind, sampling && unwinding && !options.off_cpu);
 	for (bpf_program *off_cpu : {skel->progs.on_switch, skel->progs.off_cpu_end})
 		bpf_program__set_autoload(off_cpu, sampling && unwinding && options.off_cpu);
+	bpf_program__set_autoload(skel->progs.on_waking, sampling && unwinding && options.off_cpu && options.wakers);
 	for (bpf_program *hook : hooks(*skel))
 		bpf_program__set_autoload(hook, unwinding && follow);
 	bpf_program__set_autoload(skel->progs.on_libraries_changed, unwinding && follow);
@@ -151,6 +152,7 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	skel->rodata->min_block_ns = options.min_block_us * 1000;
 	skel->rodata->max_block_ns = options.max_block_us > UINT64_MAX / 1000 ? UINT64_MAX : options.max_block_us * 1000;
 	skel->rodata->only_cpu = options.cpu;
+	skel->rodata->wakers = options.wakers;
 	return skel;
 }
 
@@ -368,6 +370,13 @@ void Sampler::attach()
 			throw RunError(std::string("cannot attach --off-cpu's program to the sched_switch tracepoint: ") +
 				       errno_text(errno));
 		impl_->links.push_back(std::move(link));
+		if (options.wakers) {
+			Link waking(bpf_program__attach((impl_->sampling ? *impl_->sampling : *impl_->skel).progs.on_waking));
+			if (!waking)
+				throw RunError(std::string("cannot attach --wakers' program to the sched_waking tracepoint: ") +
+					       errno_text(errno));
+			impl_->links.push_back(std::move(waking));
+		}
 		cpus_ = online;
 		return;
 	}

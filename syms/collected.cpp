@@ -161,6 +161,16 @@ struct Entry {
 	int32_t kernel_stack, user_stack;
 	Collected::ThreadState state;
 	uint64_t count;
+	// --wakers: the thread that woke this one (waker_comm: 1 + index into the comm table;
+	// 0: none), and its stacks.
+	uint32_t waker_comm = 0, waker_pid = 0;
+	int32_t waker_kernel_stack = Collected::kNoStack, waker_user_stack = Collected::kNoStack;
+
+	bool same_waker(const Entry &o) const
+	{
+		return waker_comm == o.waker_comm && waker_pid == o.waker_pid &&
+		       waker_kernel_stack == o.waker_kernel_stack && waker_user_stack == o.waker_user_stack;
+	}
 };
 
 } // namespace
@@ -214,15 +224,20 @@ void Collected::Impl::count(const Entry &e)
 	uint64_t h = mix(mix(mix(mix(mix(0xcbf29ce484222325ull, by_pid ? e.pid : 0), by_pid ? e.cgroup : 0), e.comm),
 			     uint64_t(uint32_t(e.kernel_stack)) << 32 | uint32_t(e.user_stack)),
 			 uint64_t(e.state));
+	if (e.waker_comm)
+		h = mix(mix(h, uint64_t(e.waker_comm) << 32 | (by_pid ? e.waker_pid : 0)),
+			uint64_t(uint32_t(e.waker_kernel_stack)) << 32 | uint32_t(e.waker_user_stack));
 	const uint32_t id = entry_index.find_or_add(
 		h,
 		[&](uint32_t i) {
 			const Entry &k = entries[i];
 			return (!by_pid || (k.pid == e.pid && k.cgroup == e.cgroup)) && k.comm == e.comm &&
-			       k.kernel_stack == e.kernel_stack && k.user_stack == e.user_stack && k.state == e.state;
+			       k.kernel_stack == e.kernel_stack && k.user_stack == e.user_stack && k.state == e.state &&
+			       k.same_waker(e);
 		},
 		[&] {
-			entries.push_back({e.pid, e.comm, e.cgroup, e.kernel_stack, e.user_stack, e.state, 0});
+			entries.push_back(e);
+			entries.back().count = 0;
 			return uint32_t(entries.size() - 1);
 		});
 	entries[id].count += e.count;
@@ -289,10 +304,17 @@ Collected::CgroupId Collected::cgroup(const CgroupLabels *labels)
 }
 
 void Collected::count(uint32_t pid, std::string_view comm, CgroupId cgroup, StackId kernel, StackId user,
-		      ThreadState state, uint64_t count)
+		      ThreadState state, uint64_t count, const Waker *waker)
 {
 	Impl &d = *impl_;
-	d.count({pid, d.comms.intern(std::string(comm), text_hash(comm)), cgroup, kernel, user, state, count});
+	Entry entry{pid, d.comms.intern(std::string(comm), text_hash(comm)), cgroup, kernel, user, state, count};
+	if (waker) {
+		entry.waker_comm = 1 + d.comms.intern(std::string(waker->comm), text_hash(waker->comm));
+		entry.waker_pid = waker->pid;
+		entry.waker_kernel_stack = waker->kernel;
+		entry.waker_user_stack = waker->user;
+	}
+	d.count(entry);
 }
 
 // Names every distinct frame once, as a leaf or as a caller: every frame but a stack's
@@ -323,17 +345,18 @@ Profile Collected::name(Symbolizer &symbolizer) const
 			bool leaf;
 		};
 		std::vector<Wanted> wanted;
-		for (const Entry &entry : d.entries) {
-			const std::span<const uint32_t> user = d.stacks[entry.user_stack];
-			for (size_t i = 0; i < user.size(); i++) {
-				Span &at = user_named[i == 0][user[i]];
-				if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated ||
-				    d.user_frames[user[i]].object == kPythonObject)
-					continue;
-				at.first = 0;
-				wanted.push_back({d.user_frames[user[i]].object, user[i], i == 0});
+		for (const Entry &entry : d.entries)
+			for (const int32_t stack : {entry.user_stack, entry.waker_user_stack}) {
+				const std::span<const uint32_t> user = d.stacks[stack];
+				for (size_t i = 0; i < user.size(); i++) {
+					Span &at = user_named[i == 0][user[i]];
+					if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated ||
+					    d.user_frames[user[i]].object == kPythonObject)
+						continue;
+					at.first = 0;
+					wanted.push_back({d.user_frames[user[i]].object, user[i], i == 0});
+				}
 			}
-		}
 		std::stable_sort(wanted.begin(), wanted.end(),
 				 [](const Wanted &a, const Wanted &b) { return a.object < b.object; });
 		for (const Wanted &w : wanted) {
@@ -351,18 +374,9 @@ Profile Collected::name(Symbolizer &symbolizer) const
 		}
 	}
 
-	profile.samples.reserve(d.entries.size());
-	uint32_t state_frames[2] = {kNotYet, kNotYet}; // [blocked], [runnable]
-	for (const Entry &entry : d.entries) {
-		Sample sample;
-		sample.pid = entry.pid;
-		sample.comm = d.comms[entry.comm];
-		if (entry.cgroup) {
-			sample.cgroup = d.cgroups[entry.cgroup - 1].path;
-			sample.container = d.cgroups[entry.cgroup - 1].container;
-		}
-		sample.count = entry.count;
-		const std::span<const uint32_t> kernel = d.stacks[entry.kernel_stack];
+	// A stack's frames, named once each, appended to out leaf first.
+	auto kernel_frames = [&](int32_t stack, std::vector<uint32_t> &out) {
+		const std::span<const uint32_t> kernel = d.stacks[stack];
 		for (size_t i = 0; i < kernel.size(); i++) {
 			uint32_t &at = kernel_named[i == 0][kernel[i]];
 			if (at == kNotYet) {
@@ -371,9 +385,11 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				at = uint32_t(profile.frames.size());
 				profile.frames.push_back(symbolizer.kernel_frame(f.address, i > 0, program));
 			}
-			sample.kernel.push_back(at);
+			out.push_back(at);
 		}
-		const std::span<const uint32_t> user = d.stacks[entry.user_stack];
+	};
+	auto user_frames = [&](int32_t stack, std::vector<uint32_t> &out) {
+		const std::span<const uint32_t> user = d.stacks[stack];
 		for (size_t i = 0; i < user.size(); i++) {
 			Span &at = user_named[i == 0][user[i]];
 			if (at.first == kNotYet && d.user_frames[user[i]] == kTruncated) {
@@ -392,20 +408,51 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				profile.frames.push_back(std::move(frame));
 			}
 			for (uint32_t n = 0; n < at.count; n++)
-				sample.user.push_back(at.first + n);
+				out.push_back(at.first + n);
 		}
+	};
+	// Frames named by text alone (a thread's state off the CPU, --wakers' "--" and wakers'
+	// comms), once each.
+	std::unordered_map<std::string, uint32_t> text_frames;
+	auto text_frame = [&](const std::string &name) {
+		auto [it, inserted] = text_frames.try_emplace(name, uint32_t(profile.frames.size()));
+		if (inserted) {
+			Frame frame;
+			frame.name = name;
+			profile.frames.push_back(std::move(frame));
+		}
+		return it->second;
+	};
+	std::vector<uint32_t> waker_kernel, waker_user;
+
+	profile.samples.reserve(d.entries.size());
+	for (const Entry &entry : d.entries) {
+		Sample sample;
+		sample.pid = entry.pid;
+		sample.comm = d.comms[entry.comm];
+		if (entry.cgroup) {
+			sample.cgroup = d.cgroups[entry.cgroup - 1].path;
+			sample.container = d.cgroups[entry.cgroup - 1].container;
+		}
+		sample.count = entry.count;
+		if (entry.waker_comm) {
+			// As offwaketime folds it: above the blocked leaf, "--", then the waker's stack
+			// upside down, its comm at the top.
+			sample.waker = d.comms[entry.waker_comm - 1];
+			waker_kernel.clear();
+			waker_user.clear();
+			kernel_frames(entry.waker_kernel_stack, waker_kernel);
+			user_frames(entry.waker_user_stack, waker_user);
+			sample.kernel.push_back(text_frame(sample.waker));
+			sample.kernel.insert(sample.kernel.end(), waker_user.rbegin(), waker_user.rend());
+			sample.kernel.insert(sample.kernel.end(), waker_kernel.rbegin(), waker_kernel.rend());
+			sample.kernel.push_back(text_frame("--"));
+		}
+		kernel_frames(entry.kernel_stack, sample.kernel);
+		user_frames(entry.user_stack, sample.user);
 		// Off the CPU, the thread's state is the stack's root.
-		if (entry.state != ThreadState::OnCpu) {
-			const bool runnable = entry.state == ThreadState::Runnable;
-			uint32_t &at = state_frames[runnable];
-			if (at == kNotYet) {
-				at = uint32_t(profile.frames.size());
-				Frame frame;
-				frame.name = runnable ? "[runnable]" : "[blocked]";
-				profile.frames.push_back(std::move(frame));
-			}
-			sample.user.push_back(at);
-		}
+		if (entry.state != ThreadState::OnCpu)
+			sample.user.push_back(text_frame(entry.state == ThreadState::Runnable ? "[runnable]" : "[blocked]"));
 		profile.samples.push_back(std::move(sample));
 	}
 	return profile;

@@ -52,10 +52,18 @@ public:
 	// What a thread was doing: on a CPU (a sample), or off it (--off-cpu), where the state
 	// is the stack's root frame, "[runnable]" or "[blocked]".
 	enum class ThreadState : uint8_t { OnCpu, Runnable, Blocked };
+	// --wakers: the thread that woke a blocked one, with its stacks (made as above, its
+	// user stack located in its own process). The report puts them above the blocked leaf,
+	// as BCC's offwaketime folds them.
+	struct Waker {
+		std::string_view comm;
+		uint32_t pid = 0;
+		StackId kernel = kNoStack, user = kNoStack;
+	};
 	// Adds `count` (samples, or nanoseconds off the CPU) to one process (its comm and
-	// cgroup), pair of stacks and state.
+	// cgroup), pair of stacks and state, and the thread that woke it where known.
 	void count(uint32_t pid, std::string_view comm, CgroupId cgroup, StackId kernel, StackId user,
-		   ThreadState state, uint64_t count);
+		   ThreadState state, uint64_t count, const Waker *waker = nullptr);
 
 	// Names every distinct frame once.
 	Profile name(Symbolizer &symbolizer) const;

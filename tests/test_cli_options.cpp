@@ -190,6 +190,9 @@ TEST_CASE("--off-cpu counts time off the CPU; what only sampling has is refused 
 	CHECK(error({"--off-cpu", "-I"}).starts_with("-I cannot be used with --off-cpu"));
 	CHECK(error({"--off-cpu", "--unwind", "fp"}).starts_with("--unwind fp cannot be used with --off-cpu"));
 	CHECK(error({"--min-block", "10"}) == "--min-block and --max-block are for --off-cpu: give --off-cpu too");
+	CHECK(error({"--wakers"}) == "--wakers is for --off-cpu: give --off-cpu too");
+	CHECK(ok({"--off-cpu", "--wakers"}).wakers);
+	CHECK_FALSE(ok({"--off-cpu"}).wakers);
 	CHECK(error({"--off-cpu", "--min-block", "10", "--max-block", "5"}).find("nothing would be counted") !=
 	      std::string::npos);
 	CHECK(error({"--off-cpu", "--max-block", "0"}).find("--max-block") != std::string::npos);

@@ -310,10 +310,10 @@ TEST_CASE("layout: the root of the tree holds the files the layout names and no 
 	// Everything else lives in a folder that says what it is for (a stray probe script
 	// at the root once did nothing for the product).
 	// profile.bpf.h: what the kernel side's parts share, beside profile.h (what the kernel
-	// side and user space share).
-	const std::set<std::string> allowed = {"Makefile",      "README.md", "LICENSE",    "profile.bpf.c",
-					       "profile.bpf.h", "profile.cpp", "profile.h", ".gitignore",
-					       ".clang-format", ".editorconfig"};
+	// side and user space share); offcpu.bpf.h: --off-cpu's programs, beside the sampling ones.
+	const std::set<std::string> allowed = {"Makefile",      "README.md",     "LICENSE",   "profile.bpf.c",
+					       "profile.bpf.h", "offcpu.bpf.h",  "profile.cpp", "profile.h",
+					       ".gitignore",    ".clang-format", ".editorconfig"};
 	const fs::path tree = source_tree();
 	std::set<std::string> files;
 	const std::string git = find_tool("git");

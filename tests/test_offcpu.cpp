@@ -87,4 +87,30 @@ TEST_CASE("--off-cpu: each function's share of the time off the CPU and the tota
 	CHECK(std::fabs(profiled_total - truth_total) <= 0.1 * truth_total);
 }
 
+TEST_CASE("--off-cpu --wakers: the pipe reader's blocked time carries the writer's stack above \"--\", as "
+	  "offwaketime folds it")
+{
+	require_root();
+	TempDir dir;
+	Background program({workload("offcpu"), "60", dir / "truth"});
+	REQUIRE(program.read_line() == "ready");
+	const OffCpuRun run = off_cpu_run({"-p", std::to_string(program.pid()), "--wakers"}, 3, [] {}, [] {});
+	REQUIRE_MESSAGE(run.status == 0, run.err);
+
+	// read_pipe below "--" is the blocked thread's; write_pipe above it, the waker's, whose
+	// comm is the line's last frame.
+	double blocked = 0, by_writer = 0;
+	for (const FoldedLine &l : run.lines) {
+		const auto cut = std::find(l.frames.begin(), l.frames.end(), "--");
+		if (std::find(l.frames.begin(), cut, "read_pipe") == cut)
+			continue;
+		blocked += double(l.count);
+		if (std::find(cut, l.frames.end(), "write_pipe") != l.frames.end() && l.frames.back() == "offcpu")
+			by_writer += double(l.count);
+	}
+	INFO("read_pipe: " << blocked << " us off the CPU, " << by_writer << " us of it woken by write_pipe");
+	REQUIRE(blocked > 0);
+	CHECK(by_writer >= 0.9 * blocked);
+}
+
 } // TEST_SUITE

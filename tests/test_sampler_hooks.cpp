@@ -2,7 +2,7 @@
 // of it may run on the syscall path (sys_enter, sys_exit: every syscall of the machine
 // would pay for it); the table walk hooks a process's exec, fork and exit, and ld.so's
 // _dl_debug_state, only where it follows new processes itself; sched_switch, on every
-// context switch, is hooked with --off-cpu only.
+// context switch, is hooked with --off-cpu only, and sched_waking with --wakers only.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -98,6 +98,7 @@ TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, th
 		CHECK(names.count("sched_process_exec") >= 1);
 		CHECK(std::count_if(names.begin(), names.end(), [](const std::string &n) { return n.starts_with("uprobe "); }) == 1);
 		CHECK(names.count("sched_switch") == 0);
+		CHECK(names.count("sched_waking") == 0);
 	}
 }
 
@@ -120,6 +121,13 @@ TEST_CASE("--off-cpu hooks sched_switch once, beside the table walk's hooks; -p 
 		const std::multiset<std::string> names =
 			hooks_of_run({"--off-cpu", "-p", std::to_string(target.pid())});
 		CHECK(names == std::multiset<std::string>{"sched_switch"});
+	}
+	SUBCASE("-p --wakers: sched_waking too")
+	{
+		Background target({workload("syscalls"), "30"});
+		const std::multiset<std::string> names =
+			hooks_of_run({"--off-cpu", "--wakers", "-p", std::to_string(target.pid())});
+		CHECK(names == std::multiset<std::string>{"sched_switch", "sched_waking"});
 	}
 }
 

@@ -48,7 +48,7 @@ TEST_CASE("map memory: --unwind fp's stack maps, as VmallocUsed grew on 6.18")
 	// Preallocated hash maps (kernels before 6.1) hold every entry from the start.
 	MapSizes old;
 	old.preallocated_hashes = true;
-	CHECK(map_memory(old).counts == 3 * 65536 * 16 + 2 * 40960 * (48 + 24 + 24) + 40960 * (48 + 8 + 8));
+	CHECK(map_memory(old).counts == 3 * 65536 * 16 + 2 * 40960 * (48 + 64 + 24) + 40960 * (48 + 8 + 8));
 }
 
 TEST_CASE("map memory: the unwinder's stores of stacks by content, as VmallocUsed grew on 6.18")

@@ -1,0 +1,311 @@
+/* offcpu.bpf.h: --off-cpu, time off the CPU summed per stack, included by profile.bpf.c.
+ * At sched_switch the thread leaving the CPU keeps its stacks and the time in its task
+ * storage; when it runs again (or at the run's end, by a task iterator) the time is added
+ * to its key in that moment's generation. Nothing of it loads without --off-cpu. */
+#ifndef OFFCPU_BPF_H
+#define OFFCPU_BPF_H
+
+#include "profile.bpf.h"
+#include "sampler/counts.bpf.h"
+#include "unwind/unwind.bpf.h"
+
+#if defined(__TARGET_ARCH_x86)
+
+/* --min-block and --max-block in nanoseconds (BCC offcputime's -m and -M): a time off the
+ * CPU outside them is not counted. */
+const volatile __u64 min_block_ns = 0;
+const volatile __u64 max_block_ns = ~0ULL;
+/* -C: only the times off the CPU that begin on this CPU; -1: every CPU. */
+const volatile __s32 only_cpu = -1;
+
+#define TASK_RUNNING 0
+#define TASK_DEAD 0x80
+
+/* The scheduler's text (the __sched functions: __schedule, schedule, schedule_timeout...),
+ * from kallsyms at load; 0 where kallsyms hides it. */
+extern const void __sched_text_start __ksym __weak;
+extern const void __sched_text_end __ksym __weak;
+/* How many frames a kernel stack taken at sched_switch has above __schedule: the
+ * tracepoint's own path (this program, bpf_trace_run4, __traceiter_sched_switch), the same
+ * at every switch. Found at the first one; ~0 until then. */
+__u32 switch_frames = ~0u;
+
+/* --wakers: each blocked time is joined with the stacks of the thread that woke it, taken at
+ * sched_waking, where the waker is the current task (as BCC offwaketime's try_to_wake_up). */
+const volatile bool wakers = false;
+
+/* try_to_wake_up, from kallsyms at load: a waker's kernel stack starts there. */
+extern const void try_to_wake_up __ksym __weak;
+/* How many frames a kernel stack taken at sched_waking has above try_to_wake_up, found at
+ * the first one as switch_frames is; ~0 until then. */
+__u32 waking_frames = ~0u;
+
+/* The first of a kernel stack's n frames (return addresses) in [start, end): how many
+ * frames the tracepoint's own path put above it; 0 when none is. */
+static __always_inline __u32 frames_above(__u64 *ip, long n, __u64 start, __u64 end)
+{
+	for (__u32 i = 0; i < 8 && i < n; i++)
+		if (ip[i] > start && ip[i] < end)
+			return i;
+	return 0;
+}
+
+/* A thread's comm and stacks as taken, before they are stored. */
+struct thread_stacks {
+	char comm[TASK_COMM_LEN];
+	struct stack_hash kernel_hash, user_hash; /* of the frames, before their number */
+	struct stored_stack kernel, user;         /* n 0: none */
+};
+
+/* A thread off the CPU: since when, in what state, and the stacks it left with, in the
+ * thread's own storage (freed with the thread). Its stacks go into a generation's store
+ * only when it runs again, in that moment's generation: a time off the CPU that spans a
+ * drain is counted whole, in the batch after it. With --wakers, the thread that woke it
+ * and its stacks, kept the same way. */
+struct off_cpu_thread {
+	__u64 start_ns; /* when it left the CPU; 0: on a CPU, or not followed */
+	__u32 tgid;
+	__u32 state; /* THREAD_RUNNABLE or THREAD_BLOCKED */
+	struct thread_stacks left;
+	__u32 woken; /* 1: waker and waker_tgid are this time's */
+	__u32 waker_tgid;
+	struct thread_stacks waker;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct off_cpu_thread);
+} off_cpu_threads SEC(".maps");
+
+/* The tally a waker's user walk counts its steps in: a wake-up is no sample, and the run's
+ * tally (stats) counts the walks of samples and of threads leaving the CPU only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sample_stats);
+	__uint(max_entries, 1);
+} waker_walks SEC(".maps");
+
+/* Stores a thread's stacks in `store` and writes their ids; false when one could not be. */
+static __always_inline bool store_thread_stacks(void *store, struct thread_stacks *s, __s32 *kernel_id,
+						__s32 *user_id, struct sample_stats *st)
+{
+	struct stack_hash h;
+
+	if (s->kernel.n) {
+		h = s->kernel_hash;
+		if (!store_stack(store, &s->kernel, s->kernel.n, &h, kernel_id, st))
+			return false;
+	}
+	if (s->user.n) {
+		h = s->user_hash;
+		if (!store_stack(store, &s->user, s->user.n, &h, user_id, st))
+			return false;
+	}
+	return true;
+}
+
+/* Stores the thread's stacks (and its waker's) in `store` and adds its time off the CPU,
+ * ns, to its key in `counts`: the maps of one generation, constants in each of the two
+ * inlined copies. */
+static __always_inline void count_off_cpu(void *store, void *counts, struct off_cpu_thread *t, __u64 ns,
+					  struct sample_stats *st)
+{
+	struct stack_key key = {};
+
+	key.pid = t->tgid;
+	key.state = t->state;
+	key.user_stack_id = NO_STACK;
+	key.kernel_stack_id = NO_STACK;
+	key.waker_user_stack_id = NO_STACK;
+	key.waker_kernel_stack_id = NO_STACK;
+	__builtin_memcpy(key.comm, t->left.comm, sizeof(key.comm));
+	if (!store_thread_stacks(store, &t->left, &key.kernel_stack_id, &key.user_stack_id, st))
+		return;
+	if (wakers && t->woken) {
+		key.woken = 1;
+		key.waker_pid = t->waker_tgid;
+		__builtin_memcpy(key.waker_comm, t->waker.comm, sizeof(key.waker_comm));
+		if (!store_thread_stacks(store, &t->waker, &key.waker_kernel_stack_id, &key.waker_user_stack_id, st))
+			return;
+	}
+	add_to_key(counts, &key, ns, 1, st);
+}
+
+/* The thread runs again, or the run ends with it off the CPU: its time off the CPU until
+ * now is counted, when --min-block and --max-block let it. A global function: the
+ * verifier checks it once, on its own. */
+__noinline int end_off_cpu(struct off_cpu_thread *t, __u64 now)
+{
+	/* Read once: the tally and the maps are of the same generation. */
+	__u32 gen = generation & 1;
+	struct sample_stats *st;
+	__u64 start, ns;
+
+	if (!t)
+		return 0;
+	start = t->start_ns;
+	t->start_ns = 0;
+	if (!start || now <= start)
+		return 0;
+	ns = now - start;
+	if (ns < min_block_ns || ns > max_block_ns)
+		return 0;
+	st = tally_of(gen);
+	if (!st)
+		return 0;
+	st->seen++;
+	if (gen)
+		count_off_cpu(&store1, &counts1, t, ns, st);
+	else
+		count_off_cpu(&store0, &counts0, t, ns, st);
+	return 0;
+}
+
+/* The current thread's comm, kernel stack (less `skip` frames of the tracepoint's path)
+ * and user stack, walked as a sample's is, into s. */
+static __always_inline void take_thread_stacks(void *ctx, __u32 skip, __u32 tgid, struct sample_stats *st,
+					       struct thread_stacks *s)
+{
+	struct raw_resume resume = {};
+	struct stored_stack *frames;
+	struct stack_hash hash;
+	__u32 user = 1;
+	long n;
+
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	s->kernel.n = 0;
+	s->user.n = 0;
+	if (kernel_stacks) {
+		n = bpf_get_stack(ctx, s->kernel.ip, UNWIND_MAX_DEPTH * sizeof(__u64), skip & BPF_F_SKIP_FIELD_MASK);
+		s->kernel.n = hash_kernel_stack(s->kernel.ip, n, &s->kernel_hash);
+	}
+	if (user_stacks) {
+		n = walk_user_stack((struct bpf_perf_event_data *)0, tgid, st, &hash, &resume);
+		/* Stopped at code whose table is being built: nothing is kept raw off the CPU. */
+		if (resume.n)
+			st->unwound_pending++;
+		frames = bpf_map_lookup_elem(&scratch, &user);
+		if (n > 0 && frames) {
+			if (n > UNWIND_MAX_DEPTH + 1)
+				n = UNWIND_MAX_DEPTH + 1;
+			if (!bpf_probe_read_kernel(s->user.ip, n * sizeof(__u64), frames->ip)) {
+				s->user_hash = hash;
+				s->user.n = n;
+			}
+		}
+	}
+}
+
+/* How many frames of the tracepoint's path a kernel stack taken now has above the function
+ * in [start, end): *found, once found at the first call; s->kernel.ip is its scratch. */
+static __always_inline __u32 tracepoint_frames(void *ctx, __u32 *found, __u64 start, __u64 end,
+					       struct thread_stacks *s)
+{
+	long n;
+
+	if (*found == ~0u) {
+		n = bpf_get_stack(ctx, s->kernel.ip, UNWIND_MAX_DEPTH * sizeof(__u64), 0);
+		*found = frames_above(s->kernel.ip, n / sizeof(__u64), start, end);
+	}
+	return *found;
+}
+
+/* The current thread, `prev`, leaves the CPU in `state`: its kernel stack, its user stack
+ * walked as a sample's is, and the time, into its storage. */
+static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, __u32 state, __u64 now)
+{
+	struct off_cpu_thread *t;
+	struct sample_stats *st;
+	__u32 tgid, skip = 0;
+
+	if (!wanted_task(&tgid))
+		return;
+	if (only_cpu >= 0 && bpf_get_smp_processor_id() != only_cpu)
+		return;
+	st = tally_of(generation & 1);
+	if (!st)
+		return;
+	t = bpf_task_storage_get(&off_cpu_threads, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t) {
+		st->seen++;
+		st->lost_thread_start++;
+		return;
+	}
+	t->tgid = tgid;
+	t->state = state;
+	t->woken = 0;
+	if (kernel_stacks)
+		skip = tracepoint_frames(ctx, &switch_frames, (__u64)&__sched_text_start - 1,
+					 (__u64)&__sched_text_end, &t->left);
+	take_thread_stacks(ctx, skip, tgid, st, &t->left);
+	t->start_ns = now;
+}
+
+/* --wakers: a thread wakes `p`. When p is blocked and followed, the waker (the current task,
+ * whatever the filters say of it: the wake-up is p's) leaves its stacks in p's storage. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_waking, struct task_struct *p)
+{
+	struct off_cpu_thread *t = bpf_task_storage_get(&off_cpu_threads, p, 0, 0);
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = id, skip = 0, zero = 0;
+	struct sample_stats *st;
+
+	if (!t || !t->start_ns || t->state != THREAD_BLOCKED || t->woken)
+		return 0;
+	st = bpf_map_lookup_elem(&waker_walks, &zero);
+	if (!st)
+		return 0;
+	/* A waker outside profile's PID namespace has no pid in it: 0, as the idle task. */
+	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
+		tgid = 0;
+	if (kernel_stacks)
+		skip = tracepoint_frames(ctx, &waking_frames, (__u64)&try_to_wake_up,
+					 (__u64)&try_to_wake_up + 0x1000, &t->waker);
+	take_thread_stacks(ctx, skip, tgid, st, &t->waker);
+	t->waker_tgid = tgid;
+	t->woken = 1;
+	return 0;
+}
+
+/* Every context switch: the thread coming in ends its time off the CPU, the one going out
+ * (unless it is exiting) begins one. Preempted, or yielding with nothing to wait for, it is
+ * runnable; else blocked. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct off_cpu_thread *t;
+
+	if (next->pid) {
+		t = bpf_task_storage_get(&off_cpu_threads, next, 0, 0);
+		if (t && t->start_ns)
+			end_off_cpu(t, now);
+	}
+	if (prev->pid == 0 || (prev_state & TASK_DEAD))
+		return 0;
+	start_off_cpu(ctx, prev, preempt || prev_state == TASK_RUNNING ? THREAD_RUNNABLE : THREAD_BLOCKED, now);
+	return 0;
+}
+
+/* At the end of a run, once: the threads still off the CPU count their time until now. */
+SEC("iter/task")
+int off_cpu_end(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct off_cpu_thread *t;
+
+	if (!task)
+		return 0;
+	t = bpf_task_storage_get(&off_cpu_threads, task, 0, 0);
+	if (t && t->start_ns)
+		end_off_cpu(t, bpf_ktime_get_ns());
+	return 0;
+}
+
+#endif /* __TARGET_ARCH_x86 */
+
+#endif /* OFFCPU_BPF_H */

@@ -1,0 +1,294 @@
+/* sampler/counts.bpf.h: where the kernel side counts, for samples (profile.bpf.c) and
+ * times off the CPU (offcpu.bpf.h) alike: which tasks are wanted (the filters), the two
+ * generations of stacks and counts the sampler drains in turn, storing a stack by its hash
+ * and adding to a key. */
+#ifndef SAMPLER_COUNTS_BPF_H
+#define SAMPLER_COUNTS_BPF_H
+
+#include "profile.bpf.h"
+
+const volatile bool kernel_stacks = true;
+const volatile bool user_stacks = true;
+const volatile bool include_idle = false;
+const volatile bool filter_pids = false;
+const volatile bool filter_tids = false;
+const volatile bool filter_cgroups = false;
+
+/* Which of the two sets of maps below samples go to. User space flips it and, once no
+ * program can still be using the other set, moves that set's stacks and counts into its
+ * own memory and empties it: a long run is not stopped by a full stack map (see
+ * Sampler::drain). Read once per sample. */
+volatile __u32 generation = 0;
+
+/* Stacks by id, one set per generation. */
+#define STACKS(name)                                                          \
+	struct {                                                              \
+		__uint(type, BPF_MAP_TYPE_STACK_TRACE);                       \
+		__uint(key_size, sizeof(__u32));                              \
+		__uint(value_size, DEFAULT_STACK_DEPTH * sizeof(__u64));     \
+		__uint(max_entries, 16384);                                   \
+	} name SEC(".maps")
+/* Samples by (process, comm, user stack id, kernel stack id). */
+#define COUNTS(name)                                                          \
+	struct {                                                              \
+		__uint(type, BPF_MAP_TYPE_HASH);                              \
+		__type(key, struct stack_key);                                \
+		__type(value, struct stack_count);                            \
+		__uint(max_entries, 40960);                                   \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                         \
+	} name SEC(".maps")
+
+STACKS(stacks0);
+STACKS(stacks1);
+COUNTS(counts0);
+COUNTS(counts1);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1024);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1024);
+} tids SEC(".maps");
+
+/* --cgroup's groups, one slot each (max_entries is their number, set at load). A task is
+ * wanted when bpf_current_task_under_cgroup says it is in one of them or below: the kernel
+ * answers from the task's cgroup v2 group and the group's ancestors array, in constant
+ * time, and the map holds the groups themselves (opened by path), so no id can name
+ * another group later. The other way, bpf_get_current_ancestor_cgroup_id at each level
+ * against a hash of ids, takes a helper call and a lookup per level. Both helpers are
+ * offered to perf_event programs (bpf_tracing_func_proto); this one since Linux 4.9. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+	__uint(max_entries, 1);
+} cgroups SEC(".maps");
+
+/* The processes that have at least one counts entry: user space keeps what it learned of
+ * an exited process only if it is here. Never fuller than counts (one pid per key at most). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 40960);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} sampled_pids SEC(".maps");
+
+/* The tally, one per generation like the maps: a sample is counted in the tally of the
+ * generation it is stored in, so a drain's batch carries exactly its own samples' account
+ * (the windows of --interval add up to the whole run). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sample_stats);
+	__uint(max_entries, 2);
+} stats SEC(".maps");
+
+
+/* Adds `amount` to key's count in `counts`: one sample, or (blocks 1) the nanoseconds of
+ * one time off the CPU. */
+static __always_inline int add_to_key(void *counts, struct stack_key *key, __u64 amount, __u64 blocks,
+				      struct sample_stats *st)
+{
+	struct stack_count *count, first;
+	long err;
+
+	count = bpf_map_lookup_elem(counts, key);
+	if (count) {
+		__sync_fetch_and_add(&count->count, amount);
+		if (blocks)
+			__sync_fetch_and_add(&count->blocks, blocks);
+		return 0;
+	}
+	first.count = amount;
+	first.first_ns = bpf_ktime_get_ns();
+	first.blocks = blocks;
+	err = bpf_map_update_elem(counts, key, &first, BPF_NOEXIST);
+	if (!err) {
+		__u8 one = 1;
+
+		st->new_keys++;
+		bpf_map_update_elem(&sampled_pids, &key->pid, &one, BPF_ANY);
+		return 0;
+	}
+	if (err == -EEXIST) { /* another CPU inserted the same key just now */
+		count = bpf_map_lookup_elem(counts, key);
+		if (count) {
+			__sync_fetch_and_add(&count->count, amount);
+			if (blocks)
+				__sync_fetch_and_add(&count->blocks, blocks);
+			return 0;
+		}
+	}
+	/* Full (-E2BIG), or out of memory for a new entry: either way the counts map is what
+	 * a larger --hash-storage-size would fix. */
+	st->lost_counts_full++;
+	return 0;
+}
+
+/* Stacks by content (their hash) -> the stack and the id the counts key names it by. A
+ * stack is stored once. Preallocated: entries of a kilobyte come from an allocator that
+ * keeps only a few per CPU between refills, and a burst of new stacks in one interrupt
+ * found it empty. The value size is set at load to hold depth + 1 frames. */
+#define STORE(name)                                                           \
+	struct {                                                              \
+		__uint(type, BPF_MAP_TYPE_HASH);                              \
+		__type(key, struct stack_hash);                               \
+		__type(value, struct stored_stack);                           \
+		__uint(max_entries, 16384);                                   \
+	} name SEC(".maps")
+STORE(store0);
+STORE(store1);
+
+/* Ids for new stacks in the stores; both generations draw from it, so an id is never
+ * reused within a run (user space maps them to its own when it drains). */
+__u32 next_stack_id = 0;
+
+/* Stores the n frames of `stack` under their hash `h` (their number mixed in last) and sets
+ * *id to the stack's id; false, after counting the cause, when the store is full. */
+static __always_inline bool store_stack(void *store, struct stored_stack *stack, __u32 n, struct stack_hash *h,
+					__s32 *id, struct sample_stats *st)
+{
+	struct stored_stack *known;
+	long err;
+
+	hash_frame(h, n);
+	known = bpf_map_lookup_elem(store, h);
+	if (known) {
+		*id = known->id;
+		return true;
+	}
+	stack->id = __sync_fetch_and_add(&next_stack_id, 1) & 0x7fffffff;
+	stack->n = n;
+	err = bpf_map_update_elem(store, h, stack, BPF_NOEXIST);
+	if (!err) {
+		*id = stack->id;
+		return true;
+	}
+	if (err == -EEXIST) { /* another CPU stored the same stack just now */
+		known = bpf_map_lookup_elem(store, h);
+		if (known) {
+			*id = known->id;
+			return true;
+		}
+	}
+	st->lost_stack_full++;
+	return false;
+}
+
+#if defined(__TARGET_ARCH_x86)
+
+/* The frames of a kernel stack bpf_get_stack returned (`got`: its bytes, or an error),
+ * at most max_depth of them, hashed into h: their number, 0 for none. */
+static __always_inline __u32 hash_kernel_stack(__u64 *ip, long got, struct stack_hash *h)
+{
+	long n;
+
+	if (got <= 0)
+		return 0;
+	n = got / sizeof(__u64);
+	if (n > max_depth)
+		n = max_depth;
+	hash_start(h);
+	for (__u32 i = 0; i < UNWIND_MAX_DEPTH && i < n; i++)
+		hash_frame(h, ip[i]);
+	return n;
+}
+
+#endif /* __TARGET_ARCH_x86 */
+
+/* True when the current task is in one of --cgroup's groups or below one. A slot past
+ * the map's end ends the loop (-E2BIG). */
+static __always_inline bool in_cgroups(void)
+{
+	for (__u32 i = 0; i < MAX_CGROUP_FILTERS; i++) {
+		long under = bpf_current_task_under_cgroup(&cgroups, i);
+
+		if (under == 1)
+			return true;
+		if (under < 0)
+			return false;
+	}
+	return false;
+}
+
+/* The number of pid (a task's struct pid) in profile's PID namespace, by CO-RE reads:
+ * the namespaces a pid has a number in are levels 0 (the initial one) to pid->level, and
+ * profile's is found at its level by its inode. A nested namespace is seen by no helper
+ * (bpf_get_ns_current_pid_tgid answers only for tasks directly in the one namespace), so
+ * the levels are walked, the task's own first. Writes *level; false when the task is
+ * outside the namespace (in an ancestor, or a sibling). */
+static __always_inline bool pid_in_namespace(struct pid *pid, __u32 *nr, __u32 *level)
+{
+	int top = BPF_CORE_READ(pid, level);
+
+	for (int i = 0; i <= 32; i++) { /* MAX_PID_NS_LEVEL */
+		int at = top - i;
+		struct upid upid;
+
+		if (at < 0)
+			return false;
+		if (bpf_core_read(&upid, sizeof(upid), &pid->numbers[at]))
+			return false;
+		if (BPF_CORE_READ(upid.ns, ns.inum) == pid_namespace) {
+			*nr = upid.nr;
+			*level = at;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The current task's process and thread ids in profile's PID namespace; false when it is
+ * not in it. Only run with pid_namespace set. */
+static __always_inline bool ids_in_namespace(__u32 *tgid, __u32 *tid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct pid *leader = BPF_CORE_READ(task, group_leader, thread_pid);
+	__u32 level, nr;
+
+	if (!pid_in_namespace(BPF_CORE_READ(task, thread_pid), tid, &level))
+		return false;
+	/* Every thread of a process is in the same namespaces. */
+	if (bpf_core_read(&nr, sizeof(nr), &leader->numbers[level].nr))
+		return false;
+	*tgid = nr;
+	return true;
+}
+
+/* The filters every program applies to the current task (-I, -p, -L, --cgroup): false
+ * when it is not wanted. Writes its process id, in profile's PID namespace. */
+static __always_inline bool wanted_task(__u32 *tgid_out)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = id;
+
+	if (tid == 0 && !include_idle)
+		return false;
+	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
+		return false;
+	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+		return false;
+	if (filter_tids && !bpf_map_lookup_elem(&tids, &tid))
+		return false;
+	if (filter_cgroups && !in_cgroups())
+		return false;
+	*tgid_out = tgid;
+	return true;
+}
+
+/* The per-CPU tally of a generation. A per-CPU array: the verifier inlines this lookup,
+ * and no other CPU shares the line. */
+static __always_inline struct sample_stats *tally_of(__u32 gen)
+{
+	return bpf_map_lookup_elem(&stats, &gen);
+}
+
+#endif /* SAMPLER_COUNTS_BPF_H */
