@@ -109,22 +109,18 @@ echo "- workload: \`perf bench sched pipe -l $PIPE_LOOPS\`, on CPU 0 alone (\`ta
 echo "- $ROUNDS round(s), the $N conditions in turns; each attached $SETTLE_S s before the workloads; figures are medians"
 for s in "${SKIPPED[@]}"; do echo "- skipped: $s"; done
 echo
-T0=$(date +%s)
-for round in $(seq "$ROUNDS"); do
-	echo "round $round/$ROUNDS: load average $(cat /proc/loadavg)"
-	for k in $(seq 0 $(( N - 1 ))); do
-		c=$(( (k + round - 1) % N ))
-		sleep 1
-		start_condition "$c" || continue
-		one=$(sched_pipe_us "$PIPE_LOOPS" 0)
-		any=$(sched_pipe_us "$PIPE_LOOPS" "")
-		stop_condition
-		keep "$c" one "$one"
-		keep "$c" any "$any"
-		echo "  ${LABELS[$c]}: pipe on CPU 0 ${one:-?} µs, anywhere ${any:-?} µs"
-	done
-done
-echo "end: load average $(cat /proc/loadavg); $(( $(date +%s) - T0 )) s"
+# One condition's turn: the pipe on CPU 0, then anywhere.
+turn() {
+	local c=$1 one any
+	start_condition "$c" || return 0
+	one=$(sched_pipe_us "$PIPE_LOOPS" 0)
+	any=$(sched_pipe_us "$PIPE_LOOPS" "")
+	stop_condition
+	keep "$c" one "$one"
+	keep "$c" any "$any"
+	echo "  ${LABELS[$c]}: pipe on CPU 0 ${one:-?} µs, anywhere ${any:-?} µs"
+}
+run_rounds turn
 echo
 one0=$(med 0 one) any0=$(med 0 any)
 echo "Medians of $ROUNDS round(s), µs a round trip; in brackets, against nothing running:"

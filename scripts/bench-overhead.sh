@@ -219,38 +219,34 @@ echo "- $ROUNDS round(s), the $N conditions in turns (round r starts at conditio
 	"samples $SETTLE_S s after its perf events are open before the workloads; figures are medians"
 for s in "${SKIPPED[@]}"; do echo "- skipped: $s"; done
 echo
-T0=$(date +%s)
-for round in $(seq "$ROUNDS"); do
-	echo "round $round/$ROUNDS: load average $(cat /proc/loadavg)"
-	for k in $(seq 0 $(( N - 1 ))); do
-		c=$(( (k + round - 1) % N ))
-		sleep "$QUIET_S"
-		PROGRAM=
-		if ! start_condition "$c"; then
-			echo "  ${LABELS[$c]}: did not start, no figures this round"
-			continue
-		fi
-		load=$(cut -d' ' -f1 /proc/loadavg)
-		ns=$(syscall_ns)
-		redis_rps
-		us=$(pipe_us)
-		if [ -n "$PROGRAM" ] && ! kill -0 "$PROGRAM" 2>/dev/null; then
-			echo "  ${LABELS[$c]}: exited during the workloads, no figures this round:" \
-				"$(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
-			stop_condition
-			continue
-		fi
+# One condition's turn: each workload beside it.
+turn() {
+	local c=$1 load ns us
+	PROGRAM=
+	if ! start_condition "$c"; then
+		echo "  ${LABELS[$c]}: did not start, no figures this round"
+		return 0
+	fi
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	ns=$(syscall_ns)
+	redis_rps
+	us=$(pipe_us)
+	if [ -n "$PROGRAM" ] && ! kill -0 "$PROGRAM" 2>/dev/null; then
+		echo "  ${LABELS[$c]}: exited during the workloads, no figures this round:" \
+			"$(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
 		stop_condition
-		keep "$c" ns "$ns"
-		keep "$c" get "$GET"
-		keep "$c" set "$SET"
-		keep "$c" pipe "$us"
-		echo "  ${LABELS[$c]}: getppid ${ns:-?} ns$([ -n "$REDIS" ] && echo ", GET ${GET:-?}/s, SET ${SET:-?}/s")," \
-			"pipe ${us:-?} µs (load $load)"
-	done
-done
+		return 0
+	fi
+	stop_condition
+	keep "$c" ns "$ns"
+	keep "$c" get "$GET"
+	keep "$c" set "$SET"
+	keep "$c" pipe "$us"
+	echo "  ${LABELS[$c]}: getppid ${ns:-?} ns$([ -n "$REDIS" ] && echo ", GET ${GET:-?}/s, SET ${SET:-?}/s")," \
+		"pipe ${us:-?} µs (load $load)"
+}
+run_rounds turn
 stop_redis
-echo "end: load average $(cat /proc/loadavg); $(( $(date +%s) - T0 )) s"
 echo
 
 # --- the table

@@ -2,6 +2,23 @@
 # of them (bench-overhead.sh, bench-offcpu.sh): stopping a condition, the one workload they
 # share, and the numbers of the rounds.
 
+# ROUNDS rounds of the N conditions in turns, round r starting at condition r, QUIET_S
+# seconds (default 1) before each: runs `$1 CONDITION` for each turn, then prints the
+# load and the time it all took.
+run_rounds() {
+	local round k c t0
+	t0=$(date +%s)
+	for round in $(seq "$ROUNDS"); do
+		echo "round $round/$ROUNDS: load average $(cat /proc/loadavg)"
+		for k in $(seq 0 $(( N - 1 ))); do
+			c=$(( (k + round - 1) % N ))
+			sleep "${QUIET_S:-1}"
+			"$1" "$c"
+		done
+	done
+	echo "end: load average $(cat /proc/loadavg); $(( $(date +%s) - t0 )) s"
+}
+
 # Stops the condition running, CHILD (SIGINT, then SIGKILL after STOP_S seconds, it and the
 # program it runs), and waits for it. Needs note().
 stop_condition() {
