@@ -71,8 +71,9 @@ struct {
 	__uint(max_entries, 1);
 } cgroups SEC(".maps");
 
-/* The processes that have at least one counts entry: user space keeps what it learned of
- * an exited process only if it is here. Never fuller than counts (one pid per key at most). */
+/* The processes that have at least one counts entry, or woke a thread of one (--wakers):
+ * user space keeps what it learned of an exited process only if it is here. A key names
+ * one pid, two with a waker; pids are far fewer than keys. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
@@ -116,6 +117,8 @@ static __always_inline int add_to_key(void *counts, struct stack_key *key, __u64
 
 		st->new_keys++;
 		bpf_map_update_elem(&sampled_pids, &key->pid, &one, BPF_ANY);
+		if (key->woken)
+			bpf_map_update_elem(&sampled_pids, &key->waker_pid, &one, BPF_ANY);
 		return 0;
 	}
 	if (err == -EEXIST) { /* another CPU inserted the same key just now */
