@@ -38,7 +38,7 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 	}
 	if (options_.interval_s)
 		diagnostics::say("%" PRIu64 " window%s: %s", windows.closed(), windows.closed() == 1 ? "" : "s",
-			window_account(account.taken, account.stored, lost_samples(account.totals)).c_str());
+			window_account(account.taken, account.stored, lost_samples(account.totals), options_.off_cpu).c_str());
 	if (getenv("PROFILE_DEBUG")) {
 		after_.mark("report");
 		diagnostics::say("before sampling: %s; kernel symbols' thread CPU %.1f ms%s",

@@ -86,7 +86,7 @@ int Reports::single(const Profile &profile)
 void Reports::window(const Profile &profile, const WindowAccount &account, int64_t end_ns)
 {
 	const std::string opening = window_line(profile.start_time_ns, end_ns,
-						window_account(account.taken, account.stored, account.lost));
+						window_account(account.taken, account.stored, account.lost, profile.off_cpu));
 	if (push_) {
 		std::ostringstream pprof;
 		write_pprof(pprof, profile, push_off_cpu_type_);
@@ -100,7 +100,7 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 		std::snprintf(stacks, sizeof(stacks), ", %zu stack%s", profile.samples.size(),
 			      profile.samples.size() == 1 ? "" : "s");
 		const std::string what = "window " + rfc3339_time(profile.start_time_ns) + " " + rfc3339_time(end_ns) +
-					 ": " + window_account(account.taken, account.stored, account.lost) + stacks;
+					 ": " + window_account(account.taken, account.stored, account.lost, profile.off_cpu) + stacks;
 		if (!write_file(profile, path, what) && !(delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
 			write_stdout(profile, opening);
 	} else if (!delivery_.push) {

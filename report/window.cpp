@@ -59,10 +59,11 @@ std::string rfc3339_time(int64_t realtime_ns)
 	return text;
 }
 
-std::string window_account(uint64_t taken, uint64_t stored, uint64_t lost)
+std::string window_account(uint64_t taken, uint64_t stored, uint64_t lost, bool off_cpu)
 {
-	std::string text = std::to_string(taken) + (taken == 1 ? " sample" : " samples") + " taken, " +
-			   std::to_string(stored) + " stored";
+	const char *what = off_cpu ? (taken == 1 ? " time off the CPU, " : " times off the CPU, ")
+				   : (taken == 1 ? " sample taken, " : " samples taken, ");
+	std::string text = std::to_string(taken) + what + std::to_string(stored) + " stored";
 	if (lost)
 		text += ", " + std::to_string(lost) + " lost";
 	return text;

@@ -22,8 +22,9 @@ std::string unused_window_path(const std::string &path, const std::set<std::stri
 std::string rfc3339_time(int64_t realtime_ns);
 
 // How many samples a window holds, for its opening line and the "wrote" line:
-// "99 samples taken, 99 stored" (and ", 3 lost" when any were).
-std::string window_account(uint64_t taken, uint64_t stored, uint64_t lost);
+// "99 samples taken, 99 stored" (and ", 3 lost" when any were); with --off-cpu, what is
+// counted is each time a thread was off the CPU: "99 times off the CPU, 99 stored".
+std::string window_account(uint64_t taken, uint64_t stored, uint64_t lost, bool off_cpu = false);
 
 // The line that opens a window's report on stdout:
 // "# window 2026-11-23T13:40:01.000+00:00 2026-11-23T13:40:02.000+00:00: 99 samples taken, 99 stored"

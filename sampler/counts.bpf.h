@@ -28,15 +28,17 @@ volatile __u32 generation = 0;
 		__uint(value_size, DEFAULT_STACK_DEPTH * sizeof(__u64));     \
 		__uint(max_entries, 16384);                                   \
 	} name SEC(".maps")
-/* Samples by (process, comm, user stack id, kernel stack id). */
-#define COUNTS(name)                                                          \
+/* A hash map of one generation (sizes are set at load). */
+#define HASH(name, key_type, value_type, entries, flags)                      \
 	struct {                                                              \
 		__uint(type, BPF_MAP_TYPE_HASH);                              \
-		__type(key, struct stack_key);                                \
-		__type(value, struct stack_count);                            \
-		__uint(max_entries, 40960);                                   \
-		__uint(map_flags, BPF_F_NO_PREALLOC);                         \
+		__type(key, key_type);                                        \
+		__type(value, value_type);                                    \
+		__uint(max_entries, entries);                                 \
+		__uint(map_flags, flags);                                     \
 	} name SEC(".maps")
+/* Samples by (process, comm, user stack id, kernel stack id). */
+#define COUNTS(name) HASH(name, struct stack_key, struct stack_count, 40960, BPF_F_NO_PREALLOC)
 
 STACKS(stacks0);
 STACKS(stacks1);
@@ -71,8 +73,9 @@ struct {
 	__uint(max_entries, 1);
 } cgroups SEC(".maps");
 
-/* The processes that have at least one counts entry: user space keeps what it learned of
- * an exited process only if it is here. Never fuller than counts (one pid per key at most). */
+/* The processes that have at least one counts entry, or woke a thread of one (--wakers):
+ * user space keeps what it learned of an exited process only if it is here. A key names
+ * one pid, two with a waker; pids are far fewer than keys. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
@@ -91,6 +94,13 @@ struct {
 	__uint(max_entries, 2);
 } stats SEC(".maps");
 
+/* Adds to a count found in the map. */
+static __always_inline void add_to_count(struct stack_count *count, __u64 amount, __u64 blocks)
+{
+	__sync_fetch_and_add(&count->count, amount);
+	if (blocks)
+		__sync_fetch_and_add(&count->blocks, blocks);
+}
 
 /* Adds `amount` to key's count in `counts`: one sample, or (blocks 1) the nanoseconds of
  * one time off the CPU. */
@@ -102,9 +112,7 @@ static __always_inline int add_to_key(void *counts, struct stack_key *key, __u64
 
 	count = bpf_map_lookup_elem(counts, key);
 	if (count) {
-		__sync_fetch_and_add(&count->count, amount);
-		if (blocks)
-			__sync_fetch_and_add(&count->blocks, blocks);
+		add_to_count(count, amount, blocks);
 		return 0;
 	}
 	first.count = amount;
@@ -116,14 +124,14 @@ static __always_inline int add_to_key(void *counts, struct stack_key *key, __u64
 
 		st->new_keys++;
 		bpf_map_update_elem(&sampled_pids, &key->pid, &one, BPF_ANY);
+		if (key->woken)
+			bpf_map_update_elem(&sampled_pids, &key->waker_pid, &one, BPF_ANY);
 		return 0;
 	}
 	if (err == -EEXIST) { /* another CPU inserted the same key just now */
 		count = bpf_map_lookup_elem(counts, key);
 		if (count) {
-			__sync_fetch_and_add(&count->count, amount);
-			if (blocks)
-				__sync_fetch_and_add(&count->blocks, blocks);
+			add_to_count(count, amount, blocks);
 			return 0;
 		}
 	}
@@ -137,13 +145,7 @@ static __always_inline int add_to_key(void *counts, struct stack_key *key, __u64
  * stack is stored once. Preallocated: entries of a kilobyte come from an allocator that
  * keeps only a few per CPU between refills, and a burst of new stacks in one interrupt
  * found it empty. The value size is set at load to hold depth + 1 frames. */
-#define STORE(name)                                                           \
-	struct {                                                              \
-		__uint(type, BPF_MAP_TYPE_HASH);                              \
-		__type(key, struct stack_hash);                               \
-		__type(value, struct stored_stack);                           \
-		__uint(max_entries, 16384);                                   \
-	} name SEC(".maps")
+#define STORE(name) HASH(name, struct stack_hash, struct stored_stack, 16384, 0)
 STORE(store0);
 STORE(store1);
 

@@ -225,6 +225,8 @@ RawProfile Sampler::Impl::drain(uint32_t generation)
 		if (kernel_full || user_full)
 			batch.truncated += samples;
 		sampled_until_drain.insert(key.pid);
+		if (key.woken)
+			sampled_until_drain.insert(key.waker_pid);
 		// Emptied as read: a stack's sample may have been lost after its stack was
 		// stored (the other stack collided, the counts map was full), so the stack map
 		// is emptied key by key below.

@@ -39,6 +39,9 @@ struct Sampler::Impl {
 	MapSizes sizes; // as loaded: what follows is read from them, never copied
 	// Stacks walked from unwind tables and kept by content, rather than bpf_get_stackid's.
 	bool unwinding() const { return sizes.unwinding; }
+	// The table walk runs: stacks kept by content, and user stacks asked for (--off-cpu -K
+	// keeps its kernel stacks by content and walks no user stack: no tables, no hooks).
+	bool walks_user_stacks() const { return sizes.unwinding && options.user_stacks; }
 	uint32_t depth() const { return sizes.depth; }
 	// Draining while sampling needs to know when no program still uses the old maps:
 	// membarrier(MEMBARRIER_CMD_GLOBAL) waits for an RCU grace period, and the program

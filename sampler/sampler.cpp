@@ -108,7 +108,7 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 		bpf_map__set_max_entries(skel->maps.store1, 1);
 		bpf_map__set_max_entries(skel->maps.counts1, 1);
 	}
-	if (!unwinding)
+	if (!unwinding || !options.user_stacks)
 		for (bpf_map *map : {skel->maps.unwind_processes, skel->maps.unwind_objects, skel->maps.unwind_files,
 				     skel->maps.unwind_tables,
 				     skel->maps.wanted_processes, skel->maps.wanted_files, skel->maps.raw_samples})
@@ -253,7 +253,7 @@ Sampler::Sampler(const SamplerConfig &options, const MapPlan &plan) : impl_(std:
 	// The kernel keeps the mappings of new processes where it can hook exec, fork and exit;
 	// elsewhere user space sends them, later. -p and -L sample processes running now, whose
 	// mappings user space sends and follows: no hook runs for the machine's other processes.
-	bool follow = sizes.unwinding && options.pids.empty() && options.tids.empty() &&
+	bool follow = sizes.unwinding && options.user_stacks && options.pids.empty() && options.tids.empty() &&
 		      !getenv("PROFILE_NO_KERNEL_MAPPINGS");
 	// The maps and the hooks first; the walk's sampling program is verified on a thread
 	// (finish_load). Where the hooks load, this kernel takes maps allocated as keys arrive;
@@ -438,7 +438,7 @@ void Sampler::detach()
 PythonMaps Sampler::python_maps() const
 {
 	PythonMaps maps;
-	if (!impl_->unwinding() || !impl_->options.python)
+	if (!impl_->walks_user_stacks() || !impl_->options.python)
 		return maps;
 	const profile_bpf &skel = *impl_->skel;
 	maps.processes = bpf_map__fd(skel.maps.python_processes);
@@ -451,7 +451,7 @@ PythonMaps Sampler::python_maps() const
 UnwindMaps Sampler::unwind_maps() const
 {
 	UnwindMaps maps;
-	if (!impl_->unwinding())
+	if (!impl_->walks_user_stacks())
 		return maps;
 	const profile_bpf &skel = *impl_->skel;
 	maps.processes = bpf_map__fd(skel.maps.unwind_processes);

@@ -102,7 +102,7 @@ TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, th
 	}
 }
 
-TEST_CASE("--off-cpu hooks sched_switch once, beside the table walk's hooks; -p without them")
+TEST_CASE("--off-cpu hooks sched_switch once, beside the table walk's hooks; -p and -K without them")
 {
 	require_root();
 	SUBCASE("the whole machine")
@@ -120,6 +120,11 @@ TEST_CASE("--off-cpu hooks sched_switch once, beside the table walk's hooks; -p 
 		Background target({workload("syscalls"), "30"});
 		const std::multiset<std::string> names =
 			hooks_of_run({"--off-cpu", "-p", std::to_string(target.pid())});
+		CHECK(names == std::multiset<std::string>{"sched_switch"});
+	}
+	SUBCASE("-K: no user stack to walk, so none of the table walk's hooks")
+	{
+		const std::multiset<std::string> names = hooks_of_run({"--off-cpu", "-K"});
 		CHECK(names == std::multiset<std::string>{"sched_switch"});
 	}
 	SUBCASE("-p --wakers: sched_waking too")

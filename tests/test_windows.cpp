@@ -37,6 +37,8 @@ TEST_CASE("windows: strftime fields name each window's file; a pattern without t
 	CHECK(window_account(99, 97, 2) == "99 samples taken, 97 stored, 2 lost");
 	CHECK(window_account(5, 5, 0) == "5 samples taken, 5 stored");
 	CHECK(window_account(1, 1, 0) == "1 sample taken, 1 stored");
+	CHECK(window_account(40, 39, 1, true) == "40 times off the CPU, 39 stored, 1 lost");
+	CHECK(window_account(1, 1, 0, true) == "1 time off the CPU, 1 stored");
 	CHECK(window_line(t, t + 1000000000, "5 samples taken, 5 stored") ==
 	      "# window 2026-11-23T13:20:00.123+00:00 2026-11-23T13:20:01.123+00:00: 5 samples taken, 5 stored");
 }
