@@ -244,11 +244,11 @@ check: $(PROFILE) $(OUTPUT)/run-tests fixtures workloads $(PARCA_CLIENT)
 # scripts/run-tests.sh), every fuzz target for TEST_FUZZ_SECONDS; one total
 # "N passed, N failed" last. `make SANITIZE=1 test`
 # is the whole sanitized suite alone. JOBS sets the parallelism of the builds (default: CPUs).
-# 5 s a target from its seeds (20, then 10 before, as tests were added: make test is kept
+# 3 s a target from its seeds (20, then 10, then 5 before, as tests were added: make test is kept
 # under 12 minutes on 2 CPUs, and the fuzzers run two at a time): in make
 # test the fuzzers check every parser again on each run, and a fresh clone keeps no
 # corpus to go deeper from anyway; `make fuzz FUZZ_SECONDS=300` searches.
-TEST_FUZZ_SECONDS ?= 5
+TEST_FUZZ_SECONDS ?= 3
 ifeq ($(SANITIZE),1)
 test: check
 else
