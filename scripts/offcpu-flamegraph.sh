@@ -27,7 +27,7 @@ fi
 work_dir profile-offcpu-flamegraph
 
 # The feeder ends when xz does (a write into a closed pipe), xz when the run is over.
-(while :; do head -c 200000 /dev/urandom || exit 0; sleep 0.01; done | "$XZ" -1 -T1 > /dev/null) &
+(while :; do head -c 20000 /dev/urandom || exit 0; sleep 0.01; done | "$XZ" -1 -T1 > /dev/null) &
 pipeline=$!
 BACKGROUND+=("$pipeline")
 xz_pid=
