@@ -50,11 +50,18 @@ static __always_inline __u32 frames_above(__u64 *ip, long n, __u64 start, __u64 
 	return 0;
 }
 
-/* A thread's comm and stacks as taken, before they are stored. */
+/* A thread's comm and kernel stack as taken, before it is stored. */
 struct thread_stacks {
 	char comm[TASK_COMM_LEN];
-	struct stack_hash kernel_hash, user_hash; /* of the frames, before their number */
-	struct stored_stack kernel, user;         /* n 0: none */
+	struct stack_hash kernel_hash; /* of the frames, before their number */
+	struct stored_stack kernel;    /* n 0: none */
+};
+
+/* A user stack as walked, before it is stored, and what its walk read. */
+struct user_stack {
+	struct stack_hash hash;     /* of the frames, before their number */
+	struct stored_stack frames; /* n 0: none */
+	struct walk_reads reads;
 };
 
 /* A thread off the CPU: since when, in what state, and the stacks it left with, in the
@@ -67,9 +74,16 @@ struct off_cpu_thread {
 	__u32 tgid;
 	__u32 state; /* THREAD_RUNNABLE or THREAD_BLOCKED */
 	struct thread_stacks left;
+	/* The user stacks it left the CPU with the last two times, user[user_now] this time's:
+	 * a thread that leaves again from either place, the same way, is not walked again. A
+	 * thread often has two: a server's read, and its write where the woken reader
+	 * preempts it. */
+	struct user_stack user[2];
+	__u32 user_now;
 	__u32 woken; /* 1: waker and waker_tgid are this time's */
 	__u32 waker_tgid;
 	struct thread_stacks waker;
+	struct user_stack waker_user;
 };
 
 struct {
@@ -89,8 +103,8 @@ struct {
 } waker_walks SEC(".maps");
 
 /* Stores a thread's stacks in `store` and writes their ids; false when one could not be. */
-static __always_inline bool store_thread_stacks(void *store, struct thread_stacks *s, __s32 *kernel_id,
-						__s32 *user_id, struct sample_stats *st)
+static __always_inline bool store_thread_stacks(void *store, struct thread_stacks *s, struct user_stack *u,
+						__s32 *kernel_id, __s32 *user_id, struct sample_stats *st)
 {
 	struct stack_hash h;
 
@@ -99,9 +113,9 @@ static __always_inline bool store_thread_stacks(void *store, struct thread_stack
 		if (!store_stack(store, &s->kernel, s->kernel.n, &h, kernel_id, st))
 			return false;
 	}
-	if (s->user.n) {
-		h = s->user_hash;
-		if (!store_stack(store, &s->user, s->user.n, &h, user_id, st))
+	if (u->frames.n) {
+		h = u->hash;
+		if (!store_stack(store, &u->frames, u->frames.n, &h, user_id, st))
 			return false;
 	}
 	return true;
@@ -122,13 +136,15 @@ static __always_inline void count_off_cpu(void *store, void *counts, struct off_
 	key.waker_user_stack_id = NO_STACK;
 	key.waker_kernel_stack_id = NO_STACK;
 	__builtin_memcpy(key.comm, t->left.comm, sizeof(key.comm));
-	if (!store_thread_stacks(store, &t->left, &key.kernel_stack_id, &key.user_stack_id, st))
+	if (!store_thread_stacks(store, &t->left, &t->user[t->user_now & 1], &key.kernel_stack_id,
+				 &key.user_stack_id, st))
 		return;
 	if (wakers && t->woken) {
 		key.woken = 1;
 		key.waker_pid = t->waker_tgid;
 		__builtin_memcpy(key.waker_comm, t->waker.comm, sizeof(key.waker_comm));
-		if (!store_thread_stacks(store, &t->waker, &key.waker_kernel_stack_id, &key.waker_user_stack_id, st))
+		if (!store_thread_stacks(store, &t->waker, &t->waker_user, &key.waker_kernel_stack_id,
+					 &key.waker_user_stack_id, st))
 			return;
 	}
 	add_to_key(counts, &key, ns, 1, st);
@@ -164,39 +180,119 @@ __noinline int end_off_cpu(struct off_cpu_thread *t, __u64 now)
 	return 0;
 }
 
-/* The current thread's comm, kernel stack (less `skip` frames of the tracepoint's path)
- * and user stack, walked as a sample's is, into s. */
-static __always_inline void take_thread_stacks(void *ctx, __u32 skip, __u32 tgid, struct sample_stats *st,
-					       struct thread_stacks *s)
+/* True when the current thread, leaving the CPU again, would walk to the same user stack
+ * as last time (`last`, what that walk read): the same registers, the same words where the
+ * walk read them, and its process's list of areas unchanged. */
+static __always_inline bool same_user_stack(struct walk_reads *last, __u32 tgid)
 {
-	struct raw_resume resume = {};
-	struct stored_stack *frames;
-	struct stack_hash hash;
-	__u32 user = 1;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct unwind_process *proc;
+	struct pt_regs *regs;
+	struct stack_window *window;
+	__u64 start = 0, end = 0;
+	struct stack_hash h;
+	__u32 zero = 0;
+
+	if (!last->same_again || last->n > WALK_READS_MAX)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (regs->ip != last->pc || regs->sp != last->sp || regs->bp != last->bp)
+		return false;
+	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	if (!proc || proc->seq != last->seq)
+		return false;
+	window = bpf_map_lookup_elem(&stack_window, &zero);
+	if (!window)
+		return false;
+	/* The words, read a window at a time as the walk read them: most frames are near the
+	 * one below, and one read serves several. */
+	hash_start(&h);
+	for (__u32 i = 0; i < WALK_READS_MAX && i < last->n; i++) {
+		__u64 at = last->at[i] & ~1ULL, len = last->at[i] & 1 ? 16 : 8, index, room;
+
+		if (at < start || at + len > end) {
+			room = 4096 - (at & 4095);
+			if (room > sizeof(window->words))
+				room = sizeof(window->words);
+			if (room < len || bpf_probe_read_user(window->words, room, (void *)at))
+				return false;
+			start = at;
+			end = at + room;
+		}
+		index = (at - start) / 8;
+		if (index > STACK_WINDOW_WORDS - 2)
+			return false;
+		hash_frame(&h, window->words[index]);
+		if (len == 16)
+			hash_frame(&h, window->words[index + 1]);
+	}
+	return h.a == last->values.a && h.b == last->values.b;
+}
+
+/* The current thread's comm and kernel stack, less `skip` frames of the tracepoint's path,
+ * into s. */
+static __always_inline void take_kernel_stack(void *ctx, __u32 skip, struct thread_stacks *s)
+{
 	long n;
 
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 	s->kernel.n = 0;
-	s->user.n = 0;
 	if (kernel_stacks) {
 		n = bpf_get_stack(ctx, s->kernel.ip, UNWIND_MAX_DEPTH * sizeof(__u64), skip & BPF_F_SKIP_FIELD_MASK);
 		s->kernel.n = hash_kernel_stack(s->kernel.ip, n, &s->kernel_hash);
 	}
-	if (user_stacks) {
-		n = walk_user_stack((struct bpf_perf_event_data *)0, tgid, st, &hash, &resume);
-		/* Stopped at code whose table is being built: nothing is kept raw off the CPU. */
-		if (resume.n)
-			st->unwound_pending++;
-		frames = bpf_map_lookup_elem(&scratch, &user);
-		if (n > 0 && frames) {
-			if (n > UNWIND_MAX_DEPTH + 1)
-				n = UNWIND_MAX_DEPTH + 1;
-			if (!bpf_probe_read_kernel(s->user.ip, n * sizeof(__u64), frames->ip)) {
-				s->user_hash = hash;
-				s->user.n = n;
-			}
+}
+
+/* The current thread's user stack, walked as a sample's is, into u, with what the walk read. */
+static __always_inline void walk_thread_stack(__u32 tgid, struct sample_stats *st, struct user_stack *u)
+{
+	struct raw_resume resume = {};
+	struct stored_stack *frames;
+	struct walk_reads *walked;
+	struct stack_hash hash;
+	__u32 user = 1, zero = 0;
+	long n;
+
+	u->frames.n = 0;
+	u->reads.same_again = false;
+	if (!user_stacks)
+		return;
+	n = walk_user_stack((struct bpf_perf_event_data *)0, tgid, st, &hash, &resume);
+	/* Stopped at code whose table is being built: nothing is kept raw off the CPU. */
+	if (resume.n)
+		st->unwound_pending++;
+	frames = bpf_map_lookup_elem(&scratch, &user);
+	if (n <= 0 || !frames)
+		return;
+	if (n > UNWIND_MAX_DEPTH + 1)
+		n = UNWIND_MAX_DEPTH + 1;
+	if (bpf_probe_read_kernel(u->frames.ip, n * sizeof(__u64), frames->ip))
+		return;
+	u->hash = hash;
+	u->frames.n = n;
+	walked = bpf_map_lookup_elem(&walk_reads, &zero);
+	if (walked && walked->same_again)
+		u->reads = *walked;
+}
+
+/* The user stack of a thread leaving the CPU, t->user[t->user_now]: one of the last two if
+ * the thread leaves from the same place, the same way, else walked in place of the older. */
+static __always_inline void take_user_stack(struct off_cpu_thread *t, __u32 tgid, struct sample_stats *st)
+{
+	if (!user_stacks)
+		return;
+	for (__u32 i = 0; i < 2; i++) {
+		__u32 k = (t->user_now + i) & 1;
+
+		if (t->user[k].frames.n && same_user_stack(&t->user[k].reads, tgid)) {
+			t->user_now = k;
+			st->unwound_tables++;
+			st->unwound_again++;
+			return;
 		}
 	}
+	t->user_now = (t->user_now + 1) & 1;
+	walk_thread_stack(tgid, st, &t->user[t->user_now & 1]);
 }
 
 /* How many frames of the tracepoint's path a kernel stack taken now has above the function
@@ -240,7 +336,8 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 	if (kernel_stacks)
 		skip = tracepoint_frames(ctx, &switch_frames, (__u64)&__sched_text_start - 1,
 					 (__u64)&__sched_text_end, &t->left);
-	take_thread_stacks(ctx, skip, tgid, st, &t->left);
+	take_kernel_stack(ctx, skip, &t->left);
+	take_user_stack(t, tgid, st);
 	t->start_ns = now;
 }
 
@@ -265,7 +362,8 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	if (kernel_stacks)
 		skip = tracepoint_frames(ctx, &waking_frames, (__u64)&try_to_wake_up,
 					 (__u64)&try_to_wake_up + 0x1000, &t->waker);
-	take_thread_stacks(ctx, skip, tgid, st, &t->waker);
+	take_kernel_stack(ctx, skip, &t->waker);
+	walk_thread_stack(tgid, st, &t->waker_user);
 	t->waker_tgid = tgid;
 	t->woken = 1;
 	return 0;

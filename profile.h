@@ -70,6 +70,9 @@ struct sample_stats {
 	/* Executable areas a walk met that its process's list lacked, and added
 	 * (learn_mapping): the libraries a new process maps, dlopen, JIT code. */
 	__u64 areas_learned;
+	/* --off-cpu: user stacks of threads leaving the CPU taken again with no walk (also in
+	 * unwound_tables): the same registers and stack words as the thread's last walk. */
+	__u64 unwound_again;
 };
 
 /* The most --cgroup groups the program checks a task against: one slot each in its

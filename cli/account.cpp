@@ -58,6 +58,11 @@ void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables)
 	char part[160];
 	std::snprintf(part, sizeof(part), "%.1f %% from unwind tables", share(t.unwound_tables));
 	line += part;
+	if (t.unwound_again) {
+		std::snprintf(part, sizeof(part), " (%.1f %% as the thread's last walk left them: same registers and stack)",
+			      share(t.unwound_again));
+		line += part;
+	}
 	if (t.unwound_pending) {
 		std::snprintf(part, sizeof(part), ", %.1f %% cut short while tables were built",
 			      share(t.unwound_pending));

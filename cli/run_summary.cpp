@@ -75,9 +75,10 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 				tables.no_table, tables.no_room, tables.not_finished, tables.build_wall_ms,
 				tables.build_cpu_ms, tables.processes, tables.dropped_mappings);
 			diagnostics::say("walks that waited for tables: %llu for the process's mappings, %llu"
-					" for a file's object, %llu for a table being built; %llu areas learned by walks",
+					" for a file's object, %llu for a table being built; %llu areas learned by walks;"
+					" %llu user stacks of threads leaving the CPU taken again with no walk",
 				account.totals.waited_process, account.totals.waited_file, account.totals.waited_building,
-				account.totals.areas_learned);
+				account.totals.areas_learned, account.totals.unwound_again);
 		}
 		if (const PythonReader *python = session.python()) {
 			const PythonReader::Stats py = python->stats();

@@ -101,6 +101,7 @@ void add_stats(sample_stats &sum, const sample_stats &s)
 	sum.waited_file += s.waited_file;
 	sum.waited_building += s.waited_building;
 	sum.areas_learned += s.areas_learned;
+	sum.unwound_again += s.unwound_again;
 }
 
 sample_stats Sampler::Impl::tally(uint32_t generation, bool reset) const

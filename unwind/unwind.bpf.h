@@ -95,6 +95,26 @@ struct {
 
 #if defined(__TARGET_ARCH_x86)
 
+/* The stack memory a walk of a thread leaving the CPU read (--off-cpu), per CPU: the walk
+ * is a function of its registers, the words it read and its process's list of areas, so
+ * a thread that leaves again with the same registers, the same words at the same places and
+ * the same list has the same stack, and offcpu.bpf.h takes it again without a walk. */
+#define WALK_READS_MAX 32
+struct walk_reads {
+	__u64 pc, sp, bp;         /* the registers the walk began from */
+	__u64 at[WALK_READS_MAX]; /* user addresses read, 8-byte aligned; bit 0: 16 bytes, else 8 */
+	struct stack_hash values; /* of the words read, in order */
+	__u32 n;                  /* reads; past WALK_READS_MAX, too many to keep */
+	__u32 seq;                /* of the process's list of areas */
+	bool same_again;          /* tables only, to the stack's end, no Python, all reads kept */
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct walk_reads);
+	__uint(max_entries, 1);
+} walk_reads SEC(".maps");
+
 /* Where a walk stopped at code whose table was not in yet: what a raw sample keeps. n 0:
  * the walk did not stop so, or cannot be kept raw (it showed Python frames). */
 struct raw_resume {
@@ -120,6 +140,7 @@ struct walk {
 	bool process_known;
 	bool asked_area, learned_area; /* learn_mapping was tried (one area a sample); it added one */
 	bool pending, fp_no_table, cut, done;
+	bool record; /* keeps what it reads in walk_reads (a thread leaving the CPU) */
 	__u8 waited; /* why it is pending: WAITED_* */
 	struct python_walk py; /* python/python.bpf.h: interpreter frames in eval frames' places */
 };
@@ -319,6 +340,28 @@ struct stack_pair {
 	__u64 bp, ra;
 };
 
+/* A walk that records read `len` (8 or 16) bytes, a (and b), at user address `at`. */
+static __always_inline void record_read(struct walk *w, __u64 at, __u32 len, __u64 a, __u64 b)
+{
+	__u32 zero = 0;
+	struct walk_reads *r;
+
+	if (!w->record)
+		return;
+	r = bpf_map_lookup_elem(&walk_reads, &zero);
+	if (!r)
+		return;
+	if (r->n < WALK_READS_MAX && !(at & 7)) {
+		r->at[r->n & (WALK_READS_MAX - 1)] = at | (len == 16);
+		hash_frame(&r->values, a);
+		if (len == 16)
+			hash_frame(&r->values, b);
+		r->n++;
+	} else {
+		r->n = WALK_READS_MAX + 1;
+	}
+}
+
 /* Reads the pair at user address `at` from the stack window, loading the window from `at`
  * first when the pair is not in it; 0, or an error. The window never crosses a page
  * boundary: the page holding `at` is mapped, the next may not be. A global function, so
@@ -332,23 +375,29 @@ __noinline int read_pair(struct walk *w, __u64 at, struct stack_pair *out)
 	if (!w || !out)
 		return -1;
 	if (!window || (at & 7))
-		return bpf_probe_read_user(out, sizeof(*out), (void *)at);
+		goto direct;
 	if (at < w->window_start || at + sizeof(*out) > w->window_end) {
 		room = 4096 - (at & 4095);
 		if (room > sizeof(window->words))
 			room = sizeof(window->words);
 		if (room < sizeof(*out) || bpf_probe_read_user(window->words, room, (void *)at)) {
 			w->window_end = 0;
-			return bpf_probe_read_user(out, sizeof(*out), (void *)at);
+			goto direct;
 		}
 		w->window_start = at;
 		w->window_end = at + room;
 	}
 	index = (at - w->window_start) / 8;
 	if (index > STACK_WINDOW_WORDS - 2)
-		return bpf_probe_read_user(out, sizeof(*out), (void *)at);
+		goto direct;
 	out->bp = window->words[index];
 	out->ra = window->words[index + 1];
+	record_read(w, at, 16, out->bp, out->ra);
+	return 0;
+direct:
+	if (bpf_probe_read_user(out, sizeof(*out), (void *)at))
+		return -1;
+	record_read(w, at, 16, out->bp, out->ra);
 	return 0;
 }
 
@@ -509,11 +558,13 @@ static long walk_step(__u32 index, struct walk *w)
 			w->cut = true;
 			return 1;
 		}
+		record_read(w, cfa - 8, 8, ra, 0);
 		if (row.rbp_type == UNWIND_RBP_AT_CFA) {
 			if (bpf_probe_read_user(&w->bp, 8, (void *)(cfa + row.rbp_offset * UNWIND_SLOT))) {
 				w->cut = true;
 				return 1;
 			}
+			record_read(w, cfa + row.rbp_offset * UNWIND_SLOT, 8, w->bp, 0);
 		} else if (row.rbp_type == UNWIND_RBP_UNDEFINED) {
 			w->bp = 0;
 		}
@@ -579,6 +630,20 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	}
 	if (w.pc == 0)
 		return 0;
+	if (!ctx) {
+		__u32 zero = 0;
+		struct walk_reads *r = bpf_map_lookup_elem(&walk_reads, &zero);
+
+		if (r) {
+			r->pc = w.pc;
+			r->sp = w.sp;
+			r->bp = w.bp;
+			r->n = 0;
+			r->same_again = false;
+			hash_start(&r->values);
+			w.record = true;
+		}
+	}
 	w.pid = tgid;
 	hash_start(&w.hash);
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
@@ -621,6 +686,16 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		w.n++;
 	}
 	*hash = w.hash;
+	if (w.record) {
+		__u32 zero = 0;
+		struct walk_reads *r = bpf_map_lookup_elem(&walk_reads, &zero);
+
+		if (r) {
+			r->seq = w.seq;
+			r->same_again = w.done && !w.cut && !w.fp_no_table && !w.learned_area && !w.py.active &&
+					w.process_known && r->n <= WALK_READS_MAX;
+		}
+	}
 	if (w.learned_area)
 		st->areas_learned++;
 	/* A stack cut short while its tables were being built counts as waiting for them
