@@ -76,8 +76,8 @@ $(PLAIN)/vmlinux.h: | $(PLAIN)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-# Every kernel-side header: a new one is a dependency without being listed here.
-BPF_HEADERS := $(wildcard *.bpf.h */*.bpf.h) profile.h unwind/unwind.h python/python.h
+# Every kernel-side header, each in a folder: a new one is a dependency without being listed here.
+BPF_HEADERS := $(wildcard */*.bpf.h) profile.h unwind/unwind.h python/python.h
 $(PLAIN)/profile.bpf.o: profile.bpf.c $(BPF_HEADERS) $(PLAIN)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(PLAIN) -I. -c $< -o $@

@@ -5,8 +5,9 @@
  * raw (unwind/raw.bpf.h) and code objects met for the first time (python/python.bpf.h)
  * wait in maps of their own for the same reads. And the hooks of a process's life: exec
  * and exit, one program each, calling the table walk's half and the Python walk's.
- * --off-cpu's programs are offcpu.bpf.h's, counted in the same maps (sampler/counts.bpf.h). */
-#include "profile.bpf.h"
+ * --off-cpu's programs are sampler/offcpu.bpf.h's, counted in the same maps
+ * (sampler/counts.bpf.h). */
+#include "sampler/profile.bpf.h"
 /* CPython's frames, which the table walk shows in place of the interpreter's. */
 #include "python/python.bpf.h"
 /* The table walk, the maps it reads and how the kernel keeps processes' mappings. */
@@ -258,6 +259,6 @@ int BPF_PROG(on_exit, struct task_struct *task)
 #endif
 
 /* Time off the CPU (--off-cpu), counted in the same generations. */
-#include "offcpu.bpf.h"
+#include "sampler/offcpu.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -9,7 +9,7 @@
 #ifndef PYTHON_BPF_H
 #define PYTHON_BPF_H
 
-#include "profile.bpf.h"
+#include "sampler/profile.bpf.h"
 
 /* --no-python clears it. */
 const volatile bool python_frames = true;

@@ -10,21 +10,9 @@ set -eu
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-PROFILE=${PROFILE:-./profile}
-SECONDS_RUN=${1:-5}
-OUTPUT=${2:-doc/offcpu-flamegraph.svg} # the graph's title names the command: relative paths
 XZ=$(command -v xz || true)
-
-if [ "$(id -u)" != 0 ]; then
-	echo "offcpu-flamegraph: needs root to load BPF programs (try: sudo $0)" >&2
-	exit 1
-fi
-if [ -z "$XZ" ] || [ ! -x "$PROFILE" ]; then
-	echo "offcpu-flamegraph: needs xz (apt-get install xz-utils) and $PROFILE (make)" >&2
-	exit 1
-fi
 . "$ROOT/scripts/work-dir.sh"
-work_dir profile-offcpu-flamegraph
+flamegraph_start offcpu-flamegraph "$XZ" "xz (apt-get install xz-utils)" "$@"
 
 # The feeder ends when xz does (a write into a closed pipe), xz when the run is over.
 (while :; do head -c 20000 /dev/urandom || exit 0; sleep 0.01; done | "$XZ" -1 -T1 > /dev/null) &

@@ -8,21 +8,9 @@ set -eu
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-PROFILE=${PROFILE:-./profile}
-SECONDS_RUN=${1:-5}
-OUTPUT=${2:-doc/python-flamegraph.svg} # the graph's title names the command: relative paths
 PYTHON=/usr/bin/python3.11
-
-if [ "$(id -u)" != 0 ]; then
-	echo "python-flamegraph: needs root to load BPF programs (try: sudo $0)" >&2
-	exit 1
-fi
-if [ ! -x "$PYTHON" ] || [ ! -x "$PROFILE" ]; then
-	echo "python-flamegraph: needs $PYTHON (scripts/install-deps.sh --test) and $PROFILE (make)" >&2
-	exit 1
-fi
 . "$ROOT/scripts/work-dir.sh"
-work_dir profile-python-flamegraph
+flamegraph_start python-flamegraph "$PYTHON" "$PYTHON (scripts/install-deps.sh --test)" "$@"
 
 # Run from the workload's folder, so that the graph's file names are split.py's alone.
 (cd "$ROOT/tests/workloads/python" && exec "$PYTHON" split.py $((SECONDS_RUN + 3)) "$TMP/truth" > "$TMP/ready") &

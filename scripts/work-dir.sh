@@ -2,6 +2,29 @@
 # folder and start processes in the background: `work_dir NAME` makes $TMP
 # (/tmp/NAME.XXXXXX) and an empty BACKGROUND list; at exit (Ctrl-C too) every pid added to
 # BACKGROUND is killed and $TMP removed.
+#
+# `flamegraph_start NAME TOOL WHAT [SECONDS] [OUTPUT]`: how the scripts that make the
+# README's flame graphs start, from the tree's top: PROFILE (./profile unless set),
+# SECONDS_RUN (5) and OUTPUT (doc/NAME.svg) from their arguments; a line that NAME starts,
+# and exit 1, unless this is root and both TOOL and $PROFILE can be run (WHAT names TOOL and
+# says where to get it); then `work_dir profile-NAME`.
+flamegraph_start() {
+	local name=$1 tool=$2 what=$3
+	shift 3
+	PROFILE=${PROFILE:-./profile}
+	SECONDS_RUN=${1:-5}
+	OUTPUT=${2:-doc/$name.svg} # the graph's title names the command: relative paths
+	if [ "$(id -u)" != 0 ]; then
+		echo "$name: needs root to load BPF programs (try: sudo $0)" >&2
+		exit 1
+	fi
+	if [ -z "$tool" ] || [ ! -x "$tool" ] || [ ! -x "$PROFILE" ]; then
+		echo "$name: needs $what and $PROFILE (make)" >&2
+		exit 1
+	fi
+	work_dir "profile-$name"
+}
+
 work_dir() {
 	TMP=$(mktemp -d "/tmp/$1.XXXXXX")
 	BACKGROUND=()

@@ -80,6 +80,36 @@ std::optional<Interpreter> first_interpreter()
 	return found.front();
 }
 
+// A program of the first interpreter that writes to a file of a temporary folder: its args,
+// then that file's path; it says "ready" when it is under way. Gone (killed, the folder
+// removed) with what this returns.
+struct PythonProgram {
+	Interpreter py;
+	TempDir dir;
+	std::string file;
+	std::unique_ptr<Background> program;
+};
+
+// The program started and ready; none, after saying the test skips, when there is no
+// interpreter (as first_interpreter).
+std::unique_ptr<PythonProgram> start_first_interpreter(const std::vector<std::string> &args,
+						       const std::string &file)
+{
+	const std::optional<Interpreter> first = first_interpreter();
+	if (!first)
+		return nullptr;
+	auto started = std::make_unique<PythonProgram>();
+	started->py = *first;
+	CAPTURE(started->py.label);
+	started->file = started->dir / file;
+	std::vector<std::string> argv = {started->py.path};
+	argv.insert(argv.end(), args.begin(), args.end());
+	argv.push_back(started->file);
+	started->program = std::make_unique<Background>(argv);
+	REQUIRE(started->program->read_line() == "ready");
+	return started;
+}
+
 // The first interpreter (Debian's 3.11 where it is installed), and the first pyenv one
 // before 3.11 when there is one: the two ways of chaining frames and naming code.
 std::vector<Interpreter> first_and_one_before_3_11()
@@ -553,15 +583,12 @@ TEST_CASE("python: each thread's samples name its own function, never another th
 
 TEST_CASE("python: --off-cpu names the Python functions a thread waits in, each with its share of the time")
 {
-	const std::optional<Interpreter> first = first_interpreter();
-	if (!first)
+	const auto started = start_first_interpreter({kWorkloads + "offcpu.py", "60"}, "truth"); // killed at the end
+	if (!started)
 		return;
-	const Interpreter &py = *first;
-	CAPTURE(py.label);
-	TempDir dir;
-	const std::string truth = dir / "truth";
-	Background program({py.path, kWorkloads + "offcpu.py", "60", truth}); // killed at the end
-	REQUIRE(program.read_line() == "ready");
+	CAPTURE(started->py.label);
+	const std::string &truth = started->file;
+	const Background &program = *started->program;
 	// offcpu.py's two running totals: nanoseconds off the CPU in sleep_three, in sleep_one.
 	auto spent = [&] {
 		const std::string bytes = read_file(truth);
@@ -588,25 +615,22 @@ TEST_CASE("python: --off-cpu names the Python functions a thread waits in, each 
 
 TEST_CASE("python: 10,000 distinct code objects of a live process are all named, each right")
 {
-	const std::optional<Interpreter> first = first_interpreter();
-	if (!first)
+	const auto started = start_first_interpreter(
+		{"-c", "import sys, time\n"
+		       "src = ''.join('def f%d(x):\\n    return x + %d\\n' % (i, i) for i in range(10000))\n"
+		       "ns = {}\n"
+		       "exec(compile(src, 'many.py', 'exec'), ns)\n"
+		       "with open(sys.argv[1], 'w') as out:\n"
+		       "    for i in range(10000):\n"
+		       "        out.write('%d f%d\\n' % (id(ns['f%d' % i].__code__), i))\n"
+		       "print('ready', flush=True)\n"
+		       "time.sleep(60)\n"},
+		"ids");
+	if (!started)
 		return;
-	const Interpreter &py = *first;
-	CAPTURE(py.label);
-	TempDir dir;
-	const std::string ids = dir / "ids";
-	Background program({py.path, "-c",
-			    "import sys, time\n"
-			    "src = ''.join('def f%d(x):\\n    return x + %d\\n' % (i, i) for i in range(10000))\n"
-			    "ns = {}\n"
-			    "exec(compile(src, 'many.py', 'exec'), ns)\n"
-			    "with open(sys.argv[1], 'w') as out:\n"
-			    "    for i in range(10000):\n"
-			    "        out.write('%d f%d\\n' % (id(ns['f%d' % i].__code__), i))\n"
-			    "print('ready', flush=True)\n"
-			    "time.sleep(60)\n",
-			    ids});
-	REQUIRE(program.read_line() == "ready");
+	CAPTURE(started->py.label);
+	const std::string &ids = started->file;
+	const Background &program = *started->program;
 	const PythonDetection detected = detect_python(uint32_t(program.pid()));
 	REQUIRE_MESSAGE(detected.kind == PythonDetection::Python, detected.note);
 	std::vector<std::pair<uint64_t, std::string>> codes;

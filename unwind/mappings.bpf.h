@@ -5,7 +5,7 @@
 #ifndef UNWIND_MAPPINGS_BPF_H
 #define UNWIND_MAPPINGS_BPF_H
 
-#include "profile.bpf.h"
+#include "sampler/profile.bpf.h"
 
 /* What the walk knows of processes' executable mappings, kept in the kernel: user space
  * sends those of processes already running when profile starts; from then on the exec and

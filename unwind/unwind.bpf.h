@@ -5,7 +5,7 @@
 #ifndef UNWIND_BPF_H
 #define UNWIND_BPF_H
 
-#include "profile.bpf.h"
+#include "sampler/profile.bpf.h"
 #include "python/python.bpf.h"
 #include "unwind/mappings.bpf.h"
 

@@ -1,8 +1,8 @@
-/* profile.bpf.h: what the kernel side's parts share (profile.bpf.c, python/python.bpf.h,
+/* sampler/profile.bpf.h: what the kernel side's parts share (profile.bpf.c, python/python.bpf.h,
  * unwind/unwind.bpf.h; one object): the settings user space writes before load, the
  * per-CPU stack being built, and its hash. Each part includes it, and what else it uses. */
-#ifndef PROFILE_BPF_H
-#define PROFILE_BPF_H
+#ifndef SAMPLER_PROFILE_BPF_H
+#define SAMPLER_PROFILE_BPF_H
 
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -47,4 +47,4 @@ static __always_inline void hash_start(struct stack_hash *h)
 	h->b = 0x13198a2e03707344ULL;
 }
 
-#endif /* PROFILE_BPF_H */
+#endif /* SAMPLER_PROFILE_BPF_H */

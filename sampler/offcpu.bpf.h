@@ -5,7 +5,7 @@
 #ifndef OFFCPU_BPF_H
 #define OFFCPU_BPF_H
 
-#include "profile.bpf.h"
+#include "sampler/profile.bpf.h"
 #include "sampler/counts.bpf.h"
 #include "unwind/unwind.bpf.h"
 
