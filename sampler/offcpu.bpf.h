@@ -63,6 +63,17 @@ struct user_stack {
 	struct stored_stack frames; /* n 0: none */
 	struct walk_reads reads;
 };
+/* What of a user_stack is stored: hash and frames. */
+#define USER_STACK_STORED (sizeof(struct stack_hash) + sizeof(struct stored_stack))
+
+/* The user stacks a thread had the last two times it did one thing (left the CPU, or woke
+ * another), at[now] the last: a thread that does it again from either place, the same way,
+ * is not walked again. A thread often has two: a server's read, and its write where the
+ * woken reader preempts it. */
+struct user_stacks {
+	struct user_stack at[2];
+	__u32 now;
+};
 
 /* A thread off the CPU: since when, in what state, and the stacks it left with, in the
  * thread's own storage (freed with the thread). Its stacks go into a generation's store
@@ -74,16 +85,11 @@ struct off_cpu_thread {
 	__u32 tgid;
 	__u32 state; /* THREAD_RUNNABLE or THREAD_BLOCKED */
 	struct thread_stacks left;
-	/* The user stacks it left the CPU with the last two times, user[user_now] this time's:
-	 * a thread that leaves again from either place, the same way, is not walked again. A
-	 * thread often has two: a server's read, and its write where the woken reader
-	 * preempts it. */
-	struct user_stack user[2];
-	__u32 user_now;
+	struct user_stacks left_user; /* left_user.at[now], this time's */
 	__u32 woken; /* 1: waker and waker_tgid are this time's */
 	__u32 waker_tgid;
 	struct thread_stacks waker;
-	struct user_stack waker_user;
+	struct user_stack waker_user; /* its hash and frames */
 };
 
 struct {
@@ -92,6 +98,14 @@ struct {
 	__type(key, int);
 	__type(value, struct off_cpu_thread);
 } off_cpu_threads SEC(".maps");
+
+/* --wakers: the user stacks of a thread when it woke others, in the waker's own storage. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct user_stacks);
+} waker_threads SEC(".maps");
 
 /* The tally a waker's user walk counts its steps in: a wake-up is no sample, and the run's
  * tally (stats) counts the walks of samples and of threads leaving the CPU only. */
@@ -136,7 +150,7 @@ static __always_inline void count_off_cpu(void *store, void *counts, struct off_
 	key.waker_user_stack_id = NO_STACK;
 	key.waker_kernel_stack_id = NO_STACK;
 	__builtin_memcpy(key.comm, t->left.comm, sizeof(key.comm));
-	if (!store_thread_stacks(store, &t->left, &t->user[t->user_now & 1], &key.kernel_stack_id,
+	if (!store_thread_stacks(store, &t->left, &t->left_user.at[t->left_user.now & 1], &key.kernel_stack_id,
 				 &key.user_stack_id, st))
 		return;
 	if (wakers && t->woken) {
@@ -275,24 +289,24 @@ static __always_inline void walk_thread_stack(__u32 tgid, struct sample_stats *s
 		u->reads = *walked;
 }
 
-/* The user stack of a thread leaving the CPU, t->user[t->user_now]: one of the last two if
- * the thread leaves from the same place, the same way, else walked in place of the older. */
-static __always_inline void take_user_stack(struct off_cpu_thread *t, __u32 tgid, struct sample_stats *st)
+/* The current thread's user stack into us->at[us->now]: one of the last two, if the thread
+ * is where it was then, the same way; else walked, in place of the older. */
+static __always_inline struct user_stack *take_user_stack(struct user_stacks *us, __u32 tgid,
+							  struct sample_stats *st)
 {
-	if (!user_stacks)
-		return;
 	for (__u32 i = 0; i < 2; i++) {
-		__u32 k = (t->user_now + i) & 1;
+		__u32 k = (us->now + i) & 1;
 
-		if (t->user[k].frames.n && same_user_stack(&t->user[k].reads, tgid)) {
-			t->user_now = k;
+		if (us->at[k].frames.n && same_user_stack(&us->at[k].reads, tgid)) {
+			us->now = k;
 			st->unwound_tables++;
 			st->unwound_again++;
-			return;
+			return &us->at[k];
 		}
 	}
-	t->user_now = (t->user_now + 1) & 1;
-	walk_thread_stack(tgid, st, &t->user[t->user_now & 1]);
+	us->now = (us->now + 1) & 1;
+	walk_thread_stack(tgid, st, &us->at[us->now & 1]);
+	return &us->at[us->now & 1];
 }
 
 /* How many frames of the tracepoint's path a kernel stack taken now has above the function
@@ -337,7 +351,8 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 		skip = tracepoint_frames(ctx, &switch_frames, (__u64)&__sched_text_start - 1,
 					 (__u64)&__sched_text_end, &t->left);
 	take_kernel_stack(ctx, skip, &t->left);
-	take_user_stack(t, tgid, st);
+	if (user_stacks)
+		take_user_stack(&t->left_user, tgid, st);
 	t->start_ns = now;
 }
 
@@ -347,7 +362,10 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(on_waking, struct task_struct *p)
 {
 	struct off_cpu_thread *t = bpf_task_storage_get(&off_cpu_threads, p, 0, 0);
+	struct user_stacks *waker;
+	struct task_struct *task;
 	__u64 id = bpf_get_current_pid_tgid();
+	struct user_stack *u;
 	__u32 tgid = id >> 32, tid = id, skip = 0, zero = 0;
 	struct sample_stats *st;
 
@@ -363,7 +381,19 @@ int BPF_PROG(on_waking, struct task_struct *p)
 		skip = tracepoint_frames(ctx, &waking_frames, (__u64)&try_to_wake_up,
 					 (__u64)&try_to_wake_up + 0x1000, &t->waker);
 	take_kernel_stack(ctx, skip, &t->waker);
-	walk_thread_stack(tgid, st, &t->waker_user);
+	t->waker_user.frames.n = 0;
+	task = bpf_get_current_task_btf();
+	if (user_stacks && task->mm) {
+		/* The waker's own storage keeps its last two: a writer wakes its reader from the
+		 * same place, time after time. */
+		waker = bpf_task_storage_get(&waker_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (waker) {
+			u = take_user_stack(waker, tgid, st);
+			bpf_probe_read_kernel(&t->waker_user, USER_STACK_STORED, u);
+		} else {
+			walk_thread_stack(tgid, st, &t->waker_user);
+		}
+	}
 	t->waker_tgid = tgid;
 	t->woken = 1;
 	return 0;

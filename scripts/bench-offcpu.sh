@@ -6,15 +6,18 @@
 # the idle task on each side). The conditions, in turns: nothing; `profile --off-cpu`
 # (the whole machine, folded to /dev/null); and, as the peer, bpftrace's off-CPU time at
 # sched_switch with kernel and user stacks (frame pointers), its tracefs mounted by this
-# script when it is not. Each condition is started, given SETTLE_S seconds once attached,
+# script when it is not. And a real server: redis-benchmark (GET and SET, 50 clients)
+# against a redis-server this script starts on loopback, requests a second. Each condition is started, given SETTLE_S seconds once attached,
 # the workloads run, then it is stopped (SIGINT). ROUNDS rounds; prints the date, commit,
 # CPU and kernel, every measurement, then the medians with each one's ratio against
 # nothing and the spread; and, with run-time stats on for one more run, the ns profile's
 # sched_switch program takes a switch.
-# Needs root, perf; bpftrace for the peer's row (else skipped, with a note).
+# Needs root, perf; bpftrace for the peer's row, redis-server and redis-benchmark for the
+# server's columns (else skipped, with a note).
 # Usage: [PROFILE=./profile] scripts/bench-offcpu.sh [ROUNDS]   (default 5)
 # Knobs (environment): SETTLE_S (2); PIPE_LOOPS (100000) round trips; STOP_S (60) seconds a
-# condition may take to exit after SIGINT before it is killed.
+# condition may take to exit after SIGINT before it is killed; REDIS_REQUESTS (100000) and
+# REDIS_CLIENTS (50).
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
@@ -37,6 +40,7 @@ done
 . "$ROOT/scripts/work-dir.sh"
 . "$ROOT/scripts/bpf-stats.sh"
 . "$ROOT/scripts/rounds.sh"
+. "$ROOT/scripts/redis.sh"
 work_dir profile-bench-offcpu
 MOUNTED_TRACEFS=
 CHILD=
@@ -46,6 +50,7 @@ cleanup() {
 		sleep 1
 		kill -KILL "$CHILD" 2>/dev/null
 	fi
+	stop_redis
 	if [ -n "$MOUNTED_TRACEFS" ]; then umount /sys/kernel/tracing 2>/dev/null; fi
 	echo "${STATS_WAS:-0}" > /proc/sys/kernel/bpf_stats_enabled
 	work_dir_cleanup
@@ -66,6 +71,7 @@ add() { LABELS+=("$1"); COMMANDS+=("$2"); READY+=("$3"); }
 add "nothing" "" ""
 add "profile --off-cpu (the whole machine)" "$(printf %q "$PROFILE") --off-cpu --folded 3600" "Tracing off-CPU"
 SKIPPED=()
+redis_check
 if command -v bpftrace >/dev/null; then
 	if ! mountpoint -q /sys/kernel/tracing; then
 		mount -t tracefs tracefs /sys/kernel/tracing || die "cannot mount tracefs on /sys/kernel/tracing"
@@ -105,7 +111,8 @@ echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "- commit: $commit"
 echo "- CPU: $(lscpu 2>/dev/null | awk -F': *' '/^Model name/ { print $2; exit }') ($(nproc) CPUs); kernel $(uname -r)"
-echo "- workload: \`perf bench sched pipe -l $PIPE_LOOPS\`, on CPU 0 alone (\`taskset -c 0\`) and anywhere"
+start_redis
+echo "- workloads: \`perf bench sched pipe -l $PIPE_LOOPS\`, on CPU 0 alone (\`taskset -c 0\`) and anywhere$([ -n "$REDIS" ] && echo "; $(redis_workload)")"
 echo "- $ROUNDS round(s), the $N conditions in turns; each attached $SETTLE_S s before the workloads; figures are medians"
 for s in "${SKIPPED[@]}"; do echo "- skipped: $s"; done
 echo
@@ -115,24 +122,42 @@ turn() {
 	start_condition "$c" || return 0
 	one=$(sched_pipe_us "$PIPE_LOOPS" 0)
 	any=$(sched_pipe_us "$PIPE_LOOPS" "")
+	redis_rps
 	stop_condition
 	keep "$c" one "$one"
 	keep "$c" any "$any"
-	echo "  ${LABELS[$c]}: pipe on CPU 0 ${one:-?} µs, anywhere ${any:-?} µs"
+	keep "$c" get "$GET"
+	keep "$c" set "$SET"
+	echo "  ${LABELS[$c]}: pipe on CPU 0 ${one:-?} µs, anywhere ${any:-?} µs$([ -n "$REDIS" ] && echo ", GET ${GET:-?}/s, SET ${SET:-?}/s")"
 }
 run_rounds turn
 echo
-one0=$(med 0 one) any0=$(med 0 any)
-echo "Medians of $ROUNDS round(s), µs a round trip; in brackets, against nothing running:"
+one0=$(med 0 one) any0=$(med 0 any) get0=$(med 0 get) set0=$(med 0 set)
+loss() { # $1 value, $2 nothing's: " (-12.8 %)"
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b != "" && b != 0) printf " (%+.1f %%)", (a / b - 1) * 100 }'
+}
+echo "Medians of $ROUNDS round(s), µs a round trip$([ -n "$REDIS" ] && echo " and redis requests a second");" \
+	"in brackets, against nothing running:"
 echo
-echo "| running beside the work | sched pipe on CPU 0 | sched pipe anywhere | spread on CPU 0 | spread anywhere |"
-echo "|---|---|---|---|---|"
+header="| running beside the work | sched pipe on CPU 0 | sched pipe anywhere |"
+rule="|---|---|---|"
+if [ -n "$REDIS" ]; then header+=" redis GET/s | redis SET/s |"; rule+="---|---|"; fi
+echo "$header spread on CPU 0 | spread anywhere |$([ -n "$REDIS" ] && echo " spread GET/s | spread SET/s |")"
+echo "$rule---|---|$([ -n "$REDIS" ] && echo "---|---|")"
 for c in $(seq 0 $(( N - 1 ))); do
-	one=$(med "$c" one) any=$(med "$c" any)
-	r1='' r2=''
-	if [ "$c" != 0 ]; then r1=" ($(ratio "$one" "$one0"))" r2=" ($(ratio "$any" "$any0"))"; fi
-	echo "| ${LABELS[$c]} | ${one:--}$r1 | ${any:--}$r2 |" \
-		"$(printf %s "${VALUES["$c one"]:-}" | spread) | $(printf %s "${VALUES["$c any"]:-}" | spread) |"
+	one=$(med "$c" one) any=$(med "$c" any) get=$(med "$c" get) set=$(med "$c" set)
+	r1='' r2='' r3='' r4=''
+	if [ "$c" != 0 ]; then
+		r1=" ($(ratio "$one" "$one0"))" r2=" ($(ratio "$any" "$any0"))"
+		r3=$(loss "$get" "$get0") r4=$(loss "$set" "$set0")
+	fi
+	line="| ${LABELS[$c]} | ${one:--}$r1 | ${any:--}$r2 |"
+	if [ -n "$REDIS" ]; then line+=" ${get:--}$r3 | ${set:--}$r4 |"; fi
+	line+=" $(printf %s "${VALUES["$c one"]:-}" | spread) | $(printf %s "${VALUES["$c any"]:-}" | spread) |"
+	if [ -n "$REDIS" ]; then
+		line+=" $(printf %s "${VALUES["$c get"]:-}" | spread) | $(printf %s "${VALUES["$c set"]:-}" | spread) |"
+	fi
+	echo "$line"
 done
 echo
 

@@ -37,8 +37,6 @@ PROFILE_OLD=${PROFILE_OLD:-}
 ROUNDS=${1:-${ROUNDS:-3}}
 SETTLE_S=${SETTLE_S:-3}
 SYSCALL_LOOPS=${SYSCALL_LOOPS:-10000000}
-REDIS_REQUESTS=${REDIS_REQUESTS:-100000}
-REDIS_CLIENTS=${REDIS_CLIENTS:-50}
 PIPE_LOOPS=${PIPE_LOOPS:-200000}
 PIPE_CPUS=${PIPE_CPUS-0}
 RUN_S=${RUN_S:-600}
@@ -61,8 +59,8 @@ fi
 
 . "$ROOT/scripts/work-dir.sh"
 . "$ROOT/scripts/rounds.sh"
+. "$ROOT/scripts/redis.sh"
 work_dir profile-bench-overhead
-REDIS_PID=
 CHILD= # the condition running now: the `timeout` that wraps it
 cleanup() {
 	if [ -n "$CHILD" ]; then
@@ -76,13 +74,7 @@ cleanup() {
 trap cleanup EXIT
 
 SKIPPED=()
-REDIS=yes
-for tool in redis-server redis-benchmark; do
-	if ! command -v "$tool" >/dev/null; then
-		REDIS=
-		SKIPPED+=("redis: $tool is not installed (Debian: apt-get install redis-server redis-tools): its columns are left out")
-	fi
-done
+redis_check
 
 # The conditions: a label each, and its command (words quoted for eval; empty: nothing).
 LABELS=() COMMANDS=()
@@ -114,48 +106,6 @@ syscall_ns() {
 			END { if (ns) printf "%.1f\n", ns }'
 }
 pipe_us() { sched_pipe_us "$PIPE_LOOPS" "$PIPE_CPUS"; }
-# Sets GET and SET: requests a second (empty when redis-benchmark failed).
-redis_rps() {
-	local out
-	GET='' SET=''
-	[ -n "$REDIS" ] || return 0
-	out=$(timeout 300 redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t get,set -c "$REDIS_CLIENTS" \
-		-n "$REDIS_REQUESTS" -q 2>/dev/null | tr '\r' '\n')
-	GET=$(awk '/^GET: .*requests per second/ { printf "%.0f\n", $2 }' <<< "$out")
-	SET=$(awk '/^SET: .*requests per second/ { printf "%.0f\n", $2 }' <<< "$out")
-}
-
-# --- redis-server on a free loopback port
-start_redis() {
-	local port
-	for _ in 1 2 3 4 5; do
-		port=$(( 20000 + RANDOM % 30000 ))
-		if command -v ss >/dev/null && [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then continue; fi
-		redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --protected-mode yes \
-			--daemonize no --dir "$TMP" --logfile "$TMP/redis.log" &
-		REDIS_PID=$!
-		BACKGROUND+=("$REDIS_PID")
-		for _ in $(seq 50); do
-			if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]; then
-				REDIS_PORT=$port
-				return 0
-			fi
-			kill -0 "$REDIS_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -TERM "$REDIS_PID" 2>/dev/null
-		wait "$REDIS_PID" 2>/dev/null
-		REDIS_PID=
-	done
-	die "redis-server did not start on a loopback port: $(tail -3 "$TMP/redis.log" 2>/dev/null)"
-}
-stop_redis() {
-	[ -n "$REDIS_PID" ] || return 0
-	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || kill -TERM "$REDIS_PID" 2>/dev/null
-	wait "$REDIS_PID" 2>/dev/null
-	REDIS_PID=
-}
-
 # --- a condition's profiler
 # The pid of the program that `timeout` ($1) runs.
 program_of() { pgrep -P "$1" 2>/dev/null | head -1; }
@@ -197,8 +147,7 @@ start_condition() {
 	PROGRAM=$program
 }
 # --- the run
-start_redis_if() { if [ -n "$REDIS" ]; then start_redis; fi; }
-start_redis_if
+start_redis
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
 if [ -n "$(git -C "$ROOT" status --porcelain -uno 2>/dev/null)" ]; then commit+=" (with uncommitted changes)"; fi
 cpu=$(lscpu 2>/dev/null | awk -F': *' '/^Model name/ { print $2; exit }')
@@ -213,7 +162,7 @@ if [ -n "$PROFILE_OLD" ]; then
 fi
 echo "- peers: $(perf --version 2>&1 | head -1)$(command -v bpftrace >/dev/null && echo ", $(bpftrace --version 2>&1 | head -1)")"
 echo "- workloads: \`perf bench syscall basic -l $SYSCALL_LOOPS\`;" \
-	"$([ -n "$REDIS" ] && echo "\`redis-benchmark -t get,set -c $REDIS_CLIENTS -n $REDIS_REQUESTS -q\` against $(redis-server --version | awk '{ print $1, $3 }') on 127.0.0.1:$REDIS_PORT (--save '' --appendonly no);")" \
+	"$([ -n "$REDIS" ] && echo "$(redis_workload);")" \
 	"\`$([ -n "$PIPE_CPUS" ] && echo "taskset -c $PIPE_CPUS ")perf bench sched pipe -l $PIPE_LOOPS\`"
 echo "- $ROUNDS round(s), the $N conditions in turns (round r starts at condition r); each profiler" \
 	"samples $SETTLE_S s after its perf events are open before the workloads; figures are medians"
