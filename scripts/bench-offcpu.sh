@@ -3,11 +3,12 @@
 # runs at every context switch of the machine, so the workload is `perf bench sched pipe`:
 # µs a round trip between two processes, each message a switch. Twice: both processes on
 # CPU 0 (each message a switch from one to the other) and anywhere (a switch to and from
-# the idle task on each side). The conditions, in turns: nothing; `profile --off-cpu`
+# the idle task on each side). And a real server: redis-benchmark (GET and SET, 50
+# clients) against a redis-server this script starts on loopback, requests a second.
+# The conditions, in turns: nothing; `profile --off-cpu` and `profile --off-cpu --wakers`
 # (the whole machine, folded to /dev/null); and, as the peer, bpftrace's off-CPU time at
 # sched_switch with kernel and user stacks (frame pointers), its tracefs mounted by this
-# script when it is not. And a real server: redis-benchmark (GET and SET, 50 clients)
-# against a redis-server this script starts on loopback, requests a second. Each condition is started, given SETTLE_S seconds once attached,
+# script when it is not. Each condition is started, given SETTLE_S seconds once attached,
 # the workloads run, then it is stopped (SIGINT). ROUNDS rounds; prints the date, commit,
 # CPU and kernel, every measurement, then the medians with each one's ratio against
 # nothing and the spread; and, with run-time stats on for one more run, the ns profile's
@@ -70,6 +71,7 @@ LABELS=() COMMANDS=() READY=()
 add() { LABELS+=("$1"); COMMANDS+=("$2"); READY+=("$3"); }
 add "nothing" "" ""
 add "profile --off-cpu (the whole machine)" "$(printf %q "$PROFILE") --off-cpu --folded 3600" "Tracing off-CPU"
+add "profile --off-cpu --wakers (the whole machine)" "$(printf %q "$PROFILE") --off-cpu --wakers --folded 3600" "Tracing off-CPU"
 SKIPPED=()
 redis_check
 if command -v bpftrace >/dev/null; then
