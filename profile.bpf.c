@@ -98,7 +98,7 @@ static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 g
 	/* The walk first: the verifier then follows what it leaves through no more than the
 	 * kernel stack's few lines, rather than every count of kernel frames through the walk. */
 	if (user_stacks) {
-		taken->user_n = walk_user_stack(ctx, tgid, st, &taken->user_hash, &resume);
+		taken->user_n = walk_user_stack(ctx, tgid, st, &taken->user_hash, &resume, false);
 		/* Stopped at code whose table is being built: kept raw while a slot is free,
 		 * else counted cut short as it is. */
 		if (resume.n && !(taken->raw = keep_raw(gen, &resume)))

@@ -194,10 +194,11 @@ __noinline int end_off_cpu(struct off_cpu_thread *t, __u64 now)
 	return 0;
 }
 
-/* True when the current thread, leaving the CPU again, would walk to the same user stack
- * as last time (`last`, what that walk read): the same registers, the same words where the
- * walk read them, and its process's list of areas unchanged. */
-static __always_inline bool same_user_stack(struct walk_reads *last, __u32 tgid)
+/* 1 when the current thread, leaving the CPU again, would walk to the same user stack as
+ * last time (`last`, what that walk read): the same registers, the same words where the
+ * walk read them, and its process's list of areas unchanged; else 0. A global function:
+ * the verifier checks its loop once, not in each place that calls it. */
+__noinline int same_user_stack(struct walk_reads *last, __u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct unwind_process *proc;
@@ -207,17 +208,17 @@ static __always_inline bool same_user_stack(struct walk_reads *last, __u32 tgid)
 	struct stack_hash h;
 	__u32 zero = 0;
 
-	if (!last->same_again || last->n > WALK_READS_MAX)
-		return false;
+	if (!last || !last->same_again || last->n > WALK_READS_MAX)
+		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (regs->ip != last->pc || regs->sp != last->sp || regs->bp != last->bp)
-		return false;
+		return 0;
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	if (!proc || proc->seq != last->seq)
-		return false;
+		return 0;
 	window = bpf_map_lookup_elem(&stack_window, &zero);
 	if (!window)
-		return false;
+		return 0;
 	/* The words, read a window at a time as the walk read them: most frames are near the
 	 * one below, and one read serves several. */
 	hash_start(&h);
@@ -229,18 +230,18 @@ static __always_inline bool same_user_stack(struct walk_reads *last, __u32 tgid)
 			if (room > sizeof(window->words))
 				room = sizeof(window->words);
 			if (room < len || bpf_probe_read_user(window->words, room, (void *)at))
-				return false;
+				return 0;
 			start = at;
 			end = at + room;
 		}
 		index = (at - start) / 8;
 		if (index > STACK_WINDOW_WORDS - 2)
-			return false;
+			return 0;
 		hash_frame(&h, window->words[index]);
 		if (len == 16)
 			hash_frame(&h, window->words[index + 1]);
 	}
-	return h.a == last->values.a && h.b == last->values.b;
+	return h.a == last->values.a && h.b == last->values.b ? 1 : 0;
 }
 
 /* The current thread's comm and kernel stack, less `skip` frames of the tracepoint's path,
@@ -271,7 +272,7 @@ static __always_inline void walk_thread_stack(__u32 tgid, struct sample_stats *s
 	u->reads.same_again = false;
 	if (!user_stacks)
 		return;
-	n = walk_user_stack((struct bpf_perf_event_data *)0, tgid, st, &hash, &resume);
+	n = walk_user_stack((struct bpf_perf_event_data *)0, tgid, st, &hash, &resume, true);
 	/* Stopped at code whose table is being built: nothing is kept raw off the CPU. */
 	if (resume.n)
 		st->unwound_pending++;
@@ -386,12 +387,11 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	if (user_stacks && task->mm) {
 		/* The waker's own storage keeps its last two: a writer wakes its reader from the
 		 * same place, time after time. */
+		/* No memory for it: the waker's kernel stack only (one inlined walk, not two). */
 		waker = bpf_task_storage_get(&waker_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (waker) {
 			u = take_user_stack(waker, tgid, st);
 			bpf_probe_read_kernel(&t->waker_user, USER_STACK_STORED, u);
-		} else {
-			walk_thread_stack(tgid, st, &t->waker_user);
 		}
 	}
 	t->waker_tgid = tgid;

@@ -232,7 +232,24 @@ std::pair<Skeleton, int> load_sampling_program(const SamplerConfig &options, con
 		if (!same || bpf_map__reuse_fd(map, bpf_map__fd(same)) != 0)
 			return {nullptr, same ? -errno : -ENOENT};
 	}
+	// PROFILE_DEBUG: the verifier's own count of its work on each program (log level 4).
+	static const bool debug = getenv("PROFILE_DEBUG") != nullptr;
+	std::vector<std::pair<bpf_program *, std::string>> logs;
+	bpf_program *program;
+	if (debug)
+		bpf_object__for_each_program(program, skel->obj) if (bpf_program__autoload(program))
+			logs.emplace_back(program, std::string(4096, '\0'));
+	for (auto &[loaded_program, log] : logs) {
+		bpf_program__set_log_level(loaded_program, 4);
+		bpf_program__set_log_buf(loaded_program, log.data(), log.size());
+	}
 	const int err = profile_bpf__load(skel.get());
+	for (const auto &[loaded_program, log] : logs) {
+		const size_t at = log.find("processed ");
+		if (!err && at != std::string::npos)
+			diagnostics::say("%s verified: %s", bpf_program__name(loaded_program),
+					 log.substr(at, log.find('\n', at) - at).c_str());
+	}
 	if (err)
 		return {nullptr, err};
 	return {std::move(skel), 0};

@@ -340,17 +340,36 @@ struct stack_pair {
 	__u64 bp, ra;
 };
 
-/* A walk that records read `len` (8 or 16) bytes, a (and b), at user address `at`. */
-static __always_inline void record_read(struct walk *w, __u64 at, __u32 len, __u64 a, __u64 b)
+/* A walk that records what it reads (walk.record) begins from pc, sp and bp. A global
+ * function: a branch of its own in the walk's caller would have the verifier check the
+ * whole walk twice. */
+__noinline int record_start(__u64 pc, __u64 sp, __u64 bp)
+{
+	__u32 zero = 0;
+	struct walk_reads *r = bpf_map_lookup_elem(&walk_reads, &zero);
+
+	if (!r)
+		return 0;
+	r->pc = pc;
+	r->sp = sp;
+	r->bp = bp;
+	r->n = 0;
+	r->same_again = false;
+	hash_start(&r->values);
+	return 0;
+}
+
+/* A walk that records (walk.record) read `len` (8 or 16) bytes, a (and b), at user address
+ * `at`. A global function, given no pointer into the walk: the verifier checks it once, on
+ * its own, and a walk that does not record never calls it. */
+__noinline int record_read(__u64 at, __u32 len, __u64 a, __u64 b)
 {
 	__u32 zero = 0;
 	struct walk_reads *r;
 
-	if (!w->record)
-		return;
 	r = bpf_map_lookup_elem(&walk_reads, &zero);
 	if (!r)
-		return;
+		return 0;
 	if (r->n < WALK_READS_MAX && !(at & 7)) {
 		r->at[r->n & (WALK_READS_MAX - 1)] = at | (len == 16);
 		hash_frame(&r->values, a);
@@ -360,6 +379,7 @@ static __always_inline void record_read(struct walk *w, __u64 at, __u32 len, __u
 	} else {
 		r->n = WALK_READS_MAX + 1;
 	}
+	return 0;
 }
 
 /* Reads the pair at user address `at` from the stack window, loading the window from `at`
@@ -392,12 +412,14 @@ __noinline int read_pair(struct walk *w, __u64 at, struct stack_pair *out)
 		goto direct;
 	out->bp = window->words[index];
 	out->ra = window->words[index + 1];
-	record_read(w, at, 16, out->bp, out->ra);
+	if (w->record)
+		record_read(at, 16, out->bp, out->ra);
 	return 0;
 direct:
 	if (bpf_probe_read_user(out, sizeof(*out), (void *)at))
 		return -1;
-	record_read(w, at, 16, out->bp, out->ra);
+	if (w->record)
+		record_read(at, 16, out->bp, out->ra);
 	return 0;
 }
 
@@ -423,7 +445,7 @@ static __always_inline void frame_pointer_step(struct walk *w)
 
 /* One step of the walk (bpf_loop's callback): records the frame at w->pc, then finds its
  * caller's pc, sp and bp. Returns 1 to stop. */
-static long walk_step(__u32 index, struct walk *w)
+static __always_inline long walk_step_of(__u32 index, struct walk *w, const bool record)
 {
 	__u32 user = 1;
 	struct stored_stack *frames = bpf_map_lookup_elem(&scratch, &user);
@@ -558,13 +580,15 @@ static long walk_step(__u32 index, struct walk *w)
 			w->cut = true;
 			return 1;
 		}
-		record_read(w, cfa - 8, 8, ra, 0);
+		if (record)
+			record_read(cfa - 8, 8, ra, 0);
 		if (row.rbp_type == UNWIND_RBP_AT_CFA) {
 			if (bpf_probe_read_user(&w->bp, 8, (void *)(cfa + row.rbp_offset * UNWIND_SLOT))) {
 				w->cut = true;
 				return 1;
 			}
-			record_read(w, cfa + row.rbp_offset * UNWIND_SLOT, 8, w->bp, 0);
+			if (record)
+				record_read(cfa + row.rbp_offset * UNWIND_SLOT, 8, w->bp, 0);
 		} else if (row.rbp_type == UNWIND_RBP_UNDEFINED) {
 			w->bp = 0;
 		}
@@ -598,12 +622,24 @@ fp:
 	return 0;
 }
 
+/* The step of a sample's walk, and of one that records what it reads: two callbacks, so
+ * that the verifier never weighs recording in a sample's walk. */
+static long walk_step(__u32 index, struct walk *w)
+{
+	return walk_step_of(index, w, false);
+}
+
+static long walk_step_recording(__u32 index, struct walk *w)
+{
+	return walk_step_of(index, w, true);
+}
+
 /* Walks the user stack of the sampled task into scratch[1]: from the sample's registers
  * when it was taken in user mode, else (or with no ctx: a thread leaving the CPU, for
  * --off-cpu) from those the task saved entering the kernel. Returns the frames written
  * (with the TRUNCATED_FRAME mark), 0 when there is no user stack (a kernel thread). */
 static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __u32 tgid, struct sample_stats *st,
-					     struct stack_hash *hash, struct raw_resume *resume)
+					     struct stack_hash *hash, struct raw_resume *resume, const bool record)
 {
 	struct walk w = {};
 	__u32 user = 1;
@@ -630,20 +666,9 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	}
 	if (w.pc == 0)
 		return 0;
-	if (!ctx) {
-		__u32 zero = 0;
-		struct walk_reads *r = bpf_map_lookup_elem(&walk_reads, &zero);
-
-		if (r) {
-			r->pc = w.pc;
-			r->sp = w.sp;
-			r->bp = w.bp;
-			r->n = 0;
-			r->same_again = false;
-			hash_start(&r->values);
-			w.record = true;
-		}
-	}
+	if (record)
+		record_start(w.pc, w.sp, w.bp);
+	w.record = record;
 	w.pid = tgid;
 	hash_start(&w.hash);
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
@@ -660,7 +685,7 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		bpf_map_update_elem(&wanted_processes, &tgid, &one, BPF_NOEXIST);
 	}
 	python_start(&w.py, tgid);
-	bpf_loop(UNWIND_MAX_DEPTH, walk_step, &w, 0);
+	bpf_loop(UNWIND_MAX_DEPTH, record ? walk_step_recording : walk_step, &w, 0);
 	/* The list changed under the walk: what it found there may not hold. */
 	if (w.process_known) {
 		proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
@@ -686,14 +711,15 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		w.n++;
 	}
 	*hash = w.hash;
-	if (w.record) {
+	if (record) {
 		__u32 zero = 0;
 		struct walk_reads *r = bpf_map_lookup_elem(&walk_reads, &zero);
 
 		if (r) {
 			r->seq = w.seq;
-			r->same_again = w.done && !w.cut && !w.fp_no_table && !w.learned_area && !w.py.active &&
-					w.process_known && r->n <= WALK_READS_MAX;
+			/* Bitwise: one path for the verifier, not one for each way to be false. */
+			r->same_again = w.done & !w.cut & !w.fp_no_table & !w.learned_area & !w.py.active &
+					w.process_known & (r->n <= WALK_READS_MAX);
 		}
 	}
 	if (w.learned_area)
