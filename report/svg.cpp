@@ -355,7 +355,9 @@ std::string title_text(const Profile &profile, uint64_t total)
 		text += profile.command;
 	}
 	text += " (";
-	if (profile.frequency) {
+	// Off the CPU nothing is sampled: no rate to give.
+	if (profile.off_cpu) {
+	} else if (profile.frequency) {
 		append_uint(text, profile.frequency);
 		text += " Hz, ";
 	} else if (profile.period) {
