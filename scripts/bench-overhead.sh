@@ -27,7 +27,8 @@
 # SYSCALL_LOOPS (10000000) getppid calls; REDIS_REQUESTS (100000) and REDIS_CLIENTS (50);
 # PIPE_LOOPS (200000) round trips, PIPE_CPUS (0) where they run (empty: anywhere); RUN_S (600) the duration each profiler is given, a bound
 # (it is stopped as soon as the workloads are done); STOP_S (60) seconds a profiler may take
-# to exit after SIGINT before it is killed.
+# to exit after SIGINT before it is killed; ONLY, a regular expression: the conditions whose
+# label matches it, and nothing.
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
@@ -96,6 +97,18 @@ if command -v bpftrace >/dev/null; then
 		"bpftrace -e 'profile:hz:49 { @[kstack, ustack] = count(); }'"
 else
 	SKIPPED+=("bpftrace: not installed (Debian: apt-get install bpftrace): its row is left out")
+fi
+# ONLY: an extended regular expression; only the conditions whose label matches it run
+# ("nothing" always does).
+if [ -n "${ONLY:-}" ]; then
+	kept_labels=() kept_commands=()
+	for i in "${!LABELS[@]}"; do
+		if [ "$i" = 0 ] || [[ ${LABELS[$i]} =~ $ONLY ]]; then
+			kept_labels+=("${LABELS[$i]}")
+			kept_commands+=("${COMMANDS[$i]}")
+		fi
+	done
+	LABELS=("${kept_labels[@]}") COMMANDS=("${kept_commands[@]}")
 fi
 N=${#LABELS[@]}
 
