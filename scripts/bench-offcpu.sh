@@ -106,8 +106,7 @@ start_condition() {
 	fi
 	sleep "$SETTLE_S"
 }
-commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
-if [ -n "$(git -C "$ROOT" status --porcelain -uno 2>/dev/null)" ]; then commit+=" (with uncommitted changes)"; fi
+commit=$(tree_commit "$ROOT")
 echo "# What --off-cpu costs the work it watches"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"

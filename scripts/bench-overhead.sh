@@ -161,8 +161,7 @@ start_condition() {
 }
 # --- the run
 start_redis
-commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
-if [ -n "$(git -C "$ROOT" status --porcelain -uno 2>/dev/null)" ]; then commit+=" (with uncommitted changes)"; fi
+commit=$(tree_commit "$ROOT")
 cpu=$(lscpu 2>/dev/null | awk -F': *' '/^Model name/ { print $2; exit }')
 echo "# What a running profiler costs the work it watches"
 echo

@@ -327,8 +327,7 @@ for w in "${WORKLOADS[@]}"; do
 	done
 done
 
-commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "not a git checkout")
-if [ -n "$(git -C "$ROOT" status --porcelain -uno 2>/dev/null)" ]; then commit+=" (with uncommitted changes)"; fi
+commit=$(tree_commit "$ROOT")
 echo "# Off-CPU stacks that reach their roots: profile, bpftrace, BCC"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"

@@ -1,7 +1,8 @@
 # scripts/work-dir.sh: sourced by the benchmark scripts that keep files in a temporary
 # folder and start processes in the background: `work_dir NAME` makes $TMP
 # (/tmp/NAME.XXXXXX) and an empty BACKGROUND list; at exit (Ctrl-C too) every pid added to
-# BACKGROUND is killed and $TMP removed.
+# BACKGROUND is killed and $TMP removed. Also the start the flame-graph scripts share
+# (flamegraph_start), and the commit a report names (tree_commit).
 #
 # `flamegraph_start NAME TOOL WHAT [SECONDS] [OUTPUT]`: how the scripts that make the
 # README's flame graphs start, from the tree's top: PROFILE (./profile unless set),
@@ -39,4 +40,13 @@ work_dir_cleanup() {
 	done
 	wait 2>/dev/null || true
 	rm -rf "$TMP"
+}
+
+# The commit of the tree at $1, for a report's header: "1a2b3c4", "(with uncommitted
+# changes)" after it when the tracked files differ from it, or "not a git checkout".
+tree_commit() {
+	local commit
+	commit=$(git -C "$1" rev-parse --short HEAD 2>/dev/null) || { echo "not a git checkout"; return 0; }
+	if [ -n "$(git -C "$1" status --porcelain -uno 2>/dev/null)" ]; then commit+=" (with uncommitted changes)"; fi
+	echo "$commit"
 }
