@@ -32,7 +32,7 @@ void FileCache::keep_dwarf_of_newest()
 {
 	size_t held = 0;
 	for_each([&](SymbolFile &file) {
-		if (!file.steady() && file.holds_lines() && ++held > std::max<size_t>(options_.kept_dwarf_files, 1))
+		if (file.holds_lines() && ++held > std::max<size_t>(options_.kept_dwarf_files, 1))
 			file.release_lines();
 	});
 }
@@ -61,25 +61,6 @@ void FileCache::end_window()
 	const size_t before = files_.size();
 	files_.erase_if([](const FileKey &, const std::unique_ptr<SymbolFile> &file) { return !file; });
 	stats_.files_dropped += before - files_.size();
-	// The file whose DWARF the most windows in a row needed, two at least, keeps it: an
-	// agent whose every window names a few new addresses of libc from its debug file would
-	// otherwise read (and decompress) that DWARF again each window. One file at most, so
-	// that what an agent holds stays what one file's DWARF takes.
-	SymbolFile *steadiest = nullptr;
-	unsigned most = 1;
-	for_each([&](SymbolFile &file) {
-		const unsigned windows = file.end_window_lines();
-		file.set_steady(false);
-		if (windows > most) {
-			most = windows;
-			steadiest = &file;
-		}
-	});
-	if (steadiest)
-		steadiest->set_steady(true);
-	for_each([](SymbolFile &file) {
-		if (!file.steady())
-			file.release_lines();
-	});
+	for_each([](SymbolFile &file) { file.release_lines(); });
 	trim();
 }

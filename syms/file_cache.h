@@ -1,8 +1,7 @@
 // syms/file_cache.h: the files kept for naming, by device and inode, the least recently
 // used dropped first past the options' bounds (kept_files, kept_file_bytes), and kept
-// from window to window; their DWARF held by kept_dwarf_files of them at most, and past a
-// window's end by one at most: the file whose DWARF the most windows in a row needed, two
-// at least.
+// from window to window; their DWARF held by kept_dwarf_files of them at most, and by none
+// past a window's end.
 #pragma once
 
 #include <cstddef>
@@ -26,9 +25,8 @@ public:
 	// file's DWARF, read again if it was let go; the least recently used of the other
 	// files that hold theirs let it go past kept_dwarf_files.
 	SourceLines *lines_of(SymbolFile &file);
-	// A window's end: every file but the steadiest (see above) lets its DWARF go, and those
-	// that could not be read go (another process may map them readably next); the others
-	// stay within the bounds.
+	// A window's end: every file lets its DWARF go, and those that could not be read go
+	// (another process may map them readably next); the others stay within the bounds.
 	void end_window();
 
 	template <typename F>

@@ -123,7 +123,6 @@ SourceLines *SymbolFile::lines(SymbolizerStats &stats)
 		if (!lines_)
 			dwarf_fd_.reset();
 	}
-	lines_used_ |= lines_ != nullptr;
 	return lines_.get();
 }
 

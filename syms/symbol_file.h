@@ -36,17 +36,6 @@ public:
 	// Lets its DWARF go, the most memory by far: read again from the file, kept open, when
 	// a frame needs it.
 	void release_lines() { lines_.reset(); }
-	// A window's end: how many windows in a row (this one included) needed its DWARF.
-	unsigned end_window_lines()
-	{
-		lines_windows_ = lines_used_ ? lines_windows_ + 1 : 0;
-		lines_used_ = false;
-		return lines_windows_;
-	}
-	// Keeps its DWARF from window to window (FileCache::end_window): the file an agent
-	// needs it of window after window.
-	bool steady() const { return steady_; }
-	void set_steady(bool steady) { steady_ = steady; }
 
 	// Its symbols (or, with want_lines, its DWARF) are in no file here: a debug file from
 	// elsewhere may still have them.
@@ -69,9 +58,6 @@ private:
 	ElfFile *symbols_ = nullptr;         // the fullest table: elf's .symtab, else debug's, else elf's .dynsym
 	std::unique_ptr<SourceLines> lines_; // with want_lines or want_inlined, where DWARF was found
 	UniqueFd dwarf_fd_;                  // the file lines_ was read from, to read it again
-	bool lines_used_ = false;            // lines() gave some this window
-	unsigned lines_windows_ = 0;         // windows in a row that needed them, as of the last end
-	bool steady_ = false;
 	// Demangled names, keyed by where the raw name lies in the mapped file: each name is
 	// demangled once, and only if some frame needs it.
 	std::unordered_map<const char *, std::string> names_;

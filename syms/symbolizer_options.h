@@ -27,10 +27,9 @@ struct SymbolizerOptions {
 	size_t kept_file_bytes = size_t(32) << 20; // as SymbolFile::held_bytes counts them
 	// Of those, the files whose DWARF (want_lines, want_inlined) is held: one file's DWARF
 	// can take tens of MiB. A file past it lets its DWARF go, and so does every file at a
-	// window's end (end_window) but one, the file whose DWARF the most windows in a row
-	// needed (two at least), so that what an agent holds while it samples is one file's
-	// DWARF at most beyond the window's; the DWARF is read again, from the file kept open,
-	// when a frame needs it. Collected names addresses object by object, so
+	// window's end (end_window), so that what an agent holds while it samples does not
+	// depend on which files the last window met; the DWARF is read again, from the file
+	// kept open, when a frame needs it. Collected names addresses object by object, so
 	// within a window it never comes back to one it is done with.
 	size_t kept_dwarf_files = 1;
 	// What user_frames named from files' DWARF, by device, inode and offset, kept after

@@ -950,26 +950,6 @@ TEST_SUITE("unit")
 			CHECK(symbolizer.stats().elf_files_parsed == 2);
 			CHECK(symbolizer.stats().dwarf_read_again == 1);
 		}
-		SUBCASE("a file whose DWARF two windows in a row needed keeps it past their end, until a window does not "
-			"need it")
-		{
-			Symbolizer symbolizer(options);
-			symbolizer.set_process_history(&history);
-			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined); // read
-			symbolizer.end_window();
-			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined); // read again
-			CHECK(symbolizer.stats().dwarf_read_again == 1);
-			symbolizer.end_window(); // needed in two windows in a row: kept
-			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
-			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
-			CHECK(symbolizer.stats().dwarf_read_again == 1);
-			symbolizer.end_window();
-			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain); // a window without it
-			CHECK(symbolizer.stats().dwarf_read_again == 1);
-			symbolizer.end_window(); // lets it go
-			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
-			CHECK(symbolizer.stats().dwarf_read_again == 2);
-		}
 	}
 
 	TEST_CASE("symbolizer: a file named in one window is not parsed again in the next while within kept_file_bytes, and is dropped past it")
