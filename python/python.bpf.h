@@ -87,7 +87,7 @@ __noinline int python_start(struct python_walk *p, __u32 tgid)
 	if (!p || !python_frames)
 		return 0;
 	py = bpf_map_lookup_elem(&python_processes, &tgid);
-	if (!py) {
+	if (!py || py->not_yet) {
 		__u8 one = 1;
 
 		bpf_map_update_elem(&python_wanted, &tgid, &one, BPF_NOEXIST);

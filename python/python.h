@@ -56,7 +56,8 @@ struct python_process {
 	__u8 is_python;
 	__u8 chain;                 /* enum python_chain */
 	__u8 instr;                 /* enum python_instr */
-	__u8 pad[3];
+	__u8 not_yet; /* a runtime not initialized yet: not Python's for now, asked about again */
+	__u8 pad[2];
 	__u16 tstate_frame;         /* PyThreadState: frame, cframe or current_frame */
 	__s16 cframe_frame;         /* _PyCFrame's current_frame; -1: tstate_frame is the frame */
 	__u16 frame_previous;       /* f_back / previous */

@@ -47,8 +47,14 @@ struct PythonReader::Impl {
 void PythonReader::Impl::classify(uint32_t pid)
 {
 	PythonDetection found = detect_python(pid);
-	if (found.kind == PythonDetection::NotYet)
-		return; // asked again at its next sample
+	if (found.kind == PythonDetection::NotYet) {
+		// Not Python's for now, and asked about again at its next sample; the entry says
+		// so to the walk, which keeps a stack off the CPU only in a process that has one.
+		python_process value{};
+		value.not_yet = 1;
+		bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
+		return;
+	}
 	if (!found.note.empty() && said.insert(found.note).second)
 		diagnostics::say("Python frames not shown for PID %u: %s", pid, found.note.c_str());
 	python_process value{};

@@ -202,19 +202,24 @@ __noinline int same_user_stack(struct walk_reads *last, __u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct unwind_process *proc;
+	struct python_process *py;
 	struct pt_regs *regs;
 	struct stack_window *window;
 	__u64 start = 0, end = 0;
 	struct stack_hash h;
 	__u32 zero = 0;
 
-	if (!last || !last->same_again || last->n > WALK_READS_MAX)
+	if (!last || !last->same_again || last->n > WALK_READS_MAX || !task->mm || (__u64)task->mm != last->mm)
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (regs->ip != last->pc || regs->sp != last->sp || regs->bp != last->bp)
 		return 0;
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	if (!proc || proc->seq != last->seq)
+		return 0;
+	/* Found to be Python's since (a runtime initialized): a walk now shows its frames. */
+	py = bpf_map_lookup_elem(&python_processes, &tgid);
+	if (python_frames && (!py || py->is_python))
 		return 0;
 	window = bpf_map_lookup_elem(&stack_window, &zero);
 	if (!window)
@@ -224,22 +229,32 @@ __noinline int same_user_stack(struct walk_reads *last, __u32 tgid)
 	hash_start(&h);
 	for (__u32 i = 0; i < WALK_READS_MAX && i < last->n; i++) {
 		__u64 at = last->at[i] & ~1ULL, len = last->at[i] & 1 ? 16 : 8, index, room;
+		__u64 words[2] = {};
 
 		if (at < start || at + len > end) {
 			room = 4096 - (at & 4095);
 			if (room > sizeof(window->words))
 				room = sizeof(window->words);
-			if (room < len || bpf_probe_read_user(window->words, room, (void *)at))
-				return 0;
-			start = at;
-			end = at + room;
+			if (room >= len && !bpf_probe_read_user(window->words, room, (void *)at)) {
+				start = at;
+				end = at + room;
+			} else {
+				/* At a page's end, as the walk read it: the word(s) alone. */
+				start = end = 0;
+				if (bpf_probe_read_user(words, len == 16 ? 16 : 8, (void *)at))
+					return 0;
+			}
 		}
-		index = (at - start) / 8;
-		if (index > STACK_WINDOW_WORDS - 2)
-			return 0;
-		hash_frame(&h, window->words[index]);
+		if (end) {
+			index = (at - start) / 8;
+			if (index > STACK_WINDOW_WORDS - 2)
+				return 0;
+			words[0] = window->words[index];
+			words[1] = window->words[index + 1];
+		}
+		hash_frame(&h, words[0]);
 		if (len == 16)
-			hash_frame(&h, window->words[index + 1]);
+			hash_frame(&h, words[1]);
 	}
 	return h.a == last->values.a && h.b == last->values.b ? 1 : 0;
 }

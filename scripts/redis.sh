@@ -8,12 +8,12 @@ REDIS_CLIENTS=${REDIS_CLIENTS:-50}
 REDIS_PID=
 REDIS_PORT=
 
-# REDIS: "yes" when redis-server and redis-benchmark are installed; else empty, and a note
+# REDIS: "yes" when redis-server, redis-benchmark and redis-cli are installed; else empty, and a note
 # in SKIPPED.
 redis_check() {
 	local tool
 	REDIS=yes
-	for tool in redis-server redis-benchmark; do
+	for tool in redis-server redis-benchmark redis-cli; do
 		if ! command -v "$tool" >/dev/null; then
 			REDIS=
 			SKIPPED+=("redis: $tool is not installed (Debian: apt-get install redis-server redis-tools): its columns are left out")

@@ -102,6 +102,11 @@ void MappingFeeder::send_process(uint32_t pid, const ProcessImage *image, uint64
 	// Followed by user space only where the kernel cannot follow it.
 	if (!maps_.kernel_follows)
 		sent_[pid] = image ? image->maps : nullptr;
+	// A list sent again has a sequence of its own, even and higher: a walk that began with
+	// the one it replaces, and a stack kept off the CPU from such a walk, do not trust it.
+	unwind_process old{};
+	if (bpf_map_lookup_elem(maps_.processes, &pid, &old) == 0)
+		value.seq = (old.seq | 1) + 1;
 	if (bpf_map_update_elem(maps_.processes, &pid, &value, flags) == 0 && value.count)
 		stats_.processes++;
 }

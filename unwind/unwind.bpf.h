@@ -102,11 +102,14 @@ struct {
 #define WALK_READS_MAX 32
 struct walk_reads {
 	__u64 pc, sp, bp;         /* the registers the walk began from */
+	__u64 mm;                 /* the address space it walked: an exec makes another */
 	__u64 at[WALK_READS_MAX]; /* user addresses read, 8-byte aligned; bit 0: 16 bytes, else 8 */
 	struct stack_hash values; /* of the words read, in order */
 	__u32 n;                  /* reads; past WALK_READS_MAX, too many to keep */
 	__u32 seq;                /* of the process's list of areas */
-	bool same_again;          /* tables only, to the stack's end, no Python, all reads kept */
+	/* Tables only, to the stack's end, all reads kept, in a process user space has found
+	 * is not Python's (or with Python frames off): nothing else decides the walk. */
+	bool same_again;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -353,6 +356,7 @@ __noinline int record_start(__u64 pc, __u64 sp, __u64 bp)
 	r->pc = pc;
 	r->sp = sp;
 	r->bp = bp;
+	r->mm = (__u64)bpf_get_current_task_btf()->mm;
 	r->n = 0;
 	r->same_again = false;
 	hash_start(&r->values);
@@ -715,11 +719,17 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		__u32 zero = 0;
 		struct walk_reads *r = bpf_map_lookup_elem(&walk_reads, &zero);
 
+		/* A process not classified yet may be Python's: its next walk would show frames
+		 * that this one could not. (One whose runtime is not initialized yet is not
+		 * Python's for now: same_user_stack checks again.) */
+		struct python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
+		bool not_python = !python_frames | (py && !py->is_python);
+
 		if (r) {
 			r->seq = w.seq;
 			/* Bitwise: one path for the verifier, not one for each way to be false. */
 			r->same_again = w.done & !w.cut & !w.fp_no_table & !w.learned_area & !w.py.active &
-					w.process_known & (r->n <= WALK_READS_MAX);
+					w.process_known & (r->n <= WALK_READS_MAX) & not_python;
 		}
 	}
 	if (w.learned_area)
