@@ -101,6 +101,8 @@ fi
 # ONLY: an extended regular expression; only the conditions whose label matches it run
 # ("nothing" always does).
 if [ -n "${ONLY:-}" ]; then
+	[[ "" =~ $ONLY ]]
+	[ $? != 2 ] || die "ONLY='$ONLY' is not a regular expression"
 	kept_labels=() kept_commands=()
 	for i in "${!LABELS[@]}"; do
 		if [ "$i" = 0 ] || [[ ${LABELS[$i]} =~ $ONLY ]]; then
@@ -178,6 +180,7 @@ echo "- workloads: \`perf bench syscall basic -l $SYSCALL_LOOPS\`;" \
 	"\`$([ -n "$PIPE_CPUS" ] && echo "taskset -c $PIPE_CPUS ")perf bench sched pipe -l $PIPE_LOOPS\`"
 echo "- $ROUNDS round(s), the $N conditions in turns (round r starts at condition r); each profiler" \
 	"samples $SETTLE_S s after its perf events are open before the workloads; figures are medians"
+if [ -n "${ONLY:-}" ]; then echo "- only the conditions whose label matches ONLY='$ONLY', and nothing"; fi
 for s in "${SKIPPED[@]}"; do echo "- skipped: $s"; done
 echo
 # One condition's turn: each workload beside it.

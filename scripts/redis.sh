@@ -53,15 +53,26 @@ start_redis() {
 		done
 		kill -TERM "$REDIS_PID" 2>/dev/null
 		wait "$REDIS_PID" 2>/dev/null
-		REDIS_PID=
+		forget_redis
 	done
 	die "redis-server did not start on a loopback port: $(tail -3 "$TMP/redis.log" 2>/dev/null)"
 }
 
 stop_redis() {
 	[ -n "$REDIS_PID" ] || return 0
-	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || kill -TERM "$REDIS_PID" 2>/dev/null
+	timeout 10 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || kill -TERM "$REDIS_PID" 2>/dev/null
 	wait "$REDIS_PID" 2>/dev/null
+	forget_redis
+}
+
+# A redis-server gone: out of BACKGROUND, whose cleanup would kill its pid (by then maybe
+# another process's).
+forget_redis() {
+	local kept=() pid
+	for pid in "${BACKGROUND[@]}"; do
+		[ "$pid" = "$REDIS_PID" ] || kept+=("$pid")
+	done
+	BACKGROUND=("${kept[@]}")
 	REDIS_PID=
 }
 
