@@ -530,8 +530,10 @@ TEST_CASE("processes running poisoned ELF files: no crash, no hang, every other 
 	std::string dir = scratch.path();
 	std::vector<std::unique_ptr<Background>> programs;
 	std::vector<Poison> all = poisons();
+	// 30 s, killed at the end: they must outlive the profiler's start, which under ASan on
+	// a slow day took longer than the 8 s they once ran.
 	for (const Poison &poison : all)
-		programs.push_back(std::make_unique<Background>(std::vector<std::string>{poisoned_program(dir, poison), "8"}));
+		programs.push_back(std::make_unique<Background>(std::vector<std::string>{poisoned_program(dir, poison), "30"}));
 	Background split({workload("split"), "30"});
 	Background syscalls({workload("syscalls"), "30"});
 	usleep(200000);
