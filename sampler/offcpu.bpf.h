@@ -57,21 +57,24 @@ struct thread_stacks {
 	struct stored_stack kernel;    /* n 0: none */
 };
 
-/* A user stack as walked, before it is stored, and what its walk read. */
+/* A user stack as walked, before it is stored. */
 struct user_stack {
 	struct stack_hash hash;     /* of the frames, before their number */
 	struct stored_stack frames; /* n 0: none */
+};
+
+/* A user stack a thread keeps, with what its walk read. */
+struct kept_user_stack {
+	struct user_stack stack;
 	struct walk_reads reads;
 };
-/* What of a user_stack is stored: hash and frames. */
-#define USER_STACK_STORED (sizeof(struct stack_hash) + sizeof(struct stored_stack))
 
 /* The user stacks a thread had the last two times it did one thing (left the CPU, or woke
  * another), at[now] the last: a thread that does it again from either place, the same way,
  * is not walked again. A thread often has two: a server's read, and its write where the
  * woken reader preempts it. */
 struct user_stacks {
-	struct user_stack at[2];
+	struct kept_user_stack at[2];
 	__u32 now;
 };
 
@@ -89,7 +92,7 @@ struct off_cpu_thread {
 	__u32 woken; /* 1: waker and waker_tgid are this time's */
 	__u32 waker_tgid;
 	struct thread_stacks waker;
-	struct user_stack waker_user; /* its hash and frames */
+	struct user_stack waker_user;
 };
 
 struct {
@@ -150,7 +153,7 @@ static __always_inline void count_off_cpu(void *store, void *counts, struct off_
 	key.waker_user_stack_id = NO_STACK;
 	key.waker_kernel_stack_id = NO_STACK;
 	__builtin_memcpy(key.comm, t->left.comm, sizeof(key.comm));
-	if (!store_thread_stacks(store, &t->left, &t->left_user.at[t->left_user.now & 1], &key.kernel_stack_id,
+	if (!store_thread_stacks(store, &t->left, &t->left_user.at[t->left_user.now & 1].stack, &key.kernel_stack_id,
 				 &key.user_stack_id, st))
 		return;
 	if (wakers && t->woken) {
@@ -273,9 +276,11 @@ static __always_inline void take_kernel_stack(void *ctx, __u32 skip, struct thre
 	}
 }
 
-/* The current thread's user stack, walked as a sample's is, into u, with what the walk read. */
-static __always_inline void walk_thread_stack(__u32 tgid, struct sample_stats *st, struct user_stack *u)
+/* The current thread's user stack, walked as a sample's is, into kept, with what the walk
+ * read. */
+static __always_inline void walk_thread_stack(__u32 tgid, struct sample_stats *st, struct kept_user_stack *kept)
 {
+	struct user_stack *u = &kept->stack;
 	struct raw_resume resume = {};
 	struct stored_stack *frames;
 	struct walk_reads *walked;
@@ -284,7 +289,7 @@ static __always_inline void walk_thread_stack(__u32 tgid, struct sample_stats *s
 	long n;
 
 	u->frames.n = 0;
-	u->reads.same_again = false;
+	kept->reads.same_again = false;
 	if (!user_stacks)
 		return;
 	n = walk_user_stack((struct bpf_perf_event_data *)0, tgid, st, &hash, &resume, true);
@@ -302,7 +307,7 @@ static __always_inline void walk_thread_stack(__u32 tgid, struct sample_stats *s
 	u->frames.n = n;
 	walked = bpf_map_lookup_elem(&walk_reads, &zero);
 	if (walked && walked->same_again)
-		u->reads = *walked;
+		kept->reads = *walked;
 }
 
 /* The current thread's user stack into us->at[us->now]: one of the last two, if the thread
@@ -313,16 +318,16 @@ static __always_inline struct user_stack *take_user_stack(struct user_stacks *us
 	for (__u32 i = 0; i < 2; i++) {
 		__u32 k = (us->now + i) & 1;
 
-		if (us->at[k].frames.n && same_user_stack(&us->at[k].reads, tgid)) {
+		if (us->at[k].stack.frames.n && same_user_stack(&us->at[k].reads, tgid)) {
 			us->now = k;
 			st->unwound_tables++;
 			st->unwound_again++;
-			return &us->at[k];
+			return &us->at[k].stack;
 		}
 	}
 	us->now = (us->now + 1) & 1;
 	walk_thread_stack(tgid, st, &us->at[us->now & 1]);
-	return &us->at[us->now & 1];
+	return &us->at[us->now & 1].stack;
 }
 
 /* How many frames of the tracepoint's path a kernel stack taken now has above the function
@@ -406,7 +411,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
 		waker = bpf_task_storage_get(&waker_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (waker) {
 			u = take_user_stack(waker, tgid, st);
-			bpf_probe_read_kernel(&t->waker_user, USER_STACK_STORED, u);
+			bpf_probe_read_kernel(&t->waker_user, sizeof(t->waker_user), u);
 		}
 	}
 	t->waker_tgid = tgid;
