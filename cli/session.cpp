@@ -23,9 +23,12 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	symbolizer.want_inlined = options.inline_frames;
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer.kernel_cache_dir = "/run/profile";
-	// Windows drop the files that hold DWARF (Symbolizer::end_window); the names they read stay.
-	if (options.interval_s)
+	// Windows keep the names they read, and the DWARF of the files they read them from
+	// within a bound (Symbolizer::end_window lets the rest go).
+	if (options.interval_s) {
 		symbolizer.kept_named_bytes = kKeptNamedBytes;
+		symbolizer.kept_dwarf_bytes = kKeptDwarfBytes;
+	}
 	return symbolizer;
 }
 

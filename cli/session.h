@@ -20,8 +20,11 @@
 
 class WindowCutter;
 
-// What windows keep of the names they read (SymbolizerOptions::kept_named_bytes).
+// What windows keep of the names they read (SymbolizerOptions::kept_named_bytes), and of
+// the DWARF they read them from (kept_dwarf_bytes): libc's debug file and its DWARF
+// decompressed take 14 MiB.
 constexpr size_t kKeptNamedBytes = size_t(4) << 20;
+constexpr size_t kKeptDwarfBytes = size_t(32) << 20;
 
 // The sampler and what names its samples: loaded and following every process from the
 // constructor on, sampling from attach() to detach().

@@ -14,7 +14,7 @@ SymbolFile *FileCache::insert(const FileKey &key, std::unique_ptr<SymbolFile> fi
 	SymbolFile *kept = files_.insert(key, std::move(file)).get();
 	stats_.files_dropped += files_.dropped() - dropped;
 	if (kept && kept->holds_lines())
-		keep_dwarf_of_newest();
+		let_dwarf_go(std::max<size_t>(options_.kept_dwarf_files, 1));
 	trim();
 	return kept;
 }
@@ -24,17 +24,34 @@ SourceLines *FileCache::lines_of(SymbolFile &file)
 	const bool held = file.holds_lines();
 	SourceLines *lines = file.lines(stats_);
 	if (lines && !held)
-		keep_dwarf_of_newest();
+		let_dwarf_go(std::max<size_t>(options_.kept_dwarf_files, 1));
 	return lines;
 }
 
-void FileCache::keep_dwarf_of_newest()
+// Walked from the most recently used: a file keeps its DWARF while it is among the newest
+// `files` that hold some, or while all kept so far take kept_dwarf_bytes at most.
+void FileCache::let_dwarf_go(size_t files)
 {
-	size_t held = 0;
+	size_t held = 0, bytes = 0;
 	for_each([&](SymbolFile &file) {
-		if (file.holds_lines() && ++held > std::max<size_t>(options_.kept_dwarf_files, 1))
+		if (!file.holds_lines())
+			return;
+		bytes += file.lines_bytes();
+		if (++held > files && bytes > options_.kept_dwarf_bytes)
 			file.release_lines();
 	});
+}
+
+std::pair<size_t, size_t> FileCache::dwarf_held()
+{
+	size_t files = 0, bytes = 0;
+	for_each([&](const SymbolFile &file) {
+		if (file.holds_lines()) {
+			files++;
+			bytes += file.lines_bytes();
+		}
+	});
+	return {files, bytes};
 }
 
 size_t FileCache::held_bytes()
@@ -61,6 +78,6 @@ void FileCache::end_window()
 	const size_t before = files_.size();
 	files_.erase_if([](const FileKey &, const std::unique_ptr<SymbolFile> &file) { return !file; });
 	stats_.files_dropped += before - files_.size();
-	for_each([](SymbolFile &file) { file.release_lines(); });
+	let_dwarf_go(0);
 	trim();
 }

@@ -15,6 +15,7 @@
 #include <libelf.h>
 #include <map>
 #include <string_view>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unordered_map>
 
@@ -27,7 +28,22 @@ namespace {
 struct DebugInfo {
 	ElfHandle elf;
 	DwarfHandle dwarf; // ended before elf: it reads elf's section data
+	size_t bytes = 0;  // the file, and the sections libdw decompressed
 };
+
+// What the compressed sections of elf take once decompressed.
+size_t decompressed_bytes(Elf *elf)
+{
+	size_t bytes = 0;
+	for (Elf_Scn *section = nullptr; (section = elf_nextscn(elf, section));) {
+		GElf_Shdr header;
+		GElf_Chdr compressed;
+		if (gelf_getshdr(section, &header) && (header.sh_flags & SHF_COMPRESSED) &&
+		    gelf_getchdr(section, &compressed))
+			bytes += compressed.ch_size;
+	}
+	return bytes;
+}
 
 // libdw hands out strings of these sections by offset alone, and its callers strlen
 // them: a last string without its NUL would be read past the end of the section.
@@ -69,10 +85,20 @@ DebugInfo read_debug_info(int fd)
 	info.elf.reset(elf_begin(fd, only_root_writes ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
 	if (!info.elf || elf_kind(info.elf.get()) != ELF_K_ELF)
 		return {};
+	const size_t decompressed = decompressed_bytes(info.elf.get());
 	info.dwarf.reset(dwarf_begin_elf(info.elf.get(), DWARF_C_READ, nullptr));
 	elf_cntl(info.elf.get(), ELF_C_FDDONE);
 	if (!info.dwarf || !strings_terminated(info.elf.get()))
 		return {};
+	// libdw holds its own copy of each section it decompressed: the mapped file's pages
+	// that held them need not stay in memory (a page read again comes from the file, as
+	// the mapping is private and never written). Libc's debug file is 4 MiB of them.
+	size_t file_size = 0;
+	void *mapped = only_root_writes ? elf_rawfile(info.elf.get(), &file_size) : nullptr;
+	if (decompressed && mapped && madvise(mapped, file_size, MADV_DONTNEED) == 0)
+		info.bytes = decompressed;
+	else
+		info.bytes = size_t(st.st_size) + decompressed;
 	return info;
 }
 
@@ -153,6 +179,7 @@ public:
 	}
 
 	bool empty() const { return ranges_.empty(); }
+	size_t held_bytes() const { return ranges_.capacity() * sizeof(Range) + reach_.capacity() * sizeof(uint64_t); }
 
 private:
 	static constexpr int kMaxSteps = 64;
@@ -282,6 +309,25 @@ struct UnitIndex {
 	{
 		return index < file_paths.size() ? file_paths[index] : kNoText;
 	}
+
+	// With libdw's line table of the unit, which find read first.
+	size_t held_bytes(Dwarf_Die *unit) const
+	{
+		size_t bytes = sizeof(UnitIndex) + functions.held_bytes() + compile_dir.capacity() +
+			       prefix_of.size() * (sizeof(Dwarf_Off) + sizeof(uint32_t) + 2 * sizeof(void *));
+		for (const std::string &text : prefixes)
+			bytes += sizeof(text) + text.capacity();
+		for (const std::string &text : file_paths)
+			bytes += sizeof(text) + text.capacity();
+		Dwarf_Lines *lines = nullptr;
+		size_t rows = 0;
+		if (dwarf_getsrclines(unit, &lines, &rows) == 0)
+			bytes += rows * kLineRowBytes;
+		return bytes;
+	}
+
+	// What libdw takes for a row of a line table, about (its Dwarf_Line and index).
+	static constexpr size_t kLineRowBytes = 48;
 };
 
 // One function and the calls inlined into it, read in one walk of its DIEs the first time
@@ -311,6 +357,12 @@ struct FunctionScopes {
 		std::vector<Span> spans;
 		read_calls(&function, kNone, 0, 0, unit, spans);
 		index(spans);
+	}
+
+	size_t held_bytes() const
+	{
+		return sizeof(FunctionScopes) + calls.capacity() * sizeof(Call) +
+		       starts.capacity() * sizeof(uint64_t) + innermost.capacity() * sizeof(uint32_t);
 	}
 
 	uint32_t innermost_call(uint64_t address) const
@@ -407,6 +459,7 @@ struct SourceLines::Impl {
 	std::unordered_map<Dwarf_Off, UnitIndex> unit_indexes;
 	std::unordered_map<Dwarf_Off, FunctionScopes> functions;
 	std::unordered_map<Dwarf_Off, std::string> names;
+	size_t indexed_bytes = 0; // what the three above and units hold, about
 
 	bool find_alt_file(int fd);
 	const Dwarf_Die *find_unit(uint64_t address, Dwarf_Die &storage);
@@ -504,8 +557,10 @@ const Dwarf_Die *SourceLines::Impl::find_unit(uint64_t address, Dwarf_Die &stora
 UnitIndex &SourceLines::Impl::unit_index(Dwarf_Die *unit)
 {
 	auto [index, added] = unit_indexes.try_emplace(dwarf_dieoffset(unit));
-	if (added)
+	if (added) {
 		index->second.read(unit);
+		indexed_bytes += index->second.held_bytes(unit);
+	}
 	return index->second;
 }
 
@@ -513,8 +568,10 @@ FunctionScopes &SourceLines::Impl::function_scopes(const Dwarf_Die &function, co
 {
 	Dwarf_Die die = function;
 	auto [scopes, added] = functions.try_emplace(dwarf_dieoffset(&die));
-	if (added)
+	if (added) {
 		scopes->second.read(function, unit);
+		indexed_bytes += scopes->second.held_bytes();
+	}
 	return scopes->second;
 }
 
@@ -566,6 +623,7 @@ const std::string &SourceLines::Impl::name(Dwarf_Die *function)
 		}
 		text += plain;
 	}
+	indexed_bytes += sizeof(std::string) + text.capacity() + sizeof(Dwarf_Off) + 2 * sizeof(void *);
 	return names.emplace(key, std::move(text)).first->second;
 }
 
@@ -592,6 +650,7 @@ std::unique_ptr<SourceLines> SourceLines::open(int fd)
 			add_ranges(impl.units, &unit_die);
 	}
 	impl.units.finish();
+	impl.indexed_bytes = impl.units.held_bytes();
 
 	Dwarf_Aranges *aranges = nullptr;
 	size_t arange_count = 0;
@@ -599,6 +658,12 @@ std::unique_ptr<SourceLines> SourceLines::open(int fd)
 	    (dwarf_getaranges(impl.main.dwarf.get(), &aranges, &arange_count) != 0 || arange_count == 0))
 		return nullptr;
 	return lines;
+}
+
+size_t SourceLines::held_bytes() const
+{
+	return sizeof(SourceLines) + sizeof(Impl) + impl_->main.bytes + impl_->alt.bytes + impl_->empty_alt_image.size() +
+	       impl_->indexed_bytes;
 }
 
 std::vector<SourceLocation> SourceLines::find(uint64_t address)

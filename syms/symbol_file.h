@@ -33,6 +33,7 @@ public:
 	// Its DWARF, read again when it was released; null when it has none (or none is wanted).
 	SourceLines *lines(SymbolizerStats &stats);
 	bool holds_lines() const { return lines_ != nullptr; }
+	size_t lines_bytes() const { return lines_ ? lines_->held_bytes() : 0; }
 	// Lets its DWARF go, the most memory by far: read again from the file, kept open, when
 	// a frame needs it.
 	void release_lines() { lines_.reset(); }

@@ -3,6 +3,7 @@
 #include "syms/user_namer.h"
 
 #include <fcntl.h>
+#include <tuple>
 
 #include "syms/live_processes.h"
 
@@ -229,4 +230,5 @@ void UserNamer::count_kept(SymbolizerStats &stats)
 	stats.named_kept_bytes = named_.bytes();
 	stats.files_kept = files_.size();
 	stats.file_bytes_kept = files_.held_bytes();
+	std::tie(stats.dwarf_files_kept, stats.dwarf_bytes_kept) = files_.dwarf_held();
 }

@@ -225,6 +225,8 @@ TEST_SUITE("unit")
 			REQUIRE(nm_address(variant.listing, "main") == main_start);
 			std::unique_ptr<SourceLines> lines = open_fixture(variant.debug_file);
 			REQUIRE(lines);
+			const size_t opened_bytes = lines->held_bytes();
+			CHECK(opened_bytes > 0);
 			int with_lines = 0;
 			for (uint64_t start : {main_start, outer}) {
 				for (uint64_t address = start; address < start + 32; address++) {
@@ -242,6 +244,9 @@ TEST_SUITE("unit")
 				}
 			}
 			CHECK(with_lines > 32);
+			// What it indexed and named on the way is counted too (compressed sections
+			// were read back from the file after their pages were let go).
+			CHECK(lines->held_bytes() > opened_bytes);
 		}
 	}
 

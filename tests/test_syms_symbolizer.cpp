@@ -950,6 +950,43 @@ TEST_SUITE("unit")
 			CHECK(symbolizer.stats().elf_files_parsed == 2);
 			CHECK(symbolizer.stats().dwarf_read_again == 1);
 		}
+		SUBCASE("kept_dwarf_bytes: the newest files' DWARF within it stays past a window's end; the least recently "
+			"used lets it go past it")
+		{
+			// How much one file's DWARF takes, once it has named the marker.
+			size_t one = 0;
+			{
+				Symbolizer measure(options);
+				measure.set_process_history(&history);
+				CHECK(frames_of(measure, gone_pid, marker) == inlined);
+				CHECK(measure.stats().dwarf_files_kept == 1);
+				one = measure.stats().dwarf_bytes_kept;
+				// The fixture's file, at least, and its indexes.
+				CHECK(one > size_t(std::filesystem::file_size(absolute_fixture("inlined"))));
+				measure.end_window();
+				CHECK(measure.stats().dwarf_files_kept == 0);
+				CHECK(measure.stats().dwarf_bytes_kept == 0);
+			}
+			options.kept_dwarf_bytes = one + one / 2; // one file's, not two
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
+			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined); // a copy: a file of its own
+			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
+			symbolizer.end_window();
+			CHECK(symbolizer.stats().dwarf_files_kept == 1);
+			CHECK(symbolizer.stats().dwarf_bytes_kept == one);
+			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined); // kept: the newest
+			CHECK(symbolizer.stats().dwarf_read_again == 0);
+			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined); // let go: read again
+			CHECK(symbolizer.stats().dwarf_read_again == 1);
+			CHECK(symbolizer.stats().dwarf_files_kept == 1); // the other let go: two are past the bound
+			symbolizer.end_window();
+			CHECK(symbolizer.stats().dwarf_files_kept == 1);
+			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
+			CHECK(symbolizer.stats().dwarf_read_again == 1);
+			CHECK(symbolizer.stats().elf_files_parsed == 3);
+		}
 	}
 
 	TEST_CASE("symbolizer: a file named in one window is not parsed again in the next while within kept_file_bytes, and is dropped past it")
