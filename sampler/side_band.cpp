@@ -60,6 +60,7 @@ SideBand::~SideBand()
 
 void SideBand::poll(ProcessHistory &history)
 {
+	bytes_.clear();
 	pending_.clear();
 	for (Ring &ring : rings_) {
 		auto *meta = reinterpret_cast<perf_event_mmap_page *>(ring.base);
@@ -79,19 +80,24 @@ void SideBand::poll(ProcessHistory &history)
 			copy_out(tail, &header, sizeof(header));
 			if (header.size < sizeof(header) || header.size > head - tail)
 				break;
-			std::vector<uint8_t> record(header.size);
-			copy_out(tail, record.data(), header.size);
-			pending_.push_back(std::move(record));
+			const size_t offset = bytes_.size();
+			bytes_.resize(offset + header.size);
+			copy_out(tail, bytes_.data() + offset, header.size);
+			pending_.push_back({0, offset, header.size});
 			tail += header.size;
 		}
 		__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-		ring.last_time = ProcessHistory::date_undated(std::span(pending_).subspan(first), ring.last_time, now);
+		ring_records_.clear();
+		for (size_t i = first; i < pending_.size(); i++)
+			ring_records_.push_back(record(pending_[i]));
+		ring.last_time = ProcessHistory::date_undated(ring_records_, ring.last_time, now);
 	}
 	// Each CPU's records are in order, but a fork on one CPU may precede the exec on
 	// another: apply them all in time order.
-	std::stable_sort(pending_.begin(), pending_.end(), [](const auto &a, const auto &b) {
-		return ProcessHistory::record_time(a) < ProcessHistory::record_time(b);
-	});
-	for (const auto &record : pending_)
-		history.apply(record);
+	for (Pending &pending : pending_)
+		pending.time = ProcessHistory::record_time(record(pending));
+	std::stable_sort(pending_.begin(), pending_.end(),
+			 [](const Pending &a, const Pending &b) { return a.time < b.time; });
+	for (const Pending &pending : pending_)
+		history.apply(record(pending));
 }

@@ -30,5 +30,16 @@ private:
 	};
 
 	std::vector<Ring> rings_;
-	std::vector<std::vector<uint8_t>> pending_;
+	// One poll's records, copied out of the rings one after the other (kept from poll to
+	// poll, so that the records of a busy machine cost no allocation each), and each
+	// record's place in it.
+	std::vector<uint8_t> bytes_;
+	struct Pending {
+		uint64_t time;
+		size_t offset, size;
+	};
+	std::vector<Pending> pending_;
+	std::vector<std::span<uint8_t>> ring_records_;
+
+	std::span<uint8_t> record(const Pending &pending) { return {bytes_.data() + pending.offset, pending.size}; }
 };

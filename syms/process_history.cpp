@@ -201,11 +201,11 @@ uint64_t ProcessHistory::record_time(std::span<const uint8_t> record)
 	return id.time;
 }
 
-uint64_t ProcessHistory::date_undated(std::span<std::vector<uint8_t>> records, uint64_t after_ns, uint64_t now_ns)
+uint64_t ProcessHistory::date_undated(std::span<const std::span<uint8_t>> records, uint64_t after_ns, uint64_t now_ns)
 {
 	uint64_t before = after_ns;
 	for (size_t i = 0; i < records.size(); i++) {
-		std::vector<uint8_t> &record = records[i];
+		const std::span<uint8_t> record = records[i];
 		uint64_t time = record_time(record);
 		if (time) {
 			before = std::max(before, time);

@@ -100,7 +100,7 @@ public:
 	// and now_ns (none is newer). A registration gets the earliest time it can have, an
 	// unregistration the latest. Returns the newest time seen, the after_ns of the ring's
 	// next batch.
-	static uint64_t date_undated(std::span<std::vector<uint8_t>> records, uint64_t after_ns, uint64_t now_ns);
+	static uint64_t date_undated(std::span<const std::span<uint8_t>> records, uint64_t after_ns, uint64_t now_ns);
 
 private:
 	struct Process {

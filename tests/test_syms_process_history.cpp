@@ -258,7 +258,10 @@ TEST_CASE("side band: records the kernel left undated get the times around them"
 		ksymbol(0xffffffffc0002000, 16, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_b", 150),
 		ksymbol(0xffffffffc0001000, 16, PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_a", 0), // the last
 	};
-	CHECK(ProcessHistory::date_undated(ring, 100, 200) == 200);
+	auto spans_of = [](std::vector<std::vector<uint8_t>> &records) {
+		return std::vector<std::span<uint8_t>>(records.begin(), records.end());
+	};
+	CHECK(ProcessHistory::date_undated(spans_of(ring), 100, 200) == 200);
 	CHECK(time_of(ring[0]) == 100); // registered: the earliest it can be
 	CHECK(time_of(ring[1]) == 120);
 	CHECK(time_of(ring[2]) == 120);
@@ -275,7 +278,7 @@ TEST_CASE("side band: records the kernel left undated get the times around them"
 	// A batch of nothing but dated records is left as it was.
 	std::vector<std::vector<uint8_t>> dated = {ksymbol(0xffffffffc0001000, 16, 0, "bpf_prog_a", 300)};
 	const auto copy = dated;
-	CHECK(ProcessHistory::date_undated(dated, 250, 260) == 300);
+	CHECK(ProcessHistory::date_undated(spans_of(dated), 250, 260) == 300);
 	CHECK(dated == copy);
 }
 
