@@ -85,15 +85,31 @@ struct taken_stacks {
 	__u32 raw; /* kept raw in this slot of raw_samples, + 1; 0: not */
 };
 
+/* The sample's kernel stack, into scratch[0], hashed into h: its frames, 0 for none. A
+ * global function, verified once on its own: inlined, each count of frames its loop can end
+ * with was a state of its own to the verifier, and the rest of the sample's path (both
+ * generations' count_unwound) was checked again for each. */
+__noinline __u32 sample_kernel_stack(struct bpf_perf_event_data *ctx, struct stack_hash *h)
+{
+	struct stored_stack *frames;
+	__u32 which = 0;
+	long n;
+
+	if (!h)
+		return 0;
+	frames = bpf_map_lookup_elem(&scratch, &which);
+	if (!frames)
+		return 0;
+	n = bpf_get_stack(ctx, frames->ip, UNWIND_MAX_DEPTH * sizeof(__u64), 0);
+	return hash_kernel_stack(frames->ip, n, h);
+}
+
 /* Kernel stack by bpf_get_stack, user stack by the table walk. Outside the two inlined
  * copies of each generation's maps: the verifier checks the walk once. */
 static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 gen, __u32 tgid,
 					struct sample_stats *st, struct taken_stacks *taken)
 {
 	struct raw_resume resume = {};
-	struct stored_stack *frames;
-	__u32 which = 0;
-	long n;
 
 	/* The walk first: the verifier then follows what it leaves through no more than the
 	 * kernel stack's few lines, rather than every count of kernel frames through the walk. */
@@ -104,13 +120,8 @@ static __always_inline void take_stacks(struct bpf_perf_event_data *ctx, __u32 g
 		if (resume.n && !(taken->raw = keep_raw(gen, &resume)))
 			st->unwound_pending++;
 	}
-	if (kernel_stacks) {
-		frames = bpf_map_lookup_elem(&scratch, &which);
-		if (!frames)
-			return;
-		n = bpf_get_stack(ctx, frames->ip, UNWIND_MAX_DEPTH * sizeof(__u64), 0);
-		taken->kernel_n = hash_kernel_stack(frames->ip, n, &taken->kernel_hash);
-	}
+	if (kernel_stacks)
+		taken->kernel_n = sample_kernel_stack(ctx, &taken->kernel_hash);
 }
 
 /* A sample kept raw is whole once its key (kernel stack stored) is in: not counted in the

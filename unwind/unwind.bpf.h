@@ -626,16 +626,35 @@ fp:
 	return 0;
 }
 
-/* The step of a sample's walk, and of one that records what it reads: two callbacks, so
- * that the verifier never weighs recording in a sample's walk. */
+/* The step of a sample's walk, and of one that records what it reads: two functions, so
+ * that the verifier never weighs recording in a sample's walk. Global functions: the
+ * verifier checks each once, on its own, with nothing known of the walk. Inlined in
+ * bpf_loop's callback, the step was checked again for each state the walk could be in
+ * (which fields were known 0, which cause it waited for, ...) until those converged, and
+ * the walk's end and the rest of the sample once for each. */
+__noinline long walk_frame(__u32 index, struct walk *w)
+{
+	if (!w)
+		return 1;
+	return walk_step_of(index, w, false);
+}
+
+__noinline long walk_frame_recording(__u32 index, struct walk *w)
+{
+	if (!w)
+		return 1;
+	return walk_step_of(index, w, true);
+}
+
+/* bpf_loop's callbacks: 1 stops the walk. */
 static long walk_step(__u32 index, struct walk *w)
 {
-	return walk_step_of(index, w, false);
+	return walk_frame(index, w) != 0;
 }
 
 static long walk_step_recording(__u32 index, struct walk *w)
 {
-	return walk_step_of(index, w, true);
+	return walk_frame_recording(index, w) != 0;
 }
 
 /* Walks the user stack of the sampled task into scratch[1]: from the sample's registers
