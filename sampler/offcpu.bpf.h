@@ -22,9 +22,11 @@ const volatile __s32 only_cpu = -1;
 #define TASK_DEAD 0x80
 
 /* The scheduler's text (the __sched functions: __schedule, schedule, schedule_timeout...),
- * from kallsyms at load; 0 where kallsyms hides it. */
-extern const void __sched_text_start __ksym __weak;
-extern const void __sched_text_end __ksym __weak;
+ * which user space reads from kallsyms before load; 0 where kallsyms hides it. (Typeless
+ * __ksym externs would make libbpf parse all of /proc/kallsyms at every load, with or
+ * without --off-cpu.) */
+const volatile __u64 sched_text_start = 0;
+const volatile __u64 sched_text_end = 0;
 /* How many frames a kernel stack taken at sched_switch has above __schedule: the
  * tracepoint's own path (this program, bpf_trace_run4, __traceiter_sched_switch), the same
  * at every switch. Found at the first one; ~0 until then. */
@@ -34,8 +36,10 @@ __u32 switch_frames = ~0u;
  * sched_waking, where the waker is the current task (as BCC offwaketime's try_to_wake_up). */
 const volatile bool wakers = false;
 
-/* try_to_wake_up, from kallsyms at load: a waker's kernel stack starts there. */
-extern const void try_to_wake_up __ksym __weak;
+/* try_to_wake_up, from kallsyms before load (its end: the next symbol's address): a
+ * waker's kernel stack starts there. */
+const volatile __u64 wake_up_start = 0;
+const volatile __u64 wake_up_end = 0;
 /* How many frames a kernel stack taken at sched_waking has above try_to_wake_up, found at
  * the first one as switch_frames is; ~0 until then. */
 __u32 waking_frames = ~0u;
@@ -369,8 +373,7 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 	t->state = state;
 	t->woken = 0;
 	if (kernel_stacks)
-		skip = tracepoint_frames(ctx, &switch_frames, (__u64)&__sched_text_start - 1,
-					 (__u64)&__sched_text_end, &t->left);
+		skip = tracepoint_frames(ctx, &switch_frames, sched_text_start - 1, sched_text_end, &t->left);
 	take_kernel_stack(ctx, skip, &t->left);
 	if (user_stacks)
 		take_user_stack(&t->left_user, tgid, st);
@@ -399,8 +402,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
 		tgid = 0;
 	if (kernel_stacks)
-		skip = tracepoint_frames(ctx, &waking_frames, (__u64)&try_to_wake_up,
-					 (__u64)&try_to_wake_up + 0x1000, &t->waker);
+		skip = tracepoint_frames(ctx, &waking_frames, wake_up_start, wake_up_end, &t->waker);
 	take_kernel_stack(ctx, skip, &t->waker);
 	t->waker_user.frames.n = 0;
 	task = bpf_get_current_task_btf();

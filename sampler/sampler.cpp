@@ -21,6 +21,7 @@
 #include "base/fd.h"
 #include "sampler/loaded.h"
 #include "sampler/targets.h"
+#include "syms/kallsyms.h"
 
 namespace {
 
@@ -73,6 +74,30 @@ std::string own_loader()
 std::vector<bpf_program *> hooks(const profile_bpf &skel)
 {
 	return {skel.progs.on_exec, skel.progs.on_fork, skel.progs.on_exit};
+}
+
+// Where --off-cpu's programs find the scheduler's functions and try_to_wake_up in a kernel
+// stack, from /proc/kallsyms, read once (zeros where it hides addresses: the stacks then
+// keep the tracepoint's own frames).
+struct OffCpuKernelText {
+	KernelTextRange sched, sched_end, wake_up;
+};
+
+const OffCpuKernelText &off_cpu_kernel_text()
+{
+	static const OffCpuKernelText text = [] {
+		OffCpuKernelText found;
+		std::string kallsyms;
+		if (!read_whole_file("/proc/kallsyms", kallsyms))
+			return found;
+		static constexpr std::string_view names[] = {"__sched_text_start", "__sched_text_end", "try_to_wake_up"};
+		const std::vector<KernelTextRange> ranges = kernel_text_ranges(kallsyms, names);
+		found.sched = ranges[0];
+		found.sched_end = ranges[1];
+		found.wake_up = ranges[2];
+		return found;
+	}();
+	return text;
 }
 
 // Opens the skeleton and sets what the options and the plan's sizes decide, ready to load.
@@ -153,6 +178,13 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	skel->rodata->max_block_ns = options.max_block_us > UINT64_MAX / 1000 ? UINT64_MAX : options.max_block_us * 1000;
 	skel->rodata->only_cpu = options.cpu;
 	skel->rodata->wakers = options.wakers;
+	if (options.off_cpu) {
+		const OffCpuKernelText &text = off_cpu_kernel_text();
+		skel->rodata->sched_text_start = text.sched.start;
+		skel->rodata->sched_text_end = text.sched_end.start;
+		skel->rodata->wake_up_start = text.wake_up.start;
+		skel->rodata->wake_up_end = text.wake_up.end;
+	}
 	return skel;
 }
 

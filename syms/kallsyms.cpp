@@ -214,3 +214,47 @@ std::optional<KernelSymbols::Match> KernelSymbols::find(uint64_t address) const
 	match.module_offset = s.module == 0 ? address : address - mod.lowest;
 	return match;
 }
+
+std::vector<KernelTextRange> kernel_text_ranges(std::string_view text, std::span<const std::string_view> names)
+{
+	std::vector<KernelTextRange> ranges(names.size());
+	std::vector<uint64_t> addresses; // every text symbol's
+	addresses.reserve(text.size() / 40);
+	while (!text.empty()) {
+		const size_t newline = text.find('\n');
+		std::string_view line = text.substr(0, newline);
+		text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+		// "ADDR TYPE NAME[\t[MODULE]]"
+		const size_t space = line.find(' ');
+		if (space == std::string_view::npos || space + 3 > line.size() || line[space + 2] != ' ')
+			continue;
+		const char type = line[space + 1];
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		uint64_t address = 0;
+		bool hex = space > 0 && space <= 16;
+		for (size_t i = 0; hex && i < space; i++) {
+			const char c = line[i];
+			const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+			hex = digit >= 0;
+			address = address << 4 | uint64_t(digit & 15);
+		}
+		if (!hex || address == 0)
+			continue;
+		addresses.push_back(address);
+		std::string_view name = line.substr(space + 3);
+		name = name.substr(0, name.find('\t'));
+		for (size_t i = 0; i < names.size(); i++)
+			if (name == names[i] && !ranges[i].start)
+				ranges[i].start = address;
+	}
+	std::sort(addresses.begin(), addresses.end());
+	for (KernelTextRange &range : ranges) {
+		auto next = std::upper_bound(addresses.begin(), addresses.end(), range.start);
+		if (range.start && next != addresses.end())
+			range.end = *next;
+		else
+			range = {};
+	}
+	return ranges;
+}

@@ -3,9 +3,21 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+// Where a text symbol starts, and where it ends as far as kallsyms tells (it has no sizes):
+// the next text symbol's address above it. Zeros: not found, or hidden (kptr_restrict).
+struct KernelTextRange {
+	uint64_t start = 0, end = 0;
+};
+
+// The range of each of `names` in kallsyms text, in their order: for the few symbols a BPF
+// program must know before it loads (without libbpf's typeless __ksym externs, which make
+// every load parse all of /proc/kallsyms).
+std::vector<KernelTextRange> kernel_text_ranges(std::string_view text, std::span<const std::string_view> names);
 
 class KernelSymbols {
 public:

@@ -117,6 +117,37 @@ TEST_SUITE("unit")
 		CHECK(!symbols.find(0));
 	}
 
+	TEST_CASE("kallsyms: a text symbol's range ends at the next text symbol above it, aliases and data aside")
+	{
+		static constexpr std::string_view names[] = {"startup_64", "_text", "native_read_msr", "weak_function",
+							     "ext4_block_write", "some_data", "no_such_symbol", "_etext"};
+		const std::vector<KernelTextRange> ranges = kernel_text_ranges(kallsyms_text, names);
+		REQUIRE(ranges.size() == 8);
+		// An alias at the same address ends where the next address begins.
+		CHECK(ranges[0].start == 0xffffffff81000000);
+		CHECK(ranges[0].end == 0xffffffff81000800);
+		CHECK(ranges[1].start == 0xffffffff81000000);
+		CHECK(ranges[1].end == 0xffffffff81000800);
+		// some_data (D) lies between: a text symbol's end is the next text symbol.
+		CHECK(ranges[2].start == 0xffffffff81001000);
+		CHECK(ranges[2].end == 0xffffffff81001080);
+		CHECK(ranges[3].start == 0xffffffff81001300);
+		CHECK(ranges[3].end == 0xffffffff81001400);
+		// A module's function: the next text above it, in any module.
+		CHECK(ranges[4].start == 0xffffffffc0a01000);
+		CHECK(ranges[4].end == 0xffffffffc0a01200);
+		CHECK(ranges[5].start == 0); // data
+		CHECK(ranges[6].start == 0); // absent
+		CHECK(ranges[7].start == 0xffffffff81001400);
+		CHECK(ranges[7].end == 0xffffffffc0900000);
+		// Hidden addresses (read without privilege) give nothing.
+		const std::vector<KernelTextRange> hidden =
+			kernel_text_ranges("0000000000000000 T _text\n0000000000000000 T startup_64\n", names);
+		CHECK(hidden[0].start == 0);
+		CHECK(hidden[0].end == 0);
+		CHECK(kernel_text_ranges("", names).size() == 8);
+	}
+
 	TEST_CASE("kallsyms: a file on disk loads like the text; a missing file loads empty")
 	{
 		char path[] = "/tmp/syms-kallsyms-XXXXXX";
