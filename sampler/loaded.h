@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -37,6 +38,9 @@ struct Sampler::Impl {
 	std::vector<Link> hooks;
 	SamplerConfig options;
 	MapSizes sizes; // as loaded: what follows is read from them, never copied
+	// The hooks being detached (Sampler::detach): joined first when the Impl goes, before
+	// the programs they ran.
+	std::vector<std::jthread> detaching;
 	// Stacks walked from unwind tables and kept by content, rather than bpf_get_stackid's.
 	bool unwinding() const { return sizes.unwinding; }
 	// The table walk runs: stacks kept by content, and user stacks asked for (--off-cpu -K

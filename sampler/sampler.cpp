@@ -474,13 +474,11 @@ void Sampler::attach()
 void Sampler::detach()
 {
 	impl_->links.clear();
-	// Each hook's detach waits for the kernel's grace periods, tens of milliseconds: side by
-	// side, they wait about as long as one.
-	std::vector<std::thread> detaching;
+	// A hook's detach may wait for the kernel's grace periods (ld.so's uprobe: about 110 ms,
+	// RCU tasks trace): each on a thread of its own, while the run reads the maps and names
+	// what they hold. What a hook does meanwhile (a process's mappings noted) nobody reads.
 	for (Link &hook : impl_->hooks)
-		detaching.emplace_back([link = std::move(hook)]() mutable { link.reset(); });
-	for (std::thread &t : detaching)
-		t.join();
+		impl_->detaching.emplace_back([link = std::move(hook)]() mutable { link.reset(); });
 	impl_->hooks.clear();
 }
 
