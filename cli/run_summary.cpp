@@ -61,11 +61,11 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 			const SymbolizerStats names = session.symbolizer().stats();
 			diagnostics::say("named user addresses: %zu from what windows kept, %zu from their files; "
 					"%zu kept (%.1f KiB of %.1f), %zu dropped for room; %zu files parsed, %zu kept (%.1f KiB), "
-					"DWARF read again %zu times, held by %zu files (%.1f KiB of %.1f)",
+					"DWARF read again %zu times (%zu from %zu decompressed copies, %.1f KiB of %.1f)",
 				names.named_from_kept, names.named_from_file, names.named_kept, names.named_kept_bytes / 1024.0,
 				kKeptNamedBytes / 1024.0, names.named_dropped, names.elf_files_parsed, names.files_kept,
-				names.file_bytes_kept / 1024.0, names.dwarf_read_again, names.dwarf_files_kept,
-				names.dwarf_bytes_kept / 1024.0, kKeptDwarfBytes / 1024.0);
+				names.file_bytes_kept / 1024.0, names.dwarf_read_again, names.dwarf_read_from_copy,
+				names.decompressed_copies, names.decompressed_bytes / 1024.0, kKeptDecompressedBytes / 1024.0);
 		}
 		if (session.unwinding()) {
 			const Unwinder::Stats &tables = session.tables();

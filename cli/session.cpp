@@ -23,11 +23,11 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	symbolizer.want_inlined = options.inline_frames;
 	if (geteuid() == 0 && !getenv("PROFILE_NO_KALLSYMS_CACHE"))
 		symbolizer.kernel_cache_dir = "/run/profile";
-	// Windows keep the names they read, and the DWARF of the files they read them from
-	// within a bound (Symbolizer::end_window lets the rest go).
+	// Windows let the DWARF they read go (Symbolizer::end_window), and keep the names they
+	// read, and compressed DWARF decompressed.
 	if (options.interval_s) {
 		symbolizer.kept_named_bytes = kKeptNamedBytes;
-		symbolizer.kept_dwarf_bytes = kKeptDwarfBytes;
+		symbolizer.kept_decompressed_bytes = kKeptDecompressedBytes;
 	}
 	return symbolizer;
 }

@@ -21,10 +21,10 @@
 class WindowCutter;
 
 // What windows keep of the names they read (SymbolizerOptions::kept_named_bytes), and of
-// the DWARF they read them from (kept_dwarf_bytes): libc's debug file and its DWARF
-// decompressed take 14 MiB.
+// the compressed DWARF they read them from, decompressed (kept_decompressed_bytes): libc's
+// debug file takes 10 MiB so.
 constexpr size_t kKeptNamedBytes = size_t(4) << 20;
-constexpr size_t kKeptDwarfBytes = size_t(32) << 20;
+constexpr size_t kKeptDecompressedBytes = size_t(32) << 20;
 
 // The sampler and what names its samples: loaded and following every process from the
 // constructor on, sampling from attach() to detach().

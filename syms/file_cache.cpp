@@ -14,7 +14,7 @@ SymbolFile *FileCache::insert(const FileKey &key, std::unique_ptr<SymbolFile> fi
 	SymbolFile *kept = files_.insert(key, std::move(file)).get();
 	stats_.files_dropped += files_.dropped() - dropped;
 	if (kept && kept->holds_lines())
-		let_dwarf_go(std::max<size_t>(options_.kept_dwarf_files, 1));
+		keep_dwarf_of_newest();
 	trim();
 	return kept;
 }
@@ -24,34 +24,17 @@ SourceLines *FileCache::lines_of(SymbolFile &file)
 	const bool held = file.holds_lines();
 	SourceLines *lines = file.lines(stats_);
 	if (lines && !held)
-		let_dwarf_go(std::max<size_t>(options_.kept_dwarf_files, 1));
+		keep_dwarf_of_newest();
 	return lines;
 }
 
-// Walked from the most recently used: a file keeps its DWARF while it is among the newest
-// `files` that hold some, or while all kept so far take kept_dwarf_bytes at most.
-void FileCache::let_dwarf_go(size_t files)
+void FileCache::keep_dwarf_of_newest()
 {
-	size_t held = 0, bytes = 0;
+	size_t held = 0;
 	for_each([&](SymbolFile &file) {
-		if (!file.holds_lines())
-			return;
-		bytes += file.lines_bytes();
-		if (++held > files && bytes > options_.kept_dwarf_bytes)
+		if (file.holds_lines() && ++held > std::max<size_t>(options_.kept_dwarf_files, 1))
 			file.release_lines();
 	});
-}
-
-std::pair<size_t, size_t> FileCache::dwarf_held()
-{
-	size_t files = 0, bytes = 0;
-	for_each([&](const SymbolFile &file) {
-		if (file.holds_lines()) {
-			files++;
-			bytes += file.lines_bytes();
-		}
-	});
-	return {files, bytes};
 }
 
 size_t FileCache::held_bytes()
@@ -78,6 +61,16 @@ void FileCache::end_window()
 	const size_t before = files_.size();
 	files_.erase_if([](const FileKey &, const std::unique_ptr<SymbolFile> &file) { return !file; });
 	stats_.files_dropped += before - files_.size();
-	let_dwarf_go(0);
+	// The decompressed copies of compressed DWARF: the most recently used within
+	// kept_decompressed_bytes stay.
+	size_t copies = 0;
+	for_each([&](SymbolFile &file) {
+		const size_t bytes = file.dwarf_copy_bytes();
+		if (bytes && copies + bytes > options_.kept_decompressed_bytes)
+			file.drop_dwarf_copy();
+		else
+			copies += bytes;
+	});
+	for_each([](SymbolFile &file) { file.release_lines(); });
 	trim();
 }

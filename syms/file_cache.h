@@ -1,12 +1,12 @@
 // syms/file_cache.h: the files kept for naming, by device and inode, the least recently
 // used dropped first past the options' bounds (kept_files, kept_file_bytes), and kept
-// from window to window; their DWARF held by the newest kept_dwarf_files of them, and by
-// as many more, also past a window's end, as kept_dwarf_bytes holds.
+// from window to window; their DWARF held by kept_dwarf_files of them at most, and by none
+// past a window's end; those whose DWARF is compressed keep a decompressed copy, the most
+// recently used within kept_decompressed_bytes.
 #pragma once
 
 #include <cstddef>
 #include <memory>
-#include <utility>
 
 #include "syms/lru_cache.h"
 #include "syms/maps.h"
@@ -24,11 +24,11 @@ public:
 	// least recently used past the bounds.
 	SymbolFile *insert(const FileKey &key, std::unique_ptr<SymbolFile> file);
 	// file's DWARF, read again if it was let go; the least recently used of the other
-	// files that hold theirs let it go past kept_dwarf_files and kept_dwarf_bytes.
+	// files that hold theirs let it go past kept_dwarf_files.
 	SourceLines *lines_of(SymbolFile &file);
-	// A window's end: every file lets its DWARF go but the newest within kept_dwarf_bytes,
-	// and those that could not be read go (another process may map them readably next); the
-	// others stay within the bounds.
+	// A window's end: every file lets its DWARF go (keeping a decompressed copy, see above),
+	// and those that could not be read go (another process may map them readably next);
+	// the others stay within the bounds.
 	void end_window();
 
 	template <typename F>
@@ -41,12 +41,10 @@ public:
 	}
 	size_t size() const { return files_.size(); }
 	size_t held_bytes();
-	// How many files hold their DWARF, and its bytes.
-	std::pair<size_t, size_t> dwarf_held();
 
 private:
 	void trim();
-	void let_dwarf_go(size_t files);
+	void keep_dwarf_of_newest();
 
 	const SymbolizerOptions &options_;
 	SymbolizerStats &stats_;

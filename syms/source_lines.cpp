@@ -16,6 +16,7 @@
 #include <map>
 #include <string_view>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unordered_map>
 
@@ -28,21 +29,17 @@ namespace {
 struct DebugInfo {
 	ElfHandle elf;
 	DwarfHandle dwarf; // ended before elf: it reads elf's section data
-	size_t bytes = 0;  // the file, and the sections libdw decompressed
+	bool compressed = false; // some of its sections were (libdw decompressed them)
 };
 
-// What the compressed sections of elf take once decompressed.
-size_t decompressed_bytes(Elf *elf)
+bool has_compressed_section(Elf *elf)
 {
-	size_t bytes = 0;
 	for (Elf_Scn *section = nullptr; (section = elf_nextscn(elf, section));) {
 		GElf_Shdr header;
-		GElf_Chdr compressed;
-		if (gelf_getshdr(section, &header) && (header.sh_flags & SHF_COMPRESSED) &&
-		    gelf_getchdr(section, &compressed))
-			bytes += compressed.ch_size;
+		if (gelf_getshdr(section, &header) && (header.sh_flags & SHF_COMPRESSED))
+			return true;
 	}
-	return bytes;
+	return false;
 }
 
 // libdw hands out strings of these sections by offset alone, and its callers strlen
@@ -73,32 +70,25 @@ bool strings_terminated(Elf *elf)
 // The DWARF of the ELF file behind fd. libdw reads every debug section in dwarf_begin_elf;
 // the fd is then given up (ELF_C_FDDONE), so nothing reads it later and the caller may
 // close it. A file anyone but root could change is read, not mapped: a mapping dies with
-// SIGBUS when the file is truncated under it.
+// SIGBUS when the file is truncated under it. A sealed memfd (decompressed_copy) cannot be.
 DebugInfo read_debug_info(int fd)
 {
 	static const bool libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
 	struct stat st;
 	if (!libelf_ready || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		return {};
-	bool only_root_writes = st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH));
+	const int seals = fcntl(fd, F_GET_SEALS);
+	const bool sealed = seals > 0 && (seals & F_SEAL_SHRINK) && (seals & F_SEAL_WRITE); // decompressed_copy's
+	const bool safe_to_map = sealed || (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)));
 	DebugInfo info;
-	info.elf.reset(elf_begin(fd, only_root_writes ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
+	info.elf.reset(elf_begin(fd, safe_to_map ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
 	if (!info.elf || elf_kind(info.elf.get()) != ELF_K_ELF)
 		return {};
-	const size_t decompressed = decompressed_bytes(info.elf.get());
+	info.compressed = has_compressed_section(info.elf.get());
 	info.dwarf.reset(dwarf_begin_elf(info.elf.get(), DWARF_C_READ, nullptr));
 	elf_cntl(info.elf.get(), ELF_C_FDDONE);
 	if (!info.dwarf || !strings_terminated(info.elf.get()))
 		return {};
-	// libdw holds its own copy of each section it decompressed: the mapped file's pages
-	// that held them need not stay in memory (a page read again comes from the file, as
-	// the mapping is private and never written). Libc's debug file is 4 MiB of them.
-	size_t file_size = 0;
-	void *mapped = only_root_writes ? elf_rawfile(info.elf.get(), &file_size) : nullptr;
-	if (decompressed && mapped && madvise(mapped, file_size, MADV_DONTNEED) == 0)
-		info.bytes = decompressed;
-	else
-		info.bytes = size_t(st.st_size) + decompressed;
 	return info;
 }
 
@@ -179,7 +169,6 @@ public:
 	}
 
 	bool empty() const { return ranges_.empty(); }
-	size_t held_bytes() const { return ranges_.capacity() * sizeof(Range) + reach_.capacity() * sizeof(uint64_t); }
 
 private:
 	static constexpr int kMaxSteps = 64;
@@ -309,25 +298,6 @@ struct UnitIndex {
 	{
 		return index < file_paths.size() ? file_paths[index] : kNoText;
 	}
-
-	// With libdw's line table of the unit, which find read first.
-	size_t held_bytes(Dwarf_Die *unit) const
-	{
-		size_t bytes = sizeof(UnitIndex) + functions.held_bytes() + compile_dir.capacity() +
-			       prefix_of.size() * (sizeof(Dwarf_Off) + sizeof(uint32_t) + 2 * sizeof(void *));
-		for (const std::string &text : prefixes)
-			bytes += sizeof(text) + text.capacity();
-		for (const std::string &text : file_paths)
-			bytes += sizeof(text) + text.capacity();
-		Dwarf_Lines *lines = nullptr;
-		size_t rows = 0;
-		if (dwarf_getsrclines(unit, &lines, &rows) == 0)
-			bytes += rows * kLineRowBytes;
-		return bytes;
-	}
-
-	// What libdw takes for a row of a line table, about (its Dwarf_Line and index).
-	static constexpr size_t kLineRowBytes = 48;
 };
 
 // One function and the calls inlined into it, read in one walk of its DIEs the first time
@@ -357,12 +327,6 @@ struct FunctionScopes {
 		std::vector<Span> spans;
 		read_calls(&function, kNone, 0, 0, unit, spans);
 		index(spans);
-	}
-
-	size_t held_bytes() const
-	{
-		return sizeof(FunctionScopes) + calls.capacity() * sizeof(Call) +
-		       starts.capacity() * sizeof(uint64_t) + innermost.capacity() * sizeof(uint32_t);
 	}
 
 	uint32_t innermost_call(uint64_t address) const
@@ -459,7 +423,6 @@ struct SourceLines::Impl {
 	std::unordered_map<Dwarf_Off, UnitIndex> unit_indexes;
 	std::unordered_map<Dwarf_Off, FunctionScopes> functions;
 	std::unordered_map<Dwarf_Off, std::string> names;
-	size_t indexed_bytes = 0; // what the three above and units hold, about
 
 	bool find_alt_file(int fd);
 	const Dwarf_Die *find_unit(uint64_t address, Dwarf_Die &storage);
@@ -557,10 +520,8 @@ const Dwarf_Die *SourceLines::Impl::find_unit(uint64_t address, Dwarf_Die &stora
 UnitIndex &SourceLines::Impl::unit_index(Dwarf_Die *unit)
 {
 	auto [index, added] = unit_indexes.try_emplace(dwarf_dieoffset(unit));
-	if (added) {
+	if (added)
 		index->second.read(unit);
-		indexed_bytes += index->second.held_bytes(unit);
-	}
 	return index->second;
 }
 
@@ -568,10 +529,8 @@ FunctionScopes &SourceLines::Impl::function_scopes(const Dwarf_Die &function, co
 {
 	Dwarf_Die die = function;
 	auto [scopes, added] = functions.try_emplace(dwarf_dieoffset(&die));
-	if (added) {
+	if (added)
 		scopes->second.read(function, unit);
-		indexed_bytes += scopes->second.held_bytes();
-	}
 	return scopes->second;
 }
 
@@ -623,7 +582,6 @@ const std::string &SourceLines::Impl::name(Dwarf_Die *function)
 		}
 		text += plain;
 	}
-	indexed_bytes += sizeof(std::string) + text.capacity() + sizeof(Dwarf_Off) + 2 * sizeof(void *);
 	return names.emplace(key, std::move(text)).first->second;
 }
 
@@ -650,7 +608,6 @@ std::unique_ptr<SourceLines> SourceLines::open(int fd)
 			add_ranges(impl.units, &unit_die);
 	}
 	impl.units.finish();
-	impl.indexed_bytes = impl.units.held_bytes();
 
 	Dwarf_Aranges *aranges = nullptr;
 	size_t arange_count = 0;
@@ -660,10 +617,46 @@ std::unique_ptr<SourceLines> SourceLines::open(int fd)
 	return lines;
 }
 
-size_t SourceLines::held_bytes() const
+bool SourceLines::compressed() const
 {
-	return sizeof(SourceLines) + sizeof(Impl) + impl_->main.bytes + impl_->alt.bytes + impl_->empty_alt_image.size() +
-	       impl_->indexed_bytes;
+	return impl_->main.compressed;
+}
+
+UniqueFd decompressed_copy(int fd, size_t *bytes)
+{
+	struct stat st;
+	if (elf_version(EV_CURRENT) == EV_NONE || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return {};
+	UniqueFd copy(memfd_create("profile-dwarf", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+	if (!copy)
+		return {};
+	for (off_t at = 0; at < st.st_size;) {
+		const ssize_t n = sendfile(copy.get(), fd, &at, size_t(st.st_size - at));
+		if (n <= 0)
+			return {};
+	}
+	// Decompressed in place; elf_update lays the sections out again and writes the file.
+	ElfHandle elf(elf_begin(copy.get(), ELF_C_RDWR, nullptr));
+	if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+		return {};
+	bool decompressed = false;
+	for (Elf_Scn *section = nullptr; (section = elf_nextscn(elf.get(), section));) {
+		GElf_Shdr header;
+		if (!gelf_getshdr(section, &header) || !(header.sh_flags & SHF_COMPRESSED))
+			continue;
+		if (elf_compress(section, 0, 0) != 1)
+			return {};
+		decompressed = true;
+	}
+	if (!decompressed || elf_update(elf.get(), ELF_C_WRITE) < 0)
+		return {};
+	elf.reset();
+	// Sealed: nothing can change it now, so read_debug_info maps it.
+	if (fcntl(copy.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0 ||
+	    fstat(copy.get(), &st) != 0)
+		return {};
+	*bytes = size_t(st.st_size);
+	return copy;
 }
 
 std::vector<SourceLocation> SourceLines::find(uint64_t address)

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
+
 struct SourceLocation {
 	std::string function; // demangled; for an inlined frame, the inlined function
 	std::string file;     // as the line table names it (absolute where DWARF has the dir)
@@ -28,13 +30,17 @@ public:
 	// `address` is in the ELF file's own terms (what addr2line takes).
 	std::vector<SourceLocation> find(uint64_t address);
 
-	// What it holds in memory, about: the files read or mapped, the sections libdw
-	// decompressed (Debian's debug files are compressed: libc's 4 MiB holds 10 MiB of
-	// DWARF) and what find has indexed and named so far.
-	size_t held_bytes() const;
+	// Its file had compressed debug sections, which libdw decompressed to read it.
+	bool compressed() const;
 
 private:
 	SourceLines();
 	struct Impl;
 	std::unique_ptr<Impl> impl_;
 };
+
+// A copy of the ELF file at fd with its compressed sections decompressed (SHF_COMPRESSED,
+// as Debian, Fedora and debuginfod ship debug files), in memory (a memfd) that open reads
+// again without inflating anything; *bytes is its size. Invalid when fd has no compressed
+// section, or the copy cannot be made.
+UniqueFd decompressed_copy(int fd, size_t *bytes);

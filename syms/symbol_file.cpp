@@ -48,9 +48,9 @@ std::unique_ptr<SymbolFile> SymbolFile::open(int fd, const std::string &path, in
 		file->symbols_ = debug->elf.get();
 	if (want_dwarf) {
 		if (own_dwarf)
-			file->read_lines(fd);
+			file->read_lines(fd, options);
 		else if (debug && debug->elf->has_dwarf())
-			file->read_lines(debug->fd.get());
+			file->read_lines(debug->fd.get(), options);
 	}
 	if (debug)
 		file->debug_ = std::move(debug->elf);
@@ -100,7 +100,7 @@ void SymbolFile::take_debug_file(int fd, const SymbolizerOptions &options)
 	if (!symbols && !lines)
 		return;
 	if (lines)
-		read_lines(fd);
+		read_lines(fd, options);
 	if (symbols) {
 		symbols_ = debug.get();
 		debug_ = std::move(debug);
@@ -108,20 +108,34 @@ void SymbolFile::take_debug_file(int fd, const SymbolizerOptions &options)
 	wants_debug_file_ = false;
 }
 
-void SymbolFile::read_lines(int fd)
+void SymbolFile::read_lines(int fd, const SymbolizerOptions &options)
 {
 	lines_ = SourceLines::open(fd);
+	dwarf_copy_.reset();
 	if (lines_)
 		dwarf_fd_.reset(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+	// Its decompressed copy is made once, now (one more inflating of its sections), for the
+	// windows after this one.
+	if (lines_ && lines_->compressed() && options.kept_decompressed_bytes > 0 && dwarf_fd_)
+		dwarf_copy_ = decompressed_copy(dwarf_fd_.get(), &dwarf_copy_bytes_);
 }
 
 SourceLines *SymbolFile::lines(SymbolizerStats &stats)
 {
-	if (!lines_ && dwarf_fd_) {
-		lines_ = SourceLines::open(dwarf_fd_.get());
+	if (!lines_ && (dwarf_copy_ || dwarf_fd_)) {
 		stats.dwarf_read_again++;
-		if (!lines_)
-			dwarf_fd_.reset();
+		if (dwarf_copy_) {
+			lines_ = SourceLines::open(dwarf_copy_.get());
+			if (lines_)
+				stats.dwarf_read_from_copy++;
+			else
+				dwarf_copy_.reset(); // the file itself, then
+		}
+		if (!lines_ && dwarf_fd_) {
+			lines_ = SourceLines::open(dwarf_fd_.get());
+			if (!lines_)
+				dwarf_fd_.reset();
+		}
 	}
 	return lines_.get();
 }

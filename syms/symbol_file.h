@@ -33,10 +33,13 @@ public:
 	// Its DWARF, read again when it was released; null when it has none (or none is wanted).
 	SourceLines *lines(SymbolizerStats &stats);
 	bool holds_lines() const { return lines_ != nullptr; }
-	size_t lines_bytes() const { return lines_ ? lines_->held_bytes() : 0; }
 	// Lets its DWARF go, the most memory by far: read again from the file, kept open, when
 	// a frame needs it.
 	void release_lines() { lines_.reset(); }
+	// The decompressed copy of its DWARF (kept_decompressed_bytes), made when the DWARF was
+	// first read from compressed sections; once dropped, it is read from the file again.
+	void drop_dwarf_copy() { dwarf_copy_.reset(); }
+	size_t dwarf_copy_bytes() const { return dwarf_copy_ ? dwarf_copy_bytes_ : 0; }
 
 	// Its symbols (or, with want_lines, its DWARF) are in no file here: a debug file from
 	// elsewhere may still have them.
@@ -52,13 +55,15 @@ public:
 private:
 	SymbolFile() = default;
 	// lines_ from the DWARF of fd, kept open for reading it again.
-	void read_lines(int fd);
+	void read_lines(int fd, const SymbolizerOptions &options);
 
 	std::unique_ptr<ElfFile> elf_;
 	std::unique_ptr<ElfFile> debug_;     // its separate debug file, when one was found
 	ElfFile *symbols_ = nullptr;         // the fullest table: elf's .symtab, else debug's, else elf's .dynsym
 	std::unique_ptr<SourceLines> lines_; // with want_lines or want_inlined, where DWARF was found
 	UniqueFd dwarf_fd_;                  // the file lines_ was read from, to read it again
+	UniqueFd dwarf_copy_;                // the same, decompressed: read from first
+	size_t dwarf_copy_bytes_ = 0;
 	// Demangled names, keyed by where the raw name lies in the mapped file: each name is
 	// demangled once, and only if some frame needs it.
 	std::unordered_map<const char *, std::string> names_;

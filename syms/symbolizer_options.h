@@ -32,11 +32,12 @@ struct SymbolizerOptions {
 	// kept open, when a frame needs it. Collected names addresses object by object, so
 	// within a window it never comes back to one it is done with.
 	size_t kept_dwarf_files = 1;
-	// DWARF held past a window's end, and past kept_dwarf_files, by the most recently used
-	// files whose DWARF takes this many bytes in all (SourceLines::held_bytes): an agent
-	// names a few new addresses of libc in nearly every window, and reading its debug file
-	// again (Debian compresses them) was half of the agent's CPU. 0: none held past the end.
-	size_t kept_dwarf_bytes = 0;
+	// A file whose DWARF is compressed (Debian's, Fedora's and debuginfod's debug files)
+	// keeps a copy with its sections decompressed, in memory (decompressed_copy), made when
+	// its DWARF is first read; at a window's end the most recently used copies within this
+	// many bytes stay, and the DWARF is read again from them. An agent names a few new addresses of libc in nearly every
+	// window, and inflating libc's debug file again each time was half of its CPU. 0: none.
+	size_t kept_decompressed_bytes = 0;
 	// What user_frames named from files' DWARF, by device, inode and offset, kept after
 	// end_window, the least recently used dropped first past this many bytes: a run that
 	// names window after window (an agent) reads a file's DWARF again only for an address
@@ -56,7 +57,8 @@ struct SymbolizerStats {
 	size_t files_dropped = 0;     // files (and their debug files) dropped past the bounds or at a window's end
 	size_t files_kept = 0, file_bytes_kept = 0; // kept now, and their bytes
 	size_t dwarf_read_again = 0; // files' DWARF read again after it was let go
-	size_t dwarf_files_kept = 0, dwarf_bytes_kept = 0; // files holding DWARF now, and its bytes
+	size_t dwarf_read_from_copy = 0; // of those, from a decompressed copy
+	size_t decompressed_copies = 0, decompressed_bytes = 0; // kept now, and their bytes
 	// kept_named_bytes: addresses of files named from what was kept, and named by reading
 	// the file; addresses kept now, their bytes, and addresses dropped for room.
 	size_t named_from_kept = 0, named_from_file = 0;

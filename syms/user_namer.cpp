@@ -3,7 +3,6 @@
 #include "syms/user_namer.h"
 
 #include <fcntl.h>
-#include <tuple>
 
 #include "syms/live_processes.h"
 
@@ -230,5 +229,11 @@ void UserNamer::count_kept(SymbolizerStats &stats)
 	stats.named_kept_bytes = named_.bytes();
 	stats.files_kept = files_.size();
 	stats.file_bytes_kept = files_.held_bytes();
-	std::tie(stats.dwarf_files_kept, stats.dwarf_bytes_kept) = files_.dwarf_held();
+	stats.decompressed_copies = stats.decompressed_bytes = 0;
+	files_.for_each([&](SymbolFile &file) {
+		if (const size_t bytes = file.dwarf_copy_bytes()) {
+			stats.decompressed_copies++;
+			stats.decompressed_bytes += bytes;
+		}
+	});
 }

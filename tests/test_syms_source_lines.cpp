@@ -225,8 +225,6 @@ TEST_SUITE("unit")
 			REQUIRE(nm_address(variant.listing, "main") == main_start);
 			std::unique_ptr<SourceLines> lines = open_fixture(variant.debug_file);
 			REQUIRE(lines);
-			const size_t opened_bytes = lines->held_bytes();
-			CHECK(opened_bytes > 0);
 			int with_lines = 0;
 			for (uint64_t start : {main_start, outer}) {
 				for (uint64_t address = start; address < start + 32; address++) {
@@ -244,10 +242,48 @@ TEST_SUITE("unit")
 				}
 			}
 			CHECK(with_lines > 32);
-			// What it indexed and named on the way is counted too (compressed sections
-			// were read back from the file after their pages were let go).
-			CHECK(lines->held_bytes() > opened_bytes);
 		}
+	}
+
+	TEST_CASE("source lines: a decompressed copy of compressed DWARF answers as the file does; other files get none")
+	{
+		UniqueFd gz = open_read_only(fixture_path("inlined-gz").c_str());
+		REQUIRE(gz.valid());
+		size_t bytes = 0;
+		UniqueFd copy = decompressed_copy(gz.get(), &bytes);
+		REQUIRE(copy.valid());
+		CHECK(bytes > 0);
+		CHECK(write(copy.get(), "x", 1) == -1); // sealed
+		std::unique_ptr<SourceLines> from_file = open_fixture("inlined-gz");
+		std::unique_ptr<SourceLines> from_copy = SourceLines::open(copy.get());
+		REQUIRE(from_file);
+		REQUIRE(from_copy);
+		CHECK(from_file->compressed());
+		CHECK(!from_copy->compressed());
+		int with_lines = 0;
+		for (uint64_t start : {nm_address("inlined-gz.nm", "main"), nm_address("inlined-gz.nm", kOuter)}) {
+			REQUIRE(start != 0);
+			for (uint64_t address = start; address < start + 32; address++) {
+				CAPTURE(address);
+				const std::vector<SourceLocation> expected = from_file->find(address);
+				const std::vector<SourceLocation> found = from_copy->find(address);
+				REQUIRE(found.size() == expected.size());
+				for (size_t i = 0; i < found.size(); i++) {
+					CHECK(found[i].function == expected[i].function);
+					CHECK(found[i].file == expected[i].file);
+					CHECK(found[i].line == expected[i].line);
+					CHECK(found[i].inlined == expected[i].inlined);
+				}
+				with_lines += !found.empty();
+			}
+		}
+		CHECK(with_lines > 32);
+		// Nothing compressed, nothing to copy.
+		UniqueFd plain = open_read_only(fixture_path("inlined").c_str());
+		size_t none = 0;
+		CHECK(!decompressed_copy(plain.get(), &none).valid());
+		CHECK(!open_fixture("inlined")->compressed());
+		CHECK(!decompressed_copy(memory_file("not an ELF file").get(), &none).valid());
 	}
 
 	TEST_CASE("source lines: an address no unit covers gives nothing")

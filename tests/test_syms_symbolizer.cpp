@@ -875,6 +875,10 @@ TEST_SUITE("unit")
 		const std::string stripped = absolute_fixture("hello-stripped");
 		history.add_snapshot(gone_pid + 3, "stripped",
 				     mappings_of("hello-stripped", 0x7f0000000000, stripped, stripped), 100);
+		// The same program with its DWARF compressed (its code and segments are inlined's).
+		const std::string gz = dir / "inlined-gz";
+		fs::copy_file(absolute_fixture("inlined-gz"), gz);
+		history.add_snapshot(gone_pid + 4, "inlined-gz", mappings_of("inlined", 0x555555554000, gz, gz), 100);
 		const uint64_t marker = 0x555555554000 + nm_address("inlined.nm", "inner_marker");
 		const uint64_t leaf = 0x7f0000000000 + nm_address("hello-stripped.nm", "fixture_leaf");
 		REQUIRE(marker != 0x555555554000);
@@ -950,42 +954,37 @@ TEST_SUITE("unit")
 			CHECK(symbolizer.stats().elf_files_parsed == 2);
 			CHECK(symbolizer.stats().dwarf_read_again == 1);
 		}
-		SUBCASE("kept_dwarf_bytes: the newest files' DWARF within it stays past a window's end; the least recently "
-			"used lets it go past it")
+		SUBCASE("kept_decompressed_bytes: compressed DWARF read in a window is read again decompressed, within "
+			"the bound")
 		{
-			// How much one file's DWARF takes, once it has named the marker.
-			size_t one = 0;
-			{
-				Symbolizer measure(options);
-				measure.set_process_history(&history);
-				CHECK(frames_of(measure, gone_pid, marker) == inlined);
-				CHECK(measure.stats().dwarf_files_kept == 1);
-				one = measure.stats().dwarf_bytes_kept;
-				// The fixture's file, at least, and its indexes.
-				CHECK(one > size_t(std::filesystem::file_size(absolute_fixture("inlined"))));
-				measure.end_window();
-				CHECK(measure.stats().dwarf_files_kept == 0);
-				CHECK(measure.stats().dwarf_bytes_kept == 0);
-			}
-			options.kept_dwarf_bytes = one + one / 2; // one file's, not two
+			REQUIRE(nm_address("inlined-gz.nm", "inner_marker") == nm_address("inlined.nm", "inner_marker"));
+			options.kept_decompressed_bytes = size_t(64) << 20;
 			Symbolizer symbolizer(options);
 			symbolizer.set_process_history(&history);
-			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
-			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined); // a copy: a file of its own
-			CHECK(frames_of(symbolizer, gone_pid + 3, leaf) == plain);
+			CHECK(frames_of(symbolizer, gone_pid + 4, marker) == inlined);
+			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined); // uncompressed: no copy
+			CHECK(symbolizer.stats().decompressed_copies == 1); // made at the first read
 			symbolizer.end_window();
-			CHECK(symbolizer.stats().dwarf_files_kept == 1);
-			CHECK(symbolizer.stats().dwarf_bytes_kept == one);
-			CHECK(frames_of(symbolizer, gone_pid + 1, marker) == inlined); // kept: the newest
-			CHECK(symbolizer.stats().dwarf_read_again == 0);
-			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined); // let go: read again
-			CHECK(symbolizer.stats().dwarf_read_again == 1);
-			CHECK(symbolizer.stats().dwarf_files_kept == 1); // the other let go: two are past the bound
-			symbolizer.end_window();
-			CHECK(symbolizer.stats().dwarf_files_kept == 1);
+			CHECK(symbolizer.stats().decompressed_copies == 1);
+			const size_t copy = symbolizer.stats().decompressed_bytes;
+			CHECK(copy > 0);
+			CHECK(frames_of(symbolizer, gone_pid + 4, marker) == inlined);
 			CHECK(frames_of(symbolizer, gone_pid, marker) == inlined);
-			CHECK(symbolizer.stats().dwarf_read_again == 1);
-			CHECK(symbolizer.stats().elf_files_parsed == 3);
+			CHECK(symbolizer.stats().dwarf_read_again == 2);
+			CHECK(symbolizer.stats().dwarf_read_from_copy == 1);
+			symbolizer.end_window();
+			CHECK(symbolizer.stats().decompressed_copies == 1); // the same copy, kept
+
+			// A bound below the copy's size keeps none.
+			options.kept_decompressed_bytes = copy - 1;
+			Symbolizer tight(options);
+			tight.set_process_history(&history);
+			CHECK(frames_of(tight, gone_pid + 4, marker) == inlined);
+			tight.end_window();
+			CHECK(tight.stats().decompressed_copies == 0);
+			CHECK(frames_of(tight, gone_pid + 4, marker) == inlined);
+			CHECK(tight.stats().dwarf_read_again == 1);
+			CHECK(tight.stats().dwarf_read_from_copy == 0);
 		}
 	}
 
