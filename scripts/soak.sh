@@ -73,7 +73,9 @@ status_kb() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$pid/status" 2>/d
 # utime + stime in clock ticks (fields 14 and 15; the comm in field 2 has no spaces here).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null; }
 hz=$(getconf CLK_TCK)
-fds() { $SUDO ls "/proc/$pid/fd" 2>/dev/null | wc -l; }
+# Open fds, less the agent's decompressed copies of compressed DWARF (memfds named
+# profile-dwarf, a few, bounded in bytes and counted in its summary).
+fds() { $SUDO ls -l "/proc/$pid/fd" 2>/dev/null | grep -c -v -e '^total' -e 'memfd:profile-dwarf'; }
 
 if [ -n "$AGENT" ]; then
 	echo "soak: pid $pid, ${DURATION} s as --agent (19 Hz, 15 s windows) pushing to $PUSH_FORMAT on port $port, sampled every ${INTERVAL} s"

@@ -29,17 +29,25 @@ namespace {
 struct DebugInfo {
 	ElfHandle elf;
 	DwarfHandle dwarf; // ended before elf: it reads elf's section data
-	bool compressed = false; // some of its sections were (libdw decompressed them)
+	// What the file would take with its compressed sections decompressed; 0 when it has
+	// none (libdw decompressed them).
+	size_t inflated_bytes = 0;
 };
 
-bool has_compressed_section(Elf *elf)
+size_t inflated_bytes(Elf *elf, size_t file_size)
 {
+	size_t bytes = file_size;
+	bool compressed = false;
 	for (Elf_Scn *section = nullptr; (section = elf_nextscn(elf, section));) {
 		GElf_Shdr header;
-		if (gelf_getshdr(section, &header) && (header.sh_flags & SHF_COMPRESSED))
-			return true;
+		GElf_Chdr inflated;
+		if (gelf_getshdr(section, &header) && (header.sh_flags & SHF_COMPRESSED) &&
+		    gelf_getchdr(section, &inflated)) {
+			compressed = true;
+			bytes += inflated.ch_size > header.sh_size ? size_t(inflated.ch_size - header.sh_size) : 0;
+		}
 	}
-	return false;
+	return compressed ? bytes : 0;
 }
 
 // libdw hands out strings of these sections by offset alone, and its callers strlen
@@ -84,7 +92,7 @@ DebugInfo read_debug_info(int fd)
 	info.elf.reset(elf_begin(fd, safe_to_map ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
 	if (!info.elf || elf_kind(info.elf.get()) != ELF_K_ELF)
 		return {};
-	info.compressed = has_compressed_section(info.elf.get());
+	info.inflated_bytes = inflated_bytes(info.elf.get(), size_t(st.st_size));
 	info.dwarf.reset(dwarf_begin_elf(info.elf.get(), DWARF_C_READ, nullptr));
 	elf_cntl(info.elf.get(), ELF_C_FDDONE);
 	if (!info.dwarf || !strings_terminated(info.elf.get()))
@@ -617,9 +625,9 @@ std::unique_ptr<SourceLines> SourceLines::open(int fd)
 	return lines;
 }
 
-bool SourceLines::compressed() const
+size_t SourceLines::inflated_bytes() const
 {
-	return impl_->main.compressed;
+	return impl_->main.inflated_bytes;
 }
 
 UniqueFd decompressed_copy(int fd, size_t *bytes)

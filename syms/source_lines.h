@@ -30,8 +30,10 @@ public:
 	// `address` is in the ELF file's own terms (what addr2line takes).
 	std::vector<SourceLocation> find(uint64_t address);
 
-	// Its file had compressed debug sections, which libdw decompressed to read it.
-	bool compressed() const;
+	// Its file had compressed debug sections, which libdw decompressed to read it: what
+	// the file would take with them decompressed (decompressed_copy's size, at most). 0
+	// when it had none.
+	size_t inflated_bytes() const;
 
 private:
 	SourceLines();

@@ -115,8 +115,9 @@ void SymbolFile::read_lines(int fd, const SymbolizerOptions &options)
 	if (lines_)
 		dwarf_fd_.reset(fcntl(fd, F_DUPFD_CLOEXEC, 0));
 	// Its decompressed copy is made once, now (one more inflating of its sections), for the
-	// windows after this one.
-	if (lines_ && lines_->compressed() && options.kept_decompressed_bytes > 0 && dwarf_fd_)
+	// windows after this one; not for a file that could never be kept.
+	if (lines_ && lines_->inflated_bytes() && lines_->inflated_bytes() <= options.kept_decompressed_bytes &&
+	    dwarf_fd_)
 		dwarf_copy_ = decompressed_copy(dwarf_fd_.get(), &dwarf_copy_bytes_);
 }
 

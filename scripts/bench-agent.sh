@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# scripts/bench-agent.sh: what the agent itself costs among short-lived processes, two
+# builds side by side in the same minutes. ./profile and BEFORE (another build, e.g. an
+# older commit's) run at once as `profile --agent`, each pushing to tests/receiver.py,
+# while the churn of scripts/soak.sh (shells, ls, 50 ms workloads) runs without pause in a
+# cgroup v2 group of its own, to which both agents are filtered (--cgroup): other work on
+# the machine is not named by either, and both see the same processes. After a minute of
+# warm-up, every 30 s: each agent's CPU clock ticks since and its RSS; at the end, each
+# one's CPU in % of one core, and its own account of its windows and names.
+# Needs root, ./profile, build/workloads (make workloads) and a cgroup2 mount. Not part
+# of `make test`. Usage: BEFORE=old/profile scripts/bench-agent.sh [SECONDS] (default 300)
+set -eu
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PROFILE=${PROFILE:-$ROOT/profile}
+BEFORE=${BEFORE:-}
+DURATION=${1:-300}
+WARM_UP=60
+
+if [ "$(id -u)" != 0 ]; then
+	echo "bench-agent: needs root to load BPF programs (try: sudo $0)" >&2
+	exit 1
+fi
+[ -n "$BEFORE" ] || { echo "bench-agent: BEFORE=path/to/another/profile is missing" >&2; exit 1; }
+for tool in "$PROFILE" "$BEFORE" "$ROOT/build/workloads/split" "$ROOT/build/workloads/syscalls"; do
+	[ -x "$tool" ] || { echo "bench-agent: $tool is missing (make; make workloads)" >&2; exit 1; }
+done
+[ "$DURATION" -gt $((WARM_UP + 30)) ] 2>/dev/null ||
+	{ echo "bench-agent: SECONDS must be a number above $((WARM_UP + 30))" >&2; exit 1; }
+CGROUP_ROOT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+[ -n "$CGROUP_ROOT" ] || { echo "bench-agent: no cgroup2 mount" >&2; exit 1; }
+
+. "$ROOT/scripts/work-dir.sh"
+work_dir profile-bench-agent
+GROUP="$CGROUP_ROOT/profile-bench-agent.$$"
+mkdir "$GROUP"
+cleanup() {
+	work_dir_cleanup
+	# The churn's last programs, then the group, once empty.
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		xargs -r kill <"$GROUP/cgroup.procs" 2>/dev/null || true
+		rmdir "$GROUP" 2>/dev/null && break
+		sleep 0.2
+	done
+}
+trap cleanup EXIT
+
+mkdir "$TMP/received"
+python3 "$ROOT/tests/receiver.py" --dir "$TMP/received" --port 0 >"$TMP/receiver.out" 2>"$TMP/receiver.err" &
+BACKGROUND+=("$!")
+port=""
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	port=$(awk '$1 == "port" { print $2; exit }' "$TMP/receiver.out")
+	[ -n "$port" ] && break
+	sleep 0.5
+done
+[ -n "$port" ] || { echo "bench-agent: the receiver did not start" >&2; exit 1; }
+
+# The soak's churn, in the group (the subshell moves itself before it starts anything).
+churn() {
+	echo "$BASHPID" >"$GROUP/cgroup.procs"
+	local end=$(($(date +%s) + DURATION + 20))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		sh -c 'true'
+		/bin/true
+		ls / >/dev/null
+		"$ROOT/build/workloads/split" 0.05 >/dev/null &
+		"$ROOT/build/workloads/syscalls" 0 >/dev/null &
+		wait
+	done
+}
+
+start_agent() {
+	PROFILE_DEBUG=1 "$1" --agent --cgroup "$GROUP" --push "http://127.0.0.1:$port" --push-format pyroscope \
+		$((DURATION + 10)) >/dev/null 2>"$TMP/$2.err" &
+	BACKGROUND+=("$!")
+	PIDS+=("$!")
+}
+PIDS=()
+start_agent "$BEFORE" before
+start_agent "$PROFILE" now
+churn &
+BACKGROUND+=("$!")
+
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+rss() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
+sleep "$WARM_UP"
+for pid in "${PIDS[@]}"; do
+	kill -0 "$pid" 2>/dev/null || { echo "bench-agent: an agent exited:" >&2; tail -n 2 "$TMP"/*.err >&2; exit 1; }
+done
+before0=$(ticks "${PIDS[0]}")
+now0=$(ticks "${PIDS[1]}")
+echo "bench-agent: $DURATION s, warm-up $WARM_UP s; BEFORE=$BEFORE against $PROFILE"
+printf '%8s %14s %12s %14s %12s\n' seconds before_ticks before_kb now_ticks now_kb
+elapsed=$WARM_UP
+while [ $((elapsed + 30)) -le "$DURATION" ]; do
+	sleep 30
+	elapsed=$((elapsed + 30))
+	printf '%8s %14s %12s %14s %12s\n' "$elapsed" $(($(ticks "${PIDS[0]}") - before0)) "$(rss "${PIDS[0]}")" \
+		$(($(ticks "${PIDS[1]}") - now0)) "$(rss "${PIDS[1]}")"
+done
+before1=$(ticks "${PIDS[0]}")
+now1=$(ticks "${PIDS[1]}")
+hz=$(getconf CLK_TCK)
+seconds=$((elapsed - WARM_UP))
+awk -v b=$((before1 - before0)) -v n=$((now1 - now0)) -v s="$seconds" -v hz="$hz" 'BEGIN {
+	printf "bench-agent: CPU over %d s, %% of one core: BEFORE %.3f %%, profile %.3f %% (%.2fx)\n",
+		s, b / hz / s * 100, n / hz / s * 100, b ? n / b : 0 }'
+wait "${PIDS[0]}" "${PIDS[1]}" || true
+for name in before now; do
+	grep -h -E '^profile: (windows|named user)' "$TMP/$name.err" | sed "s/^/bench-agent: $name: /"
+done
