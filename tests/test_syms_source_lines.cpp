@@ -8,6 +8,7 @@
 #include <dwarf.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <initializer_list>
 #include <map>
 #include <random>
 #include <sys/mman.h>
@@ -54,6 +55,29 @@ UniqueFd memory_file(const std::string &bytes)
 bool ends_with(const std::string &text, const std::string &tail)
 {
 	return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Checks that lines answers as expected does at each of the 32 addresses from each start;
+// returns at how many it gave a line.
+int same_answers(SourceLines &expected_lines, SourceLines &lines, std::initializer_list<uint64_t> starts)
+{
+	int with_lines = 0;
+	for (uint64_t start : starts) {
+		for (uint64_t address = start; address < start + 32; address++) {
+			CAPTURE(address);
+			const std::vector<SourceLocation> expected = expected_lines.find(address);
+			const std::vector<SourceLocation> found = lines.find(address);
+			REQUIRE(found.size() == expected.size());
+			for (size_t i = 0; i < found.size(); i++) {
+				CHECK(found[i].function == expected[i].function);
+				CHECK(found[i].file == expected[i].file);
+				CHECK(found[i].line == expected[i].line);
+				CHECK(found[i].inlined == expected[i].inlined);
+			}
+			with_lines += !found.empty();
+		}
+	}
+	return with_lines;
 }
 
 // Each debug-info form of the fixture, with the nm listing that gives its addresses.
@@ -225,23 +249,7 @@ TEST_SUITE("unit")
 			REQUIRE(nm_address(variant.listing, "main") == main_start);
 			std::unique_ptr<SourceLines> lines = open_fixture(variant.debug_file);
 			REQUIRE(lines);
-			int with_lines = 0;
-			for (uint64_t start : {main_start, outer}) {
-				for (uint64_t address = start; address < start + 32; address++) {
-					CAPTURE(address);
-					std::vector<SourceLocation> expected = reference->find(address);
-					std::vector<SourceLocation> found = lines->find(address);
-					REQUIRE(found.size() == expected.size());
-					for (size_t i = 0; i < found.size(); i++) {
-						CHECK(found[i].function == expected[i].function);
-						CHECK(found[i].file == expected[i].file);
-						CHECK(found[i].line == expected[i].line);
-						CHECK(found[i].inlined == expected[i].inlined);
-					}
-					with_lines += !found.empty();
-				}
-			}
-			CHECK(with_lines > 32);
+			CHECK(same_answers(*reference, *lines, {main_start, outer}) > 32);
 		}
 	}
 
@@ -260,24 +268,10 @@ TEST_SUITE("unit")
 		REQUIRE(from_copy);
 		CHECK(from_file->inflated_bytes() >= bytes); // the copy's sections are laid out anew, packed
 		CHECK(from_copy->inflated_bytes() == 0);
-		int with_lines = 0;
-		for (uint64_t start : {nm_address("inlined-gz.nm", "main"), nm_address("inlined-gz.nm", kOuter)}) {
-			REQUIRE(start != 0);
-			for (uint64_t address = start; address < start + 32; address++) {
-				CAPTURE(address);
-				const std::vector<SourceLocation> expected = from_file->find(address);
-				const std::vector<SourceLocation> found = from_copy->find(address);
-				REQUIRE(found.size() == expected.size());
-				for (size_t i = 0; i < found.size(); i++) {
-					CHECK(found[i].function == expected[i].function);
-					CHECK(found[i].file == expected[i].file);
-					CHECK(found[i].line == expected[i].line);
-					CHECK(found[i].inlined == expected[i].inlined);
-				}
-				with_lines += !found.empty();
-			}
-		}
-		CHECK(with_lines > 32);
+		const uint64_t main_start = nm_address("inlined-gz.nm", "main"), outer = nm_address("inlined-gz.nm", kOuter);
+		REQUIRE(main_start != 0);
+		REQUIRE(outer != 0);
+		CHECK(same_answers(*from_file, *from_copy, {main_start, outer}) > 32);
 		// Nothing compressed, nothing to copy.
 		UniqueFd plain = open_read_only(fixture_path("inlined").c_str());
 		size_t none = 0;
