@@ -29,6 +29,35 @@ bool is_text_type(char type)
 	return type == 't' || type == 'T' || type == 'w' || type == 'W';
 }
 
+// A line of kallsyms that names a text symbol: "ADDR TYPE NAME[\t[MODULE]]".
+struct TextLine {
+	uint64_t address;
+	std::string_view name;  // at least one character
+	std::string_view after; // what follows the name: the module, if any, after a tab
+};
+
+// False for any other line, and for address 0, what unprivileged readers see
+// (kptr_restrict): nothing to look up there.
+bool parse_text_line(std::string_view line, TextLine &out)
+{
+	uint64_t address = 0;
+	size_t digits = 0;
+	for (int d; digits < line.size() && (d = hex_values[static_cast<uint8_t>(line[digits])]) >= 0; digits++)
+		address = address << 4 | static_cast<uint64_t>(d);
+	// "ADDR T N": a space, the type, a space, then at least one character of name.
+	const std::string_view rest = line.substr(digits);
+	if (digits == 0 || digits > 16 || rest.size() < 4 || rest[0] != ' ' || rest[2] != ' ')
+		return false;
+	if (!is_text_type(rest[1]) || address == 0)
+		return false;
+	const std::string_view name_and_after = rest.substr(3);
+	const size_t tab = name_and_after.find('\t');
+	out.address = address;
+	out.name = name_and_after.substr(0, tab);
+	out.after = tab == std::string_view::npos ? std::string_view() : name_and_after.substr(tab);
+	return !out.name.empty();
+}
+
 } // namespace
 
 // Lines are added as they are read, so /proc/kallsyms (5 MB of text) never has to be
@@ -106,28 +135,17 @@ private:
 
 	void add_line(const char *q, const char *line_end)
 	{
-		uint64_t address = 0;
-		int digits = 0;
-		for (int d; q < line_end && (d = hex_values[static_cast<uint8_t>(*q)]) >= 0; q++, digits++)
-			address = address << 4 | static_cast<uint64_t>(d);
-		// "ADDR T N": a space, the type, a space, then at least one character of name.
-		if (digits == 0 || digits > 16 || line_end - q < 4 || q[0] != ' ' || q[2] != ' ')
+		TextLine text;
+		if (!parse_text_line(std::string_view(q, static_cast<size_t>(line_end - q)), text) ||
+		    text.name.size() > UINT16_MAX)
 			return;
-		char type = q[1];
-		// Address 0 is what unprivileged readers see (kptr_restrict): nothing to look up.
-		if (!is_text_type(type) || address == 0)
-			return;
-		const char *name = q + 3;
-		// A module, when there is one, follows the name after a tab.
-		const char *name_end = static_cast<const char *>(memchr(name, '\t', line_end - name));
-		if (!name_end)
-			name_end = line_end;
-		size_t name_size = static_cast<size_t>(name_end - name);
-		if (name_size == 0 || name_size > UINT16_MAX)
-			return;
+		const uint64_t address = text.address;
+		const char *name = text.name.data();
+		const size_t name_size = text.name.size();
 
+		// A module, when there is one, follows the name after a tab.
 		uint16_t module = 0;
-		const char *m = name_end;
+		const char *m = name + name_size;
 		while (m < line_end && (*m == '\t' || *m == ' '))
 			m++;
 		if (m < line_end && *m == '[') {
@@ -222,31 +240,15 @@ std::vector<KernelTextRange> kernel_text_ranges(std::string_view text, std::span
 	addresses.reserve(text.size() / 40);
 	while (!text.empty()) {
 		const size_t newline = text.find('\n');
-		std::string_view line = text.substr(0, newline);
+		const std::string_view line = text.substr(0, newline);
 		text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
-		// "ADDR TYPE NAME[\t[MODULE]]"
-		const size_t space = line.find(' ');
-		if (space == std::string_view::npos || space + 3 > line.size() || line[space + 2] != ' ')
+		TextLine symbol;
+		if (!parse_text_line(line, symbol))
 			continue;
-		const char type = line[space + 1];
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		uint64_t address = 0;
-		bool hex = space > 0 && space <= 16;
-		for (size_t i = 0; hex && i < space; i++) {
-			const char c = line[i];
-			const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-			hex = digit >= 0;
-			address = address << 4 | uint64_t(digit & 15);
-		}
-		if (!hex || address == 0)
-			continue;
-		addresses.push_back(address);
-		std::string_view name = line.substr(space + 3);
-		name = name.substr(0, name.find('\t'));
+		addresses.push_back(symbol.address);
 		for (size_t i = 0; i < names.size(); i++)
-			if (name == names[i] && !ranges[i].start)
-				ranges[i].start = address;
+			if (symbol.name == names[i] && !ranges[i].start)
+				ranges[i].start = symbol.address;
 	}
 	std::sort(addresses.begin(), addresses.end());
 	for (KernelTextRange &range : ranges) {
