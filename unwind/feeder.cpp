@@ -107,6 +107,7 @@ void MappingFeeder::send_process(uint32_t pid, const ProcessImage *image, uint64
 	unwind_process old{};
 	if (bpf_map_lookup_elem(maps_.processes, &pid, &old) == 0)
 		value.seq = (old.seq | 1) + 1;
+	value.serial = UNWIND_SENT_SERIAL | next_serial_++;
 	if (bpf_map_update_elem(maps_.processes, &pid, &value, flags) == 0 && value.count)
 		stats_.processes++;
 }

@@ -67,6 +67,7 @@ private:
 	// has, as the history held them when sent (null: sent with none, the history never knew it).
 	std::unordered_map<uint32_t, std::shared_ptr<const std::vector<MapEntry>>> sent_;
 	std::unordered_map<uint32_t, uint32_t> unknown_ticks_; // asked about, not in the history yet
+	uint32_t next_serial_ = 0; // of the lists sent, above UNWIND_SENT_SERIAL
 
 	Stats stats_;
 };

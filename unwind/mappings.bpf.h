@@ -74,6 +74,15 @@ static long shift_step(__u32 i, struct insert *ins)
 	return 0;
 }
 
+/* The serial of the next list the kernel starts (unwind_process.serial). */
+__u32 next_list_serial = 1;
+
+/* A serial for a list the kernel starts, below those user space gives. */
+static __always_inline __u32 new_list_serial(void)
+{
+	return __sync_fetch_and_add(&next_list_serial, 1) & (UNWIND_SENT_SERIAL - 1);
+}
+
 /* A zeroed list, the value an exec starts from (too large for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -212,8 +221,10 @@ static __always_inline void unwind_exec(__u32 tgid)
 	if (!empty || bpf_map_update_elem(&unwind_processes, &tgid, empty, BPF_ANY))
 		return;
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
-	if (proc)
-		scan_areas(proc, proc->seq);
+	if (!proc)
+		return;
+	proc->serial = new_list_serial();
+	scan_areas(proc, proc->seq);
 }
 
 /* ld.so calls _dl_debug_state, the function debuggers break on, before and after it maps or
@@ -251,8 +262,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	bpf_map_update_elem(&unwind_processes, &child_tgid, proc, BPF_ANY);
 	/* Copied while another thread of the parent was adding a mapping: not to be trusted. */
 	proc = bpf_map_lookup_elem(&unwind_processes, &child_tgid);
-	if (proc && (proc->seq & 1))
+	if (!proc)
+		return 0;
+	if (proc->seq & 1)
 		bpf_map_delete_elem(&unwind_processes, &child_tgid);
+	else
+		proc->serial = new_list_serial(); /* the child's list, not its parent's */
 	return 0;
 }
 

@@ -80,6 +80,26 @@ struct {
 	__uint(max_entries, 1);
 } row_cache SEC(".maps");
 
+/* The mappings this CPU's walks found lately by searching a process's list, and their
+ * objects: a process sampled again on the same CPU finds its frames' mappings here, with no
+ * lookup of its list, no search of it and no lookup of each file's object. Good for one
+ * list as it is (pid, serial, seq): a walk of another list, or of this one changed, starts
+ * the entries again. */
+#define RECENT_MAPPINGS 4
+struct recent_mappings {
+	__u32 pid, serial, seq, next;
+	struct {
+		__u64 start, end;
+		__u32 offset, object;
+	} m[RECENT_MAPPINGS];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct recent_mappings);
+	__uint(max_entries, 1);
+} recent_mappings SEC(".maps");
+
 /* A copy of a run of the sampled stack, per CPU: one read of up to a kilobyte serves the
  * next frames' saved registers, where a read each costs a helper call and a user copy. */
 #define STACK_WINDOW_WORDS 128
@@ -137,6 +157,7 @@ struct walk {
 	__u32 pid;
 	__u32 n;
 	__u32 seq; /* of the process's list when the walk began, and after its own changes */
+	__u32 serial; /* of that list */
 	struct stack_hash hash; /* of the frames so far */
 	/* The user addresses the stack window holds: [window_start, window_end). */
 	__u64 window_start, window_end;
@@ -202,6 +223,67 @@ static __always_inline void enter_mapping(struct walk *w, struct unwind_mapping 
 	w->object = object_of_file(w->pid, m);
 }
 
+/* The recent mappings of this CPU, when they are of the list the walk began with. */
+static __always_inline struct recent_mappings *recent_of(struct walk *w)
+{
+	__u32 zero = 0;
+	struct recent_mappings *r;
+
+	if (!w->process_known)
+		return NULL;
+	r = bpf_map_lookup_elem(&recent_mappings, &zero);
+	if (!r || r->pid != w->pid || r->serial != w->serial || r->seq != w->seq)
+		return NULL;
+	return r;
+}
+
+/* Enters the recent mapping holding pc; false when none does. */
+static __always_inline bool recent_mapping(struct walk *w, __u64 pc)
+{
+	struct recent_mappings *r = recent_of(w);
+
+	if (!r)
+		return false;
+	for (__u32 i = 0; i < RECENT_MAPPINGS; i++) {
+		if (pc >= r->m[i].start && pc < r->m[i].end) {
+			w->map_start = r->m[i].start;
+			w->map_end = r->m[i].end;
+			w->map_offset = r->m[i].offset;
+			w->object = r->m[i].object;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Keeps the mapping the walk has entered among the recent ones, in place of the oldest
+ * (all of them, when they were another list's). Not one whose file has no object yet:
+ * the next walk asks again. */
+static __always_inline void remember_mapping(struct walk *w)
+{
+	__u32 zero = 0, slot;
+	struct recent_mappings *r;
+
+	if (!w->process_known || w->object == UNWIND_MAX_OBJECTS)
+		return;
+	r = bpf_map_lookup_elem(&recent_mappings, &zero);
+	if (!r)
+		return;
+	if (r->pid != w->pid || r->serial != w->serial || r->seq != w->seq) {
+		r->pid = w->pid;
+		r->serial = w->serial;
+		r->seq = w->seq;
+		r->next = 0;
+		for (__u32 i = 0; i < RECENT_MAPPINGS; i++)
+			r->m[i].end = 0;
+	}
+	slot = r->next++ & (RECENT_MAPPINGS - 1);
+	r->m[slot].start = w->map_start;
+	r->m[slot].end = w->map_end;
+	r->m[slot].offset = w->map_offset;
+	r->m[slot].object = w->object;
+}
+
 /* Finds the executable mapping of the process holding pc; false when none does. */
 static __always_inline bool find_mapping(struct walk *w, __u64 pc)
 {
@@ -219,6 +301,7 @@ static __always_inline bool find_mapping(struct walk *w, __u64 pc)
 	if (pc < m->start || pc >= m->end)
 		return false;
 	enter_mapping(w, m);
+	remember_mapping(w);
 	return true;
 }
 
@@ -487,7 +570,8 @@ static __always_inline long walk_step_of(__u32 index, struct walk *w, const bool
 	/* A caller's pc is a return address: the call is the byte before it, which may
 	 * belong to another function's rules (a call that ends a function). */
 	lookup = index == 0 ? w->pc : w->pc - 1;
-	if ((lookup < w->map_start || lookup >= w->map_end) && !find_mapping(w, lookup)) {
+	if ((lookup < w->map_start || lookup >= w->map_end) && !recent_mapping(w, lookup) &&
+	    !find_mapping(w, lookup)) {
 		struct unwind_mapping learned;
 		enum learned how = LATER;
 
@@ -699,6 +783,7 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	 * looked): the walk learns its areas as it meets them. */
 	if (proc) {
 		w.seq = proc->seq;
+		w.serial = proc->serial;
 		/* Odd: another CPU is rewriting the list; this sample waits like one whose tables
 		 * are being built. */
 		w.process_known = !(w.seq & 1);

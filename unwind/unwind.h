@@ -96,8 +96,14 @@ struct unwind_mapping {
 struct unwind_process {
 	__u32 count;
 	__u32 seq;
+	/* Which list this is: no other list of the run has the same, not a pid's next
+	 * process's, not one sent again. Lists the kernel starts count from 1, those user
+	 * space sends from UNWIND_SENT_SERIAL. The walk's recent mappings name a list by it. */
+	__u32 serial;
+	__u32 pad;
 	struct unwind_mapping mappings[UNWIND_MAX_MAPPINGS];
 };
+#define UNWIND_SENT_SERIAL 0x80000000u
 
 /* The vDSO's inode in a mapping (no file has it), with its size in pages as dev: the vDSO
  * is nowhere on disk, and every 64-bit process maps the same one, so user space builds its
