@@ -147,9 +147,9 @@ __noinline int keep_raw_key(struct stack_key *key, __u32 slot, struct sample_sta
 }
 
 /* Stores the stacks taken in `store` and counts the key in `counts`: the maps of one
- * generation, constants in each of the two inlined copies. */
-static __always_inline int count_unwound(void *store, void *counts, __u32 tgid, struct taken_stacks *taken,
-					 struct sample_stats *st)
+ * generation (`generation_now`), constants in each of the two inlined copies. */
+static __always_inline int count_unwound(void *store, void *counts, __u32 generation_now, __u32 tgid,
+					 struct taken_stacks *taken, struct sample_stats *st)
 {
 	struct stack_key key = {};
 	struct stored_stack *frames;
@@ -159,7 +159,7 @@ static __always_inline int count_unwound(void *store, void *counts, __u32 tgid, 
 	if (taken->kernel_n) {
 		which = 0;
 		frames = bpf_map_lookup_elem(&scratch, &which);
-		if (!frames || !store_stack(store, frames, taken->kernel_n, &taken->kernel_hash, &key.kernel_stack_id, st)) {
+		if (!frames || !store_stack(store, generation_now, frames, taken->kernel_n, &taken->kernel_hash, &key.kernel_stack_id, st)) {
 			if (taken->raw) /* lost (counted so): its user stack as waiting, like any */
 				st->unwound_pending++;
 			return 0;
@@ -170,7 +170,7 @@ static __always_inline int count_unwound(void *store, void *counts, __u32 tgid, 
 	if (taken->user_n) {
 		which = 1;
 		frames = bpf_map_lookup_elem(&scratch, &which);
-		if (!frames || !store_stack(store, frames, taken->user_n, &taken->user_hash, &key.user_stack_id, st))
+		if (!frames || !store_stack(store, generation_now, frames, taken->user_n, &taken->user_hash, &key.user_stack_id, st))
 			return 0;
 	}
 	return count_key(counts, &key, st);
@@ -201,7 +201,7 @@ static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid
 static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 {
 	/* Read once: the tally and the maps of one sample are of the same generation. */
-	__u32 gen = generation & 1;
+	__u32 generation_now = generation, gen = generation_now & 1;
 	struct sample_stats *st;
 	__u32 tgid;
 
@@ -214,8 +214,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 
 		take_stacks(ctx, gen, tgid, st, &taken);
 		if (gen)
-			return count_unwound(&store1, &counts1, tgid, &taken, st);
-		return count_unwound(&store0, &counts0, tgid, &taken, st);
+			return count_unwound(&store1, &counts1, generation_now, tgid, &taken, st);
+		return count_unwound(&store0, &counts0, generation_now, tgid, &taken, st);
 	}
 #endif
 	if (gen)

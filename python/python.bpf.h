@@ -75,6 +75,10 @@ struct python_walk {
 	__u8 pad[7];
 };
 
+/* What python_start found of the process. */
+#define PYTHON_MAYBE 0 /* CPython's, or not classified yet: asked again at the next walk */
+#define PYTHON_NOT 1   /* classified, and not a CPython whose frames the walk can show */
+
 /* Starts the Python side of a walk: the sampled thread's current interpreter frame, when
  * the process is CPython. A process not classified yet is asked about. Global, as
  * python_frame below. */
@@ -85,37 +89,37 @@ __noinline int python_start(struct python_walk *p, __u32 tgid)
 	__u64 tstate = 0, at, frame = 0;
 
 	if (!p || !python_frames)
-		return 0;
+		return PYTHON_NOT;
 	py = bpf_map_lookup_elem(&python_processes, &tgid);
 	if (!py || py->not_yet) {
 		__u8 one = 1;
 
 		bpf_map_update_elem(&python_wanted, &tgid, &one, BPF_NOEXIST);
-		return 0;
+		return PYTHON_MAYBE;
 	}
 	if (!py->is_python || py->tss_key >= 32)
-		return 0;
+		return PYTHON_NOT;
 	/* glibc keeps the first 32 keys' values in struct pthread, which fsbase points at:
 	 * specific_1stblock[key] = {seq, data}. */
 	task = bpf_get_current_task_btf();
 	at = task->thread.fsbase + py->tsd_offset + 16 * (__u64)py->tss_key + 8;
 	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)at) || !tstate)
-		return 0;
+		return PYTHON_MAYBE;
 	at = tstate + py->tstate_frame;
 	if (py->cframe_frame >= 0) {
 		__u64 cframe = 0;
 
 		if (bpf_probe_read_user(&cframe, sizeof(cframe), (void *)at) || !cframe)
-			return 0;
+			return PYTHON_MAYBE;
 		at = cframe + py->cframe_frame;
 	}
 	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)at) || !frame)
-		return 0;
+		return PYTHON_MAYBE;
 	p->py = *py;
 	p->frame = frame;
 	p->pid = tgid;
 	p->active = 1;
-	return 0;
+	return PYTHON_MAYBE;
 }
 
 /* A field of the frame read into scratch: offsets are 8-aligned (4 for an int), within

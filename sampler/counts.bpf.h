@@ -153,36 +153,73 @@ STORE(store1);
  * reused within a run (user space maps them to its own when it drains). */
 __u32 next_stack_id = 0;
 
-/* Stores the n frames of `stack` under their hash `h` (their number mixed in last) and sets
- * *id to the stack's id; false, after counting the cause, when the store is full. */
-static __always_inline bool store_stack(void *store, struct stored_stack *stack, __u32 n, struct stack_hash *h,
-					__s32 *id, struct sample_stats *st)
+/* The ids of stacks this CPU found or stored lately, by hash: a profiler samples the same
+ * stacks over and over, and most find their id here, with no lookup in the store (a hash
+ * of the key and a search of its bucket, in memory no other sample touched lately).
+ * Direct-mapped. An entry holds for the generation it was made in, by the full counter:
+ * the store of that parity is emptied only after the counter has moved on. */
+#define STACK_IDS_SHIFT 8
+struct stack_ids {
+	struct {
+		struct stack_hash h;
+		__u32 generation;
+		__u32 id_plus_one; /* 0: empty */
+	} entries[1 << STACK_IDS_SHIFT];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct stack_ids);
+	__uint(max_entries, 1);
+} stack_ids SEC(".maps");
+
+/* Stores the n frames of `stack` under their hash `h` (their number mixed in last) in
+ * `store`, generation `generation_now`'s, and sets *id to the stack's id; false, after counting the
+ * cause, when the store is full. */
+static __always_inline bool store_stack(void *store, __u32 generation_now, struct stored_stack *stack, __u32 n,
+					struct stack_hash *h, __s32 *id, struct sample_stats *st)
 {
 	struct stored_stack *known;
+	struct stack_ids *ids;
+	__u32 zero = 0, slot;
 	long err;
 
 	hash_frame(h, n);
+	slot = (h->a >> (64 - STACK_IDS_SHIFT)) & ((1 << STACK_IDS_SHIFT) - 1);
+	ids = bpf_map_lookup_elem(&stack_ids, &zero);
+	if (ids && ids->entries[slot].id_plus_one && ids->entries[slot].generation == generation_now &&
+	    ids->entries[slot].h.a == h->a && ids->entries[slot].h.b == h->b) {
+		*id = ids->entries[slot].id_plus_one - 1;
+		return true;
+	}
 	known = bpf_map_lookup_elem(store, h);
 	if (known) {
 		*id = known->id;
-		return true;
+		goto found;
 	}
 	stack->id = __sync_fetch_and_add(&next_stack_id, 1) & 0x7fffffff;
 	stack->n = n;
 	err = bpf_map_update_elem(store, h, stack, BPF_NOEXIST);
 	if (!err) {
 		*id = stack->id;
-		return true;
+		goto found;
 	}
 	if (err == -EEXIST) { /* another CPU stored the same stack just now */
 		known = bpf_map_lookup_elem(store, h);
 		if (known) {
 			*id = known->id;
-			return true;
+			goto found;
 		}
 	}
 	st->lost_stack_full++;
 	return false;
+found:
+	if (ids) {
+		ids->entries[slot].h = *h;
+		ids->entries[slot].generation = generation_now;
+		ids->entries[slot].id_plus_one = *id + 1;
+	}
+	return true;
 }
 
 #if defined(__TARGET_ARCH_x86)

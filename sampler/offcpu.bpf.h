@@ -124,19 +124,20 @@ struct {
 } waker_walks SEC(".maps");
 
 /* Stores a thread's stacks in `store` and writes their ids; false when one could not be. */
-static __always_inline bool store_thread_stacks(void *store, struct thread_stacks *s, struct user_stack *u,
-						__s32 *kernel_id, __s32 *user_id, struct sample_stats *st)
+static __always_inline bool store_thread_stacks(void *store, __u32 generation_now, struct thread_stacks *s,
+						struct user_stack *u, __s32 *kernel_id, __s32 *user_id,
+						struct sample_stats *st)
 {
 	struct stack_hash h;
 
 	if (s->kernel.n) {
 		h = s->kernel_hash;
-		if (!store_stack(store, &s->kernel, s->kernel.n, &h, kernel_id, st))
+		if (!store_stack(store, generation_now, &s->kernel, s->kernel.n, &h, kernel_id, st))
 			return false;
 	}
 	if (u->frames.n) {
 		h = u->hash;
-		if (!store_stack(store, &u->frames, u->frames.n, &h, user_id, st))
+		if (!store_stack(store, generation_now, &u->frames, u->frames.n, &h, user_id, st))
 			return false;
 	}
 	return true;
@@ -145,8 +146,8 @@ static __always_inline bool store_thread_stacks(void *store, struct thread_stack
 /* Stores the thread's stacks (and its waker's) in `store` and adds its time off the CPU,
  * ns, to its key in `counts`: the maps of one generation, constants in each of the two
  * inlined copies. */
-static __always_inline void count_off_cpu(void *store, void *counts, struct off_cpu_thread *t, __u64 ns,
-					  struct sample_stats *st)
+static __always_inline void count_off_cpu(void *store, void *counts, __u32 generation_now, struct off_cpu_thread *t,
+					  __u64 ns, struct sample_stats *st)
 {
 	struct stack_key key = {};
 
@@ -157,14 +158,14 @@ static __always_inline void count_off_cpu(void *store, void *counts, struct off_
 	key.waker_user_stack_id = NO_STACK;
 	key.waker_kernel_stack_id = NO_STACK;
 	__builtin_memcpy(key.comm, t->left.comm, sizeof(key.comm));
-	if (!store_thread_stacks(store, &t->left, &t->left_user.at[t->left_user.now & 1].stack, &key.kernel_stack_id,
+	if (!store_thread_stacks(store, generation_now, &t->left, &t->left_user.at[t->left_user.now & 1].stack, &key.kernel_stack_id,
 				 &key.user_stack_id, st))
 		return;
 	if (wakers && t->woken) {
 		key.woken = 1;
 		key.waker_pid = t->waker_tgid;
 		__builtin_memcpy(key.waker_comm, t->waker.comm, sizeof(key.waker_comm));
-		if (!store_thread_stacks(store, &t->waker, &t->waker_user, &key.waker_kernel_stack_id,
+		if (!store_thread_stacks(store, generation_now, &t->waker, &t->waker_user, &key.waker_kernel_stack_id,
 					 &key.waker_user_stack_id, st))
 			return;
 	}
@@ -177,7 +178,7 @@ static __always_inline void count_off_cpu(void *store, void *counts, struct off_
 __noinline int end_off_cpu(struct off_cpu_thread *t, __u64 now)
 {
 	/* Read once: the tally and the maps are of the same generation. */
-	__u32 gen = generation & 1;
+	__u32 generation_now = generation, gen = generation_now & 1;
 	struct sample_stats *st;
 	__u64 start, ns;
 
@@ -195,9 +196,9 @@ __noinline int end_off_cpu(struct off_cpu_thread *t, __u64 now)
 		return 0;
 	st->seen++;
 	if (gen)
-		count_off_cpu(&store1, &counts1, t, ns, st);
+		count_off_cpu(&store1, &counts1, generation_now, t, ns, st);
 	else
-		count_off_cpu(&store0, &counts0, t, ns, st);
+		count_off_cpu(&store0, &counts0, generation_now, t, ns, st);
 	return 0;
 }
 

@@ -84,10 +84,12 @@ struct {
  * objects: a process sampled again on the same CPU finds its frames' mappings here, with no
  * lookup of its list, no search of it and no lookup of each file's object. Good for one
  * list as it is (pid, serial, seq): a walk of another list, or of this one changed, starts
- * the entries again. */
+ * the entries again. And whether the process is known not to be CPython's, good for the
+ * list whatever its seq (an exec starts another list). */
 #define RECENT_MAPPINGS 4
 struct recent_mappings {
 	__u32 pid, serial, seq, next;
+	__u32 not_python;
 	struct {
 		__u64 start, end;
 		__u32 offset, object;
@@ -223,6 +225,27 @@ static __always_inline void enter_mapping(struct walk *w, struct unwind_mapping 
 	w->object = object_of_file(w->pid, m);
 }
 
+/* This CPU's recent mappings, made the walk's list's: started again when they were
+ * another list's. Null when the walk has no list. */
+static __always_inline struct recent_mappings *recent_list(struct walk *w)
+{
+	__u32 zero = 0;
+	struct recent_mappings *r;
+
+	if (!w->process_known)
+		return NULL;
+	r = bpf_map_lookup_elem(&recent_mappings, &zero);
+	if (!r)
+		return NULL;
+	if (r->pid != w->pid || r->serial != w->serial) {
+		r->pid = w->pid;
+		r->serial = w->serial;
+		r->seq = w->seq + 1; /* never a list's: no entries yet */
+		r->not_python = 0;
+	}
+	return r;
+}
+
 /* The recent mappings of this CPU, when they are of the list the walk began with. */
 static __always_inline struct recent_mappings *recent_of(struct walk *w)
 {
@@ -266,12 +289,10 @@ static __always_inline void remember_mapping(struct walk *w)
 
 	if (!w->process_known || w->object == UNWIND_MAX_OBJECTS)
 		return;
-	r = bpf_map_lookup_elem(&recent_mappings, &zero);
+	r = recent_list(w);
 	if (!r)
 		return;
-	if (r->pid != w->pid || r->serial != w->serial || r->seq != w->seq) {
-		r->pid = w->pid;
-		r->serial = w->serial;
+	if (r->seq != w->seq) {
 		r->seq = w->seq;
 		r->next = 0;
 		for (__u32 i = 0; i < RECENT_MAPPINGS; i++)
@@ -282,6 +303,26 @@ static __always_inline void remember_mapping(struct walk *w)
 	r->m[slot].end = w->map_end;
 	r->m[slot].offset = w->map_offset;
 	r->m[slot].object = w->object;
+}
+
+/* Whether this CPU's walks of the walk's list found its process is not CPython's. */
+static __always_inline bool recent_says_not_python(struct walk *w)
+{
+	__u32 zero = 0;
+	struct recent_mappings *r;
+
+	if (!w->process_known)
+		return false;
+	r = bpf_map_lookup_elem(&recent_mappings, &zero);
+	return r && r->pid == w->pid && r->serial == w->serial && r->not_python;
+}
+
+static __always_inline void remember_not_python(struct walk *w)
+{
+	struct recent_mappings *r = recent_list(w);
+
+	if (r)
+		r->not_python = 1;
 }
 
 /* Finds the executable mapping of the process holding pc; false when none does. */
@@ -792,7 +833,9 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 
 		bpf_map_update_elem(&wanted_processes, &tgid, &one, BPF_NOEXIST);
 	}
-	python_start(&w.py, tgid);
+	/* A process found not to be CPython's is not asked again while its list is the same. */
+	if (!recent_says_not_python(&w) && python_start(&w.py, tgid) == PYTHON_NOT)
+		remember_not_python(&w);
 	bpf_loop(UNWIND_MAX_DEPTH, record ? walk_step_recording : walk_step, &w, 0);
 	/* The list changed under the walk: what it found there may not hold. */
 	if (w.process_known) {
