@@ -270,7 +270,7 @@ std::pair<Skeleton, int> load_sampling_program(const SamplerConfig &options, con
 	bpf_program *program;
 	if (debug)
 		bpf_object__for_each_program(program, skel->obj) if (bpf_program__autoload(program))
-			logs.emplace_back(program, std::string(4096, '\0'));
+			logs.emplace_back(program, std::string(65536, '\0'));
 	for (auto &[loaded_program, log] : logs) {
 		bpf_program__set_log_level(loaded_program, 4);
 		bpf_program__set_log_buf(loaded_program, log.data(), log.size());

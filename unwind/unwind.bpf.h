@@ -512,16 +512,15 @@ __noinline int record_read(__u64 at, __u32 len, __u64 a, __u64 b)
 
 /* Reads the pair at user address `at` from the stack window, loading the window from `at`
  * first when the pair is not in it; 0, or an error. The window never crosses a page
- * boundary: the page holding `at` is mapped, the next may not be. A global function, so
- * that the verifier checks it once, on its own, and not every window along every walk. */
-__noinline int read_pair(struct walk *w, __u64 at, struct stack_pair *out)
+ * boundary: the page holding `at` is mapped, the next may not be. Inlined in the walk's
+ * step, which the verifier checks once on its own: a call and a return a frame cost more
+ * than the verifier's work (on CPUs whose returns go through a mitigation's thunk, most). */
+static __always_inline int read_pair(struct walk *w, __u64 at, struct stack_pair *out)
 {
 	__u32 zero = 0;
 	struct stack_window *window = bpf_map_lookup_elem(&stack_window, &zero);
 	__u64 index, room;
 
-	if (!w || !out)
-		return -1;
 	if (!window || (at & 7))
 		goto direct;
 	if (at < w->window_start || at + sizeof(*out) > w->window_end) {
@@ -771,16 +770,6 @@ __noinline long walk_frame_recording(__u32 index, struct walk *w)
 	return walk_step_of(index, w, true);
 }
 
-/* bpf_loop's callbacks: 1 stops the walk. */
-static long walk_step(__u32 index, struct walk *w)
-{
-	return walk_frame(index, w) != 0;
-}
-
-static long walk_step_recording(__u32 index, struct walk *w)
-{
-	return walk_frame_recording(index, w) != 0;
-}
 
 /* Walks the user stack of the sampled task into scratch[1]: from the sample's registers
  * when it was taken in user mode, else (or with no ctx: a thread leaving the CPU, for
@@ -836,7 +825,12 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	/* A process found not to be CPython's is not asked again while its list is the same. */
 	if (!recent_says_not_python(&w) && python_start(&w.py, tgid) == PYTHON_NOT)
 		remember_not_python(&w);
-	bpf_loop(UNWIND_MAX_DEPTH, record ? walk_step_recording : walk_step, &w, 0);
+	/* A plain loop of calls to the step: the verifier sees each call's result as unknown,
+	 * so the iterations differ only in i. Through bpf_loop each frame cost a second call
+	 * and return, the callback's. */
+	for (__u32 i = 0; i < UNWIND_MAX_DEPTH; i++)
+		if (record ? walk_frame_recording(i, &w) : walk_frame(i, &w))
+			break;
 	/* The list changed under the walk: what it found there may not hold. */
 	if (w.process_known) {
 		proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
