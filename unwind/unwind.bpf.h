@@ -570,8 +570,8 @@ static __always_inline void frame_pointer_step(struct walk *w)
 		w->done = true;
 }
 
-/* One step of the walk (bpf_loop's callback): records the frame at w->pc, then finds its
- * caller's pc, sp and bp. Returns 1 to stop. */
+/* One step of the walk: records the frame at w->pc, then finds its caller's pc, sp and bp.
+ * Returns 1 to stop. */
 static __always_inline long walk_step_of(__u32 index, struct walk *w, const bool record)
 {
 	__u32 user = 1;
@@ -752,8 +752,8 @@ fp:
 
 /* The step of a sample's walk, and of one that records what it reads: two functions, so
  * that the verifier never weighs recording in a sample's walk. Global functions: the
- * verifier checks each once, on its own, with nothing known of the walk. Inlined in
- * bpf_loop's callback, the step was checked again for each state the walk could be in
+ * verifier checks each once, on its own, with nothing known of the walk. Inlined in the
+ * walk's loop (then bpf_loop's callback), the step was checked again for each state the walk could be in
  * (which fields were known 0, which cause it waited for, ...) until those converged, and
  * the walk's end and the rest of the sample once for each. */
 __noinline long walk_frame(__u32 index, struct walk *w)
@@ -842,7 +842,7 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 	if (!frames)
 		return 0;
 	if (!w.done && !w.cut)
-		w.cut = true; /* bpf_loop ran out of steps: the depth limit */
+		w.cut = true; /* the loop ran out of steps: the depth limit */
 	/* Native frames only: the Python walk's state does not carry over to user space. */
 	if (w.pending && !w.py.active) {
 		resume->pc = w.pc;
