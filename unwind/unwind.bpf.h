@@ -284,10 +284,10 @@ static __always_inline bool recent_mapping(struct walk *w, __u64 pc)
  * the next walk asks again. */
 static __always_inline void remember_mapping(struct walk *w)
 {
-	__u32 zero = 0, slot;
 	struct recent_mappings *r;
+	__u32 slot;
 
-	if (!w->process_known || w->object == UNWIND_MAX_OBJECTS)
+	if (w->object == UNWIND_MAX_OBJECTS)
 		return;
 	r = recent_list(w);
 	if (!r)
@@ -753,9 +753,9 @@ fp:
 /* The step of a sample's walk, and of one that records what it reads: two functions, so
  * that the verifier never weighs recording in a sample's walk. Global functions: the
  * verifier checks each once, on its own, with nothing known of the walk. Inlined in the
- * walk's loop (then bpf_loop's callback), the step was checked again for each state the walk could be in
- * (which fields were known 0, which cause it waited for, ...) until those converged, and
- * the walk's end and the rest of the sample once for each. */
+ * walk's loop (bpf_loop's callback then), the step was checked again for each state the
+ * walk could be in (which fields were known 0, which cause it waited for, ...) until those
+ * converged, and the walk's end and the rest of the sample once for each. */
 __noinline long walk_frame(__u32 index, struct walk *w)
 {
 	if (!w)
@@ -769,7 +769,6 @@ __noinline long walk_frame_recording(__u32 index, struct walk *w)
 		return 1;
 	return walk_step_of(index, w, true);
 }
-
 
 /* Walks the user stack of the sampled task into scratch[1]: from the sample's registers
  * when it was taken in user mode, else (or with no ctx: a thread leaving the CPU, for
