@@ -122,44 +122,11 @@ syscall_ns() {
 }
 pipe_us() { sched_pipe_us "$PIPE_LOOPS" "$PIPE_CPUS"; }
 # --- a condition's profiler
-# The pid of the program that `timeout` ($1) runs.
-program_of() { pgrep -P "$1" 2>/dev/null | head -1; }
-has_perf_events() { # the program $1 holds a perf event open
-	local fd
-	for fd in /proc/"$1"/fd/*; do
-		[ "$(readlink "$fd" 2>/dev/null)" = 'anon_inode:[perf_event]' ] && return 0
-	done
-	return 1
-}
-# Starts condition $1; CHILD is its `timeout`. Returns non-zero (with a note) when it did not
-# come to sample: its perf events open, then SETTLE_S seconds, still running.
+# Starts condition $1 (CHILD, PROGRAM; nothing for "nothing"): scripts/rounds.sh.
 start_condition() {
-	local label=${LABELS[$1]} command=${COMMANDS[$1]} program=''
 	CHILD=
-	[ -n "$command" ] || return 0
-	eval "set -- $command"
-	# timeout bounds the run should this script be killed; SIGINT sent to it is passed on.
-	timeout -s INT -k 30 $(( RUN_S + 30 )) "$@" > /dev/null 2> "$TMP/condition.err" &
-	CHILD=$!
-	for _ in $(seq 300); do # up to 30 s
-		program=$(program_of "$CHILD")
-		if [ -n "$program" ] && has_perf_events "$program"; then break; fi
-		kill -0 "$CHILD" 2>/dev/null || break
-		program=
-		sleep 0.1
-	done
-	if [ -z "$program" ]; then
-		note "$label: did not open its perf events: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
-		stop_condition
-		return 1
-	fi
-	sleep "$SETTLE_S"
-	if ! kill -0 "$program" 2>/dev/null; then
-		note "$label: exited before the workloads: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
-		stop_condition
-		return 1
-	fi
-	PROGRAM=$program
+	[ -n "${COMMANDS[$1]}" ] || return 0
+	start_profiler "${LABELS[$1]}" "${COMMANDS[$1]}" $(( RUN_S + 30 ))
 }
 # --- the run
 start_redis

@@ -1,7 +1,7 @@
 # scripts/redis.sh: sourced by the benchmark scripts that time a real server beside a
-# profiler (bench-overhead.sh, bench-offcpu.sh): a redis-server on a free loopback port
-# (--save '' --appendonly no) in $TMP, and redis-benchmark's GET and SET requests a second
-# against it. Needs die(), work_dir's TMP and BACKGROUND; REDIS_REQUESTS (100000) and
+# profiler (bench-overhead.sh, bench-offcpu.sh, bench-redis.sh): a redis-server on a free
+# loopback port (--save '' --appendonly no) in $TMP, and redis-benchmark's GET and SET
+# requests a second against it. Needs die(), work_dir's TMP and BACKGROUND; REDIS_REQUESTS (100000) and
 # REDIS_CLIENTS (50) are the benchmark's size.
 REDIS_REQUESTS=${REDIS_REQUESTS:-100000}
 REDIS_CLIENTS=${REDIS_CLIENTS:-50}

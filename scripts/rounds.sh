@@ -1,6 +1,6 @@
 # scripts/rounds.sh: sourced by the benchmark scripts that run conditions in turns, rounds
-# of them (bench-overhead.sh, bench-offcpu.sh): stopping a condition, the one workload they
-# share, and the numbers of the rounds.
+# of them (bench-overhead.sh, bench-offcpu.sh, bench-redis.sh): starting a profiler and
+# stopping it, the one workload they share, and the numbers of the rounds.
 
 # ROUNDS rounds of the N conditions in turns, round r starting at condition r, QUIET_S
 # seconds (default 1) before each: runs `$1 CONDITION` for each turn, then prints the
@@ -17,6 +17,46 @@ run_rounds() {
 		done
 	done
 	echo "end: load average $(cat /proc/loadavg); $(( $(date +%s) - t0 )) s"
+}
+
+# Whether process $1 holds a perf event open.
+has_perf_events() {
+	local fd
+	for fd in /proc/"$1"/fd/*; do
+		[ "$(readlink "$fd" 2>/dev/null)" = 'anon_inode:[perf_event]' ] && return 0
+	done
+	return 1
+}
+
+# Starts the profiler command $2 (its words quoted for eval) under `timeout`, which bounds it
+# to $3 seconds should the script be killed (SIGINT sent to it is passed on); $1 names it in
+# notes. CHILD is the `timeout`, PROGRAM the profiler. Non-zero, with a note, when it did not
+# come to sample: its perf events open, then SETTLE_S seconds, still running. Needs note()
+# and TMP.
+start_profiler() {
+	local label=$1 bound=$3 program=''
+	eval "set -- $2"
+	timeout -s INT -k 30 "$bound" "$@" > /dev/null 2> "$TMP/condition.err" &
+	CHILD=$!
+	for _ in $(seq 300); do # up to 30 s
+		program=$(pgrep -P "$CHILD" 2>/dev/null | head -1)
+		if [ -n "$program" ] && has_perf_events "$program"; then break; fi
+		kill -0 "$CHILD" 2>/dev/null || break
+		program=
+		sleep 0.1
+	done
+	if [ -z "$program" ]; then
+		note "$label: did not open its perf events: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
+		stop_condition
+		return 1
+	fi
+	sleep "$SETTLE_S"
+	if ! kill -0 "$program" 2>/dev/null; then
+		note "$label: exited while it settled: $(tail -2 "$TMP/condition.err" | tr '\n' ' ')"
+		stop_condition
+		return 1
+	fi
+	PROGRAM=$program
 }
 
 # Stops the condition running, CHILD (SIGINT, then SIGKILL after STOP_S seconds, it and the
