@@ -91,13 +91,7 @@ profile_rows() { # $1: label prefix, $2: the binary
 }
 profile_rows "" "$PROFILE"
 if [ -n "$PROFILE_OLD" ]; then profile_rows "old " "$PROFILE_OLD"; fi
-add "perf record -g -F 49 -a" "perf record -g -F 49 -a -o \$TMP/perf.data"
-if command -v bpftrace >/dev/null; then
-	add "bpftrace profile:hz:49 { @[kstack, ustack] = count(); }" \
-		"bpftrace -e 'profile:hz:49 { @[kstack, ustack] = count(); }'"
-else
-	SKIPPED+=("bpftrace: not installed (Debian: apt-get install bpftrace): its row is left out")
-fi
+add_peers
 # ONLY: an extended regular expression; only the conditions whose label matches it run
 # ("nothing" always does).
 if [ -n "${ONLY:-}" ]; then

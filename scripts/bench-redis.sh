@@ -67,13 +67,7 @@ add() { LABELS+=("$1"); COMMANDS+=("$2"); }
 p=$(printf %q "$PROFILE")
 add "profile -f 49 (the card's command)" "$p -f 49 600"
 add "profile -f 19 --interval 15 -o …/w.pb.gz (the agent's defaults)" "$p -f 19 --interval 15 -o \$TMP/w.pb.gz 600"
-add "perf record -g -F 49 -a" "perf record -g -F 49 -a -o \$TMP/perf.data"
-if command -v bpftrace >/dev/null; then
-	add "bpftrace profile:hz:49 { @[kstack, ustack] = count(); }" \
-		"bpftrace -e 'profile:hz:49 { @[kstack, ustack] = count(); }'"
-else
-	SKIPPED+=("bpftrace: not installed (Debian: apt-get install bpftrace): its row is left out")
-fi
+add_peers
 N=${#LABELS[@]}
 
 now() { date +%s.%N; }

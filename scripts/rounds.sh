@@ -19,6 +19,19 @@ run_rounds() {
 	echo "end: load average $(cat /proc/loadavg); $(( $(date +%s) - t0 )) s"
 }
 
+# The peers' conditions, through the script's add LABEL COMMAND: perf record -g, and bpftrace
+# with both stacks when it is installed (else a note in SKIPPED). Both at 49 Hz, the whole
+# machine, as `profile -f 49`.
+add_peers() {
+	add "perf record -g -F 49 -a" "perf record -g -F 49 -a -o \$TMP/perf.data"
+	if command -v bpftrace >/dev/null; then
+		add "bpftrace profile:hz:49 { @[kstack, ustack] = count(); }" \
+			"bpftrace -e 'profile:hz:49 { @[kstack, ustack] = count(); }'"
+	else
+		SKIPPED+=("bpftrace: not installed (Debian: apt-get install bpftrace): its row is left out")
+	fi
+}
+
 # Whether process $1 holds a perf event open.
 has_perf_events() {
 	local fd

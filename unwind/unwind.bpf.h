@@ -246,7 +246,8 @@ static __always_inline struct recent_mappings *recent_list(struct walk *w)
 	return r;
 }
 
-/* The recent mappings of this CPU, when they are of the list the walk began with. */
+/* This CPU's recent mappings when they are of the walk's list (its pid and serial, whatever
+ * its seq), else null. */
 static __always_inline struct recent_mappings *recent_of(struct walk *w)
 {
 	__u32 zero = 0;
@@ -255,7 +256,7 @@ static __always_inline struct recent_mappings *recent_of(struct walk *w)
 	if (!w->process_known)
 		return NULL;
 	r = bpf_map_lookup_elem(&recent_mappings, &zero);
-	if (!r || r->pid != w->pid || r->serial != w->serial || r->seq != w->seq)
+	if (!r || r->pid != w->pid || r->serial != w->serial)
 		return NULL;
 	return r;
 }
@@ -265,7 +266,7 @@ static __always_inline bool recent_mapping(struct walk *w, __u64 pc)
 {
 	struct recent_mappings *r = recent_of(w);
 
-	if (!r)
+	if (!r || r->seq != w->seq)
 		return false;
 	for (__u32 i = 0; i < RECENT_MAPPINGS; i++) {
 		if (pc >= r->m[i].start && pc < r->m[i].end) {
@@ -308,13 +309,9 @@ static __always_inline void remember_mapping(struct walk *w)
 /* Whether this CPU's walks of the walk's list found its process is not CPython's. */
 static __always_inline bool recent_says_not_python(struct walk *w)
 {
-	__u32 zero = 0;
-	struct recent_mappings *r;
+	struct recent_mappings *r = recent_of(w);
 
-	if (!w->process_known)
-		return false;
-	r = bpf_map_lookup_elem(&recent_mappings, &zero);
-	return r && r->pid == w->pid && r->serial == w->serial && r->not_python;
+	return r && r->not_python;
 }
 
 static __always_inline void remember_not_python(struct walk *w)
