@@ -159,7 +159,8 @@ static __always_inline int count_unwound(void *store, void *counts, __u32 genera
 	if (taken->kernel_n) {
 		which = 0;
 		frames = bpf_map_lookup_elem(&scratch, &which);
-		if (!frames || !store_stack(store, generation_now, frames, taken->kernel_n, &taken->kernel_hash, &key.kernel_stack_id, st)) {
+		if (!frames || !store_stack(store, generation_now, frames, taken->kernel_n, &taken->kernel_hash,
+					    &key.kernel_stack_id, st)) {
 			if (taken->raw) /* lost (counted so): its user stack as waiting, like any */
 				st->unwound_pending++;
 			return 0;
@@ -170,7 +171,8 @@ static __always_inline int count_unwound(void *store, void *counts, __u32 genera
 	if (taken->user_n) {
 		which = 1;
 		frames = bpf_map_lookup_elem(&scratch, &which);
-		if (!frames || !store_stack(store, generation_now, frames, taken->user_n, &taken->user_hash, &key.user_stack_id, st))
+		if (!frames || !store_stack(store, generation_now, frames, taken->user_n, &taken->user_hash,
+					    &key.user_stack_id, st))
 			return 0;
 	}
 	return count_key(counts, &key, st);

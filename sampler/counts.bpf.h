@@ -174,8 +174,8 @@ struct {
 } stack_ids SEC(".maps");
 
 /* Stores the n frames of `stack` under their hash `h` (their number mixed in last) in
- * `store`, generation `generation_now`'s, and sets *id to the stack's id; false, after counting the
- * cause, when the store is full. */
+ * `store`, generation `generation_now`'s, and sets *id to the stack's id; false, after
+ * counting the cause, when the store is full. */
 static __always_inline bool store_stack(void *store, __u32 generation_now, struct stored_stack *stack, __u32 n,
 					struct stack_hash *h, __s32 *id, struct sample_stats *st)
 {

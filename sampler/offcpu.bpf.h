@@ -158,8 +158,8 @@ static __always_inline void count_off_cpu(void *store, void *counts, __u32 gener
 	key.waker_user_stack_id = NO_STACK;
 	key.waker_kernel_stack_id = NO_STACK;
 	__builtin_memcpy(key.comm, t->left.comm, sizeof(key.comm));
-	if (!store_thread_stacks(store, generation_now, &t->left, &t->left_user.at[t->left_user.now & 1].stack, &key.kernel_stack_id,
-				 &key.user_stack_id, st))
+	if (!store_thread_stacks(store, generation_now, &t->left, &t->left_user.at[t->left_user.now & 1].stack,
+				 &key.kernel_stack_id, &key.user_stack_id, st))
 		return;
 	if (wakers && t->woken) {
 		key.woken = 1;

@@ -35,8 +35,9 @@ struct SymbolizerOptions {
 	// A file whose DWARF is compressed (Debian's, Fedora's and debuginfod's debug files)
 	// keeps a copy with its sections decompressed, in memory (decompressed_copy), made when
 	// its DWARF is first read; at a window's end the most recently used copies within this
-	// many bytes stay, and the DWARF is read again from them. An agent names a few new addresses of libc in nearly every
-	// window, and inflating libc's debug file again each time was half of its CPU. 0: none.
+	// many bytes stay, and the DWARF is read again from them. An agent names a few new
+	// addresses of libc in nearly every window, and inflating libc's debug file again each
+	// time was half of its CPU. 0: none.
 	size_t kept_decompressed_bytes = 0;
 	// What user_frames named from files' DWARF, by device, inode and offset, kept after
 	// end_window, the least recently used dropped first past this many bytes: a run that

@@ -225,19 +225,21 @@ static __always_inline void enter_mapping(struct walk *w, struct unwind_mapping 
 	w->object = object_of_file(w->pid, m);
 }
 
-/* This CPU's recent mappings, made the walk's list's: started again when they were
- * another list's. Null when the walk has no list. */
-static __always_inline struct recent_mappings *recent_list(struct walk *w)
+/* This CPU's recent mappings; null when the walk has no list to name them by. */
+static __always_inline struct recent_mappings *recent_here(struct walk *w)
 {
 	__u32 zero = 0;
-	struct recent_mappings *r;
 
-	if (!w->process_known)
-		return NULL;
-	r = bpf_map_lookup_elem(&recent_mappings, &zero);
-	if (!r)
-		return NULL;
-	if (r->pid != w->pid || r->serial != w->serial) {
+	return w->process_known ? bpf_map_lookup_elem(&recent_mappings, &zero) : NULL;
+}
+
+/* This CPU's recent mappings, made the walk's list's: started again when they were
+ * another list's. */
+static __always_inline struct recent_mappings *recent_list(struct walk *w)
+{
+	struct recent_mappings *r = recent_here(w);
+
+	if (r && (r->pid != w->pid || r->serial != w->serial)) {
 		r->pid = w->pid;
 		r->serial = w->serial;
 		r->seq = w->seq + 1; /* never a list's: no entries yet */
@@ -250,15 +252,9 @@ static __always_inline struct recent_mappings *recent_list(struct walk *w)
  * its seq), else null. */
 static __always_inline struct recent_mappings *recent_of(struct walk *w)
 {
-	__u32 zero = 0;
-	struct recent_mappings *r;
+	struct recent_mappings *r = recent_here(w);
 
-	if (!w->process_known)
-		return NULL;
-	r = bpf_map_lookup_elem(&recent_mappings, &zero);
-	if (!r || r->pid != w->pid || r->serial != w->serial)
-		return NULL;
-	return r;
+	return r && r->pid == w->pid && r->serial == w->serial ? r : NULL;
 }
 
 /* Enters the recent mapping holding pc; false when none does. */
