@@ -16,6 +16,8 @@
 #include "unwind/raw.bpf.h"
 /* Which tasks are wanted, the generations' maps, storing stacks and adding to keys. */
 #include "sampler/counts.bpf.h"
+/* Each CPU's budget: what comes once its programs took their share of it is dropped. */
+#include "sampler/budget.bpf.h"
 
 /* Returns true when the stack is usable (stored, or absent as -EFAULT means);
  * false when the sample must be dropped, after counting the cause. */
@@ -182,7 +184,7 @@ static __always_inline int count_unwound(void *store, void *counts, __u32 genera
 
 
 /* The filters, then the per-CPU tally of the sample's generation: null when the sample is
- * not wanted. */
+ * not wanted. (Before the budget: a sample the filters drop costs next to nothing.) */
 static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid_out)
 {
 	struct sample_stats *st;
@@ -207,22 +209,37 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	struct sample_stats *st;
 	__u32 tgid;
 
+	struct budget_state *b;
+	__u64 now;
+
 	st = wanted_sample(gen, &tgid);
 	if (!st)
 		return 0;
+	now = bpf_ktime_get_ns();
+	b = budget_start(now);
+	if (!b) {
+		st->lost_budget++;
+		return 0;
+	}
 #if defined(__TARGET_ARCH_x86)
 	if (tables) {
 		struct taken_stacks taken = {};
 
 		take_stacks(ctx, gen, tgid, st, &taken);
 		if (gen)
-			return count_unwound(&store1, &counts1, generation_now, tgid, &taken, st);
-		return count_unwound(&store0, &counts0, generation_now, tgid, &taken, st);
+			count_unwound(&store1, &counts1, generation_now, tgid, &taken, st);
+		else
+			count_unwound(&store0, &counts0, generation_now, tgid, &taken, st);
+		budget_end(b, now);
+		return 0;
 	}
 #endif
 	if (gen)
-		return count_sample(ctx, &stacks1, &counts1, tgid, st);
-	return count_sample(ctx, &stacks0, &counts0, tgid, st);
+		count_sample(ctx, &stacks1, &counts1, tgid, st);
+	else
+		count_sample(ctx, &stacks0, &counts0, tgid, st);
+	budget_end(b, now);
+	return 0;
 }
 
 SEC("perf_event")

@@ -43,7 +43,7 @@ struct stack_count {
 /* Per-CPU tally of what the program saw. Every sample that passed the filters is counted
  * in `seen`; one that could not be stored is counted once more, in the field of its cause.
  * So seen = stored (the sum of the counts map) + lost_counts_full + lost_stack_collision
- * + lost_stack_full + lost_stack_other + lost_thread_start holds exactly, and user space
+ * + lost_stack_full + lost_stack_other + lost_thread_start + lost_budget holds exactly, and user space
  * checks it. With --off-cpu a sample is one time off the CPU (stored: the sum of the
  * counts' blocks). */
 struct sample_stats {
@@ -53,6 +53,7 @@ struct sample_stats {
 	__u64 lost_stack_full;      /* stack map out of free entries */
 	__u64 lost_stack_other;     /* any other bpf_get_stackid error */
 	__u64 lost_thread_start;    /* --off-cpu: no memory to keep when a thread left the CPU */
+	__u64 lost_budget;          /* this CPU's programs over their CPU budget (sampler/budget.bpf.h) */
 	__u64 new_keys;             /* counts entries created: how fast the maps fill */
 	/* How the user stacks of --unwind auto|dwarf were walked, one count per sample that
 	 * has a user stack (not losses: every one of them may also be stored). */
@@ -73,6 +74,15 @@ struct sample_stats {
 	/* --off-cpu: user stacks of threads leaving the CPU taken again with no walk (also in
 	 * unwound_tables): the same registers and stack words as the thread's last walk. */
 	__u64 unwound_again;
+};
+
+/* One CPU's budget (sampler/budget.bpf.h): the time its programs took in the current
+ * window, and since load, for user space to learn what a run costs here. */
+struct budget_state {
+	__u64 window_start; /* bpf_ktime_get_ns when the current window began */
+	__u64 window_ns;    /* taken in it */
+	__u64 ns, runs;     /* taken since load, by this many runs that did their work */
+	__u64 exhausted;    /* windows whose budget was spent */
 };
 
 /* The most --cgroup groups the program checks a task against: one slot each in its

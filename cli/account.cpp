@@ -9,7 +9,7 @@
 #include "base/diagnostics.h"
 
 // The account doc/cli.md promises: the last stderr line when anything was lost.
-void report_losses(const RawProfile &raw, const Options &options)
+void report_losses(const RawProfile &raw, const Options &options, uint32_t budget_percent)
 {
 
 	// Off the CPU, what is counted is each time a thread left it.
@@ -41,6 +41,8 @@ void report_losses(const RawProfile &raw, const Options &options)
 					 std::to_string(options.stack_storage_size) + ")");
 	cause(t.lost_stack_other, "on other stack errors");
 	cause(t.lost_thread_start, "with no kernel memory to keep where a thread left the CPU");
+	cause(t.lost_budget, "over the CPU budget (the kernel side may take " + std::to_string(budget_percent) +
+				     " % of each CPU: see man profile)");
 	diagnostics::say("%" PRIu64 " %s taken, %" PRIu64 " stored, %" PRIu64 " lost: %s",
 		raw.taken, noun(raw.taken).c_str(), raw.stored, lost, causes.c_str());
 }

@@ -10,7 +10,8 @@
 
 // The account doc/cli.md promises: the last stderr line when anything was lost. `raw` holds the
 // account of the whole run (every batch's, added up).
-void report_losses(const RawProfile &raw, const Options &options);
+// budget_percent: the share of each CPU the kernel side may take, for samples lost over it.
+void report_losses(const RawProfile &raw, const Options &options, uint32_t budget_percent);
 
 // How user stacks were walked, when tables were used: one stderr line.
 void report_unwinding(const RawProfile &raw, const Unwinder::Stats &tables);

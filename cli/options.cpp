@@ -591,9 +591,9 @@ std::string header_line(const Options &options, const SamplerConfig &sampled)
 {
 	// Off the CPU, offcputime's words.
 	std::string line = options.off_cpu ? std::string("Tracing off-CPU time (us) of ")
-			   : options.frequency
-				   ? "Sampling at " + std::to_string(options.frequency) + " Hertz of "
-				   : "Sampling at every " + std::to_string(options.period) + " events of ";
+			   : sampled.frequency
+				   ? "Sampling at " + std::to_string(sampled.frequency) + " Hertz of "
+				   : "Sampling at every " + std::to_string(sampled.period) + " events of ";
 	auto join = [](const std::vector<uint32_t> &ids) {
 		std::string s;
 		for (uint32_t id : ids)

@@ -49,8 +49,8 @@ Status plan_push(const Options &options, RunPlan &plan)
 	config.ca_file = options.push_ca;
 	config.cert_file = options.push_cert;
 	config.key_file = options.push_key;
-	config.frequency = options.frequency;
-	config.period_ns = options.frequency ? 0 : options.period;
+	config.frequency = plan.rate.frequency;
+	config.period_ns = plan.rate.frequency ? 0 : plan.rate.period;
 	config.off_cpu = options.off_cpu;
 	if (Status target = resolve_push_target(config); !target.ok())
 		return target;
@@ -75,6 +75,10 @@ SamplerConfig RunPlan::sampler(const Options &options) const
 	SamplerConfig config = options;
 	config.pids = pids;
 	config.cgroups = cgroups;
+	config.frequency = rate.frequency;
+	config.period = rate.period;
+	config.budget_percent = budget_percent;
+	config.interrupt_cost_ns = interrupt_cost_ns;
 	return config;
 }
 
@@ -89,6 +93,27 @@ Result<RunPlan> check_against_machine(const Options &options)
 		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
 			return Error("no thread with TID " + std::to_string(tid));
 	plan.cgroups = options.cgroups;
+	// The rate this machine can take, lowered with a note rather than refused or obeyed: a
+	// rate the kernel would refuse, or one whose samples the CPUs could not carry.
+	const RateLimits limits = read_rate_limits();
+	plan.budget_percent = budget_percent(limits);
+	plan.rate = {options.frequency, options.period};
+	if (!options.off_cpu) {
+		RateDecision rate = limit_rate(plan.rate, limits);
+		plan.rate = rate.rate;
+		if (!rate.note.empty())
+			plan.notes.push_back(rate.note);
+		// A high rate starts no higher than the timer's own interrupts leave room for; the
+		// programs' time is added as it is measured (Sampler::fit_rate).
+		if (plan.rate.per_second() > kRateMeasuredAbove) {
+			plan.interrupt_cost_ns = measure_interrupt_cost(options.cpu >= 0 ? options.cpu : 0);
+			if (auto fit = fit_to_cost(plan.rate, plan.interrupt_cost_ns,
+						   plan.budget_percent)) {
+				plan.rate = fit->rate;
+				plan.notes.push_back(fit->note);
+			}
+		}
+	}
 	if (Status cgroups = resolve_cgroups(plan.cgroups); !cgroups.ok())
 		return Error(cgroups.error());
 	if (options.off_cpu)
@@ -119,14 +144,5 @@ Result<RunPlan> check_against_machine(const Options &options)
 		return Error(map_cost.status.error());
 	if (!map_cost.warning.empty())
 		plan.notes.push_back(map_cost.warning);
-	if (options.frequency) {
-		std::string text;
-		uint64_t max_rate = 0;
-		if (read_whole_file("/proc/sys/kernel/perf_event_max_sample_rate", text))
-			max_rate = std::strtoull(text.c_str(), nullptr, 10);
-		if (max_rate && options.frequency > max_rate)
-			return Error("-f " + std::to_string(options.frequency) + " is above the kernel's limit of " +
-				     std::to_string(max_rate) + " Hz (kernel.perf_event_max_sample_rate)");
-	}
 	return plan;
 }

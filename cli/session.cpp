@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "base/clock.h"
+#include "base/diagnostics.h"
 #include "cli/window_cutter.h"
 
 namespace {
@@ -103,6 +104,8 @@ void Session::kernel_symbols_ready()
 void Session::follow(WindowCutter &windows)
 {
 	auto has_samples = [&](uint32_t pid) { return this->has_samples(pid); };
+	if (std::optional<std::string> lowered = sampler_.fit_rate())
+		diagnostics::say("%s", lowered->c_str());
 	std::optional<RawProfile> batch = sampler_.tick();
 	follow_processes();
 	if (unwinder_)

@@ -42,9 +42,11 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 	profile_ = window_->collected.name(session_.symbolizer());
 	session_.symbolizer().end_window();
 	profile_.command = options_.command_line;
-	profile_.frequency = options_.frequency;
-	profile_.period = options_.period;
-	profile_.period_ns = options_.frequency ? 1000000000 / options_.frequency : options_.period;
+	// The rate sampled at now, which may be lower than -f asked (sampler/rate.h).
+	const SampleRate rate = session_.sampler().rate();
+	profile_.frequency = rate.frequency;
+	profile_.period = rate.period;
+	profile_.period_ns = rate.period_ns();
 	profile_.duration_s = double(end_mono - window_->start_mono) / 1e9;
 	profile_.start_time_ns = window_->start_real;
 	profile_.kernel_stacks = options_.kernel_stacks;

@@ -36,6 +36,12 @@ struct SamplerConfig {
 	uint64_t min_block_us = 0;          // --min-block
 	uint64_t max_block_us = UINT64_MAX; // --max-block
 	std::optional<uint64_t> duration_s; // none: until SIGINT/SIGTERM
+	// The share of each CPU, in percent, the kernel side may take (sampler/rate.h): over it,
+	// what comes is dropped and counted (sample_stats.lost_budget).
+	uint32_t budget_percent = 25;
+	// What a sample's interrupt costs a CPU here before the program runs (sampler/rate.h's
+	// measure_interrupt_cost; 0: not measured, at low rates).
+	double interrupt_cost_ns = 0;
 
 	bool operator==(const SamplerConfig &) const = default;
 };

@@ -91,6 +91,7 @@ void add_stats(sample_stats &sum, const sample_stats &s)
 	sum.lost_stack_full += s.lost_stack_full;
 	sum.lost_stack_other += s.lost_stack_other;
 	sum.lost_thread_start += s.lost_thread_start;
+	sum.lost_budget += s.lost_budget;
 	sum.new_keys += s.new_keys;
 	sum.unwound_tables += s.unwound_tables;
 	sum.unwound_pending += s.unwound_pending;
@@ -305,7 +306,9 @@ bool maps_filling(const sample_stats &t, const MapSizes &sizes, int64_t since_dr
 	// full (a key may bring two new stacks), which spares most of the drains' work of
 	// deleting kilobyte keys. Losing samples with few new stacks coming: every 5 s at most.
 	const bool filling = sizes.unwinding ? t.new_keys * 4 >= capacity : t.new_keys * 16 >= capacity;
-	const bool losing = lost_samples(t) > 0 && (t.new_keys * 64 >= capacity || since_drain_ns >= 5000000000);
+	// (Samples lost over the CPU budget are not the maps': a drain brings none back.)
+	const bool losing = lost_samples(t) > t.lost_budget &&
+			    (t.new_keys * 64 >= capacity || since_drain_ns >= 5000000000);
 	return filling || losing;
 }
 

@@ -34,6 +34,10 @@ struct Sampler::Impl {
 	// pointers samples from another: its readers may still hold the fds.
 	Skeleton retired;
 	std::vector<Link> links;
+	// The cpu-clock events the links hold open (attach), and the rate they sample at now.
+	std::vector<int> events;
+	SampleRate rate;
+	int64_t last_fit_ns = 0;
 	// The hooks through which the kernel keeps processes' mappings for the table walk.
 	std::vector<Link> hooks;
 	SamplerConfig options;

@@ -8,6 +8,7 @@
 #include "sampler/profile.bpf.h"
 #include "sampler/counts.bpf.h"
 #include "unwind/unwind.bpf.h"
+#include "sampler/budget.bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
 
@@ -381,6 +382,24 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 	t->start_ns = now;
 }
 
+/* Over the CPU budget, the current thread leaves the CPU unfollowed: that time off it is
+ * counted lost, if the filters wanted it. */
+static __always_inline void drop_off_cpu(void)
+{
+	struct sample_stats *st;
+	__u32 tgid;
+
+	if (!wanted_task(&tgid))
+		return;
+	if (only_cpu >= 0 && bpf_get_smp_processor_id() != only_cpu)
+		return;
+	st = tally_of(generation & 1);
+	if (!st)
+		return;
+	st->seen++;
+	st->lost_budget++;
+}
+
 /* --wakers: a thread wakes `p`. When p is blocked and followed, the waker (the current task,
  * whatever the filters say of it: the wake-up is p's) leaves its stacks in p's storage. */
 SEC("tp_btf/sched_waking")
@@ -392,13 +411,22 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct user_stack *u;
 	__u32 tgid = id >> 32, tid = id, skip = 0, zero = 0;
+	struct budget_state *b;
 	struct sample_stats *st;
+	__u64 now;
 
 	if (!t || !t->start_ns || t->state != THREAD_BLOCKED || t->woken)
 		return 0;
 	st = bpf_map_lookup_elem(&waker_walks, &zero);
 	if (!st)
 		return 0;
+	/* Over this CPU's budget: the time is counted all the same, with no waker. */
+	now = bpf_ktime_get_ns();
+	b = budget_start(now);
+	if (!b) {
+		st->lost_budget++;
+		return 0;
+	}
 	/* A waker outside profile's PID namespace has no pid in it: 0, as the idle task. */
 	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
 		tgid = 0;
@@ -419,6 +447,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	}
 	t->waker_tgid = tgid;
 	t->woken = 1;
+	budget_end(b, now);
 	return 0;
 }
 
@@ -429,6 +458,9 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
+	/* Over this CPU's budget, a thread that comes back still ends its time off the CPU (its
+	 * start was paid for, and ends are no more than starts); none begins one. */
+	struct budget_state *b = budget_start(now);
 	struct off_cpu_thread *t;
 
 	if (next->pid) {
@@ -437,8 +469,14 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			end_off_cpu(t, now);
 	}
 	if (prev->pid == 0 || (prev_state & TASK_DEAD))
-		return 0;
-	start_off_cpu(ctx, prev, preempt || prev_state == TASK_RUNNING ? THREAD_RUNNABLE : THREAD_BLOCKED, now);
+		goto out;
+	if (b)
+		start_off_cpu(ctx, prev, preempt || prev_state == TASK_RUNNING ? THREAD_RUNNABLE : THREAD_BLOCKED, now);
+	else
+		drop_off_cpu();
+out:
+	if (b)
+		budget_end(b, now);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <linux/perf_event.h>
 #include <link.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/clock.h"
 #include "base/diagnostics.h"
 #include "base/fd.h"
 #include "sampler/loaded.h"
@@ -178,6 +180,11 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	skel->rodata->max_block_ns = options.max_block_us > UINT64_MAX / 1000 ? UINT64_MAX : options.max_block_us * 1000;
 	skel->rodata->only_cpu = options.cpu;
 	skel->rodata->wakers = options.wakers;
+	// Each CPU's budget, in windows of 10 ms: a window a little over two of a 250 Hz
+	// kernel's ticks, short enough that a CPU over it stalls its tasks no longer than a
+	// busy interrupt handler would, long enough that a sample's few µs never fill it.
+	skel->rodata->budget_window_ns = 10000000;
+	skel->rodata->budget_ns = 10000000 / 100 * std::min<uint32_t>(options.budget_percent, 100);
 	if (options.off_cpu) {
 		const OffCpuKernelText &text = off_cpu_kernel_text();
 		skel->rodata->sched_text_start = text.sched.start;
@@ -430,16 +437,15 @@ void Sampler::attach()
 		return;
 	}
 
+	// By period, -f's too: the kernel turns a cpu-clock event's frequency into a fixed period
+	// (NSEC_PER_SEC / freq) anyway, and a period is what PERF_EVENT_IOC_PERIOD then takes
+	// when fit_rate lowers it.
 	perf_event_attr attr{};
 	attr.size = sizeof(attr);
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_CPU_CLOCK;
-	if (options.frequency) {
-		attr.freq = 1;
-		attr.sample_freq = options.frequency;
-	} else {
-		attr.sample_period = options.period;
-	}
+	impl_->rate = {options.frequency, options.period};
+	attr.sample_period = impl_->rate.period_ns();
 
 	for (int cpu : online) {
 		UniqueFd event(int(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
@@ -448,10 +454,7 @@ void Sampler::attach()
 			if (err == ENODEV) // went offline since we read the list
 				continue;
 			std::string why = "cannot open the cpu-clock perf event on CPU " + std::to_string(cpu) + ": " + errno_text(err);
-			if (err == EINVAL && options.frequency)
-				why += " (the frequency may be above kernel.perf_event_max_sample_rate, " +
-				       std::to_string(read_sysctl("/proc/sys/kernel/perf_event_max_sample_rate", 0)) + " Hz)";
-			else if (err == EACCES || err == EPERM)
+			if (err == EACCES || err == EPERM)
 				why += " (needs root or CAP_PERFMON)";
 			else if (err == EMFILE)
 				why += " (too many open files: raise ulimit -n)";
@@ -463,7 +466,7 @@ void Sampler::attach()
 		Link link(bpf_program__attach_perf_event(program, event.get()));
 		if (!link)
 			throw RunError("cannot attach the BPF program to CPU " + std::to_string(cpu) + ": " + errno_text(errno));
-		event.release(); // the link closes it
+		impl_->events.push_back(event.release()); // the link closes it
 		impl_->links.push_back(std::move(link));
 		cpus_.push_back(cpu);
 	}
@@ -471,9 +474,60 @@ void Sampler::attach()
 		throw RunError("no online CPU could be sampled");
 }
 
+std::optional<std::string> Sampler::fit_rate()
+{
+	Impl &d = *impl_;
+	const int64_t now = clocks::monotonic_ns();
+	// Twice a second at most, once the samples' cost is known from enough of them.
+	if (d.events.empty() || now - d.last_fit_ns < 500000000)
+		return std::nullopt;
+	d.last_fit_ns = now;
+	const Budget spent = budget();
+	if (spent.runs < 100)
+		return std::nullopt;
+	std::optional<RateDecision> lowered =
+		fit_to_cost(d.rate, d.options.interrupt_cost_ns + double(spent.ns) / double(spent.runs),
+			    d.options.budget_percent);
+	if (!lowered)
+		return std::nullopt;
+	uint64_t period = lowered->rate.period_ns();
+	for (int fd : d.events)
+		if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &period) != 0)
+			return "cannot lower the sampling rate: " + errno_text(errno) +
+			       " (samples over the CPU budget are dropped all the same)";
+	d.rate = lowered->rate;
+	return lowered->note;
+}
+
+SampleRate Sampler::rate() const
+{
+	return impl_->rate;
+}
+
+Sampler::Budget Sampler::budget() const
+{
+	Budget sum;
+	const int ncpus = libbpf_num_possible_cpus();
+	const uint32_t zero = 0;
+	std::vector<budget_state> per_cpu(ncpus > 0 ? ncpus : 1);
+	if (bpf_map_lookup_elem(bpf_map__fd(impl_->skel->maps.budget), &zero, per_cpu.data()) == 0)
+		for (const budget_state &b : per_cpu) {
+			sum.ns += b.ns;
+			sum.runs += b.runs;
+			sum.exhausted += b.exhausted;
+		}
+	std::vector<sample_stats> wakers(per_cpu.size());
+	if (impl_->options.wakers &&
+	    bpf_map_lookup_elem(bpf_map__fd(impl_->skel->maps.waker_walks), &zero, wakers.data()) == 0)
+		for (const sample_stats &s : wakers)
+			sum.wakeups_dropped += s.lost_budget;
+	return sum;
+}
+
 void Sampler::detach()
 {
 	impl_->links.clear();
+	impl_->events.clear();
 	// A hook's detach may wait for the kernel's grace periods (ld.so's uprobe: about 110 ms,
 	// RCU tasks trace): each on a thread of its own, while the run reads the maps and names
 	// what they hold. What a hook does meanwhile (a process's mappings noted) nobody reads.

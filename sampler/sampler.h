@@ -16,6 +16,7 @@
 #include "sampler/kernel_checks.h"
 #include "sampler/map_memory.h"
 #include "sampler/map_plan.h"
+#include "sampler/rate.h"
 #include "python/reader.h"
 #include "unwind/maps.h"
 #include "unwind/raw_walk.h"
@@ -93,6 +94,19 @@ public:
 	RawProfile read();
 	// Times tick() drained the maps because they filled.
 	uint64_t drains() const;
+	// Lowers the rate of the attached events when the samples' measured cost would take
+	// more of each CPU than the budget allows (sampler/rate.h's fit_to_cost), and returns
+	// the line that says so; nothing while it fits. Called as the run waits.
+	std::optional<std::string> fit_rate();
+	// What the events sample at now: as configured, or as fit_rate lowered it.
+	SampleRate rate() const;
+	// What the kernel side's programs took of the CPUs (sampler/budget.bpf.h), summed over
+	// them since load: the runs that did their work and their time, the windows whose
+	// budget was spent, and the wake-ups (--wakers) whose waker was not taken for it.
+	struct Budget {
+		uint64_t ns = 0, runs = 0, exhausted = 0, wakeups_dropped = 0;
+	};
+	Budget budget() const;
 
 	// True when the maps may hold samples of this process, which tick() or read() has
 	// still to return.
@@ -125,6 +139,6 @@ bool maps_filling(const sample_stats &t, const MapSizes &sizes, int64_t since_dr
 inline uint64_t lost_samples(const sample_stats &s)
 {
 	return s.lost_counts_full + s.lost_stack_collision + s.lost_stack_full + s.lost_stack_other +
-	       s.lost_thread_start;
+	       s.lost_thread_start + s.lost_budget;
 }
 
