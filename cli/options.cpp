@@ -120,12 +120,14 @@ const std::vector<OptionSpec> table = {
 	// Sampling
 	{.name = "frequency", .shorts = "fF", .kind = ValueKind::Number, .value_name = "HZ", .min = 1, .max = 1000000,
 	 .expected = "samples per second, {range}", .group = "Sampling",
-	 .help = "samples per second on each CPU (default {default})", .default_value = "49",
+	 .help = "samples per second on each CPU (default {default}); a rate this machine cannot carry is lowered, "
+		 "saying so (see man profile)",
+	 .default_value = "49",
 	 .set = [](Options &o, G g, V v) { o.frequency = v.number; g.frequency = true; return ok; }},
 	{.name = "count", .shorts = "c", .kind = ValueKind::Number, .value_name = "N", .min = 1, .max = UINT64_MAX >> 1,
 	 .expected = "a positive event count", .group = "Sampling",
 	 .help = "one sample every N nanoseconds of CPU time on each CPU, instead of -f (-c 10000000: every 10 ms, "
-		 "as -f 100)",
+		 "as -f 100); raised as -f is lowered",
 	 .set = [](Options &o, G g, V v) { o.period = v.number; g.count = true; return ok; }},
 	{.name = "sw-event", .group = "Sampling",
 	 .help = "changes nothing: sampling always uses the cpu-clock software timer, which needs no hardware "
