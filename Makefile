@@ -55,8 +55,11 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-# Every module folder's .cpp files go into the program (and the tests).
-MODULE_SRCS := $(wildcard base/*.cpp cli/*.cpp sampler/*.cpp syms/*.cpp unwind/*.cpp python/*.cpp report/*.cpp push/*.cpp)
+# The module folders, in the order tests/test_install.cpp's layering test holds their
+# includes to: every folder's .cpp files go into the program (and the tests).
+MODULES := base elf proc syms unwind python sampler report push cli
+MODULE_SRCS := $(wildcard $(MODULES:%=%/*.cpp))
+MODULE_DIRS := $(MODULES:%=$(OUTPUT)/%)
 MODULE_OBJS := $(MODULE_SRCS:%.cpp=$(OUTPUT)/%.o)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(PLAIN)/%.o)
@@ -69,7 +72,7 @@ TEST_CXXFLAGS ?= -O0 -g
 
 all: $(PROFILE)
 
-$(sort $(OUTPUT) $(OUTPUT)/base $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push $(PLAIN) $(PLAIN)/tests):
+$(sort $(OUTPUT) $(MODULE_DIRS) $(PLAIN) $(PLAIN)/tests):
 	$(Q)mkdir -p $@
 
 $(PLAIN)/vmlinux.h: | $(PLAIN)
@@ -113,7 +116,7 @@ $(PLAIN)/tests/%.o: tests/%.cpp $(TEST_PCH) | $(PLAIN)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(TEST_CXXFLAGS) $(COMMON_CXXFLAGS) -Winvalid-pch -include $(PLAIN)/tests/precompiled.h -c $< -o $@
 
-$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(OUTPUT)/base $(OUTPUT)/cli $(OUTPUT)/sampler $(OUTPUT)/syms $(OUTPUT)/unwind $(OUTPUT)/python $(OUTPUT)/report $(OUTPUT)/push
+$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(MODULE_DIRS)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 

@@ -13,7 +13,7 @@
 #include "sampler/kernel_checks.h"
 #include "sampler/map_memory.h"
 #include "sampler/targets.h"
-#include "syms/cgroup.h"
+#include "proc/cgroup.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
 #include "sampler/targets.h"
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 #include "syms/symbolizer.h"
 #include "unwind/unwinder.h"
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "base/error.h"
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "base/fd.h"
-#include "syms/maps.h"
+#include "proc/maps.h"
 
 namespace {
 

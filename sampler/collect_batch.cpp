@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "python/python.h"
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include "base/fd.h"
 #include "sampler/loaded.h"
 #include "sampler/targets.h"
-#include "syms/kallsyms.h"
+#include "proc/kallsyms.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/fd.h"
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 
 // One dummy perf event per CPU whose ring buffer carries the side-band records.
 class SideBand {

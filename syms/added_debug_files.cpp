@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "syms/elf.h"
+#include "elf/elf.h"
 
 Result<int> AddedDebugFiles::add(const std::string &build_id, int fd, const SymbolizerOptions &options)
 {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "syms/lru_cache.h"
-#include "syms/maps.h"
+#include "proc/maps.h"
 #include "syms/symbol_file.h"
 #include "syms/symbolizer_options.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "syms/perf_map.h"
+#include "proc/perf_map.h"
 #include "syms/symbolizer_options.h"
 
 class LiveProcesses;

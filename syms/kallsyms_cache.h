@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "syms/kallsyms.h"
+#include "proc/kallsyms.h"
 
 // Reading /proc/kallsyms costs the kernel about 50 ms of CPU (it formats 120,000 lines),
 // most of a short run's own CPU. The core kernel's symbols cannot change until the next

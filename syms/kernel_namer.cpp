@@ -2,7 +2,7 @@
 #include "syms/kernel_namer.h"
 
 #include "syms/kallsyms_cache.h"
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 
 void KernelNamer::load()
 {

@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "report/model.h"
-#include "syms/kallsyms.h"
+#include "proc/kallsyms.h"
 #include "syms/symbolizer_options.h"
 
 class ProcessHistory;

@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 
 void LiveProcesses::set_history(const ProcessHistory *history)
 {

@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "base/fd.h"
-#include "syms/maps.h"
+#include "proc/maps.h"
 #include "syms/symbolizer_options.h"
 
 class ProcessHistory;

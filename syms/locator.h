@@ -12,8 +12,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "syms/maps.h"
-#include "syms/process_history.h"
+#include "proc/maps.h"
+#include "proc/process_history.h"
 #include "syms/symbolizer_options.h"
 
 class LiveProcesses;

@@ -6,8 +6,8 @@
 
 #include <optional>
 
-#include "syms/debug_file.h"
-#include "syms/demangle.h"
+#include "elf/debug_file.h"
+#include "elf/demangle.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // syms/symbol_file.h: a file some process mapped executable, and the sources that name
 // addresses in it: its ELF symbols (its own .symtab, its separate debug file's, else its
-// .dynsym) and, when wanted, its DWARF (lines and inlined calls, syms/source_lines.h).
+// .dynsym) and, when wanted, its DWARF (lines and inlined calls, elf/source_lines.h).
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,8 @@
 #include <unordered_map>
 
 #include "base/fd.h"
-#include "syms/elf.h"
-#include "syms/source_lines.h"
+#include "elf/elf.h"
+#include "elf/source_lines.h"
 #include "syms/symbolizer_options.h"
 
 class SymbolFile {

@@ -3,7 +3,7 @@
 
 #include "syms/kernel_namer.h"
 #include "syms/live_processes.h"
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 #include "syms/user_namer.h"
 
 struct Symbolizer::Impl {

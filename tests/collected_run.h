@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sampler/collect_batch.h"
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/perf_records.h"
 #include "tests/support.h"

@@ -56,7 +56,7 @@ $(FIXTURE_DIR)/%.loads: $(FIXTURE_DIR)/%
 
 fixtures: $(FIXTURES)
 
-# Source lines (syms/source_lines): inlined.cpp at -O2 with GCC's default DWARF 5, with
+# Source lines (elf/source_lines): inlined.cpp at -O2 with GCC's default DWARF 5, with
 # DWARF 4, with compressed debug sections, with its DWARF moved to a separate
 # inlined-split.debug the way distributions ship it, and from clang (DWARF 5 through
 # .debug_str_offsets and .debug_addr, and no .debug_aranges). The tests read the
@@ -197,7 +197,7 @@ fixtures: $(UNWIND_FIXTURES) $(UNWIND_FIXTURES:%=%.frames) $(UNWIND_FIXTURES:%=%
 	$(FIXTURE_DIR)/unwind-dwarf.debug $(FIXTURE_DIR)/unwind-dwarf.debug.frames \
 	$(FIXTURE_DIR)/unwind-dwarf-stripped $(FIXTURE_DIR)/unwind-dwarf-stripped.loads $(FIXTURE_DIR)/unwind-dwarf-gz
 
-# Rust names (syms/demangle): rust_names.rs built with rustc's default, legacy mangling
+# Rust names (elf/demangle): rust_names.rs built with rustc's default, legacy mangling
 # (_ZN...17h<hash>E) and with v0 mangling (_R...). A rustc without -C
 # symbol-mangling-version=v0 (before 1.59, where v0 took -Z on nightly) leaves rust-v0
 # empty and says why in rust-v0.skip, and the test skips that half.

@@ -2,7 +2,7 @@
 // output, for the integration tests.
 #include "tests/support.h"
 
-#include "syms/cgroup.h"
+#include "proc/cgroup.h"
 
 #include <doctest/doctest.h>
 

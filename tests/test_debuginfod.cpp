@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "base/fd.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"

@@ -20,7 +20,7 @@
 #include <set>
 #include <sstream>
 
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "syms/symbolizer.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"

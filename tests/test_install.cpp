@@ -338,18 +338,18 @@ TEST_CASE("layout: the root of the tree holds the files the layout names and no 
 							  << "): move it into the folder it belongs to, or name it in this test");
 }
 
-TEST_CASE("layout: every #include runs down the folders' order: base, model, syms, unwind, python, sampler, report, push, cli, profile.cpp")
+TEST_CASE("layout: every #include runs down the folders' order: base, model, elf, proc, syms, unwind, python, sampler, report, push, cli, profile.cpp")
 {
 	// Each layer may include its own and those before it, never one after it: the shared
-	// basics (base/: fds, diagnostics) and the sources of truth (processes, symbols,
-	// unwinding) know nothing of the sampler, the sampler nothing of reports, pushes or the
+	// basics (base/: fds, diagnostics) and the sources of truth (ELF and DWARF files,
+	// processes, symbols, unwinding) know nothing of the sampler, the sampler nothing of reports, pushes or the
 	// command line. report/model.h (the symbolized profile every layer above hands on) is
 	// the data model, below syms/; profile.h, the contract between profile.bpf.c and the
 	// sampler, is the sampler's. The kernel side (the folders' .bpf.h, sampler/profile.bpf.h
 	// among them, one object with profile.bpf.c) is apart: its parts include one another
 	// and profile.h, and no user-space file includes them.
-	const std::vector<std::string> order = {"base",   "model", "syms", "unwind",     "python", "sampler",
-						"report", "push",  "cli",  "profile.cpp"};
+	const std::vector<std::string> order = {"base", "model",  "elf",    "proc", "syms", "unwind",
+						"python", "sampler", "report", "push", "cli",  "profile.cpp"};
 	auto layer = [](const std::string &path) -> std::string {
 		if (path == "report/model.h")
 			return "model";

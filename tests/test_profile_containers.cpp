@@ -12,7 +12,7 @@
 #include <random>
 #include <regex>
 
-#include "syms/cgroup.h"
+#include "proc/cgroup.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"
 

@@ -19,7 +19,7 @@
 #include "python/names.h"
 #include "python/runtime.h"
 #include "base/fd.h"
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "syms/symbolizer.h"
 #include "tests/support.h"
 

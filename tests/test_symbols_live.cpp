@@ -14,7 +14,7 @@
 #include <functional>
 #include <memory>
 
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "base/fd.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"

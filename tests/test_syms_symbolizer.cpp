@@ -19,10 +19,10 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "base/fd.h"
-#include "syms/maps.h"
-#include "syms/process_history.h"
+#include "proc/maps.h"
+#include "proc/process_history.h"
 #include "syms/symbolizer.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"

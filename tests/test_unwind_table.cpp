@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "base/fd.h"
 #include "unwind/table.h"
 #include "tests/fixtures/fixture_files.h"

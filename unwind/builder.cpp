@@ -13,8 +13,8 @@
 
 #include "base/clock.h"
 #include "base/diagnostics.h"
-#include "syms/debug_file.h"
-#include "syms/elf.h"
+#include "elf/debug_file.h"
+#include "elf/elf.h"
 #include "unwind/cache.h"
 #include "unwind/pruner.h"
 

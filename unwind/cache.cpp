@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "syms/elf_handles.h"
+#include "elf/elf_handles.h"
 #include "base/fd.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "syms/elf_handles.h"
+#include "elf/elf_handles.h"
 
 struct Fde {
 	uint64_t start, end; // ELF virtual addresses

@@ -12,7 +12,7 @@
 #include <cerrno>
 
 #include "base/fd.h"
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 #include "unwind/builder.h"
 #include "unwind/unwind.h"
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "syms/maps.h"
+#include "proc/maps.h"
 #include "unwind/maps.h"
 
 class ProcessHistory;

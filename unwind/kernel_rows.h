@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "base/fd.h"
-#include "syms/maps.h"
+#include "proc/maps.h"
 #include "unwind/maps.h"
 #include "unwind/raw_walk.h"
 #include "unwind/unwind.h"

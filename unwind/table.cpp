@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "syms/elf.h"
-#include "syms/elf_handles.h"
+#include "elf/elf.h"
+#include "elf/elf_handles.h"
 #include "base/fd.h"
 #include "unwind/cfi_image.h"
 

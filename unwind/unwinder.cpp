@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 #include "unwind/builder.h"
 #include "unwind/feeder.h"
 #include "unwind/kernel_rows.h"

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "syms/debug_file.h"
-#include "syms/elf.h"
+#include "elf/debug_file.h"
+#include "elf/elf.h"
 #include "tests/fuzz/fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

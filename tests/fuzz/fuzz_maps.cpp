@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "syms/maps.h"
+#include "proc/maps.h"
 #include "tests/fuzz/fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "syms/perf_map.h"
+#include "proc/perf_map.h"
 #include "tests/fuzz/fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -8,7 +8,7 @@
 
 #include "python/names.h"
 #include "python/runtime.h"
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "tests/fuzz/fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

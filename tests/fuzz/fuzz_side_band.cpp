@@ -7,7 +7,7 @@
 #include <cstring>
 #include <set>
 
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 #include "tests/fuzz/fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "base/fd.h"
-#include "syms/source_lines.h"
+#include "elf/source_lines.h"
 #include "tests/fuzz/fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,4 +1,4 @@
-// syms/elf_handles.h: owning types for the handles of elfutils' libelf and libdw, so that
+// elf/elf_handles.h: owning types for the handles of elfutils' libelf and libdw, so that
 // every reader of ELF and DWARF through them ends what it began in one way.
 #pragma once
 

@@ -1,4 +1,4 @@
-// syms/source_lines.h: file:line (and inlined callers) for an address, from an ELF file's
+// elf/source_lines.h: file:line (and inlined callers) for an address, from an ELF file's
 // DWARF line tables and debug info, through elfutils' libdw.
 #pragma once
 

@@ -1,4 +1,4 @@
-// syms/lines.h: text taken line by line, for the parsers of /proc and /tmp files.
+// proc/lines.h: text taken line by line, for the parsers of /proc and /tmp files.
 #pragma once
 
 #include <cstddef>

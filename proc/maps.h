@@ -1,4 +1,4 @@
-// syms/maps.h: a process's memory mappings from /proc/PID/maps, looked up by address.
+// proc/maps.h: a process's memory mappings from /proc/PID/maps, looked up by address.
 #pragma once
 
 #include <array>

@@ -1,6 +1,6 @@
-// syms/debug_file.cpp: the separate debug file of a stripped ELF file, found where gdb and
+// elf/debug_file.cpp: the separate debug file of a stripped ELF file, found where gdb and
 // perf look for it and checked before it is trusted.
-#include "syms/debug_file.h"
+#include "elf/debug_file.h"
 
 #include <zlib.h>
 

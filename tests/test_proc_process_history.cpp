@@ -1,4 +1,4 @@
-// tests/test_syms_process_history.cpp: process histories from made-up side-band records, and
+// tests/test_proc_process_history.cpp: process histories from made-up side-band records, and
 // from the real kernel.
 #include <doctest/doctest.h>
 
@@ -13,7 +13,7 @@
 
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 #include "tests/perf_records.h"
 #include "tests/support.h"
 

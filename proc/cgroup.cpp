@@ -1,6 +1,6 @@
-// syms/cgroup.cpp: /proc/PID/cgroup parsed into a path and a container id; --cgroup's
+// proc/cgroup.cpp: /proc/PID/cgroup parsed into a path and a container id; --cgroup's
 // values found on the cgroup2 mount.
-#include "syms/cgroup.h"
+#include "proc/cgroup.h"
 
 #include <linux/magic.h>
 #include <sys/stat.h>

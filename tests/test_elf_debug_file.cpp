@@ -1,4 +1,4 @@
-// tests/test_syms_debug_file.cpp: finding and checking separate debug files, over the
+// tests/test_elf_debug_file.cpp: finding and checking separate debug files, over the
 // fixtures objcopy split (hello-nosyms + hello-nosyms.debug, hello-debuglink) and the
 // .build-id and debuglink layouts made here.
 #include <doctest/doctest.h>
@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "syms/debug_file.h"
+#include "elf/debug_file.h"
 #include "base/fd.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"

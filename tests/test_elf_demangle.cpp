@@ -1,4 +1,4 @@
-// tests/test_syms_demangle.cpp: demangle() on Rust names, legacy and v0, from the Rust
+// tests/test_elf_demangle.cpp: demangle() on Rust names, legacy and v0, from the Rust
 // fixtures read through ElfFile, and on C++ names against abi::__cxa_demangle.
 #include <doctest/doctest.h>
 
@@ -10,8 +10,8 @@
 #include <regex>
 #include <set>
 
-#include "syms/demangle.h"
-#include "syms/elf.h"
+#include "elf/demangle.h"
+#include "elf/elf.h"
 #include "base/fd.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"

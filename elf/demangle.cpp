@@ -1,6 +1,6 @@
-// syms/demangle.cpp: C++ (Itanium ABI) and Rust symbol names as people read them, through
+// elf/demangle.cpp: C++ (Itanium ABI) and Rust symbol names as people read them, through
 // libiberty's demanglers, which binutils, gdb and perf use.
-#include "syms/demangle.h"
+#include "elf/demangle.h"
 
 #include <cstdlib>
 #include <memory>

@@ -1,4 +1,4 @@
-// syms/elf.h: function symbols, load segments and build id of an ELF64 file, read in place.
+// elf/elf.h: function symbols, load segments and build id of an ELF64 file, read in place.
 #pragma once
 
 #include <cstdint>

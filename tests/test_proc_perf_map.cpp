@@ -1,4 +1,4 @@
-// tests/test_syms_perf_map.cpp: PerfMap over perf map text written here, and the checks on
+// tests/test_proc_perf_map.cpp: PerfMap over perf map text written here, and the checks on
 // the file before it is read.
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "syms/perf_map.h"
+#include "proc/perf_map.h"
 #include "tests/support.h"
 
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// tests/test_syms_kallsyms.cpp: KernelSymbols on kallsyms text written here, and on the real one.
+// tests/test_proc_kallsyms.cpp: KernelSymbols on kallsyms text written here, and on the real one.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/fd.h"
-#include "syms/kallsyms.h"
+#include "proc/kallsyms.h"
 #include "tests/support.h"
 
 namespace {

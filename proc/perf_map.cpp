@@ -1,5 +1,5 @@
-// syms/perf_map.cpp: JIT-compiled function names from /tmp/perf-PID.map, looked up by address.
-#include "syms/perf_map.h"
+// proc/perf_map.cpp: JIT-compiled function names from /tmp/perf-PID.map, looked up by address.
+#include "proc/perf_map.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <map>
 
 #include "base/fd.h"
-#include "syms/lines.h"
+#include "proc/lines.h"
 
 namespace {
 

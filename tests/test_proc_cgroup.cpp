@@ -1,10 +1,10 @@
-// tests/test_syms_cgroup.cpp: /proc/PID/cgroup's v2 path and the container id it names, the
+// tests/test_proc_cgroup.cpp: /proc/PID/cgroup's v2 path and the container id it names, the
 // cgroup2 mount in mountinfo, and --cgroup's values checked against this machine.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
 
-#include "syms/cgroup.h"
+#include "proc/cgroup.h"
 #include "tests/support.h"
 
 namespace {
@@ -35,7 +35,7 @@ TEST_CASE("cgroup: the v2 path is the 0:: line, also among a hybrid machine's v1
 
 TEST_CASE("cgroup: container ids of docker, containerd, CRI-O, podman and Kubernetes pods")
 {
-	// Layouts as the runtimes write them (see syms/cgroup.cpp for where each was seen).
+	// Layouts as the runtimes write them (see proc/cgroup.cpp for where each was seen).
 	const std::string pod = "kubepods-burstable-pod74c13223_5a00_11e9_b385_42010a80018d.slice";
 	struct Case {
 		std::string path, id;

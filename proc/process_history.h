@@ -1,4 +1,4 @@
-// syms/process_history.h: what each process had mapped, image by image (exec, fork,
+// proc/process_history.h: what each process had mapped, image by image (exec, fork,
 // snapshot), kept from perf side-band records so that addresses are normalized to files
 // even after the process exits.
 #pragma once
@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "syms/cgroup.h"
-#include "syms/maps.h"
+#include "proc/cgroup.h"
+#include "proc/maps.h"
 
 // One program image of a process: what it had mapped executable from `since_ns` (an exec,
 // a fork, or the snapshot taken at start) until the next image or its exit.

@@ -1,4 +1,4 @@
-// tests/test_syms_elf.cpp: ElfFile against what nm and readelf say about the fixtures.
+// tests/test_elf.cpp: ElfFile against what nm and readelf say about the fixtures.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <random>
 #include <unistd.h>
 
-#include "syms/demangle.h"
-#include "syms/elf.h"
+#include "elf/demangle.h"
+#include "elf/elf.h"
 #include "base/fd.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"

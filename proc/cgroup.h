@@ -1,4 +1,4 @@
-// syms/cgroup.h: a process's cgroup v2 group and the container it names, from
+// proc/cgroup.h: a process's cgroup v2 group and the container it names, from
 // /proc/PID/cgroup; and where --cgroup's groups are, on the cgroup2 mount.
 #pragma once
 

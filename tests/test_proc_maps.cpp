@@ -1,11 +1,11 @@
-// tests/test_syms_maps.cpp: ProcessMaps on maps text written here, and on this process's own.
+// tests/test_proc_maps.cpp: ProcessMaps on maps text written here, and on this process's own.
 #include <doctest/doctest.h>
 
 #include <climits>
 #include <string>
 #include <unistd.h>
 
-#include "syms/maps.h"
+#include "proc/maps.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// syms/perf_map.h: JIT-compiled function names from /tmp/perf-PID.map, looked up by address.
+// proc/perf_map.h: JIT-compiled function names from /tmp/perf-PID.map, looked up by address.
 #pragma once
 
 #include <sys/types.h>

@@ -1,6 +1,6 @@
-// syms/process_history.cpp: parses perf side-band records into per-process image
+// proc/process_history.cpp: parses perf side-band records into per-process image
 // histories, and snapshots the processes alive at start from /proc.
-#include "syms/process_history.h"
+#include "proc/process_history.h"
 
 #include <dirent.h>
 #include <linux/perf_event.h>

@@ -1,5 +1,5 @@
-// syms/elf.cpp: function symbols, load segments and build id of an ELF64 file, read in place.
-#include "syms/elf.h"
+// elf/elf.cpp: function symbols, load segments and build id of an ELF64 file, read in place.
+#include "elf/elf.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "syms/demangle.h"
+#include "elf/demangle.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// syms/kallsyms.cpp: kernel function names from /proc/kallsyms, looked up by address.
-#include "syms/kallsyms.h"
+// proc/kallsyms.cpp: kernel function names from /proc/kallsyms, looked up by address.
+#include "proc/kallsyms.h"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/fd.h"
-#include "syms/demangle.h"
+#include "elf/demangle.h"
 
 namespace {
 

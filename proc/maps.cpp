@@ -1,5 +1,5 @@
-// syms/maps.cpp: a process's memory mappings from /proc/PID/maps, looked up by address.
-#include "syms/maps.h"
+// proc/maps.cpp: a process's memory mappings from /proc/PID/maps, looked up by address.
+#include "proc/maps.h"
 
 #include <linux/magic.h>
 #include <sys/auxv.h>
@@ -14,7 +14,7 @@
 #include <cstdio>
 
 #include "base/fd.h"
-#include "syms/lines.h"
+#include "proc/lines.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// syms/demangle.h: C++ (Itanium ABI) and Rust symbol names as people read them.
+// elf/demangle.h: C++ (Itanium ABI) and Rust symbol names as people read them.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
-// syms/source_lines.cpp: file:line and inlined frames for an address, through libdw.
-#include "syms/source_lines.h"
+// elf/source_lines.cpp: file:line and inlined frames for an address, through libdw.
+#include "elf/source_lines.h"
 
 #include <algorithm>
 #include <bit>
@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unordered_map>
 
-#include "syms/demangle.h"
-#include "syms/elf_handles.h"
+#include "elf/demangle.h"
+#include "elf/elf_handles.h"
 #include "base/fd.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// tests/test_syms_source_lines.cpp: SourceLines against the lines the inlined fixture
+// tests/test_elf_source_lines.cpp: SourceLines against the lines the inlined fixture
 // marks in its source, in every form of debug info the fixture build makes.
 #include <doctest/doctest.h>
 
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "base/fd.h"
-#include "syms/source_lines.h"
+#include "elf/source_lines.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"
 

@@ -1,4 +1,4 @@
-// syms/debug_file.h: the separate debug file of a stripped ELF file, found where gdb and
+// elf/debug_file.h: the separate debug file of a stripped ELF file, found where gdb and
 // perf look for it and checked before it is trusted.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "syms/elf.h"
+#include "elf/elf.h"
 #include "base/fd.h"
 
 // The .gnu_debuglink section: the debug file's name, then (aligned to 4) the CRC32 of

@@ -1,4 +1,4 @@
-// syms/kallsyms.h: kernel function names from /proc/kallsyms, looked up by address.
+// proc/kallsyms.h: kernel function names from /proc/kallsyms, looked up by address.
 #pragma once
 
 #include <cstdint>
