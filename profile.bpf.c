@@ -5,9 +5,9 @@
  * raw (unwind/raw.bpf.h) and code objects met for the first time (python/python.bpf.h)
  * wait in maps of their own for the same reads. And the hooks of a process's life: exec
  * and exit, one program each, calling the table walk's half and the Python walk's.
- * --off-cpu's programs are sampler/offcpu.bpf.h's, counted in the same maps
+ * --off-cpu's programs are offcpu/offcpu.bpf.h's, counted in the same maps
  * (sampler/counts.bpf.h). */
-#include "sampler/profile.bpf.h"
+#include "base/kernel.bpf.h"
 /* CPython's frames, which the table walk shows in place of the interpreter's. */
 #include "python/python.bpf.h"
 /* The table walk, the maps it reads and how the kernel keeps processes' mappings. */
@@ -289,6 +289,6 @@ int BPF_PROG(on_exit, struct task_struct *task)
 #endif
 
 /* Time off the CPU (--off-cpu), counted in the same generations. */
-#include "sampler/offcpu.bpf.h"
+#include "offcpu/offcpu.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,4 +1,6 @@
-/* profile.h: the types the BPF program and user space share, and nothing else. */
+/* profile.h: the types the BPF program and user space share, and nothing else: it includes
+ * no room. A room's own kernel/user types are in its folder (unwind/unwind.h,
+ * python/python.h), included where they are used. */
 #ifndef PROFILE_H
 #define PROFILE_H
 
@@ -140,10 +142,5 @@ struct raw_sample {
 /* The last frame of a user stack whose walk stopped early: user space prints it as
  * "[truncated]". No code lies at this address. */
 #define TRUNCATED_FRAME 0xfffffffffffffffeULL
-
-/* The table walk's own types: tables, rows, mappings. */
-#include "unwind/unwind.h"
-/* The walk of CPython frames' types. */
-#include "python/python.h"
 
 #endif /* PROFILE_H */

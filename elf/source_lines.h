@@ -40,9 +40,3 @@ private:
 	struct Impl;
 	std::unique_ptr<Impl> impl_;
 };
-
-// A copy of the ELF file at fd with its compressed sections decompressed (SHF_COMPRESSED,
-// as Debian, Fedora and debuginfod ship debug files), in memory (a memfd) that open reads
-// again without inflating anything; *bytes is its size. Invalid when fd has no compressed
-// section, or the copy cannot be made.
-UniqueFd decompressed_copy(int fd, size_t *bytes);

@@ -9,7 +9,8 @@
 #ifndef PYTHON_BPF_H
 #define PYTHON_BPF_H
 
-#include "sampler/profile.bpf.h"
+#include "base/kernel.bpf.h"
+#include "python/python.h"
 
 /* --no-python clears it. */
 const volatile bool python_frames = true;

@@ -10,7 +10,7 @@
 #ifndef SAMPLER_BUDGET_BPF_H
 #define SAMPLER_BUDGET_BPF_H
 
-#include "sampler/profile.bpf.h"
+#include "base/kernel.bpf.h"
 
 /* Written by user space before load (doc/how-it-works.md, "The CPU budget"). */
 const volatile __u64 budget_window_ns = 10000000;

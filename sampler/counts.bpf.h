@@ -1,11 +1,11 @@
 /* sampler/counts.bpf.h: where the kernel side counts, for samples (profile.bpf.c) and
- * times off the CPU (sampler/offcpu.bpf.h) alike: which tasks are wanted (the filters), the two
+ * times off the CPU (offcpu/offcpu.bpf.h) alike: which tasks are wanted (the filters), the two
  * generations of stacks and counts the sampler drains in turn, storing a stack by its hash
  * and adding to a key. */
 #ifndef SAMPLER_COUNTS_BPF_H
 #define SAMPLER_COUNTS_BPF_H
 
-#include "sampler/profile.bpf.h"
+#include "base/kernel.bpf.h"
 
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;

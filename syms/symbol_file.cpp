@@ -8,6 +8,7 @@
 
 #include "elf/debug_file.h"
 #include "elf/demangle.h"
+#include "elf/dwarf_file.h"
 
 namespace {
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/fd.h"
+#include "elf/dwarf_file.h"
 #include "elf/source_lines.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/support.h"

@@ -5,7 +5,8 @@
 #ifndef UNWIND_MAPPINGS_BPF_H
 #define UNWIND_MAPPINGS_BPF_H
 
-#include "sampler/profile.bpf.h"
+#include "base/kernel.bpf.h"
+#include "unwind/unwind.h"
 
 /* What the walk knows of processes' executable mappings, kept in the kernel: user space
  * sends those of processes already running when profile starts; from then on the exec and

@@ -5,7 +5,7 @@
 #ifndef UNWIND_RAW_BPF_H
 #define UNWIND_RAW_BPF_H
 
-#include "sampler/profile.bpf.h"
+#include "base/kernel.bpf.h"
 #include "unwind/unwind.bpf.h"
 
 /* Samples kept raw (struct raw_sample): RAW_SLOTS a generation, generation g's from

@@ -13,7 +13,7 @@ FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cp
 FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_OUTPUT)/fuzz_%)
 # The parsers under test, every module that reads outside input, and what they call: no
 # more (a target that needs another file fails to link, and names what is missing).
-FUZZ_LIB_SRCS := base/fd.cpp $(addprefix elf/,debug_file.cpp demangle.cpp elf.cpp source_lines.cpp) \
+FUZZ_LIB_SRCS := base/fd.cpp $(addprefix elf/,debug_file.cpp demangle.cpp dwarf_file.cpp elf.cpp source_lines.cpp) \
 	$(addprefix proc/,cgroup.cpp kallsyms.cpp maps.cpp perf_map.cpp process_history.cpp) \
 	unwind/table.cpp unwind/cfi_image.cpp unwind/cache.cpp python/runtime.cpp python/names.cpp python/layout.cpp
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_OUTPUT)/%.o)

@@ -1,11 +1,11 @@
-/* sampler/offcpu.bpf.h: --off-cpu, time off the CPU summed per stack, included by profile.bpf.c.
+/* offcpu/offcpu.bpf.h: --off-cpu, time off the CPU summed per stack, included by profile.bpf.c.
  * At sched_switch the thread leaving the CPU keeps its stacks and the time in its task
  * storage; when it runs again (or at the run's end, by a task iterator) the time is added
  * to its key in that moment's generation. Nothing of it loads without --off-cpu. */
-#ifndef SAMPLER_OFFCPU_BPF_H
-#define SAMPLER_OFFCPU_BPF_H
+#ifndef OFFCPU_OFFCPU_BPF_H
+#define OFFCPU_OFFCPU_BPF_H
 
-#include "sampler/profile.bpf.h"
+#include "base/kernel.bpf.h"
 #include "sampler/counts.bpf.h"
 #include "unwind/unwind.bpf.h"
 #include "sampler/budget.bpf.h"
@@ -497,4 +497,4 @@ int off_cpu_end(struct bpf_iter__task *ctx)
 
 #endif /* __TARGET_ARCH_x86 */
 
-#endif /* SAMPLER_OFFCPU_BPF_H */
+#endif /* OFFCPU_OFFCPU_BPF_H */

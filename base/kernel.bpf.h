@@ -1,8 +1,9 @@
-/* sampler/profile.bpf.h: what the kernel side's parts share (profile.bpf.c, python/python.bpf.h,
- * unwind/unwind.bpf.h; one object): the settings user space writes before load, the
- * per-CPU stack being built, and its hash. Each part includes it, and what else it uses. */
-#ifndef SAMPLER_PROFILE_BPF_H
-#define SAMPLER_PROFILE_BPF_H
+/* base/kernel.bpf.h: the kernel side's contract, what its rooms share (profile.bpf.c and every
+ * folder's .bpf.h; one object): the settings user space writes before load, the per-CPU
+ * stack being built, and its hash. Each part includes it, and what else it uses; it
+ * includes no room (only profile.h, the types the kernel and user space share). */
+#ifndef BASE_KERNEL_BPF_H
+#define BASE_KERNEL_BPF_H
 
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -47,4 +48,4 @@ static __always_inline void hash_start(struct stack_hash *h)
 	h->b = 0x13198a2e03707344ULL;
 }
 
-#endif /* SAMPLER_PROFILE_BPF_H */
+#endif /* BASE_KERNEL_BPF_H */
