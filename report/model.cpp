@@ -5,10 +5,29 @@
 #include <cstdio>
 #include <string_view>
 
+namespace {
+
+// One row per kind of frame, in FrameKind's order.
+const FrameKindRule rules[] = {
+	// flamegraph.pl's kernel orange: green 100 below red, no blue.
+	{FrameKind::Kernel, "kernel", false, {190, 90, 0}, {65, 65, 0}},
+	{FrameKind::Native, "native", false, {200, 50, 50}, {55, 80, 80}},
+	// Green, as flamegraph.pl colours an interpreted language's frames.
+	{FrameKind::Python, "python", true, {50, 180, 50}, {60, 55, 60}},
+};
+
+} // namespace
+
+const FrameKindRule &frame_kind_rule(FrameKind kind)
+{
+	static_assert(sizeof(rules) / sizeof(rules[0]) == size_t(FrameKind::Python) + 1, "a row per kind");
+	return rules[size_t(kind)];
+}
+
 std::string frame_label(const Frame &frame)
 {
 	// py-spy's "fib (fib.py:2)": the file by its last component.
-	if (frame.python && !frame.source_file.empty()) {
+	if (frame_kind_rule(frame.kind).runtime && !frame.source_file.empty()) {
 		const size_t slash = frame.source_file.rfind('/');
 		std::string text = frame.name + " (" + frame.source_file.substr(slash == std::string::npos ? 0 : slash + 1);
 		if (frame.line)

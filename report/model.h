@@ -5,22 +5,42 @@
 #include <string>
 #include <vector>
 
-enum class FrameKind : uint8_t { Kernel, User };
+// Whose code a frame is: the kernel's, native code's (user space's machine code), or a
+// language runtime's function, named from the runtime's own structures. What each kind
+// looks like in every report is one row of frame_kind_rules (report/model.cpp): a new
+// runtime's frames are a kind here and a row there.
+enum class FrameKind : uint8_t { Kernel, Native, Python };
+
+// How the reports show a kind of frame.
+struct FrameKindRule {
+	FrameKind kind;
+	// Its tag: -v's "[python]", and the frame type a profile format carries.
+	const char *name;
+	// A runtime's function: no address of its own; labelled "name (file:line)" (the file by
+	// its last component, as py-spy shows it) and named in pprof by its name alone.
+	bool runtime;
+	// Its colour in the flame graph: red, green and blue each from base up to base + spread,
+	// by a hash of the name. (Native code takes flamegraph.pl's two: yellow for C++ and Rust
+	// names, red for C.)
+	uint8_t base[3], spread[3];
+};
+const FrameKindRule &frame_kind_rule(FrameKind kind);
 
 struct Frame {
-	FrameKind kind = FrameKind::User;
+	FrameKind kind = FrameKind::Native;
 	uint64_t address = 0;       // the sampled instruction pointer
 	std::string name;           // demangled symbol; empty when no symbol covers the address
 	uint64_t symbol_offset = 0; // address - symbol start, when named
 	std::string module;         // kernel: module name ("" for vmlinux); user: file path
 	uint64_t module_offset = 0; // user: address in the ELF file's own terms (what addr2line takes)
 	std::string build_id;       // hex, when the file has one
-	std::string source_file;    // from DWARF line tables, when debug info has it
+	// From DWARF line tables, when debug info has it; for a runtime's function, its file
+	// and the line being run, and name its qualified name.
+	std::string source_file;
 	uint32_t line = 0;
+	// Inlined into the next frame: by the compiler (native code, from DWARF), or by a
+	// runtime's optimizing compiler.
 	bool inlined = false;
-	// A Python function (a CPython eval frame's): name is its qualified name, source_file
-	// its file, line the line being run.
-	bool python = false;
 	// The mapping the address fell in (user frames), for pprof.
 	uint64_t map_start = 0, map_end = 0, map_offset = 0;
 

@@ -161,8 +161,8 @@ uint64_t PprofBuilder::mapping_of(const Frame &frame)
 
 uint64_t PprofBuilder::function_id(const Frame &frame)
 {
-	// A Python function is its qualified name; its file and line have fields of their own.
-	const std::string name = frame.python ? frame.name : frame_label(frame);
+	// A runtime's function is its qualified name; its file and line have fields of their own.
+	const std::string name = frame_kind_rule(frame.kind).runtime ? frame.name : frame_label(frame);
 	std::string key = name;
 	key += '\0';
 	key += frame.source_file;

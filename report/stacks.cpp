@@ -66,12 +66,12 @@ std::string label(const Frame &frame, const ReportOptions &options)
 
 std::string verbose_line(const Frame &frame, const ReportOptions &options)
 {
-	// A Python function has no address of its own: its whole file, and the line.
-	if (frame.python) {
+	// A runtime's function has no address of its own: its whole file, and the line.
+	if (const FrameKindRule &rule = frame_kind_rule(frame.kind); rule.runtime) {
 		std::string line = "    " + frame.name + " (" + frame.source_file;
 		if (frame.line)
 			line += ':' + std::to_string(frame.line);
-		return line + ") [python]\n";
+		return line + ") [" + rule.name + "]\n";
 	}
 	char number[32];
 	std::snprintf(number, sizeof(number), "    0x%" PRIx64 " ", frame.address);

@@ -28,20 +28,23 @@ constexpr double min_frame_width = 0.1;
 // much over 4 MB (about 200 bytes a box) or a page too slow to zoom.
 constexpr size_t max_boxes = 20000;
 
-enum class BoxKind : uint8_t { All, Process, User, Kernel, Unnamed, Inlined, Python };
+// What a box is, for its colour: a named frame takes its kind's (FrameKindRule).
+enum class BoxKind : uint8_t { All, Process, Frame, Unnamed, Inlined };
 
 struct Symbol {
 	std::string text; // valid UTF-8 without control characters, not yet escaped
 	size_t chars = 0; // code points in text, for trimming labels to a box
-	BoxKind kind = BoxKind::User;
+	BoxKind kind = BoxKind::Frame;
+	FrameKind frame = FrameKind::Native; // of a BoxKind::Frame
 };
 
 // XML 1.0 allows neither invalid UTF-8 nor most control characters, even escaped, and
 // symbol names and comms are arbitrary bytes: replace what XML cannot carry.
-Symbol make_symbol(std::string_view label, BoxKind kind)
+Symbol make_symbol(std::string_view label, BoxKind kind, FrameKind frame = FrameKind::Native)
 {
 	Symbol symbol;
 	symbol.kind = kind;
+	symbol.frame = frame;
 	symbol.text = valid_utf8(label, true, &symbol.chars);
 	return symbol;
 }
@@ -50,15 +53,16 @@ Symbol make_symbol(std::string_view label, BoxKind kind)
 // different addresses with the same label share one symbol and merge into one box.
 class SymbolTable {
 public:
-	uint32_t intern(std::string_view label, BoxKind kind)
+	uint32_t intern(std::string_view label, BoxKind kind, FrameKind frame = FrameKind::Native)
 	{
 		std::string key;
-		key.reserve(label.size() + 1);
+		key.reserve(label.size() + 2);
 		key += char('0' + int(kind));
+		key += char('0' + int(frame));
 		key += label;
 		auto [it, inserted] = ids_.try_emplace(std::move(key), uint32_t(symbols_.size()));
 		if (inserted)
-			symbols_.push_back(make_symbol(label, kind));
+			symbols_.push_back(make_symbol(label, kind, frame));
 		return it->second;
 	}
 	const Symbol &operator[](uint32_t id) const { return symbols_[id]; }
@@ -162,27 +166,26 @@ void append_fill(std::string &out, const Symbol &symbol)
 	case BoxKind::Process: // blue: nothing else is, so each process stands out
 		r = 100 + int(40 * v1), g = 150 + int(40 * v1), b = 215 + int(40 * v2);
 		break;
-	case BoxKind::Kernel: // flamegraph.pl's kernel orange: green 100 below red, no blue
-		r = 190 + int(65 * v1), g = r - 100, b = 0;
-		break;
 	case BoxKind::Unnamed:
 		r = g = b = 165 + int(45 * v1);
 		break;
 	case BoxKind::Inlined: // flamegraph.pl's aqua for inlined frames (_[i])
 		r = 50 + int(60 * v1), g = b = 165 + int(55 * v1);
 		break;
-	case BoxKind::Python: // green, as flamegraph.pl colours an interpreted language's frames
-		r = 50 + int(60 * v1), g = 180 + int(55 * v1), b = r;
-		break;
-	case BoxKind::User:
-	default:
-		// flamegraph.pl's native colours: yellow for C++ (and Rust) names, red for C.
-		// Neither overlaps the kernel's orange, so the two sides read apart.
-		if (symbol.text.find("::") != std::string::npos)
+	case BoxKind::Frame:
+	default: {
+		const FrameKindRule &rule = frame_kind_rule(symbol.frame);
+		auto channel = [&](int i, double v) { return rule.base[i] + int(rule.spread[i] * v); };
+		// flamegraph.pl's native colours: yellow for C++ (and Rust) names, red for C (the
+		// row's). Neither overlaps the kernel's orange, so the two sides read apart.
+		if (symbol.frame == FrameKind::Native && symbol.text.find("::") != std::string::npos)
 			r = 190 + int(55 * v1), g = r - int(40 * v2), b = 50 + int(20 * v3);
+		else if (symbol.frame == FrameKind::Native)
+			r = channel(0, v1), g = b = channel(1, v2);
 		else
-			r = 200 + int(55 * v1), g = b = 50 + int(80 * v2);
+			r = channel(0, v1), g = channel(1, v1), b = channel(2, v1);
 		break;
+	}
 	}
 	char text[8];
 	std::snprintf(text, sizeof(text), "#%02x%02x%02x", r, g, b);
@@ -240,16 +243,12 @@ FlameGraph build(const Profile &profile, const ReportOptions &options)
 		uint32_t &symbol = frame_symbols[index];
 		if (symbol == no_symbol) {
 			const Frame &frame = profile.frames[index];
-			BoxKind kind = BoxKind::User;
+			BoxKind kind = BoxKind::Frame;
 			if (!frame.named())
 				kind = BoxKind::Unnamed;
-			else if (frame.python)
-				kind = BoxKind::Python;
-			else if (frame.kind == FrameKind::Kernel)
-				kind = BoxKind::Kernel;
-			else if (frame.inlined)
+			else if (frame.inlined && frame.kind == FrameKind::Native)
 				kind = BoxKind::Inlined;
-			symbol = graph.symbols.intern(frame_label(frame), kind);
+			symbol = graph.symbols.intern(frame_label(frame), kind, frame.kind);
 		}
 		return symbol;
 	};

@@ -404,7 +404,7 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				frame.name = python.function;
 				frame.source_file = python.file;
 				frame.line = python.line;
-				frame.python = true;
+				frame.kind = FrameKind::Python;
 				profile.frames.push_back(std::move(frame));
 			}
 			for (uint32_t n = 0; n < at.count; n++)

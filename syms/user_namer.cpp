@@ -106,7 +106,7 @@ bool UserNamer::read_frames(const UserObject &object, const UserLocation &where,
 {
 	const bool in_mapping = object.in_mapping();
 	Frame frame;
-	frame.kind = FrameKind::User;
+	frame.kind = FrameKind::Native;
 	place(frame, where, in_mapping);
 	const uint64_t back = return_address && where.offset ? 1 : 0;
 

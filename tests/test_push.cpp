@@ -64,7 +64,7 @@ std::string small_pprof(int64_t start_ns, uint64_t scale = 1)
 		f.kind = kind;
 		f.name = name;
 		f.address = address;
-		if (kind == FrameKind::User) {
+		if (kind == FrameKind::Native) {
 			f.module = "/usr/bin/app";
 			f.map_start = 0x555555554000;
 			f.map_end = 0x555555600000;
@@ -74,8 +74,8 @@ std::string small_pprof(int64_t start_ns, uint64_t scale = 1)
 		return uint32_t(p.frames.size() - 1);
 	};
 	const uint32_t syscall = frame(FrameKind::Kernel, "do_syscall_64", 0xffffffff81000220);
-	const uint32_t main = frame(FrameKind::User, "main", 0x555555555100);
-	const uint32_t work = frame(FrameKind::User, "hot_work", 0x555555556200);
+	const uint32_t main = frame(FrameKind::Native, "main", 0x555555555100);
+	const uint32_t work = frame(FrameKind::Native, "hot_work", 0x555555556200);
 	p.samples.push_back({100, "app", {}, {work, main}, 30 * scale});
 	p.samples.push_back({100, "app", {syscall}, {main}, 12 * scale});
 	std::ostringstream out;

@@ -215,7 +215,7 @@ TEST_CASE("python: file names give the minor version; only 3.8 to 3.13 have a la
 TEST_CASE("python: frames read as py-spy writes them: function (file:line), the file by its last part")
 {
 	Frame frame;
-	frame.python = true;
+	frame.kind = FrameKind::Python;
 	frame.name = "Spinner.fib";
 	frame.source_file = "/srv/app/fib.py";
 	frame.line = 2;
@@ -224,7 +224,7 @@ TEST_CASE("python: frames read as py-spy writes them: function (file:line), the 
 	CHECK(frame_label(frame) == "Spinner.fib (fib.py)");
 	// A code object never named (its process gone before it was read).
 	Frame unnamed;
-	unnamed.python = true;
+	unnamed.kind = FrameKind::Python;
 	unnamed.name = "[python]";
 	CHECK(frame_label(unnamed) == "[python]");
 }

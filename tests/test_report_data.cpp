@@ -33,7 +33,7 @@ uint32_t add_frame(Profile &p, FrameKind kind, std::string name, uint64_t addres
 	f.map_start = map_start;
 	f.map_end = map_end;
 	f.map_offset = map_offset;
-	if (kind == FrameKind::User && !f.module.empty())
+	if (kind == FrameKind::Native && !f.module.empty())
 		f.module_offset = address - map_start + map_offset;
 	p.frames.push_back(std::move(f));
 	return uint32_t(p.frames.size() - 1);
@@ -60,7 +60,7 @@ Profile tricky_profile()
 	const char *app = "/usr/bin/app";
 	const uint64_t app_start = 0x555555554000, app_end = 0x555555600000;
 	auto app_frame = [&](std::string name, uint64_t offset) {
-		return add_frame(p, FrameKind::User, std::move(name), app_start + offset, app,
+		return add_frame(p, FrameKind::Native, std::move(name), app_start + offset, app,
 				 app_start, app_end, 0);
 	};
 	const uint32_t u_main = app_frame("main", 0x1100);
@@ -78,10 +78,10 @@ Profile tricky_profile()
 	const uint32_t u_new = app_frame("operator new(unsigned long)", 0x6600);
 
 	const uint32_t u_libc =
-		add_frame(p, FrameKind::User, "", 0x7ffff7c29d90, "/usr/lib/x86_64-linux-gnu/libc.so.6",
+		add_frame(p, FrameKind::Native, "", 0x7ffff7c29d90, "/usr/lib/x86_64-linux-gnu/libc.so.6",
 			  0x7ffff7c28000, 0x7ffff7dbd000, 0x28000);
 	p.frames[u_libc].build_id = "0123456789abcdef0123456789abcdef01234567";
-	const uint32_t u_unknown = add_frame(p, FrameKind::User, "", 0x1234);
+	const uint32_t u_unknown = add_frame(p, FrameKind::Native, "", 0x1234);
 
 	// pid, comm, kernel frames leaf first, user frames leaf first, count
 	p.samples.push_back({100, "app", {k_clear, k_syscall, k_entry}, {u_push, u_main}, 400});
@@ -130,7 +130,7 @@ Profile many_stacks_profile(size_t stacks, uint64_t seed)
 	for (size_t i = 0; i < user_functions; i++) {
 		const std::string name = cpp_name();
 		for (int site = 0; site < 3; site++)
-			user[i].frames.push_back(add_frame(p, FrameKind::User, name,
+			user[i].frames.push_back(add_frame(p, FrameKind::Native, name,
 							   base + i * 0x100 + uint64_t(site) * 8,
 							   "/usr/bin/bench", base, base + 0x1000000, 0));
 		for (uint64_t c = uniform(2, 6); c > 0; c--)
@@ -143,7 +143,7 @@ Profile many_stacks_profile(size_t stacks, uint64_t seed)
 		for (uint64_t c = uniform(1, 4); c > 0; c--)
 			kernel[i].callees.push_back(uint32_t(uniform(0, kernel_functions - 1)));
 	}
-	const uint32_t unnamed = add_frame(p, FrameKind::User, "", 0x7f0000001000, "/usr/lib/libjit.so",
+	const uint32_t unnamed = add_frame(p, FrameKind::Native, "", 0x7f0000001000, "/usr/lib/libjit.so",
 					   0x7f0000000000, 0x7f0000100000, 0);
 
 	// Real programs spend most time on a few call paths: the first callee is the usual one.

@@ -720,7 +720,7 @@ TEST_CASE("pprof: a Python frame is its qualified name as function, with its fil
 {
 	Profile profile;
 	Frame python;
-	python.python = true;
+	python.kind = FrameKind::Python;
 	python.name = "Spinner.fib";
 	python.source_file = "/srv/app/fib.py";
 	python.line = 7;

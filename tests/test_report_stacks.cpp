@@ -23,10 +23,10 @@ Profile sample_profile()
 	};
 	uint32_t k_leaf = add(FrameKind::Kernel, "clear_page_erms");
 	uint32_t k_root = add(FrameKind::Kernel, "entry_SYSCALL_64");
-	uint32_t u_leaf = add(FrameKind::User, "read_zeros");
-	uint32_t u_main = add(FrameKind::User, "main");
-	uint32_t u_unnamed = add(FrameKind::User, "", "/usr/lib/libfoo.so", 0x1a2b);
-	uint32_t u_unknown = add(FrameKind::User, "");
+	uint32_t u_leaf = add(FrameKind::Native, "read_zeros");
+	uint32_t u_main = add(FrameKind::Native, "main");
+	uint32_t u_unnamed = add(FrameKind::Native, "", "/usr/lib/libfoo.so", 0x1a2b);
+	uint32_t u_unknown = add(FrameKind::Native, "");
 	p.samples.push_back({42, "hot", {k_leaf, k_root}, {u_leaf, u_main}, 30});
 	p.samples.push_back({42, "cold", {}, {u_unnamed, u_unknown}, 5});
 	return p;
@@ -225,7 +225,7 @@ TEST_CASE("stacks and folded: 50,000 distinct stacks sharing 2,000 frames are al
 	Profile p;
 	for (uint32_t i = 0; i < 2000; i++) {
 		Frame f;
-		f.kind = i < 500 ? FrameKind::Kernel : FrameKind::User;
+		f.kind = i < 500 ? FrameKind::Kernel : FrameKind::Native;
 		f.address = 0x400000 + 16 * i;
 		f.name = "function_" + std::to_string(i);
 		p.frames.push_back(f);

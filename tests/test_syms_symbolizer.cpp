@@ -257,7 +257,7 @@ TEST_SUITE("unit")
 		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
 		REQUIRE(work != 0);
 		Frame frame = symbolizer.user_frame(1001, bias + work + 3);
-		CHECK(frame.kind == FrameKind::User);
+		CHECK(frame.kind == FrameKind::Native);
 		CHECK(frame.address == bias + work + 3);
 		CHECK(frame.name == "fixture_lib_work");
 		CHECK(frame.symbol_offset == 3);
