@@ -106,7 +106,12 @@ Result<RunPlan> check_against_machine(const Options &options)
 		// A high rate starts no higher than the timer's own interrupts leave room for; the
 		// programs' time is added as it is measured (Sampler::fit_rate).
 		if (plan.rate.per_second() > kRateMeasuredAbove) {
-			plan.interrupt_cost_ns = measure_interrupt_cost(options.cpu >= 0 ? options.cpu : 0);
+			const std::optional<double> measured = measure_interrupt_cost(options.cpu >= 0 ? options.cpu : 0);
+			plan.interrupt_cost_ns = measured.value_or(kAssumedInterruptCostNs);
+			if (!measured)
+				plan.notes.push_back("cannot measure what a timer interrupt costs here (no real-time priority "
+						     "or no perf event): assuming " +
+						     std::to_string(int(kAssumedInterruptCostNs / 1000)) + " µs");
 			if (auto fit = fit_to_cost(plan.rate, plan.interrupt_cost_ns,
 						   plan.budget_percent)) {
 				plan.rate = fit->rate;

@@ -21,7 +21,7 @@ struct RunPlan {
 	std::string host;                  // this machine's name, for reports and pushes
 	SampleRate rate;                   // -f or -c, lowered to what the kernel takes (sampler/rate.h)
 	uint32_t budget_percent = 25;      // of each CPU, the kernel side's at most
-	double interrupt_cost_ns = 0;      // a sample's interrupt, before its program: 0 unmeasured
+	double interrupt_cost_ns = 0;      // a sample's interrupt, before its program: 0 at low rates
 	std::vector<std::string> notes;    // for stderr before the run, without "profile: "
 
 	// What the sampler is told: the command line's, with -p and --cgroup as resolved here.

@@ -133,9 +133,9 @@ double spin_rate(int64_t ns)
 
 } // namespace
 
-double measure_interrupt_cost(int cpu)
+std::optional<double> measure_interrupt_cost(int cpu)
 {
-	double cost = 0;
+	std::optional<double> cost;
 	std::thread([&] {
 		cpu_set_t set;
 		CPU_ZERO(&set);

@@ -58,8 +58,11 @@ std::optional<RateDecision> fit_to_cost(SampleRate now, double cost_ns, uint32_t
 // timer's interrupt, its reprogramming (in a VM, exits to the hypervisor: 15 to 20 µs each
 // were measured on a 2-CPU VM) and perf's handling. Measured on `cpu` by a thread spinning
 // there at real-time priority, in turns without and with an event at 10 kHz and nothing
-// attached (about 150 ms); 0 when it cannot be measured.
-double measure_interrupt_cost(int cpu);
+// attached (about 120 ms); nothing when it cannot be (no real-time priority, no event).
+std::optional<double> measure_interrupt_cost(int cpu);
+
+// What a run assumes an interrupt costs when it cannot measure it: the worst measured.
+inline constexpr double kAssumedInterruptCostNs = 20000;
 
 // The rates at and below which measure_interrupt_cost is not needed: at most a few percent
 // of a CPU even where an interrupt costs 20 µs.
