@@ -138,11 +138,13 @@ const std::vector<OptionSpec> table = {
 	 .expected = "a comma-separated list of positive ids", .group = "What to sample",
 	 .help = "only these processes; a thread id stands for its whole process, as with perf record -p (-L "
 		 "samples one thread)",
-	 .set = [](Options &o, G, V v) { o.pids.insert(o.pids.end(), v.ids.begin(), v.ids.end()); return ok; }},
+	 .set = [](Options &o, G, V v) { o.pids.insert(o.pids.end(), v.ids.begin(), v.ids.end()); return ok; },
+	 .repeatable = true},
 	{.name = "tid", .shorts = "L", .kind = ValueKind::Ids, .value_name = "TID[,TID...]",
 	 .expected = "a comma-separated list of positive ids", .group = "What to sample",
 	 .help = "only these threads (thread ids, as top -H or ps -L show them)",
-	 .set = [](Options &o, G, V v) { o.tids.insert(o.tids.end(), v.ids.begin(), v.ids.end()); return ok; }},
+	 .set = [](Options &o, G, V v) { o.tids.insert(o.tids.end(), v.ids.begin(), v.ids.end()); return ok; },
+	 .repeatable = true},
 	{.name = "cpu", .shorts = "C", .kind = ValueKind::Number, .value_name = "CPU", .min = 0, .max = 65535,
 	 .expected = "a CPU number", .group = "What to sample", .help = "only this CPU (numbered from 0)",
 	 .set = [](Options &o, G, V v) { o.cpu = int(v.number); return ok; }},
@@ -263,7 +265,7 @@ const std::vector<OptionSpec> table = {
 	 .group = "Continuous profiling",
 	 .help = "a header every push carries (repeatable): a tenant (X-Scope-OrgID: ID), a gateway's route. Not "
 		 "for secrets: the command line is every user's to read",
-	 .set = push_header},
+	 .set = push_header, .repeatable = true},
 	{.name = "push-auth-file", .kind = ValueKind::Text, .value_name = "FILE",
 	 .expected = "a file", .accepts = nonempty, .group = "Continuous profiling",
 	 .help = "the server's credentials: a line 'Bearer TOKEN' or 'USER:PASSWORD' (basic auth), and "
@@ -287,7 +289,8 @@ const std::vector<OptionSpec> table = {
 	 .expected = "a cgroup v2 directory or path", .accepts = nonempty, .group = "Continuous profiling",
 	 .help = "only tasks in this cgroup v2 group or below it, filtered in the kernel; a directory of the "
 		 "cgroup2 mount, or a path as /proc/PID/cgroup shows it (repeatable: any of them)",
-	 .set = [](Options &o, G, V v) { o.cgroups.emplace_back(v.text); return ok; }},
+	 .set = [](Options &o, G, V v) { o.cgroups.emplace_back(v.text); return ok; },
+	 .repeatable = true},
 	{.name = "agent", .group = "Continuous profiling",
 	 .help = "a continuous agent's defaults: -f 19, --interval 15, the whole machine, until stopped; explicit "
 		 "options win",
@@ -552,6 +555,8 @@ Result<Options> parse_options(int argc, char **argv)
 
 	optind = 0; // 0, not 1: glibc then also resets its state from any earlier parse
 	opterr = 0;
+	// The value each option was first given: another one is refused (OptionSpec::repeatable).
+	std::vector<std::optional<std::string>> first_value(table.size());
 	int opt;
 	while ((opt = getopt_long(argc, argv, short_options.c_str(), long_options.data(), nullptr)) != -1) {
 		if (opt == ':')
@@ -562,6 +567,12 @@ Result<Options> parse_options(int argc, char **argv)
 		Result<OptionValue> value = read_value(*spec, optarg ? optarg : "");
 		if (!value.ok())
 			return Error(value.error());
+		std::optional<std::string> &first = first_value[size_t(spec - table.data())];
+		if (spec->kind != ValueKind::None && !spec->repeatable && first && *first != value->text)
+			return Error(display_name(*spec) + " given twice (" + *first + ", then " + std::string(value->text) +
+				     "): give it once" +
+				     (std::string(spec->name) == "cpu" ? " (-C samples one CPU)" : ""));
+		first = std::string(value->text);
 		if (Status set = spec->set(options, given, *value); !set.ok())
 			return Error(set.error());
 		if (options.help || options.version)

@@ -114,6 +114,9 @@ struct OptionSpec {
 	const char *default_value = nullptr;
 	// Stores the value; ok, or a whole usage error.
 	Status (*set)(Options &, OptionsGiven &, const OptionValue &) = nullptr;
+	// Each value adds to the others when given again (-p 1 -p 2). Any other option given
+	// again with another value is refused: a value is never silently overridden.
+	bool repeatable = false;
 };
 
 const std::vector<OptionSpec> &option_table();

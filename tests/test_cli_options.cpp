@@ -312,6 +312,30 @@ TEST_CASE("continuous profiling: --interval, --push, --app, the queue, --cgroup,
 	CHECK(help_text().find("--agent") != std::string::npos);
 }
 
+TEST_CASE("an option given twice with another value is refused; -p, -L, --cgroup and --push-header add up")
+{
+	CHECK(error({"-C", "0", "-C", "1"}) == "-C given twice (0, then 1): give it once (-C samples one CPU)");
+	// -f and -F are one option.
+	CHECK(error({"-f", "49", "-F", "99"}) == "-f given twice (49, then 99): give it once");
+	CHECK(error({"--interval", "5", "--interval", "10"}).starts_with("--interval given twice (5, then 10)"));
+	CHECK(error({"-o", "a.svg", "-o", "b.svg"}).starts_with("-o given twice"));
+	CHECK(error({"--unwind", "fp", "--unwind", "dwarf"}).starts_with("--unwind given twice"));
+	// The same value again overrides nothing.
+	CHECK(ok({"-f", "99", "-f", "99"}).frequency == 99);
+	// Switches may be repeated.
+	CHECK(ok({"-U", "-U"}).kernel_stacks == false);
+	// The repeatable ones keep every value.
+	CHECK(ok({"-p", "1", "-p", "2,3"}).pids == std::vector<uint32_t>{1, 2, 3});
+	CHECK(ok({"-L", "4", "-L", "5"}).tids == std::vector<uint32_t>{4, 5});
+	CHECK(ok({"--cgroup", "/a", "--cgroup", "/b"}).cgroups.size() == 2);
+	for (const OptionSpec &spec : option_table())
+		if (spec.repeatable) {
+			const bool says = std::string(spec.help).find("repeatable") != std::string::npos ||
+					  spec.kind == ValueKind::Ids;
+			CHECK_MESSAGE(says, spec.name, ": --help says it may be given again");
+		}
+}
+
 TEST_CASE("every bad value is named in the error")
 {
 	CHECK(error({"-f", "0"}) == "invalid value '0' for -f: expected samples per second, 1 to 1000000");
