@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/diagnostics.h"
@@ -26,6 +29,10 @@
 
 namespace {
 
+// The exit status of a run that sampled and reported but whose --push windows were not all
+// delivered.
+constexpr int kExitWindowsDropped = 3;
+
 // True once nobody can read what goes to stdout: `profile | head` after head is gone.
 bool stdout_closed()
 {
@@ -35,7 +42,7 @@ bool stdout_closed()
 
 enum class End { Duration, Signal, ReaderGone, TargetsExited };
 
-// Blocks until the duration has passed, SIGINT/SIGTERM arrives (both were blocked
+// Blocks until the duration has passed, SIGINT, SIGTERM or SIGHUP arrives (each was blocked
 // before attaching, so a signal sent at any moment is seen here), every process or
 // thread of -p or -L has exited, or, with watch_stdout, the reader of stdout goes away;
 // calling `tick` about every tick_ns meanwhile (false from it ends the wait too: a
@@ -67,18 +74,61 @@ End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watc
 	}
 }
 
-// Blocks SIGINT and SIGTERM, which wait_for_end then takes: a signal sent at any moment
-// from here on is seen there. A closed stdout shows up as a failed write, handled there too.
+// Blocks SIGINT, SIGTERM and SIGHUP (a closed terminal or SSH session), which wait_for_end
+// then takes: a signal sent at any moment from here on is seen there, and ends sampling
+// with what was collected written. A closed stdout shows up as a failed write, handled
+// there too.
 sigset_t block_stop_signals()
 {
 	sigset_t stop_signals;
 	sigemptyset(&stop_signals);
 	sigaddset(&stop_signals, SIGINT);
 	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 	signal(SIGPIPE, SIG_IGN);
 	return stop_signals;
 }
+
+// Once sampling has ended, the run's finish (reading the maps, naming, writing, the last
+// pushes) is bounded but can take seconds; a stop signal then (a second Ctrl-C) ends the
+// run at once, saying what it was doing. Watched from a thread of its own until the run
+// is done. `doing` is what the run does now, for that line.
+class FinishWatch {
+public:
+	// after_signal: sampling ended by a signal, so the next is a second one.
+	FinishWatch(const sigset_t &signals, bool after_signal)
+		: signals_(signals), again_(after_signal ? " again" : ""), thread_([this] { watch(); })
+	{
+	}
+	~FinishWatch()
+	{
+		done_ = true;
+		thread_.join();
+	}
+	void doing(const char *what) { doing_ = what; }
+
+private:
+	void watch()
+	{
+		while (!done_) {
+			timespec slice{0, 100000000};
+			const int signal = sigtimedwait(&signals_, nullptr, &slice);
+			if (signal <= 0)
+				continue;
+			std::cout.flush();
+			diagnostics::say("SIG%s%s while %s: ending now, without finishing", sigabbrev_np(signal), again_,
+					 doing_.load());
+			_exit(128 + signal);
+		}
+	}
+
+	sigset_t signals_;
+	const char *again_;
+	std::atomic<bool> done_{false};
+	std::atomic<const char *> doing_{"reading the maps"};
+	std::thread thread_;
+};
 
 int run(const Options &options, const RunPlan &plan)
 {
@@ -129,9 +179,11 @@ int run(const Options &options, const RunPlan &plan)
 		session.follow(windows);
 		return !reports.reader_gone();
 	};
-	if (wait_for_end(options, stop_signals, to_stdout, session.targets(), windows.start_mono(), tick_ns, follow) ==
-	    End::TargetsExited)
+	const End ended = wait_for_end(options, stop_signals, to_stdout, session.targets(), windows.start_mono(),
+				       tick_ns, follow);
+	if (ended == End::TargetsExited)
 		diagnostics::say("every %s sampled has exited", session.targets().threads() ? "thread" : "process");
+	FinishWatch finish(stop_signals, ended == End::Signal);
 
 	session.detach();
 	const int64_t end = clocks::monotonic_ns(), end_real = clocks::realtime_ns();
@@ -142,16 +194,24 @@ int run(const Options &options, const RunPlan &plan)
 	session.kernel_symbols_ready();
 	summary.phase("kernel symbols wait");
 	summary.last_window(windows);
+	finish.doing("naming the stacks and writing the report");
 	windows.close(end, end_real);
 	summary.phase("symbolize");
 
 	summary.unwinding(session, windows);
-	const int status = options.interval_s ? reports.status() : reports.single(windows.last());
+	finish.doing("writing the report");
+	int status = options.interval_s ? reports.status() : reports.single(windows.last());
 	// What is still queued gets a last chance, bounded: a service manager's stop timeout
 	// (30 s in the unit) must not run out first.
-	if (pusher)
+	if (pusher) {
+		finish.doing("sending the last windows");
 		pusher->finish(10);
+	}
 	summary.print(session, windows, pusher ? &*pusher : nullptr);
+	// Windows the server never got: the run lost data, and its exit status says so
+	// (doc/options.md), as the line above counts them.
+	if (pusher && pusher->stats().dropped && status == 0)
+		status = kExitWindowsDropped;
 	return status;
 }
 

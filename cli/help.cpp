@@ -108,9 +108,9 @@ the kernel, and prints them, symbolized, when sampling ends.
 Note: BCC's profile uses -f for folded output; here -f is the frequency (as -F), and
 folded output is --folded.
 
-DURATION                  seconds to sample; without it, until Ctrl-C or SIGTERM.
-                          With -p or -L, sampling also ends once every process or
-                          thread sampled has exited. The stacks collected so far are
+DURATION                  seconds to sample; without it, until Ctrl-C, SIGTERM or
+                          SIGHUP. With -p or -L, sampling also ends once every process
+                          or thread sampled has exited. The stacks collected so far are
                           printed either way.
 )";
 

@@ -106,8 +106,11 @@ public:
 	Stats stats() const;
 
 private:
+	struct State;
 	void run();
 	void log(const std::string &line) const;
+	// The line that says a request has waited long for its answer, once a request.
+	std::optional<std::string> waiting_line(State &s, size_t waiting) const;
 
 	PushConfig config_;
 	std::string where_; // the URL, as stderr shows it
@@ -115,7 +118,6 @@ private:
 	mutable std::mutex mutex_;
 	std::condition_variable wake_;   // the worker: a window, the end
 	std::condition_variable settled_; // finish(): the queue emptied
-	struct State;
 	std::unique_ptr<State> state_;
 	std::thread worker_;
 };

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include "base/diagnostics.h"
@@ -102,7 +103,29 @@ struct Pusher::State {
 	std::string halted;       // why the server will take nothing (PushOutcome::Halt), in short
 	Clock::time_point next_attempt{};
 	std::mt19937 random{std::random_device{}()};
+	// The request under way, when one is: since when, and whether its wait was said.
+	std::optional<Clock::time_point> sent_at;
+	bool wait_said = false;
 };
+
+namespace {
+
+// A request unanswered this long is said on stderr while the run goes on (the push() of
+// a later window, or finish(), says it), long before the request's own timeout.
+constexpr auto kWaitSaid = std::chrono::seconds(10);
+
+} // namespace
+
+std::optional<std::string> Pusher::waiting_line(State &s, size_t waiting) const
+{
+	if (!s.sent_at || s.wait_said || Clock::now() - *s.sent_at < kWaitSaid)
+		return std::nullopt;
+	s.wait_said = true;
+	const long long seconds = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - *s.sent_at).count();
+	return "no answer from " + where_ + " for " + std::to_string(seconds) + " s; sampling goes on (" +
+	       std::to_string(waiting) + (waiting == 1 ? " window" : " windows") + " waiting, the request given up after " +
+	       std::to_string(std::llround(config_.request_timeout_s)) + " s)";
+}
 
 Pusher::Pusher(PushConfig config, std::unique_ptr<PushTransport> transport)
 	: config_(std::move(config)), where_(url_for_humans(config_.url)), transport_(std::move(transport))
@@ -138,6 +161,8 @@ void Pusher::push(PushWindow window)
 			s.stats.dropped_bytes += window.pprof_gz.size();
 			lines.push_back("window " + describe_window(window) + " came after the end: dropped");
 		} else {
+			if (std::optional<std::string> waiting = waiting_line(s, s.queue.count() + 1))
+				lines.push_back(*waiting);
 			for (const PushWindow &old : s.queue.push(std::move(window))) {
 				s.stats.dropped++;
 				s.stats.dropped_bytes += old.pprof_gz.size();
@@ -160,6 +185,11 @@ void Pusher::finish(double seconds)
 	if (s.finished)
 		return;
 	s.finished = true;
+	if (std::optional<std::string> waiting = waiting_line(s, s.queue.count())) {
+		lock.unlock();
+		log(*waiting);
+		lock.lock();
+	}
 	// One attempt now, whatever the backoff said: this is the last chance.
 	s.next_attempt = Clock::now();
 	wake_.notify_all();
@@ -209,6 +239,8 @@ void Pusher::run()
 			continue;
 		}
 		PushWindow window = s.queue.take();
+		s.sent_at = Clock::now();
+		s.wait_said = false;
 		lock.unlock();
 
 		const PushRequest request = build_push_request(config_, window);
@@ -219,6 +251,7 @@ void Pusher::run()
 
 		std::vector<std::string> lines;
 		lock.lock();
+		s.sent_at.reset();
 		s.stats.attempts++;
 		s.stats.last_ms = ms;
 		s.stats.max_ms = std::max(s.stats.max_ms, ms);

@@ -495,7 +495,8 @@ TEST_CASE("--help makes sense to someone who has read only --help")
 	CHECK(has("idle CPUs, which run the idle task"));
 	CHECK(has("(swapper, pid 0)"));
 	// When a run without a duration ends.
-	CHECK(has("sampling also ends once every process or"));
+	CHECK(has("sampling also ends once every process"));
+	CHECK(has("until Ctrl-C, SIGTERM or\n                          SIGHUP"));
 	// A thread id given to -p.
 	CHECK(has("a thread id stands for its whole"));
 	// What the limits hold, what happens when they are full, and what they cost.

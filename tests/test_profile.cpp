@@ -307,6 +307,19 @@ TEST_CASE("SIGINT and SIGTERM end sampling and print the report")
 	}
 }
 
+TEST_CASE("SIGHUP (a closed terminal) ends sampling as SIGTERM does, with the report written")
+{
+	require_root();
+	Background split({workload("split"), "30"});
+	TempDir dir;
+	const std::string out = dir / "hup.folded";
+	auto r = run_command({profile_bin(), "-p", std::to_string(split.pid()), "--folded", "-o", out}, 30, 2.0, SIGHUP);
+	INFO("stderr: " << r.err);
+	CHECK(r.status == 0);
+	CHECK(r.seconds < 5);
+	CHECK(samples_with(parse_folded(read_file(out)), "split_hot_three") > 0);
+}
+
 TEST_CASE("system-wide, kernel and user frames are named")
 {
 	require_root();

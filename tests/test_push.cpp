@@ -3,6 +3,8 @@
 // through libcurl to tests/receiver.py, which judges each request against the API.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -1640,7 +1642,8 @@ TEST_CASE("--push to a server that fails, stalls, then dies: windows past the qu
 	Receiver again("ok", port, receiver.dir());
 	while (run.open())
 		run.pump(100, &out, &err);
-	REQUIRE(run.wait() == 0);
+	// Windows were dropped: the exit status says so.
+	REQUIRE(run.wait() == 3);
 	INFO("stderr: " << err);
 
 	// Sampling went on through all of it: nine windows, each with split's samples.
@@ -1779,7 +1782,7 @@ TEST_CASE("--push with a token the server refuses: one line, the run goes on to 
 			  "--push-auth-file", auth_file, "--push-ca", certs.ca, "--push-cert", certs.client, "--push-key",
 			  certs.client_key, "3"});
 	INFO("stderr: " << r.err);
-	REQUIRE(r.status == 0);
+	REQUIRE(r.status == 3); // every window refused: the exit status says data was lost
 	CHECK(windows_line(r.err).first == 3);
 	const PushLine push = push_line(r.err);
 	CHECK(push.sent == 0);
@@ -1837,6 +1840,49 @@ TEST_CASE("--push's files checked before anything loads: an auth file others may
 	CHECK(r.status == 2);
 	CHECK(r.err == "profile: --push-auth-file: " + auth_file +
 			       " holds secrets, but it is owned by uid 65534, not root: another user could change it\n");
+}
+
+TEST_CASE("--push: a run whose windows were dropped says so in its exit status (3)")
+{
+	require_root();
+	Background split({workload("split"), "30"});
+	Receiver refusing("400*100");
+	auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push",
+			  refusing.url() + "/ingest", "2"});
+	INFO("stderr: " << r.err);
+	CHECK(r.status == 3);
+	CHECK(push_line(r.err).dropped > 0);
+	CHECK(push_line(r.err).sent == 0);
+}
+
+TEST_CASE("a hung server is said while sampling goes on; once sampling has ended, a signal ends the run at once, even in the last push's wait")
+{
+	require_root();
+	Background split({workload("split"), "30"});
+	Receiver stalled("stall:60");
+	// The first window's request is never answered: said about 10 s later, while sampling.
+	// The first SIGINT then ends sampling; the last windows' push waits on that server (up
+	// to 10 s); the second SIGINT ends it all at once.
+	PipedProcess run(profile_command({"-p", std::to_string(split.pid()), "--interval", "1", "--push",
+					  stalled.url() + "/ingest"}));
+	std::string out, err;
+	const double start = now();
+	while (now() - start < 30 && !contains(err, "no answer from"))
+		run.pump(100, &out, &err);
+	CHECK(contains(err, "profile: push: no answer from " + stalled.url() + "/ingest for 1"));
+	kill(run.pid(), SIGINT);
+	const double first = now();
+	while (now() - first < 1.5)
+		run.pump(100, &out, &err);
+	const double second = now();
+	kill(run.pid(), SIGINT);
+	while (run.open() && now() - second < 20)
+		run.pump(100, &out, &err);
+	const int status = run.wait();
+	INFO("stderr: " << err);
+	CHECK(status == 128 + SIGINT);
+	CHECK(now() - second < 3);
+	CHECK(contains(err, "profile: SIGINT again while sending the last windows: ending now"));
 }
 
 } // TEST_SUITE
