@@ -215,9 +215,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	st = wanted_sample(gen, &tgid);
 	if (!st)
 		return 0;
-	now = bpf_ktime_get_ns();
-	b = budget_start(now);
-	if (!b) {
+	now = budget_now();
+	if (!budget_allows(now, &b)) {
 		st->lost_budget++;
 		return 0;
 	}

@@ -81,11 +81,11 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 				account.totals.waited_process, account.totals.waited_file, account.totals.waited_building,
 				account.totals.areas_learned, account.totals.unwound_again);
 		}
-		const Sampler::Budget budget = session.sampler().budget();
-		diagnostics::say("kernel side: %" PRIu64 " runs, %.2f µs each on average; the budget (%u %% of each "
-				"CPU) spent in %" PRIu64 " windows of 10 ms",
-			budget.runs, budget.runs ? double(budget.ns) / double(budget.runs) / 1000 : 0.0,
-			plan_.budget_percent, budget.exhausted);
+		if (const Sampler::Budget budget = session.sampler().budget(); budget.kept)
+			diagnostics::say("kernel side: %" PRIu64 " runs, %.2f µs each on average; the budget (%u %% of "
+					"each CPU) spent in %" PRIu64 " windows of 10 ms",
+				budget.runs, budget.runs ? double(budget.ns) / double(budget.runs) / 1000 : 0.0,
+				plan_.budget_percent, budget.exhausted);
 		if (const PythonReader *python = session.python()) {
 			const PythonReader::Stats py = python->stats();
 			diagnostics::say("python: %u processes followed, %" PRIu64 " code objects named (%" PRIu64

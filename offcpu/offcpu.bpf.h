@@ -421,9 +421,8 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	if (!st)
 		return 0;
 	/* Over this CPU's budget: the time is counted all the same, with no waker. */
-	now = bpf_ktime_get_ns();
-	b = budget_start(now);
-	if (!b) {
+	now = budget_now();
+	if (!budget_allows(now, &b)) {
 		st->lost_budget++;
 		return 0;
 	}
@@ -460,7 +459,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u64 now = bpf_ktime_get_ns();
 	/* Over this CPU's budget, a thread that comes back still ends its time off the CPU (its
 	 * start was paid for, and ends are no more than starts); none begins one. */
-	struct budget_state *b = budget_start(now);
+	struct budget_state *b;
+	const bool allowed = budget_allows(now, &b);
 	struct off_cpu_thread *t;
 
 	if (next->pid) {
@@ -470,13 +470,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	}
 	if (prev->pid == 0 || (prev_state & TASK_DEAD))
 		goto out;
-	if (b)
+	if (allowed)
 		start_off_cpu(ctx, prev, preempt || prev_state == TASK_RUNNING ? THREAD_RUNNABLE : THREAD_BLOCKED, now);
 	else
 		drop_off_cpu();
 out:
-	if (b)
-		budget_end(b, now);
+	budget_end(b, now);
 	return 0;
 }
 

@@ -12,7 +12,9 @@
 
 #include "base/kernel.bpf.h"
 
-/* Written by user space before load (doc/how-it-works.md, "The CPU budget"). */
+/* Written by user space before load (doc/how-it-works.md, "Rates and the CPU budget").
+ * budget_ns 0: no budget, at rates that cannot run out of it (see budget_end); the
+ * verifier then drops its code, clock reads and all, from every program. */
 const volatile __u64 budget_window_ns = 10000000;
 const volatile __u64 budget_ns = 2500000;
 
@@ -23,30 +25,47 @@ struct {
 	__uint(max_entries, 1);
 } budget SEC(".maps");
 
-/* This CPU's budget when a program's work may start at `now` (bpf_ktime_get_ns); null when
- * the window's budget is spent: the caller drops its work and counts it. */
-static __always_inline struct budget_state *budget_start(__u64 now)
+/* When a program's work starts: the time to charge from (0 without a budget). */
+static __always_inline __u64 budget_now(void)
 {
-	struct budget_state *b;
-	__u32 zero = 0;
-
-	b = bpf_map_lookup_elem(&budget, &zero);
-	if (!b)
-		return NULL;
-	if (now - b->window_start >= budget_window_ns) {
-		b->window_start = now;
-		b->window_ns = 0;
-	} else if (b->window_ns >= budget_ns) {
-		return NULL;
-	}
-	return b;
+	return budget_ns ? bpf_ktime_get_ns() : 0;
 }
 
-/* The work begun at `start` is done: its time goes to the window and the totals. */
+/* Whether a program's work may start at `now` (budget_now): false when this CPU's window
+ * has spent its budget, and the caller drops its work and counts it. *b is what to charge
+ * when it is done (null: nothing, without a budget). */
+static __always_inline bool budget_allows(__u64 now, struct budget_state **b)
+{
+	__u32 zero = 0;
+
+	*b = NULL;
+	if (!budget_ns)
+		return true;
+	*b = bpf_map_lookup_elem(&budget, &zero);
+	if (!*b)
+		return true;
+	if (now - (*b)->window_start >= budget_window_ns) {
+		(*b)->window_start = now;
+		(*b)->window_ns = 0;
+	} else if ((*b)->window_ns >= budget_ns) {
+		return false;
+	}
+	return true;
+}
+
+/* The work begun at `start` is done: its time goes to the window and the totals. A run
+ * charges at most a tenth of the window's budget: one that took longer was interrupted (an
+ * NMI, the hypervisor taking the vCPU), and the ten samples a window of -f 999 must never
+ * run out of it. Real work that costs more is still held to about ten runs a window. */
 static __always_inline void budget_end(struct budget_state *b, __u64 start)
 {
-	__u64 took = bpf_ktime_get_ns() - start;
+	__u64 took;
 
+	if (!budget_ns || !b)
+		return;
+	took = bpf_ktime_get_ns() - start;
+	if (took > budget_ns / 10)
+		took = budget_ns / 10;
 	if (b->window_ns < budget_ns && b->window_ns + took >= budget_ns)
 		b->exhausted++;
 	b->window_ns += took;

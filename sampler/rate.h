@@ -64,6 +64,11 @@ std::optional<double> measure_interrupt_cost(int cpu);
 // What a run assumes an interrupt costs when it cannot measure it: the worst measured.
 inline constexpr double kAssumedInterruptCostNs = 20000;
 
+// The rates at and below which the kernel side keeps no budget: a CPU's window of 10 ms then
+// holds about ten samples, each charged at most a tenth of the budget (sampler/budget.bpf.h),
+// so it cannot run out, and the samples read no clock for it. --off-cpu always keeps one.
+inline constexpr uint64_t kBudgetAbove = 1000;
+
 // The rates at and below which measure_interrupt_cost is not needed: at most a few percent
 // of a CPU even where an interrupt costs 20 µs.
 inline constexpr uint64_t kRateMeasuredAbove = 2000;

@@ -184,7 +184,8 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	// kernel's ticks, short enough that a CPU over it stalls its tasks no longer than a
 	// busy interrupt handler would, long enough that a sample's few µs never fill it.
 	skel->rodata->budget_window_ns = 10000000;
-	skel->rodata->budget_ns = 10000000 / 100 * std::min<uint32_t>(options.budget_percent, 100);
+	const bool budget = options.off_cpu || SampleRate{options.frequency, options.period}.per_second() > kBudgetAbove;
+	skel->rodata->budget_ns = budget ? 10000000 / 100 * std::min<uint32_t>(options.budget_percent, 100) : 0;
 	if (options.off_cpu) {
 		const OffCpuKernelText &text = off_cpu_kernel_text();
 		skel->rodata->sched_text_start = text.sched.start;
@@ -507,6 +508,7 @@ SampleRate Sampler::rate() const
 Sampler::Budget Sampler::budget() const
 {
 	Budget sum;
+	sum.kept = impl_->skel->rodata->budget_ns != 0;
 	const int ncpus = libbpf_num_possible_cpus();
 	const uint32_t zero = 0;
 	std::vector<budget_state> per_cpu(ncpus > 0 ? ncpus : 1);

@@ -104,6 +104,7 @@ public:
 	// them since load: the runs that did their work and their time, the windows whose
 	// budget was spent, and the wake-ups (--wakers) whose waker was not taken for it.
 	struct Budget {
+		bool kept = false; // none at rates that cannot run out of it (kBudgetAbove)
 		uint64_t ns = 0, runs = 0, exhausted = 0, wakeups_dropped = 0;
 	};
 	Budget budget() const;
