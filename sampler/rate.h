@@ -58,7 +58,8 @@ std::optional<RateDecision> fit_to_cost(SampleRate now, double cost_ns, uint32_t
 // timer's interrupt, its reprogramming (in a VM, exits to the hypervisor: 15 to 20 µs each
 // were measured on a 2-CPU VM) and perf's handling. Measured on `cpu` by a thread spinning
 // there at real-time priority, in turns without and with an event at 10 kHz and nothing
-// attached (about 120 ms); nothing when it cannot be (no real-time priority, no event).
+// attached, 5 ms at a time (about 110 ms in all); nothing when it cannot be (no real-time
+// priority, no event).
 std::optional<double> measure_interrupt_cost(int cpu);
 
 // What a run assumes an interrupt costs when it cannot measure it: the worst measured.
