@@ -63,6 +63,8 @@ private:
 	// Writes a report to path, saying so on stderr with `what`; false when it failed
 	// (said in one line).
 	bool write_file(const Profile &profile, const std::string &path, const std::string &what);
+	// Whether the format is binary and stdout a terminal, where it must not go.
+	bool binary_on_terminal() const;
 	// Writes a report to stdout, after `opening` (a line) when given.
 	void write_stdout(const Profile &profile, const std::string &opening);
 

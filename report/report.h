@@ -17,6 +17,7 @@ struct ReportOptions {
 	bool operator==(const ReportOptions &) const = default;
 };
 
+// Each is a row of report/formats.cpp's table.
 enum class ReportFormat { Stacks, Folded, Svg, Pprof };
 
 ReportDetail report_detail(ReportFormat format, const ReportOptions &options);
@@ -45,11 +46,12 @@ void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &o
 // Throws RunError when zlib cannot compress (it has no memory).
 void write_pprof(std::ostream &out, const Profile &profile, std::string_view off_cpu_type = "off_cpu");
 
+// The writers below, as report/formats.cpp's table names them.
 void write_report(std::ostream &out, ReportFormat format, const Profile &profile,
 		  const ReportOptions &options);
 
-// "stacks", "folded", "svg", "pprof"; nothing for any other name.
+// A --format name: "stacks", "folded", "svg", "pprof"; nothing for any other name.
 std::optional<ReportFormat> format_from_name(std::string_view name);
 
-// By extension: .svg, .pb.gz, .folded, .txt; nothing for any other.
+// By -o's extension: .svg, .pb.gz, .folded, .txt; nothing for any other.
 std::optional<ReportFormat> format_from_path(std::string_view path);
