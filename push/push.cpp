@@ -126,7 +126,7 @@ std::string parca_body(const PushConfig &config, const PushWindow &window)
 		labels.add_message(1, label); // LabelSet.labels
 	}
 	series.add_message(1, labels);             // RawProfileSeries.labels
-	sample.add_bytes(1, window.pprof_gz);      // RawSample.raw_profile
+	sample.add_bytes(1, window.profile.bytes);  // RawSample.raw_profile
 	series.add_message(2, sample);             // RawProfileSeries.samples
 	request.add_message(2, series);            // WriteRawRequest.series
 	request.add_bool(3, false);                // WriteRawRequest.normalized (left out: false)
@@ -335,7 +335,7 @@ PushRequest build_push_request(const PushConfig &config, const PushWindow &windo
 	request.url += "&units=samples&aggregationType=sum";
 	request.headers = {"Content-Type: application/octet-stream", user_agent};
 	request.headers.insert(request.headers.end(), config.headers.begin(), config.headers.end());
-	request.body = window.pprof_gz;
+	request.body = window.profile.bytes;
 	return request;
 }
 

@@ -1,4 +1,5 @@
-// push/push.h: sends each window, as gzipped pprof, to a Pyroscope or Parca server.
+// push/push.h: sends each window, rendered as its server takes it, to a Pyroscope or Parca
+// server.
 #pragma once
 
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "report/report.h"
 
 // --push-format: which backend's API --push speaks.
 enum class PushFormat {
@@ -61,9 +63,9 @@ std::string_view off_cpu_sample_type(PushFormat format);
 // config.host filled in; otherwise what is wrong (the caller prints it and exits 2).
 Status resolve_push_target(PushConfig &config);
 
-// One window of the run, its report already written with write_pprof.
+// One window of the run, its report already rendered in the format its backend takes.
 struct PushWindow {
-	std::string pprof_gz;
+	RenderedProfile profile;
 	int64_t start_ns = 0, end_ns = 0; // CLOCK_REALTIME
 	uint64_t samples = 0;
 };

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <sstream>
 
 #include "base/diagnostics.h"
 #include "report/formats.h"
@@ -23,10 +22,9 @@ ReportDetail Reports::detail() const
 {
 	ReportDetail detail = report_detail(delivery_.format, delivery_.report);
 	if (delivery_.push) {
-		// What is pushed is pprof: every process apart, every address.
-		const ReportDetail pprof = report_detail(ReportFormat::Pprof, {});
-		detail.pids |= pprof.pids;
-		detail.addresses |= pprof.addresses;
+		const ReportDetail pushed = report_detail(push_format_, {});
+		detail.pids |= pushed.pids;
+		detail.addresses |= pushed.addresses;
 	}
 	return detail;
 }
@@ -95,9 +93,9 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 	const std::string opening = window_line(profile.start_time_ns, end_ns,
 						window_account(account.taken, account.stored, account.lost, profile.off_cpu));
 	if (push_) {
-		std::ostringstream pprof;
-		write_pprof(pprof, profile, push_off_cpu_type_);
-		push_(std::move(pprof).str(), profile.start_time_ns, end_ns, profile.total());
+		ReportOptions options;
+		options.off_cpu_type = push_off_cpu_type_;
+		push_(render_report(push_format_, profile, options), profile.start_time_ns, end_ns, profile.total());
 	}
 	if (!delivery_.output_path.empty()) {
 		const std::string path =

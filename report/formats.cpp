@@ -2,12 +2,13 @@
 #include "report/formats.h"
 
 #include <algorithm>
+#include <sstream>
 
 namespace {
 
-void write_pprof_row(std::ostream &out, const Profile &profile, const ReportOptions &)
+void write_pprof_row(std::ostream &out, const Profile &profile, const ReportOptions &options)
 {
-	write_pprof(out, profile);
+	write_pprof(out, profile, options.off_cpu_type);
 }
 
 bool needed(ReportNeed need, const ReportOptions &options)
@@ -50,6 +51,13 @@ const ReportFormatRow &report_format(ReportFormat format)
 void write_report(std::ostream &out, ReportFormat format, const Profile &profile, const ReportOptions &options)
 {
 	report_format(format).write(out, profile, options);
+}
+
+RenderedProfile render_report(ReportFormat format, const Profile &profile, const ReportOptions &options)
+{
+	std::ostringstream out;
+	write_report(out, format, profile, options);
+	return {format, std::move(out).str()};
 }
 
 ReportDetail report_detail(ReportFormat format, const ReportOptions &options)

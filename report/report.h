@@ -13,12 +13,20 @@ struct ReportOptions {
 	bool annotations = false; // -a: _[k] after kernel frames, _[i] after inlined ones
 	bool verbose = false;     // -v: address, symbol+offset, module, file:line
 	bool fold_pid = false;    // -E: comm-PID[@CONTAINER] as the root frame of folded stacks
+	// pprof's sample type off the CPU: a server may want its own name for it.
+	std::string off_cpu_type = "off_cpu";
 
 	bool operator==(const ReportOptions &) const = default;
 };
 
 // Each is a row of report/formats.cpp's table.
 enum class ReportFormat { Stacks, Folded, Svg, Pprof };
+
+// A report as bytes, and the format that reads them: what a push carries.
+struct RenderedProfile {
+	ReportFormat format = ReportFormat::Stacks;
+	std::string bytes;
+};
 
 ReportDetail report_detail(ReportFormat format, const ReportOptions &options);
 
@@ -49,6 +57,7 @@ void write_pprof(std::ostream &out, const Profile &profile, std::string_view off
 // The writers below, as report/formats.cpp's table names them.
 void write_report(std::ostream &out, ReportFormat format, const Profile &profile,
 		  const ReportOptions &options);
+RenderedProfile render_report(ReportFormat format, const Profile &profile, const ReportOptions &options);
 
 // A --format name: "stacks", "folded", "svg", "pprof"; nothing for any other name.
 std::optional<ReportFormat> format_from_name(std::string_view name);

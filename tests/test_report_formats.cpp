@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <sstream>
 
 #include "report/formats.h"
 
@@ -46,6 +47,20 @@ TEST_CASE("report formats: pprof alone is binary, and what each needs of the sam
 	CHECK(detail(ReportFormat::Svg, verbose) == std::pair{false, false});
 	CHECK(detail(ReportFormat::Svg, fold_pid) == std::pair{true, false});
 	CHECK(detail(ReportFormat::Pprof, {}) == std::pair{true, true});
+}
+
+TEST_CASE("report formats: a rendered report is what its writer writes, with its format")
+{
+	Profile profile;
+	for (const ReportFormatRow &row : report_formats()) {
+		CAPTURE(row.name);
+		std::ostringstream out;
+		row.write(out, profile, {});
+		const RenderedProfile rendered = render_report(row.format, profile, {});
+		CHECK(rendered.format == row.format);
+		if (!row.binary) // pprof's gzip may differ in its header's time: compare text only
+			CHECK(rendered.bytes == out.str());
+	}
 }
 
 } // TEST_SUITE
