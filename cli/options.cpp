@@ -32,6 +32,14 @@ std::vector<OptionChoice> format_choices()
 	return choices;
 }
 
+std::vector<OptionChoice> push_format_choices()
+{
+	std::vector<OptionChoice> choices;
+	for (const PushBackend &backend : push_backends())
+		choices.push_back({backend.name, nullptr});
+	return choices;
+}
+
 // Whole-string unsigned decimal in [min, max], or nothing.
 std::optional<uint64_t> parse_number(std::string_view text, uint64_t min, uint64_t max)
 {
@@ -256,10 +264,10 @@ const std::vector<OptionSpec> table = {
 		 "files. A failed push is retried, with backoff, from a queue; sampling never waits for the server",
 	 .set = [](Options &o, G, V v) { o.push_url = v.text; return ok; }},
 	{.name = "push-format", .kind = ValueKind::Choice, .value_name = "FORMAT",
-	 .choices = {{"pyroscope", nullptr}, {"parca", nullptr}}, .group = "Continuous profiling",
+	 .choices = push_format_choices(), .group = "Continuous profiling",
 	 .help = "{choices}, for a URL whose path does not tell (http://HOST:4040 gets /ingest added, and so on)",
 	 .set = [](Options &o, G, V v) {
-		 o.push_format = v.text == "parca" ? PushFormat::Parca : PushFormat::Pyroscope;
+		 o.push_format = push_backend_named(v.text)->format;
 		 return ok;
 	 }},
 	{.name = "app", .kind = ValueKind::Text, .value_name = "NAME",

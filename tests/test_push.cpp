@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -888,6 +889,32 @@ TEST_CASE("push: Retry-After sets the next attempt's wait, bounded by the backof
 		CHECK(contains(log.get()[0], "HTTP 429: slow down; retrying with backoff (1 window waiting; the server asked "
 					     "for a wait of " + std::string(asked) + " s)"));
 	}
+}
+
+TEST_CASE("push backends: each row's URL rule on a bare URL and on a URL ending with its path")
+{
+	std::set<std::string_view> names;
+	for (const PushBackend &backend : push_backends()) {
+		CAPTURE(backend.name);
+		CHECK(names.insert(backend.name).second);
+		CHECK(push_backend_named(backend.name) == &backend);
+		CHECK(push_backend(backend.format) == &backend);
+		CHECK(backend.takes == ReportFormat::Pprof);
+		const std::string endpoint = "http://h:1/prefix" + std::string(backend.path);
+		auto [bare_status, bare] = resolved("http://h:1/prefix/", backend.format);
+		REQUIRE(bare_status.ok());
+		CHECK(bare.url == endpoint);
+		auto [auto_status, by_path] = resolved(endpoint);
+		REQUIRE(auto_status.ok());
+		CHECK(by_path.format == backend.format);
+		CHECK(by_path.url == endpoint);
+		// Another backend's path is refused, never extended.
+		for (const PushBackend &other : push_backends())
+			if (&other != &backend)
+				CHECK(!resolved(endpoint, other.format).first.ok());
+	}
+	CHECK(!push_backend(PushFormat::Auto));
+	CHECK(!push_backend_named("otlp"));
 }
 
 } // TEST_SUITE
