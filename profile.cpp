@@ -151,10 +151,10 @@ int run(const Options &options, const RunPlan &plan)
 	if (plan.push) {
 		pusher.emplace(*plan.push);
 		reports.set_push(
-			[&](std::string pprof_gz, int64_t start_ns, int64_t end_ns, uint64_t samples) {
-				pusher->push(PushWindow{std::move(pprof_gz), start_ns, end_ns, samples});
+			[&](RenderedProfile profile, int64_t start_ns, int64_t end_ns, uint64_t samples) {
+				pusher->push(PushWindow{std::move(profile), start_ns, end_ns, samples});
 			},
-			std::string(off_cpu_sample_type(plan.push->format)));
+			push_backend(plan.push->format)->takes, std::string(off_cpu_sample_type(plan.push->format)));
 	}
 	WindowCutter windows(options, reports, session, plan.host);
 	if (options.interval_s && !session.sampler().can_cut())

@@ -9,10 +9,36 @@
 #include <cstring>
 
 #include "push/push.h"
+#include "report/formats.h"
 
 namespace {
 
 const Status ok;
+
+// -o's help, naming the extensions of the report formats' table.
+const char *output_help()
+{
+	static const std::string help = "write the report to FILE, in the format named by --format, --folded or -E, "
+					"else by its extension " + report_suffix_list(true) + "; written whole to a "
+					"temporary name, then renamed over FILE";
+	return help.c_str();
+}
+
+std::vector<OptionChoice> format_choices()
+{
+	std::vector<OptionChoice> choices;
+	for (const ReportFormatRow &row : report_formats())
+		choices.push_back({row.name, nullptr});
+	return choices;
+}
+
+std::vector<OptionChoice> push_format_choices()
+{
+	std::vector<OptionChoice> choices;
+	for (const PushBackend &backend : push_backends())
+		choices.push_back({backend.name, nullptr});
+	return choices;
+}
 
 // Whole-string unsigned decimal in [min, max], or nothing.
 std::optional<uint64_t> parse_number(std::string_view text, uint64_t min, uint64_t max)
@@ -214,12 +240,10 @@ const std::vector<OptionSpec> table = {
 	 .set = [](Options &o, G, V v) { o.debuginfod_timeout_s = uint32_t(v.number); return ok; }},
 	{.name = "output", .shorts = "o", .kind = ValueKind::Text, .value_name = "FILE", .expected = "a file name",
 	 .accepts = nonempty, .group = "Output",
-	 .help = "write the report to FILE, in the format named by --format, --folded or -E, else by its "
-		 "extension (.svg flame graph, .pb.gz pprof, .folded, .txt multi-line stacks); written whole to a "
-		 "temporary name, then renamed over FILE",
+	 .help = output_help(),
 	 .set = [](Options &o, G, V v) { o.output_path = v.text; return ok; }},
 	{.name = "format", .kind = ValueKind::Choice, .value_name = "FORMAT",
-	 .choices = {{"stacks", nullptr}, {"folded", nullptr}, {"svg", nullptr}, {"pprof", nullptr}},
+	 .choices = format_choices(),
 	 .group = "Output", .help = "{choices}", .default_value = "stacks",
 	 .set = [](Options &, G g, V v) {
 		 g.format = format_from_name(v.text);
@@ -242,10 +266,10 @@ const std::vector<OptionSpec> table = {
 		 "files. A failed push is retried, with backoff, from a queue; sampling never waits for the server",
 	 .set = [](Options &o, G, V v) { o.push_url = v.text; return ok; }},
 	{.name = "push-format", .kind = ValueKind::Choice, .value_name = "FORMAT",
-	 .choices = {{"pyroscope", nullptr}, {"parca", nullptr}}, .group = "Continuous profiling",
+	 .choices = push_format_choices(), .group = "Continuous profiling",
 	 .help = "{choices}, for a URL whose path does not tell (http://HOST:4040 gets /ingest added, and so on)",
 	 .set = [](Options &o, G, V v) {
-		 o.push_format = v.text == "parca" ? PushFormat::Parca : PushFormat::Pyroscope;
+		 o.push_format = push_backend_named(v.text)->format;
 		 return ok;
 	 }},
 	{.name = "app", .kind = ValueKind::Text, .value_name = "NAME",
@@ -494,15 +518,14 @@ Status check_combinations(Options &options, const OptionsGiven &given)
 	else if (!options.output_path.empty()) {
 		auto by_extension = format_from_path(options.output_path);
 		if (!by_extension)
-			return Error("cannot tell the format of '" + options.output_path +
-				     "' from its extension (.svg, .pb.gz, .folded, .txt): add --format "
-				     "stacks|folded|svg|pprof");
+			return Error("cannot tell the format of '" + options.output_path + "' from its extension " +
+				     report_suffix_list(false) + ": add --format " + report_format_names("|"));
 		options.format = *by_extension;
 	}
-	if (options.interval_s && options.output_path.empty() && options.push_url.empty() &&
-	    options.format == ReportFormat::Pprof)
-		return Error("--interval with --format pprof writes one file per window: give -o with strftime "
-			     "fields (-o 'cpu-%Y%m%dT%H%M%S.pb.gz') or --push");
+	if (const ReportFormatRow &row = report_format(options.format);
+	    options.interval_s && options.output_path.empty() && options.push_url.empty() && row.binary)
+		return Error("--interval with --format " + std::string(row.name) + " writes one file per window: give -o "
+			     "with strftime fields (-o 'cpu-%Y%m%dT%H%M%S" + std::string(row.suffixes.front()) + "') or --push");
 	return {};
 }
 

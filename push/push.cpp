@@ -1,5 +1,5 @@
-// push/push.cpp: the two servers' ingestion APIs: where a window goes, the request that
-// carries it, and what the answer means.
+// push/push.cpp: the two servers' ingestion APIs, one row each in push_backends(): where a
+// window goes, the request that carries it, and what the answer means.
 //
 // Sources (read 2024-2025, the servers' own code where the documentation is silent):
 // Grafana Pyroscope, POST /ingest
@@ -69,6 +69,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "push/curl_url.h"
@@ -126,7 +127,7 @@ std::string parca_body(const PushConfig &config, const PushWindow &window)
 		labels.add_message(1, label); // LabelSet.labels
 	}
 	series.add_message(1, labels);             // RawProfileSeries.labels
-	sample.add_bytes(1, window.pprof_gz);      // RawSample.raw_profile
+	sample.add_bytes(1, window.profile.bytes);  // RawSample.raw_profile
 	series.add_message(2, sample);             // RawProfileSeries.samples
 	request.add_message(2, series);            // WriteRawRequest.series
 	request.add_bool(3, false);                // WriteRawRequest.normalized (left out: false)
@@ -230,6 +231,118 @@ bool retry_status(long status)
 	return status >= 500 || status == 429 || status == 408;
 }
 
+// The verdict on an HTTP status, with reason saying what came back.
+PushVerdict judge_status(long status, const std::string &reason, const PushResponse &response)
+{
+	if (status == 401 || status == 403)
+		return {PushOutcome::Halt, "the server refused the credentials (" + reason +
+						   "): check --push-auth-file, then restart profile"};
+	PushVerdict verdict{retry_status(status) ? PushOutcome::Retry : PushOutcome::Refused, reason};
+	if (verdict.outcome == PushOutcome::Retry && !response.retry_after.empty())
+		if (std::optional<double> wait = parse_retry_after(response.retry_after, time(nullptr)))
+			verdict.retry_after_s = *wait;
+	return verdict;
+}
+
+// An answer whose HTTP status says it all, with its body's first line when it failed.
+PushVerdict judge_http(const PushResponse &response)
+{
+	if (response.status >= 200 && response.status < 300)
+		return {PushOutcome::Delivered, ""};
+	std::string reason = "HTTP " + std::to_string(response.status);
+	if (std::string line = first_line(response.body); !line.empty())
+		reason += ": " + line;
+	return judge_status(response.status, reason, response);
+}
+
+// gRPC-web answers 200 whatever happened: its grpc-status says, judged as its HTTP status.
+PushVerdict parca_judge(const PushResponse &response)
+{
+	if (response.status != 200)
+		return judge_http(response);
+	std::string grpc_status = response.grpc_status, grpc_message = response.grpc_message;
+	if (grpc_status.empty() && !grpc_web_trailer(response.body, grpc_status, grpc_message))
+		return {PushOutcome::Refused, "HTTP 200 without a grpc-status: not Parca's gRPC-web API?"};
+	if (grpc_status == "0")
+		return {PushOutcome::Delivered, ""};
+	char *end = nullptr;
+	const long code = std::strtol(grpc_status.c_str(), &end, 10);
+	std::string reason = "gRPC status " + grpc_status;
+	if (!grpc_message.empty())
+		reason += ": " + first_line(grpc_message);
+	return judge_status(http_status_of_grpc(*end ? 2 : code), reason, response);
+}
+
+void pyroscope_encode(PushRequest &request, const PushConfig &config, const PushWindow &window)
+{
+	auto seconds = [](int64_t ns) { return std::to_string(ns / 1000000000); };
+	request.url = config.url;
+	request.url += "?name=" + query_value(config.app + "{hostname=" + config.host + "}");
+	request.url += "&from=" + seconds(window.start_ns);
+	request.url += "&until=" + seconds(window.end_ns);
+	request.url += "&format=pprof";
+	if (uint64_t rate = sample_rate(config))
+		request.url += "&sampleRate=" + std::to_string(rate);
+	request.url += "&spyName=" + std::string(pyroscope_spy_name);
+	request.url += "&units=samples&aggregationType=sum";
+	request.headers = {"Content-Type: application/octet-stream"};
+	request.body = window.profile.bytes;
+}
+
+void parca_encode(PushRequest &request, const PushConfig &config, const PushWindow &window)
+{
+	request.url = config.url;
+	request.headers = {"Content-Type: application/grpc-web+proto", "X-Grpc-Web: 1"};
+	request.body = parca_body(config, window);
+}
+
+bool pyroscope_recognises(std::string_view path)
+{
+	return path.ends_with(pyroscope_path);
+}
+
+bool parca_recognises(std::string_view path)
+{
+	return path.ends_with("/WriteRaw") || path.ends_with(parca_gateway_path);
+}
+
+// Parca's paths that profile cannot take: its JSON gateway, another service's WriteRaw.
+Status parca_check_path(const std::string &url, std::string_view path)
+{
+	if (path.ends_with(parca_gateway_path))
+		return Error("--push: '" + url + "' is Parca's JSON gateway; profile speaks Parca's "
+			     "gRPC-web API: give the server's URL (http://HOST:7070) or end it with " +
+			     std::string(parca_path));
+	if (path.ends_with("/WriteRaw") && !path.ends_with(parca_path))
+		return Error("--push: '" + url + "' names another service's WriteRaw: Parca's is " +
+			     std::string(parca_path));
+	return {};
+}
+
+// The backend whose paths path ends with; nullptr when none.
+const PushBackend *backend_of_path(std::string_view path)
+{
+	for (const PushBackend &backend : push_backends())
+		if (backend.recognises(path))
+			return &backend;
+	return nullptr;
+}
+
+// "a Pyroscope or a Parca server: add --push-format pyroscope|parca, or end the URL with
+// /ingest (Pyroscope) or ... (Parca)": the end of the error for a URL no backend claims.
+std::string unknown_backend_help()
+{
+	const std::span<const PushBackend> backends = push_backends();
+	std::string titles, names, paths;
+	for (size_t i = 0; i < backends.size(); i++) {
+		const std::string_view between = i == 0 ? "" : i + 1 == backends.size() ? " or " : ", ";
+		titles += std::string(between) + "a " + std::string(backends[i].title);
+		names += std::string(i == 0 ? "" : "|") + backends[i].name;
+		paths += std::string(between) + std::string(backends[i].path) + " (" + std::string(backends[i].title) + ")";
+	}
+	return titles + " server: add --push-format " + names + ", or end the URL with " + paths;
+}
+
 } // namespace
 
 Status resolve_push_target(PushConfig &config)
@@ -251,36 +364,21 @@ Status resolve_push_target(PushConfig &config)
 	std::string path = url_part(url.get(), CURLUPART_PATH);
 	while (!path.empty() && path.back() == '/')
 		path.pop_back();
-	auto ends_with = [&](std::string_view tail) { return std::string_view(path).ends_with(tail); };
-	const bool pyroscope = ends_with(pyroscope_path);
-	const bool parca = ends_with("/WriteRaw") || ends_with(parca_gateway_path);
 	if (config.format == PushFormat::Auto) {
-		if (!pyroscope && !parca)
-			return Error("--push: cannot tell from '" + config.url + "' whether it is a Pyroscope or a "
-				     "Parca server: add --push-format pyroscope|parca, or end the URL with " +
-				     std::string(pyroscope_path) + " (Pyroscope) or " + std::string(parca_path) +
-				     " (Parca)");
-		config.format = pyroscope ? PushFormat::Pyroscope : PushFormat::Parca;
+		const PushBackend *recognised = backend_of_path(path);
+		if (!recognised)
+			return Error("--push: cannot tell from '" + config.url + "' whether it is " + unknown_backend_help());
+		config.format = recognised->format;
 	}
-	if (config.format == PushFormat::Pyroscope) {
-		if (parca)
-			return Error("--push: '" + config.url + "' is a Parca path, but --push-format says pyroscope");
-		if (!pyroscope)
-			path += pyroscope_path;
-	} else {
-		if (pyroscope)
-			return Error("--push: '" + config.url +
-				     "' is Pyroscope's /ingest, but --push-format says parca");
-		if (ends_with(parca_gateway_path))
-			return Error("--push: '" + config.url + "' is Parca's JSON gateway; profile speaks Parca's "
-				     "gRPC-web API: give the server's URL (http://HOST:7070) or end it with " +
-				     std::string(parca_path));
-		if (ends_with("/WriteRaw") && !ends_with(parca_path))
-			return Error("--push: '" + config.url + "' names another service's WriteRaw: Parca's is " +
-				     std::string(parca_path));
-		if (!ends_with(parca_path))
-			path += parca_path;
-	}
+	const PushBackend &backend = *push_backend(config.format);
+	if (const PushBackend *other = backend_of_path(path); other && other != &backend)
+		return Error("--push: '" + config.url + "' is " + std::string(other->claimed_as) +
+			     ", but --push-format says " + backend.name);
+	if (backend.check_path)
+		if (Status checked = backend.check_path(config.url, path); !checked.ok())
+			return checked;
+	if (!std::string_view(path).ends_with(backend.path))
+		path += backend.path;
 	curl_url_set(url.get(), CURLUPART_PATH, path.c_str(), 0);
 	config.url = url_part(url.get(), CURLUPART_URL);
 
@@ -309,33 +407,16 @@ std::string url_for_humans(const std::string &text)
 
 std::string_view off_cpu_sample_type(PushFormat format)
 {
-	return format == PushFormat::Parca ? "wallclock" : "off_cpu";
+	const PushBackend *backend = push_backend(format);
+	return backend ? backend->off_cpu_type : "off_cpu";
 }
 
 PushRequest build_push_request(const PushConfig &config, const PushWindow &window)
 {
 	PushRequest request;
-	const std::string user_agent = std::string("User-Agent: profile/") + PROFILE_VERSION;
-	if (config.format == PushFormat::Parca) {
-		request.url = config.url;
-		request.headers = {"Content-Type: application/grpc-web+proto", "X-Grpc-Web: 1", user_agent};
-		request.headers.insert(request.headers.end(), config.headers.begin(), config.headers.end());
-		request.body = parca_body(config, window);
-		return request;
-	}
-	auto seconds = [](int64_t ns) { return std::to_string(ns / 1000000000); };
-	request.url = config.url;
-	request.url += "?name=" + query_value(config.app + "{hostname=" + config.host + "}");
-	request.url += "&from=" + seconds(window.start_ns);
-	request.url += "&until=" + seconds(window.end_ns);
-	request.url += "&format=pprof";
-	if (uint64_t rate = sample_rate(config))
-		request.url += "&sampleRate=" + std::to_string(rate);
-	request.url += "&spyName=" + std::string(pyroscope_spy_name);
-	request.url += "&units=samples&aggregationType=sum";
-	request.headers = {"Content-Type: application/octet-stream", user_agent};
+	push_backend(config.format)->encode(request, config, window);
+	request.headers.push_back(std::string("User-Agent: profile/") + PROFILE_VERSION);
 	request.headers.insert(request.headers.end(), config.headers.begin(), config.headers.end());
-	request.body = window.pprof_gz;
 	return request;
 }
 
@@ -346,31 +427,33 @@ PushVerdict judge_push_response(PushFormat format, const Result<PushResponse> &a
 	const PushResponse &response = *answer;
 	if (!response.redirect.ok())
 		return {PushOutcome::Halt, "the server redirected the push to " + response.redirect.error()};
-	long status = response.status;
-	std::string reason = "HTTP " + std::to_string(status);
-	if (format == PushFormat::Parca && status == 200) {
-		std::string grpc_status = response.grpc_status, grpc_message = response.grpc_message;
-		if (grpc_status.empty() && !grpc_web_trailer(response.body, grpc_status, grpc_message))
-			return {PushOutcome::Refused, "HTTP 200 without a grpc-status: not Parca's gRPC-web API?"};
-		if (grpc_status == "0")
-			return {PushOutcome::Delivered, ""};
-		char *end = nullptr;
-		const long code = std::strtol(grpc_status.c_str(), &end, 10);
-		status = http_status_of_grpc(*end ? 2 : code);
-		reason = "gRPC status " + grpc_status;
-		if (!grpc_message.empty())
-			reason += ": " + first_line(grpc_message);
-	} else if (status >= 200 && status < 300) {
-		return {PushOutcome::Delivered, ""};
-	} else if (std::string line = first_line(response.body); !line.empty()) {
-		reason += ": " + line;
-	}
-	if (status == 401 || status == 403)
-		return {PushOutcome::Halt, "the server refused the credentials (" + reason +
-						   "): check --push-auth-file, then restart profile"};
-	PushVerdict verdict{retry_status(status) ? PushOutcome::Retry : PushOutcome::Refused, reason};
-	if (verdict.outcome == PushOutcome::Retry && !response.retry_after.empty())
-		if (std::optional<double> wait = parse_retry_after(response.retry_after, time(nullptr)))
-			verdict.retry_after_s = *wait;
-	return verdict;
+	return push_backend(format)->judge(response);
+}
+
+std::span<const PushBackend> push_backends()
+{
+	// Built on first use: the option table, built before main, reads it.
+	static const PushBackend backends[] = {
+		{PushFormat::Pyroscope, "pyroscope", "Pyroscope", pyroscope_path, "Pyroscope's /ingest",
+		 pyroscope_recognises, nullptr, ReportFormat::Pprof, "off_cpu", pyroscope_encode, judge_http},
+		{PushFormat::Parca, "parca", "Parca", parca_path, "a Parca path", parca_recognises, parca_check_path,
+		 ReportFormat::Pprof, "wallclock", parca_encode, parca_judge},
+	};
+	return backends;
+}
+
+const PushBackend *push_backend(PushFormat format)
+{
+	for (const PushBackend &backend : push_backends())
+		if (backend.format == format)
+			return &backend;
+	return nullptr;
+}
+
+const PushBackend *push_backend_named(std::string_view name)
+{
+	for (const PushBackend &backend : push_backends())
+		if (name == backend.name)
+			return &backend;
+	return nullptr;
 }

@@ -1,4 +1,5 @@
-// push/push.h: sends each window, as gzipped pprof, to a Pyroscope or Parca server.
+// push/push.h: sends each window, rendered as its server takes it, to a Pyroscope or Parca
+// server.
 #pragma once
 
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "report/report.h"
 
 // --push-format: which backend's API --push speaks.
 enum class PushFormat {
@@ -61,9 +64,9 @@ std::string_view off_cpu_sample_type(PushFormat format);
 // config.host filled in; otherwise what is wrong (the caller prints it and exits 2).
 Status resolve_push_target(PushConfig &config);
 
-// One window of the run, its report already written with write_pprof.
+// One window of the run, its report already rendered in the format its backend takes.
 struct PushWindow {
-	std::string pprof_gz;
+	RenderedProfile profile;
 	int64_t start_ns = 0, end_ns = 0; // CLOCK_REALTIME
 	uint64_t samples = 0;
 };
@@ -160,6 +163,31 @@ struct PushVerdict {
 	double retry_after_s = -1; // Retry: the wait the server asked for; -1 when it did not
 };
 PushVerdict judge_push_response(PushFormat format, const Result<PushResponse> &response);
+
+// One API --push speaks: a row of push_backends(). Adding one is an encoder and a row.
+struct PushBackend {
+	PushFormat format;
+	const char *name;            // --push-format's
+	std::string_view title;      // how errors name its server: "Pyroscope"
+	std::string_view path;       // its endpoint, added to a URL that does not end with it
+	std::string_view claimed_as; // how errors name a URL it recognises: "Pyroscope's /ingest"
+	// Whether a URL's path (without a trailing '/') is meant for it.
+	bool (*recognises)(std::string_view path);
+	// Ok when it can take a path it recognises; otherwise why not. nullptr: every one.
+	Status (*check_path)(const std::string &url, std::string_view path);
+	ReportFormat takes;              // what its windows are rendered as
+	std::string_view off_cpu_type;   // a pprof's sample type off the CPU, as it names it
+	// The request's URL (with its query), its own headers and its body.
+	void (*encode)(PushRequest &request, const PushConfig &config, const PushWindow &window);
+	// What an answer that came back says (not a redirect).
+	PushVerdict (*judge)(const PushResponse &response);
+};
+
+// Every backend, in --push-format's order, which is also the order --push's URL is tried in.
+std::span<const PushBackend> push_backends();
+// nullptr for PushFormat::Auto, or a name of none.
+const PushBackend *push_backend(PushFormat format);
+const PushBackend *push_backend_named(std::string_view name);
 
 // The wait before retry after `failures` failed attempts in a row (1 or more): backoff_min_s
 // doubling to backoff_max_s, times a jitter factor from [0.8, 1.2) picked by unit in [0, 1).

@@ -35,7 +35,7 @@ std::string describe_window(const PushWindow &window)
 	const long long seconds = std::llround(double(window.end_ns - window.start_ns) / 1e9);
 	return std::string(when) + " (" + std::to_string(seconds) + " s, " +
 	       std::to_string(window.samples) + (window.samples == 1 ? " sample, " : " samples, ") +
-	       size_text(window.pprof_gz.size()) + ")";
+	       size_text(window.profile.bytes.size()) + ")";
 }
 
 double backoff_delay(const PushConfig &config, unsigned failures, double unit)
@@ -50,11 +50,11 @@ double backoff_delay(const PushConfig &config, unsigned failures, double unit)
 
 std::vector<PushWindow> PushQueue::push(PushWindow window)
 {
-	bytes_ += window.pprof_gz.size();
+	bytes_ += window.profile.bytes.size();
 	windows_.push_back(std::move(window));
 	std::vector<PushWindow> out;
 	while (windows_.size() > 1 && (count() > max_windows_ || bytes_ > max_bytes_)) {
-		bytes_ -= windows_.front().pprof_gz.size();
+		bytes_ -= windows_.front().profile.bytes.size();
 		out.push_back(std::move(windows_.front()));
 		windows_.pop_front();
 	}
@@ -66,7 +66,7 @@ PushWindow PushQueue::take()
 	PushWindow window = std::move(windows_.front());
 	windows_.pop_front();
 	in_flight_ = true;
-	in_flight_bytes_ = window.pprof_gz.size();
+	in_flight_bytes_ = window.profile.bytes.size();
 	return window;
 }
 
@@ -158,14 +158,14 @@ void Pusher::push(PushWindow window)
 		State &s = *state_;
 		if (s.finished) {
 			s.stats.dropped++;
-			s.stats.dropped_bytes += window.pprof_gz.size();
+			s.stats.dropped_bytes += window.profile.bytes.size();
 			lines.push_back("window " + describe_window(window) + " came after the end: dropped");
 		} else {
 			if (std::optional<std::string> waiting = waiting_line(s, s.queue.count() + 1))
 				lines.push_back(*waiting);
 			for (const PushWindow &old : s.queue.push(std::move(window))) {
 				s.stats.dropped++;
-				s.stats.dropped_bytes += old.pprof_gz.size();
+				s.stats.dropped_bytes += old.profile.bytes.size();
 				s.stats.refused += !s.halted.empty();
 				lines.push_back("queue full (--push-queue " + std::to_string(config_.queue_windows) +
 						", --push-queue-bytes " + size_text(config_.queue_bytes) +
@@ -271,7 +271,7 @@ void Pusher::run()
 			s.stats.failures++;
 			s.stats.refused++;
 			s.stats.dropped++;
-			s.stats.dropped_bytes += window.pprof_gz.size();
+			s.stats.dropped_bytes += window.profile.bytes.size();
 			lines.push_back(where_ + " refused window " + describe_window(window) + ": " +
 					verdict.reason + "; dropped");
 			s.streak = 0;

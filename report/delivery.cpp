@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <sstream>
 
 #include "base/diagnostics.h"
+#include "report/formats.h"
 #include "report/output_file.h"
 #include "report/window.h"
 
@@ -22,12 +22,17 @@ ReportDetail Reports::detail() const
 {
 	ReportDetail detail = report_detail(delivery_.format, delivery_.report);
 	if (delivery_.push) {
-		// What is pushed is pprof: every process apart, every address.
-		const ReportDetail pprof = report_detail(ReportFormat::Pprof, {});
-		detail.pids |= pprof.pids;
-		detail.addresses |= pprof.addresses;
+		const ReportDetail pushed = report_detail(push_format_, {});
+		detail.pids |= pushed.pids;
+		detail.addresses |= pushed.addresses;
 	}
 	return detail;
+}
+
+bool Reports::binary_on_terminal() const
+{
+	// A binary format is no text for a terminal: a report that misses its file goes nowhere.
+	return report_format(delivery_.format).binary && isatty(STDOUT_FILENO);
 }
 
 bool Reports::write_file(const Profile &profile, const std::string &path, const std::string &what)
@@ -40,8 +45,8 @@ bool Reports::write_file(const Profile &profile, const std::string &path, const 
 		return true;
 	}
 	status_ = 1;
-	if (delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)) {
-		diagnostics::say("%s", written.error().c_str()); // gzip is no text for a terminal
+	if (binary_on_terminal()) {
+		diagnostics::say("%s", written.error().c_str());
 		return false;
 	}
 	// It was writable at the start and failed since (a full disk): what was collected goes
@@ -78,7 +83,7 @@ int Reports::single(const Profile &profile)
 		      profile.off_cpu ? "µs off-CPU" : total == 1 ? "sample" : "samples", profile.samples.size(),
 		      profile.samples.size() == 1 ? "" : "s");
 	if (!to_file || !write_file(profile, delivery_.output_path, what))
-		if (!to_file || !(delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
+		if (!to_file || !binary_on_terminal())
 			write_stdout(profile, "");
 	return status_;
 }
@@ -88,9 +93,9 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 	const std::string opening = window_line(profile.start_time_ns, end_ns,
 						window_account(account.taken, account.stored, account.lost, profile.off_cpu));
 	if (push_) {
-		std::ostringstream pprof;
-		write_pprof(pprof, profile, push_off_cpu_type_);
-		push_(std::move(pprof).str(), profile.start_time_ns, end_ns, profile.total());
+		ReportOptions options;
+		options.off_cpu_type = push_off_cpu_type_;
+		push_(render_report(push_format_, profile, options), profile.start_time_ns, end_ns, profile.total());
 	}
 	if (!delivery_.output_path.empty()) {
 		const std::string path =
@@ -101,7 +106,7 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 			      profile.samples.size() == 1 ? "" : "s");
 		const std::string what = "window " + rfc3339_time(profile.start_time_ns) + " " + rfc3339_time(end_ns) +
 					 ": " + window_account(account.taken, account.stored, account.lost, profile.off_cpu) + stacks;
-		if (!write_file(profile, path, what) && !(delivery_.format == ReportFormat::Pprof && isatty(STDOUT_FILENO)))
+		if (!write_file(profile, path, what) && !binary_on_terminal())
 			write_stdout(profile, opening);
 	} else if (!delivery_.push) {
 		write_stdout(profile, opening);

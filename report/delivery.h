@@ -22,7 +22,7 @@ struct Delivery {
 	ReportFormat format = ReportFormat::Stacks;
 	ReportOptions report;
 	std::string output_path; // -o: a file; with windows, a pattern of strftime fields
-	bool push = false;       // --push: every window goes to a server as pprof too
+	bool push = false;       // --push: every window goes to a server too
 };
 
 class Reports {
@@ -50,12 +50,14 @@ public:
 	bool reader_gone() const { return reader_gone_; }
 
 	// Where pushed windows go (set by the run when --push is given): called with the
-	// window's gzipped pprof, its start and end (CLOCK_REALTIME) and its sample count.
-	// Off the CPU, the pprof's sample type is named as the server names it (off_cpu_type).
-	using PushFn = std::function<void(std::string pprof_gz, int64_t start_ns, int64_t end_ns, uint64_t samples)>;
-	void set_push(PushFn push, std::string off_cpu_type)
+	// window's report in the format the server takes, its start and end (CLOCK_REALTIME)
+	// and its sample count. Off the CPU, a pprof's sample type is named as the server names
+	// it (off_cpu_type).
+	using PushFn = std::function<void(RenderedProfile profile, int64_t start_ns, int64_t end_ns, uint64_t samples)>;
+	void set_push(PushFn push, ReportFormat format, std::string off_cpu_type)
 	{
 		push_ = std::move(push);
+		push_format_ = format;
 		push_off_cpu_type_ = std::move(off_cpu_type);
 	}
 
@@ -63,12 +65,15 @@ private:
 	// Writes a report to path, saying so on stderr with `what`; false when it failed
 	// (said in one line).
 	bool write_file(const Profile &profile, const std::string &path, const std::string &what);
+	// Whether the format is binary and stdout a terminal, where it must not go.
+	bool binary_on_terminal() const;
 	// Writes a report to stdout, after `opening` (a line) when given.
 	void write_stdout(const Profile &profile, const std::string &opening);
 
 	Delivery delivery_;
 	std::string host_;
 	PushFn push_;
+	ReportFormat push_format_ = ReportFormat::Pprof;
 	std::string push_off_cpu_type_;
 	std::set<std::string> window_paths_; // every window's file this run has written or tried
 	int status_ = 0;

@@ -13,11 +13,20 @@ struct ReportOptions {
 	bool annotations = false; // -a: _[k] after kernel frames, _[i] after inlined ones
 	bool verbose = false;     // -v: address, symbol+offset, module, file:line
 	bool fold_pid = false;    // -E: comm-PID[@CONTAINER] as the root frame of folded stacks
+	// pprof's sample type off the CPU: a server may want its own name for it.
+	std::string off_cpu_type = "off_cpu";
 
 	bool operator==(const ReportOptions &) const = default;
 };
 
+// Each is a row of report/formats.cpp's table.
 enum class ReportFormat { Stacks, Folded, Svg, Pprof };
+
+// A report as bytes, and the format that reads them: what a push carries.
+struct RenderedProfile {
+	ReportFormat format = ReportFormat::Stacks;
+	std::string bytes;
+};
 
 ReportDetail report_detail(ReportFormat format, const ReportOptions &options);
 
@@ -45,11 +54,13 @@ void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &o
 // Throws RunError when zlib cannot compress (it has no memory).
 void write_pprof(std::ostream &out, const Profile &profile, std::string_view off_cpu_type = "off_cpu");
 
+// The writers below, as report/formats.cpp's table names them.
 void write_report(std::ostream &out, ReportFormat format, const Profile &profile,
 		  const ReportOptions &options);
+RenderedProfile render_report(ReportFormat format, const Profile &profile, const ReportOptions &options);
 
-// "stacks", "folded", "svg", "pprof"; nothing for any other name.
+// A --format name: "stacks", "folded", "svg", "pprof"; nothing for any other name.
 std::optional<ReportFormat> format_from_name(std::string_view name);
 
-// By extension: .svg, .pb.gz, .folded, .txt; nothing for any other.
+// By -o's extension: .svg, .pb.gz, .folded, .txt; nothing for any other.
 std::optional<ReportFormat> format_from_path(std::string_view path);

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -99,7 +100,7 @@ PushWindow window(int i)
 	PushWindow w;
 	w.start_ns = base + int64_t(i) * 15000000000;
 	w.end_ns = w.start_ns + 15000000000;
-	w.pprof_gz = small_pprof(w.start_ns);
+	w.profile.bytes = small_pprof(w.start_ns);
 	w.samples = 42;
 	return w;
 }
@@ -318,7 +319,7 @@ TEST_CASE("push: the Pyroscope request: /ingest?name=app{hostname=...}&from&unti
 	PushWindow w;
 	w.start_ns = 1700000000500000000;
 	w.end_ns = 1700000015200000000;
-	w.pprof_gz = small_pprof(w.start_ns);
+	w.profile.bytes = small_pprof(w.start_ns);
 	PushRequest request = build_push_request(config, w);
 	CHECK(request.url == "http://pyro:4040/ingest?name=web%7Bhostname%3Dtest-host%7D"
 			     "&from=1700000000&until=1700000015&format=pprof&sampleRate=49"
@@ -326,7 +327,7 @@ TEST_CASE("push: the Pyroscope request: /ingest?name=app{hostname=...}&from&unti
 	CHECK(has_header(request, "Content-Type: application/octet-stream"));
 	CHECK(has_header(request, std::string("User-Agent: profile/") + PROFILE_VERSION));
 	CHECK(request.headers.size() == 2);
-	CHECK(request.body == w.pprof_gz);
+	CHECK(request.body == w.profile.bytes);
 
 	// Sampling every N ns of CPU time: the rate it comes to.
 	config.frequency = 0;
@@ -376,7 +377,7 @@ TEST_CASE("push: the Parca request: one gRPC-web frame holding WriteRawRequest, 
 	std::vector<Field> sample = fields(series[1].bytes);
 	REQUIRE(sample.size() == 1);
 	CHECK(sample[0].number == 1); // RawSample.raw_profile
-	CHECK(sample[0].bytes == w.pprof_gz);
+	CHECK(sample[0].bytes == w.profile.bytes);
 }
 
 TEST_CASE("push: off the CPU, a profile type of its own: Parca's agent's name and wallclock, Pyroscope's off_cpu")
@@ -483,7 +484,7 @@ TEST_CASE("push: the queue drops its oldest waiting windows past the count or th
 {
 	auto w = [](size_t bytes, int64_t id) {
 		PushWindow x;
-		x.pprof_gz.assign(bytes, 'x');
+		x.profile.bytes.assign(bytes, 'x');
 		x.start_ns = id;
 		return x;
 	};
@@ -578,7 +579,7 @@ TEST_CASE("push: a window the server refuses (4xx) is dropped, counted and named
 	CHECK(s.sent == 1);
 	CHECK(s.refused == 1);
 	CHECK(s.dropped == 1);
-	CHECK(s.dropped_bytes == window(0).pprof_gz.size());
+	CHECK(s.dropped_bytes == window(0).profile.bytes.size());
 	std::vector<std::string> lines = log.get();
 	REQUIRE(lines.size() == 1);
 	CHECK(contains(lines[0], "refused window "));
@@ -892,6 +893,32 @@ TEST_CASE("push: Retry-After sets the next attempt's wait, bounded by the backof
 	}
 }
 
+TEST_CASE("push backends: each row's URL rule on a bare URL and on a URL ending with its path")
+{
+	std::set<std::string_view> names;
+	for (const PushBackend &backend : push_backends()) {
+		CAPTURE(backend.name);
+		CHECK(names.insert(backend.name).second);
+		CHECK(push_backend_named(backend.name) == &backend);
+		CHECK(push_backend(backend.format) == &backend);
+		CHECK(backend.takes == ReportFormat::Pprof);
+		const std::string endpoint = "http://h:1/prefix" + std::string(backend.path);
+		auto [bare_status, bare] = resolved("http://h:1/prefix/", backend.format);
+		REQUIRE(bare_status.ok());
+		CHECK(bare.url == endpoint);
+		auto [auto_status, by_path] = resolved(endpoint);
+		REQUIRE(auto_status.ok());
+		CHECK(by_path.format == backend.format);
+		CHECK(by_path.url == endpoint);
+		// Another backend's path is refused, never extended.
+		for (const PushBackend &other : push_backends())
+			if (&other != &backend)
+				CHECK(!resolved(endpoint, other.format).first.ok());
+	}
+	CHECK(!push_backend(PushFormat::Auto));
+	CHECK(!push_backend_named("otlp"));
+}
+
 } // TEST_SUITE
 
 // --- real HTTP to tests/receiver.py ------------------------------------------------------
@@ -1133,7 +1160,7 @@ TEST_CASE("push: the WriteRaw request as sent decodes with Parca's published def
 				"\ntenant \"\"\nnormalized false\nseries 1\n"
 				"label __name__=parca_agent_cpu\nlabel hostname=test-host\nlabel service_name=web\n"
 				"samples 1\nraw_profile " +
-				std::to_string(w.pprof_gz.size()) + " gzip\nexecutable_info 0\n");
+				std::to_string(w.profile.bytes.size()) + " gzip\nexecutable_info 0\n");
 
 	// The decoder is strict: a field WriteRawRequest does not define (number 9, a varint)
 	// fails it, one line.
@@ -1249,7 +1276,7 @@ TEST_CASE("push: a queue of 2 with 5 windows pushed while the server is away: 3 
 	CHECK(s.queued == 2);
 	uint64_t bytes = 0;
 	for (int i = 0; i < 5; i++)
-		bytes += window(i).pprof_gz.size();
+		bytes += window(i).profile.bytes.size();
 	CHECK(s.dropped_bytes + s.queued_bytes == bytes);
 	CHECK(log.count("queue full (--push-queue 2, --push-queue-bytes 64 MiB): dropped window ") == 3);
 	// The server comes back: the two kept, the newest among them, arrive.
