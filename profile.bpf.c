@@ -207,19 +207,13 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	/* Read once: the tally and the maps of one sample are of the same generation. */
 	__u32 generation_now = generation, gen = generation_now & 1;
 	struct sample_stats *st;
-	__u32 tgid;
-
 	struct budget_state *b;
+	__u32 tgid;
 	__u64 now;
 
 	st = wanted_sample(gen, &tgid);
-	if (!st)
+	if (!st || !budget_take(st, &now, &b))
 		return 0;
-	now = budget_now();
-	if (!budget_allows(now, &b)) {
-		st->lost_budget++;
-		return 0;
-	}
 #if defined(__TARGET_ARCH_x86)
 	if (tables) {
 		struct taken_stacks taken = {};

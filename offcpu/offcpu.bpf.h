@@ -350,6 +350,17 @@ static __always_inline __u32 tracepoint_frames(void *ctx, __u32 *found, __u64 st
 	return *found;
 }
 
+/* The tally of the current thread, leaving the CPU, when the filters (-p, -L, --cgroup, -C
+ * for the CPU it leaves) follow it; null otherwise. */
+static __always_inline struct sample_stats *leaving_tally(__u32 *tgid)
+{
+	if (!wanted_task(tgid))
+		return NULL;
+	if (only_cpu >= 0 && bpf_get_smp_processor_id() != only_cpu)
+		return NULL;
+	return tally_of(generation & 1);
+}
+
 /* The current thread, `prev`, leaves the CPU in `state`: its kernel stack, its user stack
  * walked as a sample's is, and the time, into its storage. */
 static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, __u32 state, __u64 now)
@@ -358,11 +369,7 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 	struct sample_stats *st;
 	__u32 tgid, skip = 0;
 
-	if (!wanted_task(&tgid))
-		return;
-	if (only_cpu >= 0 && bpf_get_smp_processor_id() != only_cpu)
-		return;
-	st = tally_of(generation & 1);
+	st = leaving_tally(&tgid);
 	if (!st)
 		return;
 	t = bpf_task_storage_get(&off_cpu_threads, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -389,11 +396,7 @@ static __always_inline void drop_off_cpu(void)
 	struct sample_stats *st;
 	__u32 tgid;
 
-	if (!wanted_task(&tgid))
-		return;
-	if (only_cpu >= 0 && bpf_get_smp_processor_id() != only_cpu)
-		return;
-	st = tally_of(generation & 1);
+	st = leaving_tally(&tgid);
 	if (!st)
 		return;
 	st->seen++;
@@ -421,11 +424,8 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	if (!st)
 		return 0;
 	/* Over this CPU's budget: the time is counted all the same, with no waker. */
-	now = budget_now();
-	if (!budget_allows(now, &b)) {
-		st->lost_budget++;
+	if (!budget_take(st, &now, &b))
 		return 0;
-	}
 	/* A waker outside profile's PID namespace has no pid in it: 0, as the idle task. */
 	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
 		tgid = 0;

@@ -53,6 +53,17 @@ static __always_inline bool budget_allows(__u64 now, struct budget_state **b)
 	return true;
 }
 
+/* budget_allows for work that counts in `st`, from *now on: work over the budget is
+ * counted there as lost (sample_stats.lost_budget). */
+static __always_inline bool budget_take(struct sample_stats *st, __u64 *now, struct budget_state **b)
+{
+	*now = budget_now();
+	if (budget_allows(*now, b))
+		return true;
+	st->lost_budget++;
+	return false;
+}
+
 /* The work begun at `start` is done: its time goes to the window and the totals. A run
  * charges at most a tenth of the window's budget: one that took longer was interrupted (an
  * NMI, the hypervisor taking the vCPU), and the ten samples a window of -f 999 must never
