@@ -116,7 +116,7 @@ private:
 			const int signal = sigtimedwait(&signals_, nullptr, &slice);
 			if (signal <= 0)
 				continue;
-			std::cout.flush();
+			// stdout is the run's thread's, mid-write perhaps: left as it is.
 			diagnostics::say("SIG%s%s while %s: ending now, without finishing", sigabbrev_np(signal), again_,
 					 doing_.load());
 			_exit(128 + signal);

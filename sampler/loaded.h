@@ -34,7 +34,8 @@ struct Sampler::Impl {
 	// pointers samples from another: its readers may still hold the fds.
 	Skeleton retired;
 	std::vector<Link> links;
-	// The cpu-clock events the links hold open (attach), and the rate they sample at now.
+	// The cpu-clock events the links hold open (attach; fit_rate gives up on them when the
+	// kernel will not change their period), and the rate they sample at now.
 	std::vector<int> events;
 	SampleRate rate;
 	int64_t last_fit_ns = 0;

@@ -493,9 +493,12 @@ std::optional<std::string> Sampler::fit_rate()
 		return std::nullopt;
 	uint64_t period = lowered->rate.period_ns();
 	for (int fd : d.events)
-		if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &period) != 0)
-			return "cannot lower the sampling rate: " + errno_text(errno) +
+		if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &period) != 0) {
+			const std::string why = errno_text(errno);
+			d.events.clear(); // said once: not tried again
+			return "cannot lower the sampling rate: " + why +
 			       " (samples over the CPU budget are dropped all the same)";
+		}
 	d.rate = lowered->rate;
 	return lowered->note;
 }
