@@ -176,7 +176,7 @@ int run(const Options &options, const RunPlan &plan)
 	const int64_t tick_ns =
 		!session.unwinding() || (options.frequency && options.frequency < 50) ? 100000000 : 20000000;
 	auto follow = [&] {
-		session.follow(windows);
+		windows.tick();
 		return !reports.reader_gone();
 	};
 	const End ended = wait_for_end(options, stop_signals, to_stdout, session.targets(), windows.start_mono(),

@@ -8,7 +8,6 @@
 
 #include "base/clock.h"
 #include "base/diagnostics.h"
-#include "cli/window_cutter.h"
 
 namespace {
 
@@ -98,12 +97,9 @@ void Session::kernel_symbols_ready()
 }
 
 // A batch the sampler drained is located once the side band has told every mapping its
-// samples ran in; after that, an exited process is needed only while the maps may still
-// hold samples of it. At each --interval the maps are cut: the window's report holds
-// exactly the samples taken in it.
-void Session::follow(WindowCutter &windows)
+// samples ran in.
+std::optional<RawProfile> Session::poll()
 {
-	auto has_samples = [&](uint32_t pid) { return this->has_samples(pid); };
 	if (std::optional<std::string> lowered = sampler_.fit_rate())
 		diagnostics::say("%s", lowered->c_str());
 	std::optional<RawProfile> batch = sampler_.tick();
@@ -112,28 +108,29 @@ void Session::follow(WindowCutter &windows)
 		unwinder_->tick(history_);
 	if (python_)
 		python_->tick();
-	if (batch) {
+	if (batch)
 		finish_raw(*batch, false);
-		windows.add(*batch);
-	}
-	bool drained = batch.has_value();
-	if (const int64_t now = clocks::monotonic_ns(); windows.due(now)) {
-		const int64_t now_real = clocks::realtime_ns();
-		RawProfile last = sampler_.cut();
-		follow_processes(now);
-		finish_raw(last, true);
-		windows.add(last);
-		windows.close(now, now_real);
-		// The samples still to come were taken after the last cut: a program unloaded
-		// before it names none of them.
-		if (last_cut_ns_)
-			history_.forget_kernel_symbols(uint64_t(last_cut_ns_));
-		last_cut_ns_ = now;
-		drained = true;
-	}
-	// A process kept for its samples in the kernel is asked about again once they have
-	// been drained.
-	history_.forget_exited(has_samples, drained);
+	return batch;
+}
+
+RawProfile Session::cut(int64_t now)
+{
+	RawProfile last = sampler_.cut();
+	follow_processes(now);
+	finish_raw(last, true);
+	// The samples still to come were taken after the last cut: a program unloaded before it
+	// names none of them.
+	if (last_cut_ns_)
+		history_.forget_kernel_symbols(uint64_t(last_cut_ns_));
+	last_cut_ns_ = now;
+	return last;
+}
+
+// An exited process is needed only while the maps may still hold samples of it: one kept
+// for its samples in the kernel is asked about again once they have been drained.
+void Session::settle(bool drained)
+{
+	history_.forget_exited([&](uint32_t pid) { return has_samples(pid); }, drained);
 }
 
 void Session::stop_tables()

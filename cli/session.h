@@ -18,8 +18,6 @@
 #include "syms/symbolizer.h"
 #include "unwind/unwinder.h"
 
-class WindowCutter;
-
 // What windows keep of the names they read (SymbolizerOptions::kept_named_bytes), and of
 // the compressed DWARF they read them from, decompressed (kept_decompressed_bytes): libc's
 // debug file takes 10 MiB so.
@@ -40,9 +38,14 @@ public:
 	Session &operator=(const Session &) = delete;
 
 	void attach() { sampler_.attach(); }
-	// Every tick while sampling: hands what the sampler drained to the window, follows
-	// the processes' mappings and exits, and cuts the window when it is due.
-	void follow(WindowCutter &windows);
+	// Every tick while sampling: follows the processes' mappings and exits and the tables
+	// they need, and returns what the sampler drained (the maps filling), located.
+	std::optional<RawProfile> poll();
+	// The maps cut at `now` (a window's end): what they held, located.
+	RawProfile cut(int64_t now);
+	// After a tick: forgets the exited processes no sample still needs (drained: the maps
+	// were read in it).
+	void settle(bool drained);
 	// Sampling ends: the perf events close; then the table builders stop.
 	void detach() { sampler_.detach(); }
 	void stop_tables();
@@ -74,7 +77,7 @@ private:
 	Sampler sampler_;
 	Symbolizer symbolizer_;
 	double kernel_symbols_cpu_ms_ = 0;
-	int64_t last_cut_ns_ = 0; // the time of the last window cut (follow)
+	int64_t last_cut_ns_ = 0; // the time of the last window cut (cut)
 	ProcessHistory history_;
 	std::optional<SideBand> side_band_;
 	// The table unwinder's user half: mappings of sampled processes, tables of objects.

@@ -8,7 +8,7 @@
 
 #include "base/clock.h"
 #include "report/window.h"
-#include "sampler/collect_batch.h"
+#include "cli/collect_batch.h"
 
 WindowCutter::WindowCutter(const Options &options, Reports &reports, Session &session, std::string host)
 	: options_(options), reports_(reports), session_(session), host_(std::move(host)),
@@ -25,6 +25,21 @@ void WindowCutter::start()
 		next_cut_ = window_->start_mono + int64_t(options_.interval_s) * 1000000000;
 	if (options_.duration_s)
 		run_end_ = window_->start_mono + int64_t(*options_.duration_s) * 1000000000;
+}
+
+void WindowCutter::tick()
+{
+	std::optional<RawProfile> batch = session_.poll();
+	if (batch)
+		add(*batch);
+	bool drained = batch.has_value();
+	if (const int64_t now = clocks::monotonic_ns(); due(now)) {
+		const int64_t now_real = clocks::realtime_ns();
+		add(session_.cut(now));
+		close(now, now_real);
+		drained = true;
+	}
+	session_.settle(drained);
 }
 
 void WindowCutter::add(const RawProfile &batch)

@@ -21,6 +21,9 @@ public:
 	// The first window starts now; with --interval the first cut is due one interval on.
 	void start();
 	int64_t start_mono() const { return window_->start_mono; }
+	// Every tick while sampling: takes what the session drained, and cuts the window when
+	// it is due. The session knows nothing of windows.
+	void tick();
 	void add(const RawProfile &batch);
 	// A cut at or past the run's end is not due: the end closes that window (else a check
 	// of the clock a microsecond later than wait_for_end's made one more, nearly empty).

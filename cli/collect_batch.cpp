@@ -1,5 +1,5 @@
-// sampler/collect_batch.cpp: a drained batch read entry by entry into Collected.
-#include "sampler/collect_batch.h"
+// cli/collect_batch.cpp: a drained batch read entry by entry into Collected.
+#include "cli/collect_batch.h"
 
 #include <cstring>
 #include <functional>

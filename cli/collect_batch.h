@@ -1,4 +1,4 @@
-// sampler/collect_batch.h: a batch the sampler drained, added to what the run collected:
+// cli/collect_batch.h: a batch the sampler drained, added to what the run collected:
 // its processes' images and cgroups taken now, its marks (Python frames, stacks cut
 // short) read, its Python frames named.
 #pragma once
