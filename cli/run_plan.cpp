@@ -52,6 +52,7 @@ Status plan_push(const Options &options, RunPlan &plan)
 	config.frequency = plan.rate.frequency;
 	config.period_ns = plan.rate.frequency ? 0 : plan.rate.period;
 	config.off_cpu = options.off_cpu;
+	config.wait_said_s = std::clamp(2.0 * double(options.interval_s), 2.0, 10.0);
 	if (Status target = resolve_push_target(config); !target.ok())
 		return target;
 	if (Status files = load_push_files(config, options.push_auth_file); !files.ok())

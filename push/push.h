@@ -41,6 +41,9 @@ struct PushConfig {
 	uint64_t period_ns = 0;
 	bool off_cpu = false;             // --off-cpu: windows of time off the CPU, a profile type of its own
 	double request_timeout_s = 30;    // a whole request
+	// A request unanswered this long is said on stderr while the run goes on: two windows'
+	// time (--interval), within 2 to 10 s, long before its timeout.
+	double wait_said_s = 10;
 	double connect_timeout_s = 5;     // its connection (never more than the whole)
 	double backoff_min_s = 1;         // the wait after a first failure, doubling...
 	double backoff_max_s = 60;        // ...up to this

@@ -108,17 +108,11 @@ struct Pusher::State {
 	bool wait_said = false;
 };
 
-namespace {
-
-// A request unanswered this long is said on stderr while the run goes on (the push() of
-// a later window, or finish(), says it), long before the request's own timeout.
-constexpr auto kWaitSaid = std::chrono::seconds(10);
-
-} // namespace
-
 std::optional<std::string> Pusher::waiting_line(State &s, size_t waiting) const
 {
-	if (!s.sent_at || s.wait_said || Clock::now() - *s.sent_at < kWaitSaid)
+	// Said by the push() of a later window, or by finish(), once a request.
+	if (!s.sent_at || s.wait_said ||
+	    std::chrono::duration<double>(Clock::now() - *s.sent_at).count() < config_.wait_said_s)
 		return std::nullopt;
 	s.wait_said = true;
 	const long long seconds = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - *s.sent_at).count();
