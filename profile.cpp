@@ -2,15 +2,12 @@
 // write the report.
 #include <poll.h>
 #include <signal.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <thread>
 
 #include "base/clock.h"
 #include "base/diagnostics.h"
@@ -19,6 +16,7 @@
 #include "cli/run_plan.h"
 #include "cli/run_summary.h"
 #include "cli/session.h"
+#include "cli/stop_signals.h"
 #include "cli/window_cutter.h"
 #include "push/push.h"
 #include "report/delivery.h"
@@ -42,14 +40,14 @@ bool stdout_closed()
 
 enum class End { Duration, Signal, ReaderGone, TargetsExited };
 
-// Blocks until the duration has passed, SIGINT, SIGTERM or SIGHUP arrives (each was blocked
-// before attaching, so a signal sent at any moment is seen here), every process or
-// thread of -p or -L has exited, or, with watch_stdout, the reader of stdout goes away;
-// calling `tick` about every tick_ns meanwhile (false from it ends the wait too: a
-// window's report found stdout's reader gone).
+// Blocks until the duration has passed, a stop signal comes (StopSignals: SIGINT, SIGTERM,
+// SIGHUP, also one that came before), every process or thread of -p or -L has exited,
+// or, with watch_stdout, the reader of stdout goes away; calling `tick` about every
+// tick_ns meanwhile (false from it ends the wait too: a window's report found stdout's
+// reader gone).
 template <typename Tick>
-End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watch_stdout, TargetWatch &targets,
-		 int64_t start, int64_t tick_ns, Tick tick)
+End wait_for_end(const Options &options, StopSignals &stop, bool watch_stdout, TargetWatch &targets, int64_t start,
+		 int64_t tick_ns, Tick tick)
 {
 	while (true) {
 		int64_t left = INT64_MAX;
@@ -58,9 +56,7 @@ End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watc
 			if (left <= 0)
 				return End::Duration;
 		}
-		int64_t slice = std::min<int64_t>(left, tick_ns);
-		timespec timeout{time_t(slice / 1000000000), long(slice % 1000000000)};
-		if (sigtimedwait(&stop_signals, nullptr, &timeout) > 0)
+		if (stop.wait_for(std::min<int64_t>(left, tick_ns)))
 			return End::Signal;
 		// At the end, the end comes first: no window is cut just before it.
 		if (options.duration_s && clocks::monotonic_ns() - start >= int64_t(*options.duration_s) * 1000000000)
@@ -74,68 +70,28 @@ End wait_for_end(const Options &options, const sigset_t &stop_signals, bool watc
 	}
 }
 
-// Blocks SIGINT, SIGTERM and SIGHUP (a closed terminal or SSH session), which wait_for_end
-// then takes: a signal sent at any moment from here on is seen there, and ends sampling
-// with what was collected written. A closed stdout shows up as a failed write, handled
-// there too.
-sigset_t block_stop_signals()
+// What a second stop signal would leave undone once sampling has begun, for its line
+// ("SIGINT again while naming the stacks: ending now, without writing out.svg").
+// last_windows: the pusher's last wait, where every window still queued is lost.
+std::string undone(const Options &options, bool last_windows = false)
 {
-	sigset_t stop_signals;
-	sigemptyset(&stop_signals);
-	sigaddset(&stop_signals, SIGINT);
-	sigaddset(&stop_signals, SIGTERM);
-	sigaddset(&stop_signals, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-	signal(SIGPIPE, SIG_IGN);
-	return stop_signals;
+	if (!options.push_url.empty())
+		return last_windows ? "without sending the last windows" : "without sending the last window";
+	if (options.interval_s)
+		return options.output_path.empty() ? "without printing the last window" : "without writing the last window";
+	return options.output_path.empty() ? "without printing the report" : "without writing " + options.output_path;
 }
-
-// Once sampling has ended, the run's finish (reading the maps, naming, writing, the last
-// pushes) is bounded but can take seconds; a stop signal then (a second Ctrl-C) ends the
-// run at once, saying what it was doing. Watched from a thread of its own until the run
-// is done. `doing` is what the run does now, for that line.
-class FinishWatch {
-public:
-	// after_signal: sampling ended by a signal, so the next is a second one.
-	FinishWatch(const sigset_t &signals, bool after_signal)
-		: signals_(signals), again_(after_signal ? " again" : ""), thread_([this] { watch(); })
-	{
-	}
-	~FinishWatch()
-	{
-		done_ = true;
-		thread_.join();
-	}
-	void doing(const char *what) { doing_ = what; }
-
-private:
-	void watch()
-	{
-		while (!done_) {
-			timespec slice{0, 100000000};
-			const int signal = sigtimedwait(&signals_, nullptr, &slice);
-			if (signal <= 0)
-				continue;
-			// stdout is the run's thread's, mid-write perhaps: left as it is.
-			diagnostics::say("SIG%s%s while %s: ending now, without finishing", sigabbrev_np(signal), again_,
-					 doing_.load());
-			_exit(128 + signal);
-		}
-	}
-
-	sigset_t signals_;
-	const char *again_;
-	std::atomic<bool> done_{false};
-	std::atomic<const char *> doing_{"reading the maps"};
-	std::thread thread_;
-};
 
 int run(const Options &options, const RunPlan &plan)
 {
 	RunSummary summary(options, plan);
 	check_privileges();
 	check_kernel_support();
-	const sigset_t stop_signals = block_stop_signals();
+	// From here on, SIGINT, SIGTERM and SIGHUP end sampling (one sent during the start ends
+	// it as soon as it begins), and a second one ends the run at once.
+	StopSignals stop;
+	// A closed stdout shows up as a failed write, which the reports handle.
+	signal(SIGPIPE, SIG_IGN);
 	// Set before any thread starts: libdebuginfod reads its settings from the environment.
 	if (options.debuginfod && debuginfod_configured() && !getenv("DEBUGINFOD_CACHE_PATH"))
 		if (std::string cache = debuginfod_cache_dir(); !cache.empty()) {
@@ -164,6 +120,7 @@ int run(const Options &options, const RunPlan &plan)
 	windows.start();
 	session.attach();
 	summary.startup().mark("attach");
+	stop.doing("sampling", undone(options));
 	const bool to_stdout = options.output_path.empty() && options.push_url.empty();
 	if (options.format == ReportFormat::Stacks && to_stdout)
 		std::cout << header_line(options, plan.sampler(options)) << std::endl;
@@ -179,11 +136,11 @@ int run(const Options &options, const RunPlan &plan)
 		windows.tick();
 		return !reports.reader_gone();
 	};
-	const End ended = wait_for_end(options, stop_signals, to_stdout, session.targets(), windows.start_mono(),
-				       tick_ns, follow);
+	const End ended =
+		wait_for_end(options, stop, to_stdout, session.targets(), windows.start_mono(), tick_ns, follow);
 	if (ended == End::TargetsExited)
 		diagnostics::say("every %s sampled has exited", session.targets().threads() ? "thread" : "process");
-	FinishWatch finish(stop_signals, ended == End::Signal);
+	stop.doing("reading the maps", undone(options));
 
 	session.detach();
 	const int64_t end = clocks::monotonic_ns(), end_real = clocks::realtime_ns();
@@ -194,19 +151,20 @@ int run(const Options &options, const RunPlan &plan)
 	session.kernel_symbols_ready();
 	summary.phase("kernel symbols wait");
 	summary.last_window(windows);
-	finish.doing("naming the stacks and writing the report");
+	stop.doing("naming the stacks", undone(options));
 	windows.close(end, end_real);
 	summary.phase("symbolize");
 
 	summary.unwinding(session, windows);
-	finish.doing("writing the report");
+	stop.doing("writing the report", undone(options));
 	int status = options.interval_s ? reports.status() : reports.single(windows.last());
 	// What is still queued gets a last chance, bounded: a service manager's stop timeout
 	// (30 s in the unit) must not run out first.
 	if (pusher) {
-		finish.doing("sending the last windows");
+		stop.doing("sending the last windows", undone(options, true));
 		pusher->finish(10);
 	}
+	stop.doing("saying what was lost", "with the report written");
 	summary.print(session, windows, pusher ? &*pusher : nullptr);
 	// Windows the server never got: the run lost data, and its exit status says so
 	// (doc/options.md), as the line above counts them.

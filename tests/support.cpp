@@ -41,9 +41,21 @@ std::vector<char *> exec_args(const std::vector<std::string> &argv)
 	return args;
 }
 
-// In the child after fork: runs args, or exits 127.
+// In the child after fork: runs args, or exits 127. The stop signals are let through and
+// take their default action again, whatever the runner was started with: profile keeps
+// SIGHUP ignored when it starts so (nohup), and the tests that send it would wait for
+// nothing under `nohup make check`.
 [[noreturn]] void exec_child(const std::vector<char *> &args)
 {
+	sigset_t stop;
+	sigemptyset(&stop);
+	for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+		struct sigaction default_action {};
+		default_action.sa_handler = SIG_DFL;
+		sigaction(signal, &default_action, nullptr);
+		sigaddset(&stop, signal);
+	}
+	sigprocmask(SIG_UNBLOCK, &stop, nullptr);
 	execv(args[0], args.data());
 	_exit(127);
 }

@@ -320,6 +320,59 @@ TEST_CASE("SIGHUP (a closed terminal) ends sampling as SIGTERM does, with the re
 	CHECK(samples_with(parse_folded(read_file(out)), "split_hot_three") > 0);
 }
 
+TEST_CASE("SIGHUP with stdout gone (a closed SSH session): -o's file is written all the same")
+{
+	require_root();
+	Background split({workload("split"), "30"});
+	TempDir dir;
+	const std::string out = dir / "hup.folded";
+	PipedProcess run(profile_command({"-p", std::to_string(split.pid()), "--folded", "-o", out}));
+	std::string err;
+	const double start = now();
+	while (now() - start < 30 && !contains(err, "Sampling at"))
+		run.pump(100, nullptr, &err);
+	REQUIRE_MESSAGE(contains(err, "Sampling at"), "stderr: " << err);
+	run.close_out();
+	run.pump(1000, nullptr, &err);
+	kill(run.pid(), SIGHUP);
+	const double hup = now();
+	while (run.open() && now() - hup < 30)
+		run.pump(100, nullptr, &err);
+	const int status = run.wait();
+	INFO("stderr: " << err);
+	CHECK(status == 0);
+	CHECK(now() - hup < 5);
+	CHECK(samples_with(parse_folded(read_file(out)), "split_hot_three") > 0);
+}
+
+TEST_CASE("under nohup, SIGHUP stays ignored: the run goes on, and SIGINT ends it with the report")
+{
+	require_root();
+	Background split({workload("split"), "30"});
+	TempDir dir;
+	const std::string out = dir / "nohup.folded";
+	PipedProcess run({"/usr/bin/nohup", profile_bin(), "-p", std::to_string(split.pid()), "--folded", "-o", out});
+	std::string err;
+	const double start = now();
+	while (now() - start < 30 && !contains(err, "Sampling at"))
+		run.pump(100, nullptr, &err);
+	REQUIRE_MESSAGE(contains(err, "Sampling at"), "stderr: " << err);
+	kill(run.pid(), SIGHUP);
+	const double hup = now();
+	while (run.open() && now() - hup < 2)
+		run.pump(100, nullptr, &err);
+	CHECK_MESSAGE(run.open(), "stderr: " << err);
+	kill(run.pid(), SIGINT);
+	const double interrupt = now();
+	while (run.open() && now() - interrupt < 30)
+		run.pump(100, nullptr, &err);
+	const int status = run.wait();
+	INFO("stderr: " << err);
+	CHECK(status == 0);
+	CHECK(now() - interrupt < 5);
+	CHECK(samples_with(parse_folded(read_file(out)), "split_hot_three") > 0);
+}
+
 TEST_CASE("system-wide, kernel and user frames are named")
 {
 	require_root();
