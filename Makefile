@@ -57,7 +57,7 @@ endif
 
 # The module folders, in the order tests/test_install.cpp's layering test holds their
 # includes to: every folder's .cpp files go into the program (and the tests).
-MODULES := base elf proc syms unwind python sampler report push cli
+MODULES := base elf proc syms runtime python runtimes unwind sampler report push cli
 MODULE_SRCS := $(wildcard $(MODULES:%=%/*.cpp))
 MODULE_DIRS := $(MODULES:%=$(OUTPUT)/%)
 MODULE_OBJS := $(MODULE_SRCS:%.cpp=$(OUTPUT)/%.o)
@@ -79,11 +79,11 @@ $(PLAIN)/vmlinux.h: | $(PLAIN)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-# Every kernel-side header, each in a folder: a new one is a dependency without being listed here.
-BPF_HEADERS := $(wildcard */*.bpf.h) profile.h unwind/unwind.h python/python.h
-$(PLAIN)/profile.bpf.o: profile.bpf.c $(BPF_HEADERS) $(PLAIN)/vmlinux.h
+# The kernel side's headers: every .bpf.h for the first build; after it, the compiler's own
+# list of what it read (profile.bpf.d), the headers it shares with user space too.
+$(PLAIN)/profile.bpf.o: profile.bpf.c $(wildcard */*.bpf.h) profile.h $(PLAIN)/vmlinux.h
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(PLAIN) -I. -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(PLAIN) -I. -MMD -MP -c $< -o $@
 
 $(PLAIN)/profile.skel.h: $(PLAIN)/profile.bpf.o
 	$(call msg,GEN-SKEL,$@)
@@ -298,4 +298,4 @@ clean:
 	$(call msg,CLEAN)
 	$(Q)rm -rf build build-asan build-fuzz profile
 
--include $(sort $(wildcard $(OUTPUT)/*.d $(OUTPUT)/*/*.d $(PLAIN)/tests/*.d))
+-include $(sort $(wildcard $(OUTPUT)/*.d $(OUTPUT)/*/*.d $(PLAIN)/*.d $(PLAIN)/tests/*.d))

@@ -2,15 +2,14 @@
 /* profile.bpf.c: the per-sample path. Filter, take the stacks, count the key, all in the
  * kernel: nothing crosses to user space per sample. User space reads the maps when it
  * drains a generation (a window's end, maps filling) and at the end; the rare sample kept
- * raw (unwind/raw.bpf.h) and code objects met for the first time (python/python.bpf.h)
- * wait in maps of their own for the same reads. And the hooks of a process's life: exec
- * and exit, one program each, calling the table walk's half and the Python walk's.
+ * raw (unwind/raw.bpf.h) and what a language runtime's walk met for the first time (a
+ * code object) wait in maps of their own for the same reads. And the hooks of a process's
+ * life: exec and exit, one program each, calling the table walk's half and the runtimes'.
  * --off-cpu's programs are offcpu/offcpu.bpf.h's, counted in the same maps
  * (sampler/counts.bpf.h). */
 #include "base/kernel.bpf.h"
-/* CPython's frames, which the table walk shows in place of the interpreter's. */
-#include "python/python.bpf.h"
-/* The table walk, the maps it reads and how the kernel keeps processes' mappings. */
+/* The table walk, the maps it reads, how the kernel keeps processes' mappings, and the
+ * language runtimes' walks it calls (runtimes/runtimes.bpf.h). */
 #include "unwind/unwind.bpf.h"
 /* Walks stopped at code whose table is being built, kept raw for user space to finish. */
 #include "unwind/raw.bpf.h"
@@ -250,8 +249,8 @@ int do_sample_unwind(struct bpf_perf_event_data *ctx)
 
 /* ---- A process's life, for the walks: loaded where the kernel follows processes ---- */
 
-/* An exec: a new image, whose mappings the table walk starts again and which the Python
- * walk classifies again. */
+/* An exec: a new image, whose mappings the table walk starts again and which the runtimes'
+ * walks classify again. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -260,7 +259,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (!follows())
 		return 0;
 	unwind_exec(tgid);
-	python_forget(tgid);
+	runtimes_forget(tgid);
 	return 0;
 }
 
@@ -275,7 +274,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	if (!follows() || BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	unwind_exit(tgid);
-	python_forget(tgid);
+	runtimes_forget(tgid);
 	return 0;
 }
 

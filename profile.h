@@ -1,6 +1,6 @@
 /* profile.h: the types the BPF program and user space share, and nothing else: it includes
- * no room. A room's own kernel/user types are in its folder (unwind/unwind.h,
- * python/python.h), included where they are used. */
+ * no room. A room's own kernel/user types are in its folder (unwind/unwind.h, a language
+ * runtime's own header), included where they are used. */
 #ifndef PROFILE_H
 #define PROFILE_H
 

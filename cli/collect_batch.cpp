@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "python/python.h"
+#include "runtimes/runtimes.h"
 #include "proc/process_history.h"
 
 namespace {
@@ -28,7 +28,7 @@ Collected::ThreadState thread_state(uint32_t state)
 
 } // namespace
 
-void collect_batch(const RawProfile &batch, Symbolizer &symbolizer, Collected &collected, const PythonNames *python)
+void collect_batch(const RawProfile &batch, Symbolizer &symbolizer, Collected &collected, const Runtimes *runtimes)
 {
 	auto batch_stack = [&](int32_t id) -> const std::vector<uint64_t> * {
 		return id >= 0 && size_t(id) < batch.stacks.size() ? &batch.stacks[size_t(id)] : nullptr;
@@ -77,14 +77,11 @@ void collect_batch(const RawProfile &batch, Symbolizer &symbolizer, Collected &c
 		ids.clear();
 		for (size_t i = 0; i < addresses->size(); i++) {
 			const uint64_t address = (*addresses)[i];
-			if (PYTHON_IS_FRAME(address)) {
-				PythonFrameName name;
-				if (python && python->name(pid, PYTHON_FRAME_ID(address), uint32_t(PYTHON_FRAME_INDEX(address)),
-							   name))
-					ids.push_back(collected.python_frame(std::move(name.function), std::move(name.file),
-									     name.line));
-				else
-					ids.push_back(collected.python_frame("[python]", "", 0));
+			if (const RuntimeRoom *room = runtime_room_of_frame(address)) {
+				RuntimeFrameName name = runtimes ? runtimes->name(*room, pid, address)
+								 : RuntimeFrameName{room->unnamed, "", 0};
+				ids.push_back(collected.runtime_frame(room->kind, std::move(name.function),
+								      std::move(name.file), name.line));
 				continue;
 			}
 			// A stack that stopped early says so, rather than end on garbage: the walk's

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <memory>
 
 #include "push/push.h"
 #include "report/formats.h"
+#include "runtime/runtime.h"
+#include "runtimes/runtimes.h"
 
 namespace {
 
@@ -142,7 +145,30 @@ Status push_header(Options &o, OptionsGiven &, const OptionValue &v)
 // check_against_machine (cli/run_plan.cpp).
 using V = const OptionValue &;
 using G = OptionsGiven &;
-const std::vector<OptionSpec> table = {
+
+// The table with --no-NAME for each language runtime (runtimes/runtimes.cpp's rows) after
+// the row named `after`.
+std::vector<OptionSpec> with_runtime_switches(std::vector<OptionSpec> rows, std::string_view after)
+{
+	auto at = std::find_if(rows.begin(), rows.end(), [&](const OptionSpec &spec) { return spec.name == after; });
+	static std::vector<std::unique_ptr<std::string>> names; // the switches' names, for the run's life
+	std::vector<OptionSpec> switches;
+	for (const RuntimeRoom *room : runtime_rooms()) {
+		names.push_back(std::make_unique<std::string>(std::string("no-") + room->name));
+		// A switch's value is its name: "no-NAME" turns off the runtime NAME.
+		switches.push_back({.name = names.back()->c_str(), .group = at->group, .help = room->help,
+				    .set = [](Options &o, G, V v) {
+					    for (const RuntimeRoom *r : runtime_rooms())
+						    if (v.text == std::string("no-") + r->name)
+							    o.runtimes_off |= RUNTIME_BIT(r->tag);
+					    return ok;
+				    }});
+	}
+	rows.insert(at + 1, switches.begin(), switches.end());
+	return rows;
+}
+
+const std::vector<OptionSpec> table = with_runtime_switches({
 	// Sampling
 	{.name = "frequency", .shorts = "fF", .kind = ValueKind::Number, .value_name = "HZ", .min = 1, .max = 1000000,
 	 .expected = "samples per second, {range}", .group = "Sampling",
@@ -188,7 +214,7 @@ const std::vector<OptionSpec> table = {
 	{.name = "off-cpu", .group = "Off-CPU time",
 	 .help = "instead of samples on the CPU, the time threads spend off it, summed in the kernel per stack at "
 		 "each context switch: each thread's kernel and user stack where it left the CPU (walked as on-CPU "
-		 "samples are, Python frames too), under a root frame [blocked] (asleep until an event: I/O, a lock, "
+		 "samples are, a language runtime's functions too), under a root frame [blocked] (asleep until an event: I/O, a lock, "
 		 "a timer) or [runnable] (preempted, waiting for a CPU); folded counts are microseconds. -p, -L, "
 		 "--cgroup, -U, -K, -C (the times that begin on that CPU) and the duration mean what they mean on "
 		 "the CPU; -f, -c, -I and --unwind fp do not apply",
@@ -332,11 +358,6 @@ const std::vector<OptionSpec> table = {
 											 : UnwindMode::Auto;
 		 return ok;
 	 }},
-	{.name = "no-python", .group = "How user stacks are walked",
-	 .help = "show CPython's interpreter as it is: by default, in processes running CPython 3.8 to 3.13, each "
-		 "of its eval frames is shown as the Python functions it ran, as fib (fib.py:2); needs --unwind auto "
-		 "or dwarf",
-	 .set = [](Options &o, G, V) { o.python = false; return ok; }},
 	// Limits
 	{.name = "stack-storage-size", .kind = ValueKind::Number, .value_name = "N", .min = 1,
 	 .max = 1u << 26, .expected = "a number of entries, {range}", .group = "Limits",
@@ -373,7 +394,7 @@ const std::vector<OptionSpec> table = {
 	 .help = "this text", .set = [](Options &o, G, V) { o.help = true; return ok; }},
 	{.name = "version", .shorts = "V", .group = "Help",
 	 .help = "the version", .set = [](Options &o, G, V) { o.version = true; return ok; }},
-};
+}, "unwind");
 
 // An option's value that getopt_long returns: its first short letter, or one past the
 // letters for a long-only one.
@@ -412,6 +433,7 @@ Result<OptionValue> read_value(const OptionSpec &spec, std::string_view arg)
 	bool good = true;
 	switch (spec.kind) {
 	case ValueKind::None:
+		value.text = spec.name; // a switch's value: its name
 		break;
 	case ValueKind::Number:
 	case ValueKind::Bytes: {

@@ -86,12 +86,9 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 					"each CPU) spent in %" PRIu64 " windows of 10 ms",
 				budget.runs, budget.runs ? double(budget.ns) / double(budget.runs) / 1000 : 0.0,
 				plan_.budget_percent, budget.exhausted);
-		if (const PythonReader *python = session.python()) {
-			const PythonReader::Stats py = python->stats();
-			diagnostics::say("python: %u processes followed, %" PRIu64 " code objects named (%" PRIu64
-					" not), naming CPU %.1f ms",
-				py.processes, py.codes, py.unnamed, py.naming_ms);
-		}
+		if (const Runtimes *runtimes = session.runtimes())
+			for (const std::string &line : runtimes->stats())
+				diagnostics::say("%s", line.c_str());
 	}
 	if (!options_.interval_s)
 		explain_empty(windows.last(), account, options_, session.targets());

@@ -70,16 +70,20 @@ Session::Session(const Options &options, const RunPlan &plan, PhaseClock &startu
 		unwinder_->prepare(history_, plan.pids);
 		startup.mark("unwind tables asked");
 	}
-	// The Python walk's user half: which processes are CPython, and their code objects'
-	// names, read while they live.
-	if (PythonMaps maps = sampler_.python_maps(); maps.processes >= 0) {
-		python_.emplace(maps);
-		python_->prepare(plan.pids.empty() ? history_.live_pids() : plan.pids);
-		startup.mark("python processes");
+	// The language runtimes' user halves: which processes run them, and what names their
+	// frames, read while they live.
+	if (const uint32_t walked = sampler_.runtimes_walked()) {
+		runtimes_.emplace(walked, [this](const char *name) { return sampler_.map_fd(name); });
+		if (runtimes_->empty()) {
+			runtimes_.reset();
+		} else {
+			runtimes_->prepare(plan.pids.empty() ? history_.live_pids() : plan.pids);
+			startup.mark("runtime processes");
+		}
 	}
 	if (!sampler_.finish_load()) {
 		unwinder_.reset();
-		python_.reset();
+		runtimes_.reset();
 	}
 	startup.mark("sampling program");
 	targets_.emplace(!plan.pids.empty() ? plan.pids : options.tids, plan.pids.empty());
@@ -106,8 +110,8 @@ std::optional<RawProfile> Session::poll()
 	follow_processes();
 	if (unwinder_)
 		unwinder_->tick(history_);
-	if (python_)
-		python_->tick();
+	if (runtimes_)
+		runtimes_->tick();
 	if (batch)
 		finish_raw(*batch, false);
 	return batch;
@@ -143,9 +147,10 @@ void Session::stop_tables()
 
 RawProfile Session::read_rest()
 {
-	// The code objects met last, named before the stacks that hold them are.
-	if (python_)
-		python_->tick();
+	// What the runtimes' walks met last (code objects), named before the stacks that hold
+	// them are.
+	if (runtimes_)
+		runtimes_->tick();
 	RawProfile raw = sampler_.read();
 	follow_processes();
 	finish_raw(raw, true);

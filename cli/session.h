@@ -10,11 +10,11 @@
 #include "cli/options.h"
 #include "cli/phase_clock.h"
 #include "cli/run_plan.h"
-#include "python/reader.h"
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"
 #include "sampler/targets.h"
 #include "proc/process_history.h"
+#include "runtimes/runtimes.h"
 #include "syms/symbolizer.h"
 #include "unwind/unwinder.h"
 
@@ -60,9 +60,8 @@ public:
 	const ProcessHistory &history() const { return history_; }
 	bool unwinding() const { return unwinder_.has_value(); }
 	const Unwinder::Stats &tables() const { return tables_; }
-	// The Python walk's reader, when CPython frames are walked; its code objects' names.
-	const PythonReader *python() const { return python_ ? &*python_ : nullptr; }
-	const PythonNames *python_names() const { return python_ ? &python_->names() : nullptr; }
+	// The readers of the language runtimes whose frames are walked; nullptr when none is.
+	const Runtimes *runtimes() const { return runtimes_ ? &*runtimes_ : nullptr; }
 	double kernel_symbols_cpu_ms() const { return kernel_symbols_cpu_ms_; }
 
 private:
@@ -83,7 +82,7 @@ private:
 	// The table unwinder's user half: mappings of sampled processes, tables of objects.
 	std::optional<Unwinder> unwinder_;
 	Unwinder::Stats tables_;
-	std::optional<PythonReader> python_;
+	std::optional<Runtimes> runtimes_;
 	// Samples kept raw whose walk meets a table still being built: finished with a later batch.
 	std::vector<RawProfile::RawSample> raw_waiting_;
 	// What -p or -L names, from just before sampling: its CPU time, and whether it runs.

@@ -44,7 +44,7 @@ void WindowCutter::tick()
 
 void WindowCutter::add(const RawProfile &batch)
 {
-	collect_batch(batch, session_.symbolizer(), window_->collected, session_.python_names());
+	collect_batch(batch, session_.symbolizer(), window_->collected, session_.runtimes());
 	window_->account.add_account(batch);
 }
 

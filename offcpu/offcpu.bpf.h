@@ -211,7 +211,6 @@ __noinline int same_user_stack(struct walk_reads *last, __u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct unwind_process *proc;
-	struct python_process *py;
 	struct pt_regs *regs;
 	struct stack_window *window;
 	__u64 start = 0, end = 0;
@@ -226,9 +225,8 @@ __noinline int same_user_stack(struct walk_reads *last, __u32 tgid)
 	proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	if (!proc || proc->seq != last->seq)
 		return 0;
-	/* Found to be Python's since (a runtime initialized): a walk now shows its frames. */
-	py = bpf_map_lookup_elem(&python_processes, &tgid);
-	if (python_frames && (!py || py->is_python))
+	/* Found to be a runtime's since (a runtime initialized): a walk now shows its frames. */
+	if (!runtimes_none_in(tgid))
 		return 0;
 	window = bpf_map_lookup_elem(&stack_window, &zero);
 	if (!window)

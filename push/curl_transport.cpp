@@ -220,8 +220,8 @@ Result<PushResponse> CurlTransport::perform(const std::string &url, const PushRe
 		return Error(error);
 	}
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &response.status);
-	// 301, 302, 307 and 308 keep the POST, as Go's and Python's clients do; 303 asks for a
-	// GET, which no API here answers: judged as the 3xx it is.
+	// 301, 302, 307 and 308 keep the POST (an ingest API that moved takes profiles where it
+	// went); 303 asks for a GET, which no API here answers: judged as the 3xx it is.
 	const char *location = nullptr;
 	if ((response.status == 301 || response.status == 302 || response.status == 307 || response.status == 308) &&
 	    curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location)

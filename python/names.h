@@ -11,16 +11,14 @@
 #include <vector>
 
 #include "python/layout.h"
+#include "runtime/room.h"
 
 // The line of the instruction at `index` (in 2-byte code units) from a code object's line
 // table; 0 when the table gives none.
 uint32_t python_line(LineTable kind, std::span<const uint8_t> table, int first_line, uint32_t index);
 
-struct PythonFrameName {
-	std::string function; // co_qualname, else co_name
-	std::string file;     // co_filename
-	uint32_t line = 0;
-};
+// A Python frame's names: function is co_qualname (else co_name), file co_filename.
+using PythonFrameName = RuntimeFrameName;
 
 // The fingerprint (python_fingerprint) of the code object at `code` as it is now, the walk's
 // way; nothing when it cannot be read.

@@ -1,5 +1,6 @@
-/* python/python.bpf.h: the kernel's walk of CPython frames, included by profile.bpf.c before
- * the table walk (unwind/unwind.bpf.h), which calls it at each native frame. Where a native
+/* python/python.bpf.h: the kernel's walk of CPython frames, registered in
+ * runtimes/runtimes.bpf.h, through which the table walk (unwind/unwind.bpf.h) calls it at
+ * each native frame. Where a native
  * frame is the interpreter's _PyEval_EvalFrameDefault, the Python frames that call ran are
  * recorded in its place, one per step of the table walk, from the sampled thread's own
  * PyThreadState (found through glibc's thread-specific data and _PyRuntime's autoTSSkey).
@@ -11,9 +12,7 @@
 
 #include "base/kernel.bpf.h"
 #include "python/python.h"
-
-/* --no-python clears it. */
-const volatile bool python_frames = true;
+#include "runtime/runtime.bpf.h"
 
 /* Processes as user space classified them, by pid. */
 struct {
@@ -76,10 +75,6 @@ struct python_walk {
 	__u8 pad[7];
 };
 
-/* What python_start found of the process. */
-#define PYTHON_MAYBE 0 /* CPython's, or not classified yet: asked again at the next walk */
-#define PYTHON_NOT 1   /* classified, and not a CPython whose frames the walk can show */
-
 /* Starts the Python side of a walk: the sampled thread's current interpreter frame, when
  * the process is CPython. A process not classified yet is asked about. Global, as
  * python_frame below. */
@@ -89,38 +84,38 @@ __noinline int python_start(struct python_walk *p, __u32 tgid)
 	struct task_struct *task;
 	__u64 tstate = 0, at, frame = 0;
 
-	if (!p || !python_frames)
-		return PYTHON_NOT;
+	if (!p || !runtime_on(PYTHON_FRAME_TAG))
+		return RUNTIME_NOT;
 	py = bpf_map_lookup_elem(&python_processes, &tgid);
 	if (!py || py->not_yet) {
 		__u8 one = 1;
 
 		bpf_map_update_elem(&python_wanted, &tgid, &one, BPF_NOEXIST);
-		return PYTHON_MAYBE;
+		return RUNTIME_MAYBE;
 	}
 	if (!py->is_python || py->tss_key >= 32)
-		return PYTHON_NOT;
+		return RUNTIME_NOT;
 	/* glibc keeps the first 32 keys' values in struct pthread, which fsbase points at:
 	 * specific_1stblock[key] = {seq, data}. */
 	task = bpf_get_current_task_btf();
 	at = task->thread.fsbase + py->tsd_offset + 16 * (__u64)py->tss_key + 8;
 	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)at) || !tstate)
-		return PYTHON_MAYBE;
+		return RUNTIME_MAYBE;
 	at = tstate + py->tstate_frame;
 	if (py->cframe_frame >= 0) {
 		__u64 cframe = 0;
 
 		if (bpf_probe_read_user(&cframe, sizeof(cframe), (void *)at) || !cframe)
-			return PYTHON_MAYBE;
+			return RUNTIME_MAYBE;
 		at = cframe + py->cframe_frame;
 	}
 	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)at) || !frame)
-		return PYTHON_MAYBE;
+		return RUNTIME_MAYBE;
 	p->py = *py;
 	p->frame = frame;
 	p->pid = tgid;
 	p->active = 1;
-	return PYTHON_MAYBE;
+	return RUNTIME_MAYBE;
 }
 
 /* A field of the frame read into scratch: offsets are 8-aligned (4 for an int), within
@@ -178,11 +173,6 @@ static __always_inline __u64 python_code_id(__u32 pid, __u64 code, __u64 fingerp
 	return id;
 }
 
-/* What python_frame did at a native frame. */
-#define PYTHON_NATIVE 0   /* nothing: the native frame is recorded as it is */
-#define PYTHON_SHOWN 1    /* one Python frame recorded at ip[n]; the native frame waits */
-#define PYTHON_REPLACED 2 /* nothing more: the native frame is not recorded, only stepped past */
-
 /* At a native frame of the walk (pc; index 0 for the leaf) that is an eval frame: records
  * the next Python frame it ran at ip[n] of the user scratch stack, until every one of them
  * is shown. The native frame stands when there is no Python frame for it, or the chain
@@ -197,7 +187,7 @@ __noinline int python_frame(struct python_walk *p, __u64 pc, __u32 index, __u32 
 	__u8 entry;
 
 	if (!p || !p->active || p->replaced)
-		return PYTHON_NATIVE;
+		return RUNTIME_NATIVE;
 	frame = p->frame;
 	if (!frame)
 		goto done;
@@ -205,7 +195,7 @@ __noinline int python_frame(struct python_walk *p, __u64 pc, __u32 index, __u32 
 		__u64 at = index ? pc - 1 : pc;
 
 		if ((at < p->py.eval_start || at >= p->py.eval_end) && (at < p->py.cold_start || at >= p->py.cold_end))
-			return PYTHON_NATIVE;
+			return RUNTIME_NATIVE;
 		p->in_eval = 1;
 		p->shown = 0;
 	}
@@ -250,22 +240,23 @@ __noinline int python_frame(struct python_walk *p, __u64 pc, __u32 index, __u32 
 		p->in_eval = 0;
 		p->replaced = 1;
 	}
-	return PYTHON_SHOWN;
+	return RUNTIME_SHOWN;
 
 stop:
 	p->frame = 0;
 done:
 	if (!p->in_eval)
-		return PYTHON_NATIVE;
+		return RUNTIME_NATIVE;
 	p->in_eval = 0;
 	if (p->shown == 0)
-		return PYTHON_NATIVE;
+		return RUNTIME_NATIVE;
 	p->replaced = 1;
-	return PYTHON_REPLACED;
+	return RUNTIME_REPLACED;
 }
 
 /* A process's image changes with exec, and its pid may come back as another's after its
- * exit: either way it is classified again. Called by profile.bpf.c's hooks. */
+ * exit: either way it is classified again. Called by profile.bpf.c's hooks, through
+ * runtimes_forget. */
 static __always_inline void python_forget(__u32 tgid)
 {
 	bpf_map_delete_elem(&python_processes, &tgid);

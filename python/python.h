@@ -1,20 +1,20 @@
 /* python/python.h: what the kernel's walk of CPython frames (python/python.bpf.h) and its
  * user half (python/runtime.cpp, python/names.cpp) share: a CPython process as the walk
- * needs it, and how a Python frame sits in a stored stack. Included by profile.h. */
+ * needs it, and how a Python frame sits in a stored stack. */
 #ifndef PYTHON_PYTHON_H
 #define PYTHON_PYTHON_H
 
-/* A Python frame in a user stack: the tag in the top four bits (no user address has them,
- * and the walk's TRUNCATED_FRAME has 0xf), the code object's id (struct python_code) in the
+#include "runtime/runtime.h"
+
+/* A Python frame in a user stack: the tag in the top four bits (runtime/runtime.h), the code object's id (struct python_code) in the
  * next 44, and the instruction's index in code units in the low 16 (PYTHON_NO_INDEX when it
  * lies past them). An id, not the code object's address: an address freed and taken by
  * another code object is another id, so each keeps its own name. */
 #define PYTHON_FRAME_TAG 0xa000000000000000ULL
-#define PYTHON_FRAME_TAG_MASK 0xf000000000000000ULL
 #define PYTHON_NO_INDEX 0xffff
 #define PYTHON_ID_MASK 0xfffffffffffULL
 #define PYTHON_FRAME(id, index) (PYTHON_FRAME_TAG | (((id) & PYTHON_ID_MASK) << 16) | ((index) & 0xffff))
-#define PYTHON_IS_FRAME(value) (((value) & PYTHON_FRAME_TAG_MASK) == PYTHON_FRAME_TAG)
+#define PYTHON_IS_FRAME(value) (RUNTIME_TAG_OF(value) == PYTHON_FRAME_TAG)
 #define PYTHON_FRAME_ID(value) (((value) >> 16) & PYTHON_ID_MASK)
 #define PYTHON_FRAME_INDEX(value) ((value) & 0xffff)
 

@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -147,7 +148,21 @@ const PythonNames &PythonReader::names() const
 	return impl_->names;
 }
 
-PythonReader::Stats PythonReader::stats() const
+bool PythonReader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const
+{
+	return impl_->names.name(pid, PYTHON_FRAME_ID(frame), uint32_t(PYTHON_FRAME_INDEX(frame)), out);
+}
+
+PythonReader::Stats PythonReader::counts() const
 {
 	return impl_->stats;
+}
+
+std::string PythonReader::stats() const
+{
+	const Stats &s = impl_->stats;
+	char line[160];
+	snprintf(line, sizeof(line), "python: %u processes followed, %" PRIu64 " code objects named (%" PRIu64
+		 " not), naming CPU %.1f ms", s.processes, s.codes, s.unnamed, s.naming_ms);
+	return line;
 }

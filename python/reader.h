@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "python/names.h"
+#include "runtime/room.h"
 
 // The kernel maps the reader works through (python/python.bpf.h).
 struct PythonMaps {
 	int processes = -1, wanted = -1, codes = -1, seen = -1;
 };
 
-class PythonReader {
+class PythonReader : public RuntimeReader {
 public:
 	explicit PythonReader(const PythonMaps &maps);
 	~PythonReader();
@@ -24,14 +25,16 @@ public:
 
 	// Before sampling starts: classifies these processes, so that their first samples have
 	// their Python frames (the kernel asks about the others at their first sample).
-	void prepare(const std::vector<uint32_t> &pids);
+	void prepare(const std::vector<uint32_t> &pids) override;
 
 	// Every 20 ms or so, and once after sampling: classifies the processes the kernel asked
 	// about (one line on stderr for each CPython it cannot follow, once per reason) and names
 	// the code objects it met since.
-	void tick();
+	void tick() override;
 
 	const PythonNames &names() const;
+	// A Python frame (python/python.h's tagged value) as its code object was named.
+	bool name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const override;
 
 	struct Stats {
 		uint32_t processes = 0; // CPython processes followed
@@ -39,7 +42,9 @@ public:
 		uint64_t unnamed = 0;   // met but not read (gone, or not a code object)
 		double naming_ms = 0;   // CPU spent reading them
 	};
-	Stats stats() const;
+	Stats counts() const;
+	// "python: 2 processes followed, ...".
+	std::string stats() const override;
 
 private:
 	struct Impl;

@@ -29,7 +29,9 @@ struct SamplerConfig {
 	uint32_t max_stack_depth = 127;
 	UnwindMode unwind = UnwindMode::Auto;
 	uint32_t unwind_table_size = 8388608; // rows, at most, over every table loaded
-	bool python = true;          // false with --no-python: CPython's eval frames shown as they are
+	// Language runtimes whose frames the walk does not show (--no-NAME), RUNTIME_BIT of each
+	// one's tag (runtime/runtime.h).
+	uint32_t runtimes_off = 0;
 	// --off-cpu: time off the CPU per stack (ns), from context switches, instead of samples.
 	bool off_cpu = false;
 	bool wakers = false;                // --wakers: each blocked time joined with its waker's stacks

@@ -175,7 +175,7 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 				    : options.unwind == UnwindMode::Tables ? UNWIND_DWARF
 									     : UNWIND_AUTO;
 	skel->rodata->max_depth = depth;
-	skel->rodata->python_frames = options.python && unwinding;
+	skel->rodata->runtimes_on = unwinding ? ~options.runtimes_off : 0;
 	skel->rodata->min_block_ns = options.min_block_us * 1000;
 	skel->rodata->max_block_ns = options.max_block_us > UINT64_MAX / 1000 ? UINT64_MAX : options.max_block_us * 1000;
 	skel->rodata->only_cpu = options.cpu;
@@ -541,17 +541,14 @@ void Sampler::detach()
 	impl_->hooks.clear();
 }
 
-PythonMaps Sampler::python_maps() const
+uint32_t Sampler::runtimes_walked() const
 {
-	PythonMaps maps;
-	if (!impl_->walks_user_stacks() || !impl_->options.python)
-		return maps;
-	const profile_bpf &skel = *impl_->skel;
-	maps.processes = bpf_map__fd(skel.maps.python_processes);
-	maps.wanted = bpf_map__fd(skel.maps.python_wanted);
-	maps.codes = bpf_map__fd(skel.maps.python_codes);
-	maps.seen = bpf_map__fd(skel.maps.python_seen);
-	return maps;
+	return impl_->walks_user_stacks() ? ~impl_->options.runtimes_off : 0;
+}
+
+int Sampler::map_fd(const char *name) const
+{
+	return bpf_object__find_map_fd_by_name(impl_->skel->obj, name);
 }
 
 UnwindMaps Sampler::unwind_maps() const

@@ -17,7 +17,6 @@
 #include "sampler/map_memory.h"
 #include "sampler/map_plan.h"
 #include "sampler/rate.h"
-#include "python/reader.h"
 #include "unwind/maps.h"
 #include "unwind/raw_walk.h"
 
@@ -75,7 +74,7 @@ public:
 
 	// Waits for the table walk's sampling program, which the constructor left verifying on
 	// a thread. False when the kernel refused it: the run falls back to frame pointers
-	// (saying so), and the maps handed out by unwind_maps() and python_maps() are no longer
+	// (saying so), and the maps handed out by unwind_maps() and map_fd() are no longer
 	// read by any program. Throws RunError.
 	bool finish_load();
 	// One cpu-clock perf event per online CPU (or the -C one), each running the program.
@@ -119,9 +118,11 @@ public:
 	// The maps through which user space feeds the table unwinder; nothing (all -1) when
 	// stacks are walked by frame pointers.
 	UnwindMaps unwind_maps() const;
-	// The maps of the Python walk; nothing (all -1) without the table walk or with
-	// --no-python.
-	PythonMaps python_maps() const;
+	// The language runtimes whose frames the walk shows, RUNTIME_BIT of each one's tag: none
+	// without the table walk, none turned off by --no-NAME.
+	uint32_t runtimes_walked() const;
+	// One of the program's maps by name, -1 when it has none (a runtime's, runtime/room.h).
+	int map_fd(const char *name) const;
 
 private:
 	struct Impl;

@@ -129,8 +129,8 @@ struct UserFrameRef {
 };
 // The frame that ends a stack whose walk stopped early: "[truncated]".
 constexpr UserFrameRef kTruncated{0, UINT32_MAX, 0};
-// A Python frame: offset is its index in the table of Python frames.
-constexpr uint32_t kPythonObject = UINT32_MAX - 1;
+// A language runtime's frame: offset is its index in the table of runtime frames.
+constexpr uint32_t kRuntimeObject = UINT32_MAX - 1;
 
 // Distinct values of T, each given the next id.
 template <typename T>
@@ -185,12 +185,13 @@ struct Collected::Impl {
 	std::vector<KernelSymbolRecord> programs;
 	std::unordered_map<uint64_t, uint32_t> program_ids; // record order -> 1 + index
 	ValueTable<MapPlacement> placements;
-	struct PythonFrame {
+	struct RuntimeFrame {
+		FrameKind kind;
 		std::string function, file;
 		uint32_t line;
-		bool operator==(const PythonFrame &) const = default;
+		bool operator==(const RuntimeFrame &) const = default;
 	};
-	ValueTable<PythonFrame> python_frames;
+	ValueTable<RuntimeFrame> runtime_frames;
 	std::vector<Entry> entries;
 	IdIndex entry_index;
 
@@ -277,12 +278,13 @@ Collected::FrameId Collected::user_frame(uint32_t pid, const ProcessImage *image
 	return d.user_frames.intern(frame, mix(mix(frame.offset, frame.object), frame.placement));
 }
 
-Collected::FrameId Collected::python_frame(std::string function, std::string file, uint32_t line)
+Collected::FrameId Collected::runtime_frame(FrameKind kind, std::string function, std::string file,
+					   uint32_t line)
 {
 	Impl &d = *impl_;
-	const uint64_t h = mix(mix(text_hash(function), text_hash(file)), line);
-	const UserFrameRef frame{d.python_frames.intern({std::move(function), std::move(file), line}, h),
-				 kPythonObject, 0};
+	const uint64_t h = mix(mix(mix(text_hash(function), text_hash(file)), line), uint64_t(kind));
+	const UserFrameRef frame{d.runtime_frames.intern({kind, std::move(function), std::move(file), line}, h),
+				 kRuntimeObject, 0};
 	return d.user_frames.intern(frame, mix(mix(frame.offset, frame.object), 0));
 }
 
@@ -337,7 +339,7 @@ Profile Collected::name(Symbolizer &symbolizer) const
 
 	// User frames are named object by object, ahead of the samples: the symbolizer then
 	// needs the DWARF of few files at once, and drops each file once it is done with it.
-	// They come first in profile.frames; the kernel's, "[truncated]" and Python's follow
+	// They come first in profile.frames; the kernel's, "[truncated]" and runtimes' follow
 	// as the samples meet them.
 	{
 		struct Wanted {
@@ -351,7 +353,7 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				for (size_t i = 0; i < user.size(); i++) {
 					Span &at = user_named[i == 0][user[i]];
 					if (at.first != kNotYet || d.user_frames[user[i]] == kTruncated ||
-					    d.user_frames[user[i]].object == kPythonObject)
+					    d.user_frames[user[i]].object == kRuntimeObject)
 						continue;
 					at.first = 0;
 					wanted.push_back({d.user_frames[user[i]].object, user[i], i == 0});
@@ -397,14 +399,14 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				Frame frame;
 				frame.name = "[truncated]";
 				profile.frames.push_back(std::move(frame));
-			} else if (at.first == kNotYet && d.user_frames[user[i]].object == kPythonObject) {
-				const Impl::PythonFrame &python = d.python_frames[uint32_t(d.user_frames[user[i]].offset)];
+			} else if (at.first == kNotYet && d.user_frames[user[i]].object == kRuntimeObject) {
+				const Impl::RuntimeFrame &runtime = d.runtime_frames[uint32_t(d.user_frames[user[i]].offset)];
 				at = Span{uint32_t(profile.frames.size()), 1};
 				Frame frame;
-				frame.name = python.function;
-				frame.source_file = python.file;
-				frame.line = python.line;
-				frame.kind = FrameKind::Python;
+				frame.name = runtime.function;
+				frame.source_file = runtime.file;
+				frame.line = runtime.line;
+				frame.kind = runtime.kind;
 				profile.frames.push_back(std::move(frame));
 			}
 			for (uint32_t n = 0; n < at.count; n++)

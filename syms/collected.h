@@ -1,6 +1,6 @@
 // syms/collected.h: what the run collected, sample after sample, in terms that outlive
 // the processes sampled: user addresses located in files, BPF programs copied out of the
-// history, Python frames by name. Once a sample is added, nothing of it needs the history
+// history, language runtimes' frames by name. Once a sample is added, nothing of it needs the history
 // of its process. cli/collect_batch.h feeds it the sampler's batches.
 #pragma once
 
@@ -43,7 +43,8 @@ public:
 	// (`caller`: every frame but the leaf, a return address).
 	FrameId user_frame(uint32_t pid, const ProcessImage *image, uint64_t address, bool caller,
 			   Symbolizer &symbolizer);
-	FrameId python_frame(std::string function, std::string file, uint32_t line);
+	// A language runtime's frame, as its reader named it.
+	FrameId runtime_frame(FrameKind kind, std::string function, std::string file, uint32_t line);
 	// The frame that ends a stack whose walk stopped early: "[truncated]".
 	FrameId truncated_frame();
 	StackId user_stack(const std::vector<FrameId> &frames);

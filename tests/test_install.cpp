@@ -125,21 +125,40 @@ ManPage read_man_page()
 	return page;
 }
 
+// The product's folders (not the tests, scripts, docs, builds or hidden ones).
+std::vector<std::string> product_folders()
+{
+	std::vector<std::string> folders;
+	for (const auto &entry : fs::directory_iterator(source_tree())) {
+		const std::string dir = entry.path().filename();
+		if (entry.is_directory() && !dir.starts_with(".") && !dir.starts_with("build") &&
+		    !std::set<std::string>{"tests", "scripts", "doc", "systemd"}.count(dir))
+			folders.push_back(dir);
+	}
+	std::sort(folders.begin(), folders.end());
+	return folders;
+}
+
+// The product's source files, relative to the tree: the root's and every product folder's
+// .h, .cpp and .bpf.c files.
+std::vector<std::string> product_files()
+{
+	std::vector<std::string> files = {"profile.cpp", "profile.h", "profile.bpf.c"};
+	for (const std::string &dir : product_folders())
+		for (const auto &file : fs::recursive_directory_iterator(source_tree() / dir))
+			if (file.path().extension() == ".h" || file.path().extension() == ".cpp" ||
+			    file.path().extension() == ".c")
+				files.push_back(fs::relative(file.path(), source_tree()).string());
+	return files;
+}
+
 // The PROFILE_* variables the program's sources read with getenv.
 std::set<std::string> variables_read()
 {
 	static const std::regex getenv_call(R"re(getenv\("(PROFILE_[A-Z0-9_]+)"\))re");
 	std::set<std::string> names;
-	std::vector<fs::path> files = {source_tree() / "profile.cpp"};
-	for (const char *dir : {"base", "syms", "unwind", "python", "sampler", "report", "push", "cli"}) {
-		if (!fs::is_directory(source_tree() / dir))
-			continue;
-		for (const auto &entry : fs::recursive_directory_iterator(source_tree() / dir))
-			if (entry.path().extension() == ".cpp" || entry.path().extension() == ".h")
-				files.push_back(entry.path());
-	}
-	for (const fs::path &file : files) {
-		const std::string text = read_file(file.string());
+	for (const std::string &file : product_files()) {
+		const std::string text = read_file((source_tree() / file).string());
 		for (auto it = std::sregex_iterator(text.begin(), text.end(), getenv_call); it != std::sregex_iterator(); ++it)
 			names.insert((*it)[1]);
 	}
@@ -338,7 +357,7 @@ TEST_CASE("layout: the root of the tree holds the files the layout names and no 
 							  << "): move it into the folder it belongs to, or name it in this test");
 }
 
-TEST_CASE("layout: every #include runs down the folders' order, the kernel side's too: profile.h, base, model, elf, proc, syms, python, unwind, sampler, offcpu, report, push, cli, profile.cpp")
+TEST_CASE("layout: every #include runs down the folders' order, the kernel side's too: profile.h, base, model, elf, proc, syms, runtime, python, runtimes, unwind, sampler, offcpu, report, push, cli, profile.cpp")
 {
 	// Each layer may include its own and those before it, never one after it: the shared
 	// basics (base/: fds, diagnostics) and the sources of truth (ELF and DWARF files,
@@ -347,12 +366,13 @@ TEST_CASE("layout: every #include runs down the folders' order, the kernel side'
 	// space share) is the contract, below every room, and includes none; base/kernel.bpf.h
 	// (what the kernel side's rooms share) is among the basics; report/model.h (the symbolized profile every
 	// layer above hands on) is the data model, below elf/. The kernel side's .bpf.h files
-	// are held to the same order as the rest of their folders: the table walk (unwind/)
-	// calls the Python walk, so python/ comes first; off-CPU time (offcpu/) counts in the
-	// sampler's maps and walks with the unwinder.
-	const std::vector<std::string> order = {"contract", "base",    "model",  "elf",    "proc",
-						"syms",     "python",  "unwind", "sampler", "offcpu",
-						"report",   "push",    "cli",    "profile.cpp"};
+	// are held to the same order as the rest of their folders. A language runtime (python/)
+	// is a room between what every runtime shares (runtime/) and their registry
+	// (runtimes/), which the table walk (unwind/) calls; off-CPU time (offcpu/) counts in
+	// the sampler's maps and walks with the unwinder.
+	const std::vector<std::string> order = {"contract", "base",     "model",  "elf",     "proc",   "syms",
+						"runtime",  "python",   "runtimes", "unwind", "sampler", "offcpu",
+						"report",   "push",     "cli",    "profile.cpp"};
 	auto layer = [](const std::string &path) -> std::string {
 		if (path == "report/model.h")
 			return "model";
@@ -366,17 +386,9 @@ TEST_CASE("layout: every #include runs down the folders' order, the kernel side'
 		return size_t(std::find(order.begin(), order.end(), name) - order.begin());
 	};
 	const fs::path tree = source_tree();
-	std::vector<std::string> files = {"profile.cpp", "profile.h", "profile.bpf.c"};
-	for (const auto &entry : fs::directory_iterator(tree)) {
-		const std::string dir = entry.path().filename();
-		if (!entry.is_directory() || dir.starts_with(".") || dir.starts_with("build") ||
-		    std::set<std::string>{"tests", "scripts", "doc", "systemd"}.count(dir))
-			continue;
+	for (const std::string &dir : product_folders())
 		CHECK_MESSAGE(rank(dir) < order.size(), dir << "/ has no place in the folders' order: name it in this test");
-		for (const auto &file : fs::recursive_directory_iterator(entry.path()))
-			if (file.path().extension() == ".h" || file.path().extension() == ".cpp")
-				files.push_back(fs::relative(file.path(), tree).string());
-	}
+	const std::vector<std::string> files = product_files();
 	REQUIRE(files.size() > 40);
 	static const std::regex include(R"re(^\s*#\s*include\s+"([^"]+)")re");
 	size_t includes = 0, kernel_includes = 0;
@@ -403,6 +415,28 @@ TEST_CASE("layout: every #include runs down the folders' order, the kernel side'
 	}
 	CHECK(kernel_includes > 10); // the kernel side was read too
 	CHECK(includes > 100); // the scan read the includes
+}
+
+TEST_CASE("layout: a language runtime is named in at most 4 product files outside its own room")
+{
+	// A runtime is a room (its folder) registered in runtimes/ on each side, with a frame
+	// kind in report/model: adding one touches no other room. Comments count too: a file
+	// that explains a runtime's case by name is one that knows of it.
+	const std::vector<std::string> files = product_files();
+	REQUIRE(files.size() > 40);
+	for (const std::string runtime : {"python"}) {
+		const std::regex word("\\b" + runtime + "\\b", std::regex::icase);
+		std::vector<std::string> naming;
+		for (const std::string &file : files)
+			if (!file.starts_with(runtime + "/") && std::regex_search(read_file((source_tree() / file).string()), word))
+				naming.push_back(file);
+		std::string list;
+		for (const std::string &file : naming)
+			list += " " + file;
+		CHECK_MESSAGE(naming.size() <= 4, runtime << " is named in " << naming.size() << " files outside " << runtime
+							 << "/:" << list);
+		CHECK_MESSAGE(!naming.empty(), runtime << " is in no registry: the scan read nothing");
+	}
 }
 
 } // TEST_SUITE("unit")

@@ -81,7 +81,7 @@ static __always_inline struct recent_mappings *recent_list(struct walk *w)
 		r->pid = w->pid;
 		r->serial = w->serial;
 		r->seq = w->seq + 1; /* never a list's: no entries yet */
-		r->not_python = 0;
+		r->no_runtime = 0;
 	}
 	return r;
 }
@@ -140,20 +140,20 @@ static __always_inline void remember_mapping(struct walk *w)
 	r->m[slot].object = w->object;
 }
 
-/* Whether this CPU's walks of the walk's list found its process is not CPython's. */
-static __always_inline bool recent_says_not_python(struct walk *w)
+/* Whether this CPU's walks of the walk's list found its process shows no runtime's frames. */
+static __always_inline bool recent_says_no_runtime(struct walk *w)
 {
 	struct recent_mappings *r = recent_of(w);
 
-	return r && r->not_python;
+	return r && r->no_runtime;
 }
 
-static __always_inline void remember_not_python(struct walk *w)
+static __always_inline void remember_no_runtime(struct walk *w)
 {
 	struct recent_mappings *r = recent_list(w);
 
 	if (r)
-		r->not_python = 1;
+		r->no_runtime = 1;
 }
 
 /* Finds the executable mapping of the process holding pc; false when none does. */

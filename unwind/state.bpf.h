@@ -6,7 +6,7 @@
 
 #include "base/kernel.bpf.h"
 #include "unwind/unwind.h"
-#include "python/python.bpf.h"
+#include "runtimes/runtimes.bpf.h"
 #include "unwind/mappings.bpf.h"
 
 /* Files -> their object ids, as user space registers them: a file's one table serves every
@@ -84,12 +84,13 @@ struct {
  * objects: a process sampled again on the same CPU finds its frames' mappings here, with no
  * lookup of its list, no search of it and no lookup of each file's object. Good for one
  * list as it is (pid, serial, seq): a walk of another list, or of this one changed, starts
- * the entries again. And whether the process is known not to be CPython's, good for the
- * list whatever its seq (an exec starts another list). */
+ * the entries again. And whether the process is known to show no runtime's frames (no
+ * runtime's start claims it), good for the list whatever its seq (an exec starts another
+ * list). */
 #define RECENT_MAPPINGS 4
 struct recent_mappings {
 	__u32 pid, serial, seq, next;
-	__u32 not_python;
+	__u32 no_runtime;
 	struct {
 		__u64 start, end;
 		__u32 offset, object;
@@ -130,7 +131,7 @@ struct walk_reads {
 	__u32 n;                  /* reads; past WALK_READS_MAX, too many to keep */
 	__u32 seq;                /* of the process's list of areas */
 	/* Tables only, to the stack's end, all reads kept, in a process user space has found
-	 * is not Python's (or with Python frames off): nothing else decides the walk. */
+	 * shows no runtime's frames (runtimes_none_in): nothing else decides the walk. */
 	bool same_again;
 };
 struct {
@@ -141,7 +142,7 @@ struct {
 } walk_reads SEC(".maps");
 
 /* Where a walk stopped at code whose table was not in yet: what a raw sample keeps. n 0:
- * the walk did not stop so, or cannot be kept raw (it showed Python frames). */
+ * the walk did not stop so, or cannot be kept raw (it showed a runtime's frames). */
 struct raw_resume {
 	__u64 pc, sp, bp;
 	__u32 n;
@@ -168,7 +169,7 @@ struct walk {
 	bool pending, fp_no_table, cut, done;
 	bool record; /* keeps what it reads in walk_reads (a thread leaving the CPU) */
 	__u8 waited; /* why it is pending: WAITED_* */
-	struct python_walk py; /* python/python.bpf.h: interpreter frames in eval frames' places */
+	struct runtime_walk rt; /* runtimes/runtimes.bpf.h: a runtime's frames among the native ones */
 };
 
 #endif /* __TARGET_ARCH_x86 */

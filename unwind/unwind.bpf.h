@@ -1,7 +1,8 @@
 /* unwind/unwind.bpf.h: the kernel half of the table unwinder, included by profile.bpf.c:
  * the maps that hold files' objects and their tables, and the walk of a user stack from
  * those tables (walk_user_stack), through processes' mappings as unwind/mappings.bpf.h
- * keeps them. It calls the Python walk (python/python.bpf.h) at each native frame. */
+ * keeps them. At each native frame it calls the language runtimes' walks
+ * (runtimes/runtimes.bpf.h), which may show their own frames there. */
 #ifndef UNWIND_BPF_H
 #define UNWIND_BPF_H
 
@@ -137,24 +138,22 @@ static __always_inline long walk_step_of(__u32 index, struct walk *w, const bool
 		w->cut = true; /* the depth limit */
 		return 1;
 	}
-	/* An eval frame of CPython is shown as the Python frames it ran, one a step. */
-	if (w->py.active && !w->py.replaced) {
-		int shown = python_frame(&w->py, w->pc, index, w->n);
+	/* A runtime's frames, one a step, in a native frame's place (an interpreter's eval frame
+	 * shown as the functions it ran) or before it. */
+	int shown = runtimes_frame(&w->rt, w->pc, index, w->n);
 
-		if (shown != PYTHON_NATIVE) {
-			if (shown == PYTHON_SHOWN) {
-				hash_frame(&w->hash, frames->ip[w->n & UNWIND_MAX_DEPTH]);
-				w->n++;
-			}
-			return 0;
+	if (shown != RUNTIME_NATIVE) {
+		if (shown == RUNTIME_SHOWN) {
+			hash_frame(&w->hash, frames->ip[w->n & UNWIND_MAX_DEPTH]);
+			w->n++;
 		}
+		return 0;
 	}
-	if (!w->py.replaced) {
+	if (!runtimes_take_replaced(&w->rt)) {
 		frames->ip[w->n & UNWIND_MAX_DEPTH] = w->pc;
 		hash_frame(&w->hash, w->pc);
 		w->n++;
 	}
-	w->py.replaced = 0;
 
 	/* A caller's pc is a return address: the call is the byte before it, which may
 	 * belong to another function's rules (a call that ends a function). */
@@ -370,9 +369,10 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 
 		bpf_map_update_elem(&wanted_processes, &tgid, &one, BPF_NOEXIST);
 	}
-	/* A process found not to be CPython's is not asked again while its list is the same. */
-	if (!recent_says_not_python(&w) && python_start(&w.py, tgid) == PYTHON_NOT)
-		remember_not_python(&w);
+	/* A process found to show no runtime's frames is not asked again while its list is the
+	 * same. */
+	if (!recent_says_no_runtime(&w) && runtimes_start(&w.rt, tgid) == RUNTIME_NOT)
+		remember_no_runtime(&w);
 	/* A plain loop of calls to the step: the verifier sees each call's result as unknown,
 	 * so the iterations differ only in i. Through bpf_loop each frame cost a second call
 	 * and return, the callback's. */
@@ -391,8 +391,8 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		return 0;
 	if (!w.done && !w.cut)
 		w.cut = true; /* the loop ran out of steps: the depth limit */
-	/* Native frames only: the Python walk's state does not carry over to user space. */
-	if (w.pending && !w.py.active) {
+	/* Native frames only: a runtime's walk state does not carry over to user space. */
+	if (w.pending && !runtimes_active(&w.rt)) {
 		resume->pc = w.pc;
 		resume->sp = w.sp;
 		resume->bp = w.bp;
@@ -408,17 +408,16 @@ static __always_inline __u32 walk_user_stack(struct bpf_perf_event_data *ctx, __
 		__u32 zero = 0;
 		struct walk_reads *r = bpf_map_lookup_elem(&walk_reads, &zero);
 
-		/* A process not classified yet may be Python's: its next walk would show frames
-		 * that this one could not. (One whose runtime is not initialized yet is not
-		 * Python's for now: same_user_stack checks again.) */
-		struct python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
-		bool not_python = !python_frames | (py && !py->is_python);
+		/* A process not classified yet may be a runtime's: its next walk would show
+		 * frames that this one could not. (One whose runtime is not initialized yet is
+		 * none of its for now: same_user_stack checks again.) */
+		bool no_runtime = runtimes_none_in(tgid);
 
 		if (r) {
 			r->seq = w.seq;
 			/* Bitwise: one path for the verifier, not one for each way to be false. */
-			r->same_again = w.done & !w.cut & !w.fp_no_table & !w.learned_area & !w.py.active &
-					w.process_known & (r->n <= WALK_READS_MAX) & not_python;
+			r->same_again = w.done & !w.cut & !w.fp_no_table & !w.learned_area & !runtimes_active(&w.rt) &
+					w.process_known & (r->n <= WALK_READS_MAX) & no_runtime;
 		}
 	}
 	if (w.learned_area)

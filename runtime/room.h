@@ -1,0 +1,51 @@
+// runtime/room.h: a language runtime's user half, as the run sees every runtime: a row that
+// says what it is called and what its frames look like, and a reader that follows its
+// processes while sampling and names its frames after. Each runtime's room defines its row
+// (its room.cpp); runtimes/runtimes.cpp lists them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "report/model.h"
+
+// A runtime's frame as the reports show it: its function, the source file and the line.
+struct RuntimeFrameName {
+	std::string function;
+	std::string file;
+	uint32_t line = 0;
+};
+
+// One runtime's user half in a run, made once the sampling program is loaded.
+class RuntimeReader {
+public:
+	virtual ~RuntimeReader() = default;
+	// Before sampling starts: looks at these processes, so that their first samples show
+	// the runtime's frames (the kernel asks about the others at their first sample).
+	virtual void prepare(const std::vector<uint32_t> &pids) = 0;
+	// Every 20 ms or so while sampling, and once after: answers the kernel's questions and
+	// reads what names its frames while their processes live.
+	virtual void tick() = 0;
+	// The names of a frame of process pid in a stored stack (a value with the runtime's
+	// tag); false when it was never named.
+	virtual bool name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const = 0;
+	// The run's last -v lines: what it followed and named, at what cost.
+	virtual std::string stats() const = 0;
+};
+
+// A kernel map's fd by its name in the sampling program, -1 when it has none.
+using MapFdByName = std::function<int(const char *name)>;
+
+// A runtime, as the run and the command line know it.
+struct RuntimeRoom {
+	const char *name;  // "NAME": --no-NAME turns it off; its -v line starts so
+	const char *help;  // --no-NAME's --help text
+	uint64_t tag;      // its frames' tag in stored stacks (runtime/runtime.h)
+	FrameKind kind;    // its frames in the reports
+	const char *unnamed; // a frame it could not name, as the reports show it: "[NAME]"
+	// Its reader, for the kernel maps of a loaded program (the runtime's walk on).
+	std::unique_ptr<RuntimeReader> (*start)(const MapFdByName &map_fd);
+};

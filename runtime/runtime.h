@@ -1,0 +1,27 @@
+/* runtime/runtime.h: what the table walk and every language runtime's walk share, kernel
+ * side and user side: how a runtime's frame sits in a stored stack, and what a runtime's
+ * hooks answer the walk. A runtime is a room of its own (a folder named for it),
+ * registered in runtimes/: runtimes.bpf.h on the kernel side, runtimes.cpp on the user
+ * side. */
+#ifndef RUNTIME_RUNTIME_H
+#define RUNTIME_RUNTIME_H
+
+/* A runtime's frame in a user stack has its runtime's tag in the top four bits: no user
+ * address has them, and the walk's TRUNCATED_FRAME (profile.h) has 0xf. What the other 60
+ * bits hold is the runtime's own (say, an id of the code it ran and an instruction). */
+#define RUNTIME_TAG_MASK 0xf000000000000000ULL
+#define RUNTIME_TAG_OF(value) ((value) & RUNTIME_TAG_MASK)
+/* A runtime's bit in the kernel's runtimes_on (runtime/runtime.bpf.h) and in user space's
+ * sets of runtimes: its tag's number. */
+#define RUNTIME_BIT(tag) (1u << (unsigned)((tag) >> 60))
+
+/* What a runtime's start at a walk found of the sampled process. */
+#define RUNTIME_MAYBE 0 /* the runtime's, or not classified yet: asked again at the next walk */
+#define RUNTIME_NOT 1   /* classified, and no process whose frames the runtime can show */
+
+/* What a runtime's frame hook did at a native frame of the walk. */
+#define RUNTIME_NATIVE 0   /* nothing: the native frame is recorded as it is */
+#define RUNTIME_SHOWN 1    /* one of the runtime's frames recorded at ip[n]; the native frame waits */
+#define RUNTIME_REPLACED 2 /* nothing more: the native frame is not recorded, only stepped past */
+
+#endif /* RUNTIME_RUNTIME_H */

@@ -1,0 +1,70 @@
+/* runtimes/runtimes.bpf.h: the language runtimes whose frames the table walk shows, and the
+ * one dispatch from the walk into them. Each runtime's walk is a room of its own
+ * (python/python.bpf.h), behind the same hooks:
+ *   NAME_start(state, tgid)            at a walk's start: RUNTIME_NOT when the process is
+ *                                      known to be none of the runtime's;
+ *   NAME_frame(state, pc, index, n)    at each native frame: RUNTIME_NATIVE, _SHOWN or
+ *                                      _REPLACED (runtime/runtime.h);
+ *   NAME_forget(tgid)                  an exec or an exit: the process is asked about again.
+ * A runtime added is its include, its state in struct runtime_walk and a line in each
+ * function below. */
+#ifndef RUNTIMES_RUNTIMES_BPF_H
+#define RUNTIMES_RUNTIMES_BPF_H
+
+#include "runtime/runtime.bpf.h"
+#include "python/python.bpf.h"
+
+/* The runtimes' side of one stack walk. */
+struct runtime_walk {
+	struct python_walk python;
+};
+
+/* At a walk's start: RUNTIME_NOT when no runtime can show frames in process tgid (the walk
+ * remembers it while the process's list of areas is the same). */
+static __always_inline int runtimes_start(struct runtime_walk *r, __u32 tgid)
+{
+	return python_start(&r->python, tgid);
+}
+
+/* Whether a runtime shows frames in this walk: its state then reaches past the native
+ * frames (a walk that cannot be finished in user space, or taken again as it was). */
+static __always_inline bool runtimes_active(const struct runtime_walk *r)
+{
+	return r->python.active;
+}
+
+/* At each native frame: a runtime's frame recorded in its place or before it, or nothing. */
+static __always_inline int runtimes_frame(struct runtime_walk *r, __u64 pc, __u32 index, __u32 n)
+{
+	if (r->python.active && !r->python.replaced)
+		return python_frame(&r->python, pc, index, n);
+	return RUNTIME_NATIVE;
+}
+
+/* Whether the native frame at hand was shown as a runtime's frames, and is not recorded
+ * itself; the next frame is the walk's again. */
+static __always_inline bool runtimes_take_replaced(struct runtime_walk *r)
+{
+	bool replaced = r->python.replaced;
+
+	r->python.replaced = 0;
+	return replaced;
+}
+
+/* Whether a walk of process tgid's stack shows no runtime's frames now, and will show none
+ * while its list of areas is the same: user space classified it as none of theirs (or every
+ * runtime is off). */
+static __always_inline bool runtimes_none_in(__u32 tgid)
+{
+	struct python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
+
+	return !runtime_on(PYTHON_FRAME_TAG) | (py && !py->is_python);
+}
+
+/* An exec or an exit of process tgid: each runtime asks about it again. */
+static __always_inline void runtimes_forget(__u32 tgid)
+{
+	python_forget(tgid);
+}
+
+#endif /* RUNTIMES_RUNTIMES_BPF_H */
