@@ -49,8 +49,8 @@ Status plan_push(const Options &options, RunPlan &plan)
 	config.ca_file = options.push_ca;
 	config.cert_file = options.push_cert;
 	config.key_file = options.push_key;
-	config.frequency = plan.rate.frequency;
-	config.period_ns = plan.rate.frequency ? 0 : plan.rate.period;
+	config.frequency = plan.sampler.frequency;
+	config.period_ns = plan.sampler.frequency ? 0 : plan.sampler.period;
 	config.off_cpu = options.off_cpu;
 	config.wait_said_s = std::clamp(2.0 * double(options.interval_s), 2.0, 10.0);
 	if (Status target = resolve_push_target(config); !target.ok())
@@ -71,56 +71,44 @@ Status plan_push(const Options &options, RunPlan &plan)
 
 } // namespace
 
-SamplerConfig RunPlan::sampler(const Options &options) const
-{
-	SamplerConfig config = options;
-	config.pids = pids;
-	config.cgroups = cgroups;
-	config.frequency = rate.frequency;
-	config.period = rate.period;
-	config.budget_percent = budget_percent;
-	config.interrupt_cost_ns = interrupt_cost_ns;
-	return config;
-}
-
 Result<RunPlan> check_against_machine(const Options &options)
 {
 	RunPlan plan;
+	plan.sampler = options;
+	SamplerConfig &sampler = plan.sampler;
 	plan.host = host_name();
-	plan.pids = options.pids;
-	if (Status pids = resolve_pids(plan.pids, plan.notes); !pids.ok())
+	if (Status pids = resolve_pids(sampler.pids, plan.notes); !pids.ok())
 		return Error(pids.error());
 	for (uint32_t tid : options.tids)
 		if (access(("/proc/" + std::to_string(tid)).c_str(), F_OK) != 0)
 			return Error("no thread with TID " + std::to_string(tid));
-	plan.cgroups = options.cgroups;
 	// The rate this machine can take, lowered with a note rather than refused or obeyed: a
 	// rate the kernel would refuse, or one whose samples the CPUs could not carry.
 	const RateLimits limits = read_rate_limits();
-	plan.budget_percent = budget_percent(limits);
-	plan.rate = {options.frequency, options.period};
+	sampler.budget_percent = budget_percent(limits);
 	if (!options.off_cpu) {
-		RateDecision rate = limit_rate(plan.rate, limits);
-		plan.rate = rate.rate;
-		if (!rate.note.empty())
-			plan.notes.push_back(rate.note);
+		RateDecision decided = limit_rate(plan.rate(), limits);
+		SampleRate rate = decided.rate;
+		if (!decided.note.empty())
+			plan.notes.push_back(decided.note);
 		// A high rate starts no higher than the timer's own interrupts leave room for; the
 		// programs' time is added as it is measured (Sampler::fit_rate).
-		if (plan.rate.per_second() > kRateMeasuredAbove) {
+		if (rate.per_second() > kRateMeasuredAbove) {
 			const std::optional<double> measured = measure_interrupt_cost(options.cpu >= 0 ? options.cpu : 0);
-			plan.interrupt_cost_ns = measured.value_or(kAssumedInterruptCostNs);
+			sampler.interrupt_cost_ns = measured.value_or(kAssumedInterruptCostNs);
 			if (!measured)
 				plan.notes.push_back("cannot measure what a timer interrupt costs here (no real-time priority "
 						     "or no perf event): assuming " +
 						     std::to_string(int(kAssumedInterruptCostNs / 1000)) + " µs");
-			if (auto fit = fit_to_cost(plan.rate, plan.interrupt_cost_ns,
-						   plan.budget_percent)) {
-				plan.rate = fit->rate;
+			if (auto fit = fit_to_cost(rate, sampler.interrupt_cost_ns, sampler.budget_percent)) {
+				rate = fit->rate;
 				plan.notes.push_back(fit->note);
 			}
 		}
+		sampler.frequency = rate.frequency;
+		sampler.period = rate.period;
 	}
-	if (Status cgroups = resolve_cgroups(plan.cgroups); !cgroups.ok())
+	if (Status cgroups = resolve_cgroups(sampler.cgroups); !cgroups.ok())
 		return Error(cgroups.error());
 	if (options.off_cpu)
 		if (Status support = off_cpu_support(); !support.ok())
@@ -144,11 +132,17 @@ Result<RunPlan> check_against_machine(const Options &options)
 	// The maps' sizes, decided once: judged here for their memory, made so by the sampler.
 	// A size that takes gigabytes of kernel memory costs seconds to create and free, and one
 	// beyond what the machine has fails, or reclaims its page cache first.
-	plan.maps = plan_maps(plan.sampler(options));
+	plan.maps = plan_maps(sampler);
 	MapMemoryVerdict map_cost = judge_map_memory(plan.maps.sizes, available_memory());
 	if (!map_cost.status.ok())
 		return Error(map_cost.status.error());
 	if (!map_cost.warning.empty())
 		plan.notes.push_back(map_cost.warning);
+	plan.header.command = options.command_line;
+	plan.header.host = plan.host;
+	plan.header.kernel_stacks = options.kernel_stacks;
+	plan.header.user_stacks = options.user_stacks;
+	plan.header.off_cpu = options.off_cpu;
+	plan.header_line = header_line(options, sampler);
 	return plan;
 }

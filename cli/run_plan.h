@@ -1,6 +1,6 @@
-// cli/run_plan.h: the command line checked against this machine: what the run does here
-// (the processes and cgroups it samples, resolved; its maps; where it pushes), and what
-// stderr says first. Options stay as parsed.
+// cli/run_plan.h: the command line checked against this machine: what the run does here,
+// built once (what the sampler is told, its maps, where it pushes, what every report says of
+// the run), and what stderr says first. Options stay as parsed.
 #pragma once
 
 #include <cstdint>
@@ -11,21 +11,25 @@
 #include "base/error.h"
 #include "cli/options.h"
 #include "push/push.h"
+#include "report/model.h"
 #include "sampler/sampler.h"
 
 struct RunPlan {
+	// What the sampler is told: the command line's, with -p (each a process: a thread id
+	// made its process) and --cgroup (each the real path of a cgroup v2 directory) resolved,
+	// -f or -c lowered to what this machine takes (sampler/rate.h), the kernel side's share
+	// of each CPU, and what a sample's interrupt costs here (0 at low rates).
+	SamplerConfig sampler;
 	MapPlan maps;                      // the maps' sizes, decided once
-	std::vector<uint32_t> pids;        // -p, each a process (a thread id made its process)
-	std::vector<std::string> cgroups;  // --cgroup, each the real path of a cgroup v2 directory
 	std::optional<PushConfig> push;    // --push: its target settled, its auth file read
 	std::string host;                  // this machine's name, for reports and pushes
-	SampleRate rate;                   // -f or -c, lowered to what the kernel takes (sampler/rate.h)
-	uint32_t budget_percent = 25;      // of each CPU, the kernel side's at most
-	double interrupt_cost_ns = 0;      // a sample's interrupt, before its program: 0 at low rates
+	// What every window's profile says of how the run was made (its command line, host,
+	// stacks, kind); the rate, the window's times and its process are each window's own.
+	Profile header;
+	std::string header_line;           // BCC's "Sampling at 49 Hertz of ..." of what runs
 	std::vector<std::string> notes;    // for stderr before the run, without "profile: "
 
-	// What the sampler is told: the command line's, with -p and --cgroup as resolved here.
-	SamplerConfig sampler(const Options &options) const;
+	SampleRate rate() const { return {sampler.frequency, sampler.period}; }
 };
 
 // Values the parser cannot judge alone: they depend on this machine. The plan, or what is

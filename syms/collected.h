@@ -1,7 +1,7 @@
 // syms/collected.h: what the run collected, sample after sample, in terms that outlive
 // the processes sampled: user addresses located in files, BPF programs copied out of the
 // history, language runtimes' frames by name. Once a sample is added, nothing of it needs the history
-// of its process. cli/collect_batch.h feeds it the sampler's batches.
+// of its process. run/collect_batch.h feeds it the sampler's batches.
 #pragma once
 
 #include <cstdint>

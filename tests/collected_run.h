@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/collect_batch.h"
+#include "run/collect_batch.h"
 #include "proc/process_history.h"
 #include "tests/fixtures/fixture_files.h"
 #include "tests/perf_records.h"

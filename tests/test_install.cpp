@@ -357,7 +357,7 @@ TEST_CASE("layout: the root of the tree holds the files the layout names and no 
 							  << "): move it into the folder it belongs to, or name it in this test");
 }
 
-TEST_CASE("layout: every #include runs down the folders' order, the kernel side's too: profile.h, base, model, elf, proc, syms, runtime, python, runtimes, unwind, sampler, offcpu, report, push, cli, profile.cpp")
+TEST_CASE("layout: every #include runs down the folders' order, the kernel side's too: profile.h, base, model, elf, proc, syms, runtime, python, runtimes, unwind, sampler, offcpu, report, push, cli, run, profile.cpp")
 {
 	// Each layer may include its own and those before it, never one after it: the shared
 	// basics (base/: fds, diagnostics) and the sources of truth (ELF and DWARF files,
@@ -369,10 +369,11 @@ TEST_CASE("layout: every #include runs down the folders' order, the kernel side'
 	// are held to the same order as the rest of their folders. A language runtime (python/)
 	// is a room between what every runtime shares (runtime/) and their registry
 	// (runtimes/), which the table walk (unwind/) calls; off-CPU time (offcpu/) counts in
-	// the sampler's maps and walks with the unwinder.
+	// the sampler's maps and walks with the unwinder. The run's pipeline (run/) comes after
+	// the command line (cli/) whose plan it carries out.
 	const std::vector<std::string> order = {"contract", "base",     "model",  "elf",     "proc",   "syms",
 						"runtime",  "python",   "runtimes", "unwind", "sampler", "offcpu",
-						"report",   "push",     "cli",    "profile.cpp"};
+						"report",   "push",     "cli",    "run",     "profile.cpp"};
 	auto layer = [](const std::string &path) -> std::string {
 		if (path == "report/model.h")
 			return "model";

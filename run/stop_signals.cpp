@@ -1,5 +1,5 @@
-// cli/stop_signals.cpp: the run's watcher of SIGINT, SIGTERM and SIGHUP.
-#include "cli/stop_signals.h"
+// run/stop_signals.cpp: the run's watcher of SIGINT, SIGTERM and SIGHUP.
+#include "run/stop_signals.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>

@@ -1,4 +1,4 @@
-// cli/collect_batch.h: a batch the sampler drained, added to what the run collected:
+// run/collect_batch.h: a batch the sampler drained, added to what the run collected:
 // its processes' images and cgroups taken now, its marks (a runtime's frames, stacks cut
 // short) read, its runtimes' frames named.
 #pragma once

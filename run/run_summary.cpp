@@ -1,6 +1,6 @@
-// cli/run_summary.cpp: the lines stderr ends a run with: pushes, windows, where the time
+// run/run_summary.cpp: the lines stderr ends a run with: pushes, windows, where the time
 // went (PROFILE_DEBUG), why nothing was sampled, and what was lost.
-#include "cli/run_summary.h"
+#include "run/run_summary.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -8,7 +8,7 @@
 
 #include "base/clock.h"
 #include "base/diagnostics.h"
-#include "cli/account.h"
+#include "run/account.h"
 #include "report/window.h"
 
 void RunSummary::last_window(const WindowCutter &windows)
@@ -85,7 +85,7 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 			diagnostics::say("kernel side: %" PRIu64 " runs, %.2f µs each on average; the budget (%u %% of "
 					"each CPU) spent in %" PRIu64 " windows of 10 ms",
 				budget.runs, budget.runs ? double(budget.ns) / double(budget.runs) / 1000 : 0.0,
-				plan_.budget_percent, budget.exhausted);
+				plan_.sampler.budget_percent, budget.exhausted);
 		if (const Runtimes *runtimes = session.runtimes())
 			for (const std::string &line : runtimes->stats())
 				diagnostics::say("%s", line.c_str());
@@ -97,5 +97,5 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 		diagnostics::say("%" PRIu64 " wake-up%s over the CPU budget: %s times off the CPU counted without a "
 				"waker", budget.wakeups_dropped, budget.wakeups_dropped == 1 ? "" : "s",
 				budget.wakeups_dropped == 1 ? "its" : "their");
-	report_losses(account, options_, plan_.budget_percent);
+	report_losses(account, options_, plan_.sampler.budget_percent);
 }

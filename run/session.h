@@ -1,4 +1,4 @@
-// cli/session.h: the sampler loaded and the processes it samples followed, from before the
+// run/session.h: the sampler loaded and the processes it samples followed, from before the
 // first sample to the last read of its maps.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/options.h"
-#include "cli/phase_clock.h"
+#include "run/phase_clock.h"
 #include "cli/run_plan.h"
 #include "sampler/sampler.h"
 #include "sampler/side_band.h"

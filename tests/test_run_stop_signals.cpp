@@ -1,4 +1,4 @@
-// tests/test_cli_stop_signals.cpp: which signals stop a run, and what the first and the
+// tests/test_run_stop_signals.cpp: which signals stop a run, and what the first and the
 // second do, in a process of the test's own (tests/test_profile.cpp and test_push.cpp send
 // them to the profiler itself).
 #include <doctest/doctest.h>
@@ -6,7 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "cli/stop_signals.h"
+#include "run/stop_signals.h"
 #include "tests/support.h"
 
 namespace {

@@ -1,5 +1,5 @@
-// cli/collect_batch.cpp: a drained batch read entry by entry into Collected.
-#include "cli/collect_batch.h"
+// run/collect_batch.cpp: a drained batch read entry by entry into Collected.
+#include "run/collect_batch.h"
 
 #include <cstring>
 #include <functional>

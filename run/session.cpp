@@ -1,6 +1,6 @@
-// cli/session.cpp: the sampler loaded, the processes it samples followed, and what it
+// run/session.cpp: the sampler loaded, the processes it samples followed, and what it
 // drained handed on to the window being collected.
-#include "cli/session.h"
+#include "run/session.h"
 
 #include <unistd.h>
 
@@ -43,7 +43,7 @@ std::string unwind_cache_dir()
 } // namespace
 
 Session::Session(const Options &options, const RunPlan &plan, PhaseClock &startup)
-	: sampler_(plan.sampler(options), plan.maps), symbolizer_(symbolizer_options(options, startup))
+	: sampler_(plan.sampler, plan.maps), symbolizer_(symbolizer_options(options, startup))
 {
 	// Kernel symbols do not depend on what is sampled: index them while sampling runs.
 	// Reading /proc/kallsyms is most of a run's own CPU, so -U, which never needs it,
@@ -67,7 +67,7 @@ Session::Session(const Options &options, const RunPlan &plan, PhaseClock &startu
 		const bool cache = (geteuid() == 0 || getenv("CACHE_DIRECTORY")) && !getenv("PROFILE_NO_UNWIND_CACHE") &&
 				   options.unwind_cache_size > 0;
 		unwinder_.emplace(maps, cache ? unwind_cache_dir() : "", options.unwind_cache_size);
-		unwinder_->prepare(history_, plan.pids);
+		unwinder_->prepare(history_, plan.sampler.pids);
 		startup.mark("unwind tables asked");
 	}
 	// The language runtimes' user halves: which processes run them, and what names their
@@ -77,7 +77,7 @@ Session::Session(const Options &options, const RunPlan &plan, PhaseClock &startu
 		if (runtimes_->empty()) {
 			runtimes_.reset();
 		} else {
-			runtimes_->prepare(plan.pids.empty() ? history_.live_pids() : plan.pids);
+			runtimes_->prepare(plan.sampler.pids.empty() ? history_.live_pids() : plan.sampler.pids);
 			startup.mark("runtime processes");
 		}
 	}
@@ -86,7 +86,7 @@ Session::Session(const Options &options, const RunPlan &plan, PhaseClock &startu
 		runtimes_.reset();
 	}
 	startup.mark("sampling program");
-	targets_.emplace(!plan.pids.empty() ? plan.pids : options.tids, plan.pids.empty());
+	targets_.emplace(!plan.sampler.pids.empty() ? plan.sampler.pids : options.tids, plan.sampler.pids.empty());
 }
 
 Session::~Session()

@@ -1,5 +1,5 @@
-// cli/account.cpp: the stderr lines that account for what a run sampled.
-#include "cli/account.h"
+// run/account.cpp: the stderr lines that account for what a run sampled.
+#include "run/account.h"
 
 #include <algorithm>
 #include <cinttypes>

@@ -1,5 +1,5 @@
-// cli/phase_clock.cpp: the marks of a PhaseClock, and their summary line.
-#include "cli/phase_clock.h"
+// run/phase_clock.cpp: the marks of a PhaseClock, and their summary line.
+#include "run/phase_clock.h"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-// cli/phase_clock.h: where a stretch of the run's time goes, wall clock and this thread's
+// run/phase_clock.h: where a stretch of the run's time goes, wall clock and this thread's
 // CPU, phase by phase, for PROFILE_DEBUG.
 #pragma once
 

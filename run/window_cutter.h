@@ -1,4 +1,4 @@
-// cli/window_cutter.h: the run cut into windows, each named and its report delivered.
+// run/window_cutter.h: the run cut into windows, each named and its report delivered.
 #pragma once
 
 #include <cstdint>
@@ -6,7 +6,8 @@
 #include <string>
 
 #include "cli/options.h"
-#include "cli/session.h"
+#include "cli/run_plan.h"
+#include "run/session.h"
 #include "report/delivery.h"
 #include "syms/collected.h"
 #include "syms/debuginfod.h"
@@ -16,7 +17,7 @@
 // next starts where it ended.
 class WindowCutter {
 public:
-	WindowCutter(const Options &options, Reports &reports, Session &session, std::string host);
+	WindowCutter(const Options &options, const RunPlan &plan, Reports &reports, Session &session);
 
 	// The first window starts now; with --interval the first cut is due one interval on.
 	void start();
@@ -57,9 +58,9 @@ private:
 		int64_t start_real = 0, start_mono = 0;
 	};
 	const Options &options_;
+	const RunPlan &plan_;
 	Reports &reports_;
 	Session &session_;
-	const std::string host_;
 	std::unique_ptr<Window> window_;
 	const bool debuginfod_;
 	DebuginfodAccount fetched_;

@@ -1,4 +1,4 @@
-// tests/test_cli_collect_batch.cpp: a drained batch's marks read as it is collected.
+// tests/test_run_collect_batch.cpp: a drained batch's marks read as it is collected.
 #include <doctest/doctest.h>
 
 #include "tests/collected_run.h"

@@ -1,4 +1,4 @@
-// cli/stop_signals.h: how signals end a run. SIGINT, SIGTERM and SIGHUP end sampling, and
+// run/stop_signals.h: how signals end a run. SIGINT, SIGTERM and SIGHUP end sampling, and
 // what was collected is written; a second one ends the process at once, saying what it
 // leaves undone.
 #pragma once

@@ -1,13 +1,13 @@
-// cli/run_summary.h: what stderr says of the run at its end.
+// run/run_summary.h: what stderr says of the run at its end.
 #pragma once
 
 #include <cstddef>
 
 #include "cli/options.h"
-#include "cli/phase_clock.h"
+#include "run/phase_clock.h"
 #include "cli/run_plan.h"
-#include "cli/session.h"
-#include "cli/window_cutter.h"
+#include "run/session.h"
+#include "run/window_cutter.h"
 #include "push/push.h"
 
 // What stderr says of the run once its report is out: pushes, windows, where the time

@@ -1,6 +1,6 @@
-// cli/window_cutter.cpp: each window closed: its samples named, its report sent on, the
+// run/window_cutter.cpp: each window closed: its samples named, its report sent on, the
 // next begun.
-#include "cli/window_cutter.h"
+#include "run/window_cutter.h"
 
 #include <malloc.h>
 
@@ -8,10 +8,10 @@
 
 #include "base/clock.h"
 #include "report/window.h"
-#include "cli/collect_batch.h"
+#include "run/collect_batch.h"
 
-WindowCutter::WindowCutter(const Options &options, Reports &reports, Session &session, std::string host)
-	: options_(options), reports_(reports), session_(session), host_(std::move(host)),
+WindowCutter::WindowCutter(const Options &options, const RunPlan &plan, Reports &reports, Session &session)
+	: options_(options), plan_(plan), reports_(reports), session_(session),
 	  window_(std::make_unique<Window>(reports.detail())),
 	  debuginfod_(options.debuginfod && debuginfod_configured())
 {
@@ -54,21 +54,20 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 	const int64_t cpu_before = clocks::thread_cpu_ns();
 	if (debuginfod_)
 		fetch_missing_debug_files(session_.symbolizer(), options_.debuginfod_timeout_s, fetched_);
-	profile_ = window_->collected.name(session_.symbolizer());
+	Profile named = window_->collected.name(session_.symbolizer());
 	session_.symbolizer().end_window();
-	profile_.command = options_.command_line;
-	// The rate sampled at now, which may be lower than -f asked (sampler/rate.h).
+	// How the run was made, as planned; then the window's own: the rate sampled at now
+	// (which may be lower than -f asked, sampler/rate.h), its times, its one process.
+	profile_ = plan_.header;
+	profile_.frames = std::move(named.frames);
+	profile_.samples = std::move(named.samples);
 	const SampleRate rate = session_.sampler().rate();
 	profile_.frequency = rate.frequency;
 	profile_.period = rate.period;
 	profile_.period_ns = rate.period_ns();
 	profile_.duration_s = double(end_mono - window_->start_mono) / 1e9;
 	profile_.start_time_ns = window_->start_real;
-	profile_.kernel_stacks = options_.kernel_stacks;
-	profile_.user_stacks = options_.user_stacks;
 	profile_.single_pid = session_.targets().single_process();
-	profile_.off_cpu = options_.off_cpu;
-	profile_.host = host_;
 	if (options_.interval_s)
 		reports_.window(profile_,
 				{window_->account.taken, window_->account.stored, lost_samples(window_->account.totals)},

@@ -1,4 +1,4 @@
-// cli/account.h: what a run tells on stderr about what it sampled: the samples lost
+// run/account.h: what a run tells on stderr about what it sampled: the samples lost
 // and why, how user stacks were walked, and why a report came out empty.
 #pragma once
 
