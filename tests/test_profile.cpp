@@ -13,6 +13,22 @@
 #include "tests/support.h"
 #include "tests/test_report_data.h"
 
+namespace {
+
+// A profile run's stderr up to its header line: sampling has begun. Fails the test when it
+// has not within 30 s.
+std::string stderr_until_sampling(PipedProcess &run)
+{
+	std::string err;
+	const double start = now();
+	while (now() - start < 30 && !contains(err, "Sampling at"))
+		run.pump(100, nullptr, &err);
+	REQUIRE_MESSAGE(contains(err, "Sampling at"), "stderr: " << err);
+	return err;
+}
+
+} // namespace
+
 TEST_SUITE("integration") {
 
 TEST_CASE("the hot functions' shares match the split the workload measured" * doctest::test_suite(ASAN_TOO))
@@ -294,30 +310,26 @@ TEST_CASE("the duration is honored and the default report is BCC's layout, hotte
 	CHECK(contains(r.out, "    split_hot_three\n"));
 }
 
-TEST_CASE("SIGINT and SIGTERM end sampling and print the report")
-{
-	require_root();
-	Background split({workload("split"), "30"});
-	for (int sig : {SIGINT, SIGTERM}) {
-		auto r = run_command({profile_bin(), "-p", std::to_string(split.pid()), "--folded"}, 30, 2.0, sig);
-		INFO("signal " << sig << ": " << r.err);
-		CHECK(r.status == 0);
-		CHECK(r.seconds < 5);
-		CHECK(samples_with(parse_folded(r.out), "split_hot_three") > 0);
-	}
-}
-
-TEST_CASE("SIGHUP (a closed terminal) ends sampling as SIGTERM does, with the report written")
+TEST_CASE("SIGINT, SIGTERM and SIGHUP (a closed terminal) end sampling, with the report printed or written")
 {
 	require_root();
 	Background split({workload("split"), "30"});
 	TempDir dir;
-	const std::string out = dir / "hup.folded";
-	auto r = run_command({profile_bin(), "-p", std::to_string(split.pid()), "--folded", "-o", out}, 30, 2.0, SIGHUP);
-	INFO("stderr: " << r.err);
-	CHECK(r.status == 0);
-	CHECK(r.seconds < 5);
-	CHECK(samples_with(parse_folded(read_file(out)), "split_hot_three") > 0);
+	struct Case {
+		int sig;
+		bool to_file; // -o: SIGHUP's case, whose terminal is gone
+	};
+	for (const Case c : {Case{SIGINT, false}, Case{SIGTERM, false}, Case{SIGHUP, true}}) {
+		const std::string out = dir / ("signal" + std::to_string(c.sig) + ".folded");
+		std::vector<std::string> args = {profile_bin(), "-p", std::to_string(split.pid()), "--folded"};
+		if (c.to_file)
+			args.insert(args.end(), {"-o", out});
+		auto r = run_command(args, 30, 2.0, c.sig);
+		INFO("signal " << c.sig << ": " << r.err);
+		CHECK(r.status == 0);
+		CHECK(r.seconds < 5);
+		CHECK(samples_with(parse_folded(c.to_file ? read_file(out) : r.out), "split_hot_three") > 0);
+	}
 }
 
 TEST_CASE("SIGHUP with stdout gone (a closed SSH session): -o's file is written all the same")
@@ -327,11 +339,7 @@ TEST_CASE("SIGHUP with stdout gone (a closed SSH session): -o's file is written 
 	TempDir dir;
 	const std::string out = dir / "hup.folded";
 	PipedProcess run(profile_command({"-p", std::to_string(split.pid()), "--folded", "-o", out}));
-	std::string err;
-	const double start = now();
-	while (now() - start < 30 && !contains(err, "Sampling at"))
-		run.pump(100, nullptr, &err);
-	REQUIRE_MESSAGE(contains(err, "Sampling at"), "stderr: " << err);
+	std::string err = stderr_until_sampling(run);
 	run.close_out();
 	run.pump(1000, nullptr, &err);
 	kill(run.pid(), SIGHUP);
@@ -352,11 +360,7 @@ TEST_CASE("under nohup, SIGHUP stays ignored: the run goes on, and SIGINT ends i
 	TempDir dir;
 	const std::string out = dir / "nohup.folded";
 	PipedProcess run({"/usr/bin/nohup", profile_bin(), "-p", std::to_string(split.pid()), "--folded", "-o", out});
-	std::string err;
-	const double start = now();
-	while (now() - start < 30 && !contains(err, "Sampling at"))
-		run.pump(100, nullptr, &err);
-	REQUIRE_MESSAGE(contains(err, "Sampling at"), "stderr: " << err);
+	std::string err = stderr_until_sampling(run);
 	kill(run.pid(), SIGHUP);
 	const double hup = now();
 	while (run.open() && now() - hup < 2)
