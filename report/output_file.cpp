@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/pending_files.h"
 
 namespace {
 
@@ -78,15 +79,24 @@ private:
 	std::vector<char> buffer_;
 };
 
-// The temporary file until it is renamed: removed on every other way out, exceptions too.
+// The temporary file until it is renamed: removed on every other way out, exceptions too,
+// and by an early _exit (a second stop signal) through pending_files.
 struct TemporaryFile {
 	int dir_fd;
 	std::string name;
 	bool renamed = false;
+	uint64_t pending = 0;
+	void created(std::string created_name)
+	{
+		name = std::move(created_name);
+		pending = pending_files::add(dir_fd, name);
+	}
 	~TemporaryFile()
 	{
 		if (!renamed && !name.empty())
 			unlinkat(dir_fd, name.c_str(), 0);
+		if (pending)
+			pending_files::forget(pending);
 	}
 };
 
@@ -211,7 +221,7 @@ Result<UniqueFd> create_temporary(const Target &target, TemporaryFile &temp)
 		fd.reset(openat(target.dir.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 				0644));
 		if (fd)
-			temp.name = std::move(name);
+			temp.created(std::move(name));
 		else if (errno != EEXIST)
 			break;
 	}
