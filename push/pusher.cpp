@@ -187,9 +187,25 @@ void Pusher::finish(double seconds)
 	// One attempt now, whatever the backoff said: this is the last chance.
 	s.next_attempt = Clock::now();
 	wake_.notify_all();
-	const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-							   std::chrono::duration<double>(std::max(seconds, 0.0)));
-	settled_.wait_until(lock, deadline, [&] { return s.queue.count() == 0 || !s.halted.empty(); });
+	const auto in = [](double seconds) {
+		return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+					      std::chrono::duration<double>(std::max(seconds, 0.0)));
+	};
+	const auto deadline = in(seconds);
+	const auto settled = [&] { return s.queue.count() == 0 || !s.halted.empty(); };
+	// A server that takes nothing (down, or slow) holds the end up to `seconds`: said 2 s
+	// into the wait (sooner when a request's wait is said sooner), so that a quiet end is
+	// never taken for a hang.
+	const auto said_at = std::min(deadline, in(std::min(config_.wait_said_s, 2.0)));
+	if (!settled_.wait_until(lock, said_at, settled) && said_at < deadline) {
+		const size_t waiting = s.queue.count();
+		lock.unlock();
+		log(std::to_string(waiting) + (waiting == 1 ? " window" : " windows") + " not delivered to " + where_ +
+		    " yet: trying until " + std::to_string(std::llround(seconds)) +
+		    " s after the end (a stop signal ends it now)");
+		lock.lock();
+	}
+	settled_.wait_until(lock, deadline, settled);
 	s.stopping = true;
 	wake_.notify_all();
 	lock.unlock();

@@ -1900,12 +1900,16 @@ TEST_CASE("a hung server is said while sampling goes on; after the first signal,
 	CHECK(std::regex_search(err, std::regex("profile: push: no answer from " + stalled.url() +
 						"/ingest for [2-5] s; sampling goes on")));
 	kill(run.pid(), SIGINT);
-	// Still under way 2 s after the first signal: a line says what, and what a second does.
+	// Still under way 2 s after the first signal: a line says what, and what a second does;
+	// and the pusher, 2 s into its last wait, says how long it goes on trying.
 	const double first = now();
-	while (now() - first < 9 && !contains(err, "SIGINT again ends the run now"))
+	const std::regex last_wait("profile: push: [0-9]+ windows? not delivered to " + stalled.url() +
+				   "/ingest yet: trying until 10 s after the end \\(a stop signal ends it now\\)\n");
+	while (now() - first < 9 && !(contains(err, "SIGINT again ends the run now") && std::regex_search(err, last_wait)))
 		run.pump(100, &out, &err);
 	CHECK(contains(err, "profile: still sending the last windows after SIGINT; SIGINT again ends the run now, "
 			    "without sending the last windows\n"));
+	CHECK(std::regex_search(err, last_wait));
 	const double second = now();
 	kill(run.pid(), SIGINT);
 	while (run.open() && now() - second < 20)
