@@ -1,6 +1,9 @@
 // base/diagnostics.cpp: lines to stderr, or to the sink set, one at a time.
 #include "base/diagnostics.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
@@ -27,16 +30,12 @@ void emit(const std::string &text)
 	std::fprintf(stderr, "%s\n", text.c_str());
 }
 
-} // namespace
-
-void say(const char *format, ...)
+// "profile: " and the formatted text.
+std::string said(const char *format, va_list args)
 {
-	va_list args;
-	va_start(args, format);
 	va_list again;
 	va_copy(again, args);
 	const int n = std::vsnprintf(nullptr, 0, format, args);
-	va_end(args);
 	std::string text = "profile: ";
 	if (n > 0) {
 		const size_t prefix = text.size();
@@ -45,8 +44,36 @@ void say(const char *format, ...)
 		text.resize(prefix + size_t(n));
 	}
 	va_end(again);
+	return text;
+}
+
+} // namespace
+
+void say(const char *format, ...)
+{
+	va_list args;
+	va_start(args, format);
+	const std::string text = said(format, args);
+	va_end(args);
 	std::lock_guard guard(lock);
 	emit(text);
+}
+
+void last_words(const char *format, ...)
+{
+	va_list args;
+	va_start(args, format);
+	const std::string text = said(format, args) + "\n";
+	va_end(args);
+	std::unique_lock guard(lock, std::try_to_lock);
+	if (guard.owns_lock() && sink) {
+		sink(text.substr(0, text.size() - 1));
+		return;
+	}
+	const int flags = fcntl(STDERR_FILENO, F_GETFL);
+	if (flags >= 0)
+		fcntl(STDERR_FILENO, F_SETFL, flags | O_NONBLOCK);
+	(void)!write(STDERR_FILENO, text.data(), text.size());
 }
 
 void line(const std::string &text)

@@ -11,6 +11,11 @@ namespace diagnostics {
 
 // Says "profile: " and the formatted text, as one line.
 void say(const char *format, ...) __attribute__((format(printf, 1, 2)));
+// Says a line on the way out, just before an _exit: at once, never waiting. Another thread
+// may hold the lock while its own line blocks on stderr (a full pipe nobody reads), so this
+// one goes past the lock and stdio, with a write that does not block: on a full pipe it is
+// lost rather than hold the exit up.
+void last_words(const char *format, ...) __attribute__((format(printf, 1, 2)));
 // Writes a line as it is, with no prefix (the run's header line, "Sampling at ...").
 void line(const std::string &text);
 // A progress line for a terminal: written over the last one ("\r"), not ended; progress("")

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/diagnostics.h"
 #include "base/error.h"
+#include "base/pending_files.h"
 
 namespace {
 
@@ -116,10 +117,12 @@ void StopSignals::signalled(int signal)
 		return;
 	}
 	// stdout is the run's thread's, mid-write perhaps: left as it is. stderr's line is
-	// written whole before the exit (diagnostics writes it unbuffered).
+	// written at once, and never holds the exit up (a full pipe nobody reads).
 	const std::string which = signal == first_ ? std::string("SIG") + sigabbrev_np(signal) + " again"
 						   : std::string("SIG") + sigabbrev_np(signal) + " after SIG" +
 							     sigabbrev_np(first_);
-	diagnostics::say("%s while %s: ending now, %s", which.c_str(), doing_.c_str(), undone_.c_str());
+	diagnostics::last_words("%s while %s: ending now, %s", which.c_str(), doing_.c_str(), undone_.c_str());
+	// A report half written goes with the run: no hidden temporary file stays beside -o's.
+	pending_files::remove_all();
 	_exit(128 + signal);
 }

@@ -5,7 +5,33 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "base/diagnostics.h"
+#include "tests/support.h"
+
+namespace {
+
+// stderr a pipe full to the brim that nobody reads; a thread blocked writing a line to it,
+// holding the lines' lock. The last words are said all the same and the process exits 7
+// (it would hang, and be killed, were they to wait).
+const ChildWork last_words_on_a_full_pipe("diagnostics: last words on a full pipe", [](const std::vector<std::string> &) {
+	int fds[2];
+	if (pipe2(fds, O_NONBLOCK) != 0)
+		return 3;
+	const std::string block(4096, 'x');
+	while (write(fds[1], block.data(), block.size()) > 0) {
+	}
+	fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) & ~O_NONBLOCK);
+	dup2(fds[1], STDERR_FILENO);
+	std::thread([] { diagnostics::say("%s", std::string(100000, 'y').c_str()); }).detach();
+	usleep(200000); // the thread is in its write, the lock held
+	diagnostics::last_words("SIGINT again while testing: ending now");
+	_exit(7);
+});
+
+} // namespace
 
 TEST_SUITE("unit") {
 
@@ -51,3 +77,14 @@ TEST_CASE("diagnostics: lines said by several threads at once arrive whole, none
 }
 
 } // TEST_SUITE("unit")
+
+TEST_SUITE("component") {
+
+TEST_CASE("diagnostics: last words never wait: not for a full stderr pipe, nor for a line blocked on it")
+{
+	const CommandResult r = run_command(child_work_argv("diagnostics: last words on a full pipe", {}), 10);
+	CHECK(r.status == 7);
+	CHECK(r.seconds < 5);
+}
+
+} // TEST_SUITE("component")
