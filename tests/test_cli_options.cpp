@@ -123,7 +123,7 @@ TEST_CASE("output options: folded, -E, -d, -a, -v, --no-inline, -o and --format"
 	// --folded names the format of a file whose extension does not.
 	CHECK(ok({"-o", "cpu.data", "--folded"}).format == ReportFormat::Folded);
 	CHECK(ok({"-E", "-o", "/dev/full"}).format == ReportFormat::Folded);
-	CHECK(error({"--format", "png"}).find("stacks, folded, svg or pprof") != std::string::npos);
+	CHECK(error({"--format", "png"}).find("stacks, folded, svg, pprof or otlp") != std::string::npos);
 }
 
 TEST_CASE("a format flag wins over -o's extension; --folded and another --format disagree")
@@ -145,8 +145,8 @@ TEST_CASE("a format flag wins over -o's extension; --folded and another --format
 	      "--folded and --format pprof name two formats: give one");
 	// The error for an unknown extension names the ways that now work.
 	CHECK(error({"-o", "cpu.data"}) ==
-	      "cannot tell the format of 'cpu.data' from its extension (.svg, .pb.gz, .folded, .txt): "
-	      "add --format stacks|folded|svg|pprof");
+	      "cannot tell the format of 'cpu.data' from its extension (.svg, .pb.gz, .folded, .txt, .otlp): "
+	      "add --format stacks|folded|svg|pprof|otlp");
 	// --help says the same.
 	CHECK(help_text().find("--folded or -E, else by its extension") != std::string::npos);
 }
