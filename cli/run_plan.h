@@ -18,6 +18,7 @@ struct RunPlan {
 	std::vector<uint32_t> pids;        // -p, each a process (a thread id made its process)
 	std::vector<std::string> cgroups;  // --cgroup, each the real path of a cgroup v2 directory
 	std::optional<PushConfig> push;    // --push: its target settled, its auth file read
+	ReportOptions push_report;         // --push: how its windows are rendered, as its server names things
 	std::string host;                  // this machine's name, for reports and pushes
 	SampleRate rate;                   // -f or -c, lowered to what the kernel takes (sampler/rate.h)
 	uint32_t budget_percent = 25;      // of each CPU, the kernel side's at most
