@@ -51,16 +51,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir "$TMP/received"
-python3 "$ROOT/tests/receiver.py" --dir "$TMP/received" --port 0 >"$TMP/receiver.out" 2>"$TMP/receiver.err" &
-BACKGROUND+=("$!")
-port=""
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-	port=$(awk '$1 == "port" { print $2; exit }' "$TMP/receiver.out")
-	[ -n "$port" ] && break
-	sleep 0.5
-done
-[ -n "$port" ] || { echo "bench-agent: the receiver did not start" >&2; exit 1; }
+start_receiver bench-agent
 
 # The soak's churn, in the group (the subshell moves itself before it starts anything).
 churn() {

@@ -26,16 +26,8 @@ command -v g++ >/dev/null || { echo "bench-otlp: g++ is missing" >&2; exit 1; }
 . "$ROOT/scripts/work-dir.sh"
 work_dir profile-bench-otlp
 
-mkdir "$TMP/received" "$TMP/paired" "$TMP/otlp" "$TMP/pprof"
-python3 "$ROOT/tests/receiver.py" --dir "$TMP/received" --port 0 >"$TMP/receiver.out" 2>"$TMP/receiver.err" &
-BACKGROUND+=("$!")
-port=""
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-	port=$(awk '$1 == "port" { print $2; exit }' "$TMP/receiver.out")
-	[ -n "$port" ] && break
-	sleep 0.5
-done
-[ -n "$port" ] || { echo "bench-otlp: the receiver did not start" >&2; exit 1; }
+mkdir "$TMP/paired" "$TMP/otlp" "$TMP/pprof"
+start_receiver bench-otlp
 
 # The busy machine: g++ on the report writers, again and again, one loop per CPU.
 for cpu in $(seq 1 "$(nproc)"); do
