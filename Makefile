@@ -94,7 +94,7 @@ $(PLAIN)/profile.skel.h: $(PLAIN)/profile.bpf.o
 # rule, so that `make -q` still tells whether ./profile is up to date).
 VERSION_STAMP := $(OUTPUT)/version.stamp
 $(foreach dir,$(sort $(OUTPUT) $(PLAIN)),$(shell mkdir -p $(dir) && { echo '$(VERSION)' | cmp -s - $(dir)/version.stamp || echo '$(VERSION)' > $(dir)/version.stamp; }))
-$(OUTPUT)/profile.o $(OUTPUT)/push/push.o: $(VERSION_STAMP)
+$(OUTPUT)/profile.o $(OUTPUT)/push/push.o $(OUTPUT)/report/otlp.o: $(VERSION_STAMP)
 $(PLAIN)/tests/test_push.o: $(PLAIN)/version.stamp
 # Only there among the tests: the precompiled header, built without it, stays valid from one
 # commit to the next.

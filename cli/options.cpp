@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
+#include "cli/otel_env.h"
 #include "push/push.h"
 #include "report/formats.h"
 #include "runtime/runtime.h"
@@ -286,10 +288,13 @@ const std::vector<OptionSpec> table = with_runtime_switches({
 	 .set = [](Options &o, G g, V v) { o.interval_s = v.number; g.interval = true; return ok; }},
 	{.name = "push", .kind = ValueKind::Text, .value_name = "URL",
 	 .expected = "an http:// or https:// URL", .accepts = http_url, .group = "Continuous profiling",
-	 .help = "send each window, as gzipped pprof, to a Grafana Pyroscope server (its /ingest API: "
-		 "http://HOST:4040/ingest) or to a Parca server (its WriteRaw API, by gRPC-web, on port 7070: "
-		 "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw); nothing goes to stdout unless -o also names "
-		 "files. A failed push is retried, with backoff, from a queue; sampling never waits for the server",
+	 .help = "send each window to a Grafana Pyroscope server (its /ingest API: http://HOST:4040/ingest) or to a "
+		 "Parca server (its WriteRaw API, by gRPC-web, on port 7070: "
+		 "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw), as gzipped pprof; or to an OpenTelemetry "
+		 "Collector or any other OTLP backend, as an OTLP profiles request over HTTP (http://HOST:4318/"
+		 "v1development/profiles; with --push-format otlp, OTEL_EXPORTER_OTLP_ENDPOINT when no URL is given). "
+		 "Nothing goes to stdout unless -o also names files. A failed push is retried, with backoff, from a "
+		 "queue; sampling never waits for the server",
 	 .set = [](Options &o, G, V v) { o.push_url = v.text; return ok; }},
 	{.name = "push-format", .kind = ValueKind::Choice, .value_name = "FORMAT",
 	 .choices = push_format_choices(), .group = "Continuous profiling",
@@ -300,7 +305,8 @@ const std::vector<OptionSpec> table = with_runtime_switches({
 	 }},
 	{.name = "app", .kind = ValueKind::Text, .value_name = "NAME",
 	 .expected = "a name of up to 200 printable characters, none of space { } = , \" \\", .accepts = app_name,
-	 .group = "Continuous profiling", .help = "the service name each window carries (default: the host name)",
+	 .group = "Continuous profiling",
+	 .help = "the service name each window carries (default: OTLP's OTEL_SERVICE_NAME, else the host name)",
 	 .set = [](Options &o, G, V v) { o.app = v.text; return ok; }},
 	{.name = "push-queue", .kind = ValueKind::Number, .value_name = "N", .min = 1, .max = 100000,
 	 .expected = "a number of windows, {range}", .group = "Continuous profiling",
@@ -506,7 +512,8 @@ Status check_combinations(Options &options, const OptionsGiven &given)
 	if (!options.push_url.empty() && !options.interval_s)
 		return Error("--push sends one window every --interval seconds: give --interval (or --agent)");
 	if (options.push_format != PushFormat::Auto && options.push_url.empty())
-		return Error("--push-format says how to --push: give --push URL too");
+		return Error(std::string("--push-format says how to --push: give --push URL too") +
+			     (options.push_format == PushFormat::Otlp ? " (or set OTEL_EXPORTER_OTLP_ENDPOINT)" : ""));
 	for (auto [given_too, name] : {std::pair{!options.push_headers.empty(), "--push-header"},
 				       {!options.push_auth_file.empty(), "--push-auth-file"},
 				       {!options.push_ca.empty(), "--push-ca"},
@@ -635,8 +642,12 @@ Result<Options> parse_options(int argc, char **argv)
 	if (optind < argc)
 		return Error("unexpected argument '" + std::string(argv[optind]) +
 			     "' (the duration is the only positional argument)");
+	if (Status endpoint = apply_otel_endpoint(options, getenv); !endpoint.ok())
+		return Error(endpoint.error());
 	if (Status combined = check_combinations(options, given); !combined.ok())
 		return Error(combined.error());
+	if (Status otel = apply_otel_environment(options, getenv); !otel.ok())
+		return Error(otel.error());
 	return options;
 }
 

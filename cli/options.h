@@ -25,7 +25,7 @@ struct Options : SamplerConfig {
 	uint32_t debuginfod_timeout_s = 5; // --debuginfod-timeout: every fetch of a report together
 	// Continuous profiling.
 	uint64_t interval_s = 0;     // --interval: a report every N seconds; 0: one at the end
-	std::string push_url;        // --push: where each window goes as gzipped pprof
+	std::string push_url;        // --push: where each window goes
 	PushFormat push_format = PushFormat::Auto;
 	std::string app;             // --app: the service name windows carry; "" = the host name
 	uint32_t push_queue = 20;    // --push-queue: windows kept while the backend is unreachable
@@ -33,6 +33,8 @@ struct Options : SamplerConfig {
 	std::vector<std::string> push_headers; // --push-header 'Name: value', each checked
 	std::string push_auth_file;  // --push-auth-file: credentials and secret headers
 	std::string push_ca, push_cert, push_key; // --push-ca, --push-cert, --push-key: TLS files
+	// An OTLP push's headers from OTEL_EXPORTER_OTLP_HEADERS (cli/otel_env.h), each checked.
+	std::vector<std::string> otel_headers;
 	bool agent = false;          // --agent: 19 Hz, --interval 15, system-wide, no end
 	std::string command_line;    // as typed, for report titles
 	bool help = false;

@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/fd.h"
+#include "cli/otel_env.h"
 #include "report/output_file.h"
 #include "report/window.h"
 #include "sampler/kernel_checks.h"
@@ -63,8 +64,13 @@ Status plan_push(const Options &options, RunPlan &plan)
 	if (url_for_humans(config.url) != config.url && config.url.find('@') != std::string::npos)
 		plan.notes.push_back("--push: the URL's password is on the command line, which every user of "
 				     "this machine can read (ps, /proc/PID/cmdline): put it in --push-auth-file");
-	// The auth file's headers after --push-header's.
+	// The auth file's headers after --push-header's, and OTLP's variables' after both.
 	config.headers.insert(config.headers.begin(), options.push_headers.begin(), options.push_headers.end());
+	if (config.format == PushFormat::Otlp)
+		add_otel_headers(config.headers, options.otel_headers);
+	plan.push_report.off_cpu_type = off_cpu_sample_type(config.format);
+	plan.push_report.service_name = options.report.service_name.empty() ? config.app : options.report.service_name;
+	plan.push_report.resource_attributes = options.report.resource_attributes;
 	plan.push = std::move(config);
 	return {};
 }

@@ -22,6 +22,7 @@ struct RunPlan {
 	SamplerConfig sampler;
 	MapPlan maps;                      // the maps' sizes, decided once
 	std::optional<PushConfig> push;    // --push: its target settled, its auth file read
+	ReportOptions push_report;         // --push: how its windows are rendered, as its server names things
 	std::string host;                  // this machine's name, for reports and pushes
 	// What every window's profile says of how the run was made (its command line, host,
 	// stacks, kind); the rate, the window's times and its process are each window's own.

@@ -79,6 +79,17 @@ std::string base64(std::string_view data)
 	return out;
 }
 
+std::optional<std::pair<std::string, std::string_view>> answer_field(std::string_view line)
+{
+	const size_t colon = line.find(':');
+	if (colon == std::string_view::npos)
+		return std::nullopt;
+	std::string_view value = line.substr(colon + 1);
+	while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+		value.remove_prefix(1);
+	return std::pair{lower(line.substr(0, colon)), value};
+}
+
 Status check_push_header(std::string_view header)
 {
 	const size_t colon = header.find(':');
@@ -97,7 +108,8 @@ Status check_push_header(std::string_view header)
 		return Error("the value of '" + std::string(name) + "' holds a control character");
 	// Those profile sends itself, or that frame the request: another would garble it.
 	static const char *const own[] = {"host", "content-type", "content-length", "transfer-encoding",
-					  "expect", "connection", "user-agent", "x-grpc-web", "te"};
+					  "expect", "connection", "user-agent", "x-grpc-web", "te",
+					  "content-encoding"};
 	const std::string key = lower(name);
 	for (const char *mine : own)
 		if (key == mine)

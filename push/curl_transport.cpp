@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cstring>
 #include <mutex>
 #include <string_view>
@@ -43,15 +42,10 @@ size_t on_header(char *data, size_t size, size_t count, void *user)
 		response->retry_after.clear();
 		return n;
 	}
-	const size_t colon = line.find(':');
-	if (colon == std::string_view::npos)
+	const auto field = answer_field(line);
+	if (!field)
 		return n;
-	std::string key(line.substr(0, colon));
-	for (char &c : key)
-		c = char(std::tolower(static_cast<unsigned char>(c)));
-	std::string_view value = line.substr(colon + 1);
-	while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-		value.remove_prefix(1);
+	const auto &[key, value] = *field;
 	if (key == "grpc-status")
 		response->grpc_status = value;
 	else if (key == "grpc-message")

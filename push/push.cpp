@@ -1,4 +1,4 @@
-// push/push.cpp: the two servers' ingestion APIs, one row each in push_backends(): where a
+// push/push.cpp: the servers' ingestion APIs, one row each in push_backends(): where a
 // window goes, the request that carries it, and what the answer means.
 //
 // Sources (read 2024-2025, the servers' own code where the documentation is silent):
@@ -59,6 +59,16 @@
 //   their mappings, and Parca is to normalize them (true means already file offsets).
 //   gRPC status -> HTTP status, to judge both servers alike: grpc-gateway's
 //   runtime.HTTPStatusFromCode (runtime/errors.go).
+// OTLP/HTTP, profiles
+//   https://opentelemetry.io/docs/specs/otlp/ (OTLP/HTTP): a POST of the binary protobuf
+//   ExportProfilesServiceRequest (Content-Type application/x-protobuf; Content-Encoding gzip
+//   allowed) to /v1development/profiles on port 4318 by default, while the signal is alpha
+//   (opentelemetry-proto's collector/profiles/v1development/profiles_service.proto). Success
+//   is 200 with an ExportProfilesServiceResponse whose partial_success, when set, says how
+//   many profiles were rejected and why; failure is a 4xx or 5xx whose body may be a
+//   google.rpc.Status (message = 2). 429, 502, 503 and 504 are to be retried, with
+//   Retry-After when given. The endpoint variables (OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT)
+//   name a whole URL, any path: a URL's own path is kept, only a bare one gets the default.
 #include "push/push.h"
 
 #include <curl/curl.h>
@@ -73,6 +83,7 @@
 #include <string_view>
 
 #include "push/curl_url.h"
+#include "report/gzip.h"
 #include "report/protobuf.h"
 
 namespace {
@@ -80,6 +91,7 @@ namespace {
 constexpr std::string_view pyroscope_path = "/ingest";
 constexpr std::string_view parca_path = "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw";
 constexpr std::string_view parca_gateway_path = "/profiles/writeraw";
+constexpr std::string_view otlp_path = "/v1development/profiles";
 constexpr std::string_view parca_profile_name = "parca_agent_cpu";
 constexpr std::string_view parca_off_cpu_name = "parca_agent";
 // Pyroscope's name for an eBPF profiler of native code (its former ebpfspy agent).
@@ -191,15 +203,10 @@ bool grpc_web_trailer(std::string_view body, std::string &status, std::string &m
 				size_t end = trailer.find("\r\n");
 				std::string_view line = trailer.substr(0, end);
 				trailer.remove_prefix(end == std::string_view::npos ? trailer.size() : end + 2);
-				size_t colon = line.find(':');
-				if (colon == std::string_view::npos)
+				const auto field = answer_field(line);
+				if (!field)
 					continue;
-				std::string key(line.substr(0, colon));
-				for (char &c : key)
-					c = char(std::tolower(static_cast<unsigned char>(c)));
-				std::string_view value = line.substr(colon + 1);
-				while (!value.empty() && value.front() == ' ')
-					value.remove_prefix(1);
+				const auto &[key, value] = *field;
 				if (key == "grpc-status") {
 					status = value;
 					found = true;
@@ -296,6 +303,61 @@ void parca_encode(PushRequest &request, const PushConfig &config, const PushWind
 	request.body = parca_body(config, window);
 }
 
+void otlp_encode(PushRequest &request, const PushConfig &config, const PushWindow &window)
+{
+	request.url = config.url;
+	request.headers = {"Content-Type: application/x-protobuf", "Content-Encoding: gzip"};
+	request.body = gzipped(window.profile.bytes);
+}
+
+// What an OTLP answer's protobuf body says: a google.rpc.Status's message (field 2) when it
+// failed, an ExportProfilesPartialSuccess (field 1 of the response: rejected_profiles = 1,
+// error_message = 2) when it did not. Field numbers of opentelemetry-proto v1.10 and v1.11.
+std::string otlp_partial_success(std::string_view body)
+{
+	uint32_t field = 0;
+	uint64_t number = 0;
+	std::string_view bytes;
+	std::string_view partial;
+	for (ProtoReader response(body); response.next(field, number, bytes);)
+		if (field == 1)
+			partial = bytes;
+	int64_t rejected = 0;
+	std::string message;
+	for (ProtoReader fields(partial); fields.next(field, number, bytes);) {
+		if (field == 1)
+			rejected = int64_t(number);
+		else if (field == 2)
+			message = first_line(bytes);
+	}
+	if (rejected == 0 && message.empty())
+		return "";
+	std::string said = std::to_string(rejected) + (rejected == 1 ? " profile" : " profiles") + " rejected";
+	return message.empty() ? said : said + ": " + message;
+}
+
+PushVerdict otlp_judge(const PushResponse &response)
+{
+	if (response.status >= 200 && response.status < 300)
+		return {PushOutcome::Delivered, otlp_partial_success(response.body)};
+	uint32_t field = 0;
+	uint64_t number = 0;
+	std::string_view bytes;
+	ProtoReader status(response.body);
+	std::string message;
+	while (status.next(field, number, bytes))
+		if (field == 2)
+			message = first_line(bytes);
+	if (status.bad() || message.empty())
+		return judge_http(response);
+	return judge_status(response.status, "HTTP " + std::to_string(response.status) + ": " + message, response);
+}
+
+bool otlp_recognises(std::string_view path)
+{
+	return path.ends_with(otlp_path);
+}
+
 bool pyroscope_recognises(std::string_view path)
 {
 	return path.ends_with(pyroscope_path);
@@ -336,7 +398,8 @@ std::string unknown_backend_help()
 	std::string titles, names, paths;
 	for (size_t i = 0; i < backends.size(); i++) {
 		const std::string_view between = i == 0 ? "" : i + 1 == backends.size() ? " or " : ", ";
-		titles += std::string(between) + "a " + std::string(backends[i].title);
+		const bool vowel = std::strchr("AEIOU", backends[i].title.front());
+		titles += std::string(between) + (vowel ? "an " : "a ") + std::string(backends[i].title);
 		names += std::string(i == 0 ? "" : "|") + backends[i].name;
 		paths += std::string(between) + std::string(backends[i].path) + " (" + std::string(backends[i].title) + ")";
 	}
@@ -377,7 +440,7 @@ Status resolve_push_target(PushConfig &config)
 	if (backend.check_path)
 		if (Status checked = backend.check_path(config.url, path); !checked.ok())
 			return checked;
-	if (!std::string_view(path).ends_with(backend.path))
+	if (!std::string_view(path).ends_with(backend.path) && (!backend.any_path || path.empty()))
 		path += backend.path;
 	curl_url_set(url.get(), CURLUPART_PATH, path.c_str(), 0);
 	config.url = url_part(url.get(), CURLUPART_URL);
@@ -434,10 +497,12 @@ std::span<const PushBackend> push_backends()
 {
 	// Built on first use: the option table, built before main, reads it.
 	static const PushBackend backends[] = {
-		{PushFormat::Pyroscope, "pyroscope", "Pyroscope", pyroscope_path, "Pyroscope's /ingest",
+		{PushFormat::Pyroscope, "pyroscope", "Pyroscope", pyroscope_path, false, "Pyroscope's /ingest",
 		 pyroscope_recognises, nullptr, ReportFormat::Pprof, "off_cpu", pyroscope_encode, judge_http},
-		{PushFormat::Parca, "parca", "Parca", parca_path, "a Parca path", parca_recognises, parca_check_path,
-		 ReportFormat::Pprof, "wallclock", parca_encode, parca_judge},
+		{PushFormat::Parca, "parca", "Parca", parca_path, false, "a Parca path", parca_recognises,
+		 parca_check_path, ReportFormat::Pprof, "wallclock", parca_encode, parca_judge},
+		{PushFormat::Otlp, "otlp", "OTLP", otlp_path, true, "OTLP's /v1development/profiles", otlp_recognises,
+		 nullptr, ReportFormat::Otlp, "off_cpu", otlp_encode, otlp_judge},
 	};
 	return backends;
 }

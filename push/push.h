@@ -1,5 +1,5 @@
 // push/push.h: sends each window, rendered as its server takes it, to a Pyroscope or Parca
-// server.
+// server, or to any OpenTelemetry (OTLP) profiles endpoint.
 #pragma once
 
 #include <sys/stat.h>
@@ -28,6 +28,7 @@ enum class PushFormat {
 	Auto,      // from the URL's path: /ingest is Pyroscope's, .../WriteRaw or /writeraw Parca's
 	Pyroscope, // Grafana Pyroscope's HTTP /ingest
 	Parca,     // Parca's ProfileStoreService WriteRaw over HTTP
+	Otlp,      // OTLP/HTTP's /v1development/profiles (OpenTelemetry Collector, Pyroscope, ...)
 };
 
 struct PushConfig {
@@ -162,7 +163,9 @@ enum class PushOutcome {
 };
 struct PushVerdict {
 	PushOutcome outcome = PushOutcome::Retry;
-	std::string reason; // what failed, for stderr: "HTTP 503: overloaded"
+	// What failed, for stderr: "HTTP 503: overloaded"; when delivered, what the server
+	// rejected of the window ("" when it took it all).
+	std::string reason;
 	double retry_after_s = -1; // Retry: the wait the server asked for; -1 when it did not
 };
 PushVerdict judge_push_response(PushFormat format, const Result<PushResponse> &response);
@@ -173,6 +176,9 @@ struct PushBackend {
 	const char *name;            // --push-format's
 	std::string_view title;      // how errors name its server: "Pyroscope"
 	std::string_view path;       // its endpoint, added to a URL that does not end with it
+	// A URL with a path of its own is its endpoint as given (OTLP's endpoints may be any
+	// path, a gateway's route): only a URL of the server alone gets `path`.
+	bool any_path;
 	std::string_view claimed_as; // how errors name a URL it recognises: "Pyroscope's /ingest"
 	// Whether a URL's path (without a trailing '/') is meant for it.
 	bool (*recognises)(std::string_view path);
@@ -263,6 +269,10 @@ Result<std::string> read_secret_file(const std::string &path);
 // reads the auth file into config.headers, and opens the TLS files (the key as a secret).
 // Ok, or what is wrong.
 Status load_push_files(PushConfig &config, const std::string &auth_file);
+
+// A "Name: value" line of an answer (a header, a gRPC-web trailer): its name in lower case
+// and its value without the blanks before it; nullopt when the line has no colon.
+std::optional<std::pair<std::string, std::string_view>> answer_field(std::string_view line);
 
 // Retry-After's seconds from now: delta-seconds, or an HTTP date; nullopt when unreadable.
 std::optional<double> parse_retry_after(std::string_view value, time_t now);

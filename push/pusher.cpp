@@ -270,6 +270,9 @@ void Pusher::run()
 		case PushOutcome::Delivered:
 			s.queue.done();
 			s.stats.sent++;
+			if (!verdict.reason.empty()) // taken in part
+				lines.push_back(where_ + " took window " + describe_window(window) + " in part: " +
+						verdict.reason);
 			if (s.streak)
 				lines.push_back("delivered again after " + std::to_string(s.streak) +
 						(s.streak == 1 ? " failed attempt" : " failed attempts") + " (" +

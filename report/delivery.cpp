@@ -3,12 +3,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 
+#include "base/clock.h"
 #include "base/diagnostics.h"
 #include "report/formats.h"
 #include "report/output_file.h"
@@ -92,10 +94,9 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 {
 	const std::string opening = window_line(profile.start_time_ns, end_ns,
 						window_account(account.taken, account.stored, account.lost, profile.off_cpu));
+	const int64_t cpu_before = clocks::thread_cpu_ns();
 	if (push_) {
-		ReportOptions options;
-		options.off_cpu_type = push_off_cpu_type_;
-		push_(render_report(push_format_, profile, options), profile.start_time_ns, end_ns, profile.total());
+		push_(render_report(push_format_, profile, push_options_), profile.start_time_ns, end_ns, profile.total());
 	}
 	if (!delivery_.output_path.empty()) {
 		const std::string path =
@@ -111,4 +112,8 @@ void Reports::window(const Profile &profile, const WindowAccount &account, int64
 	} else if (!delivery_.push) {
 		write_stdout(profile, opening);
 	}
+	const double ms = double(clocks::thread_cpu_ns() - cpu_before) / 1e6;
+	render_time_.windows++;
+	render_time_.ms_sum += ms;
+	render_time_.ms_max = std::max(render_time_.ms_max, ms);
 }

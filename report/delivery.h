@@ -1,6 +1,6 @@
 // report/delivery.h: where a run's reports go: one report at the end (stdout or -o), or,
 // with --interval, one per window: to stdout each opened by its window line, to files
-// named by -o's strftime fields, and to a Pyroscope or Parca server with --push.
+// named by -o's strftime fields, and to a Pyroscope, Parca or OTLP server with --push.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,14 @@ public:
 	// profile.start_time_ns): its report goes to each destination.
 	void window(const Profile &profile, const WindowAccount &account, int64_t end_ns);
 
+	// The CPU this thread took to render each window's reports (the push's and -o's), for
+	// PROFILE_DEBUG: what a format costs an agent.
+	struct RenderTime {
+		uint64_t windows = 0;
+		double ms_sum = 0, ms_max = 0;
+	};
+	const RenderTime &render_time() const { return render_time_; }
+
 	// The exit status so far: 1 when a report could not be written.
 	int status() const { return status_; }
 
@@ -51,14 +59,14 @@ public:
 
 	// Where pushed windows go (set by the run when --push is given): called with the
 	// window's report in the format the server takes, its start and end (CLOCK_REALTIME)
-	// and its sample count. Off the CPU, a pprof's sample type is named as the server names
-	// it (off_cpu_type).
+	// and its sample count. options: how the server wants it (off the CPU, a pprof's sample
+	// type named as the server names it; OTLP's service name and resource).
 	using PushFn = std::function<void(RenderedProfile profile, int64_t start_ns, int64_t end_ns, uint64_t samples)>;
-	void set_push(PushFn push, ReportFormat format, std::string off_cpu_type)
+	void set_push(PushFn push, ReportFormat format, ReportOptions options)
 	{
 		push_ = std::move(push);
 		push_format_ = format;
-		push_off_cpu_type_ = std::move(off_cpu_type);
+		push_options_ = std::move(options);
 	}
 
 private:
@@ -74,8 +82,9 @@ private:
 	std::string host_;
 	PushFn push_;
 	ReportFormat push_format_ = ReportFormat::Pprof;
-	std::string push_off_cpu_type_;
+	ReportOptions push_options_;
 	std::set<std::string> window_paths_; // every window's file this run has written or tried
 	int status_ = 0;
 	bool reader_gone_ = false;
+	RenderTime render_time_;
 };

@@ -37,6 +37,8 @@ std::span<const ReportFormatRow> report_formats()
 		 ReportNeed::WithFoldPid, ReportNeed::Never},
 		{ReportFormat::Pprof, "pprof", {".pb.gz"}, "pprof", 2, write_pprof_row, true,
 		 ReportNeed::Always, ReportNeed::Always},
+		{ReportFormat::Otlp, "otlp", {".otlp"}, "OTLP profiles", 5, write_otlp, true,
+		 ReportNeed::Always, ReportNeed::Always},
 	};
 	return formats;
 }

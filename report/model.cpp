@@ -10,10 +10,10 @@ namespace {
 // One row per kind of frame, in FrameKind's order.
 const FrameKindRule rules[] = {
 	// flamegraph.pl's kernel orange: green 100 below red, no blue.
-	{FrameKind::Kernel, "kernel", false, {190, 90, 0}, {65, 65, 0}},
-	{FrameKind::Native, "native", false, {200, 50, 50}, {55, 80, 80}},
+	{FrameKind::Kernel, "kernel", "kernel", false, {190, 90, 0}, {65, 65, 0}},
+	{FrameKind::Native, "native", "native", false, {200, 50, 50}, {55, 80, 80}},
 	// Green, as flamegraph.pl colours an interpreted language's frames.
-	{FrameKind::Python, "python", true, {50, 180, 50}, {60, 55, 60}},
+	{FrameKind::Python, "python", "cpython", true, {50, 180, 50}, {60, 55, 60}},
 };
 
 } // namespace

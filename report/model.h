@@ -14,8 +14,10 @@ enum class FrameKind : uint8_t { Kernel, Native, Python };
 // How the reports show a kind of frame.
 struct FrameKindRule {
 	FrameKind kind;
-	// Its tag: -v's "[python]", and the frame type a profile format carries.
+	// Its tag: -v's "[python]".
 	const char *name;
+	// Its profile.frame.type in OTLP, as OpenTelemetry's semantic conventions name it.
+	const char *frame_type;
 	// A runtime's function: no address of its own; labelled "name (file:line)" (the file by
 	// its last component, as py-spy shows it) and named in pprof by its name alone.
 	bool runtime;

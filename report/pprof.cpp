@@ -1,5 +1,4 @@
 // report/pprof.cpp: the profile as a gzipped pprof profile.proto message (go tool pprof).
-#include <zlib.h>
 
 #include <algorithm>
 #include <climits>
@@ -8,7 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "base/error.h"
+#include "report/gzip.h"
+#include "report/locations.h"
 #include "report/protobuf.h"
 #include "report/report.h"
 #include "report/utf8.h"
@@ -95,7 +95,7 @@ private:
 
 	uint64_t mapping_of(const Frame &frame);
 	uint64_t function_id(const Frame &frame);
-	uint64_t location_id(const Sample &sample, const std::vector<uint32_t> &stack, size_t &i);
+	uint64_t location_id(const Sample &sample, const std::vector<uint32_t> &stack, size_t i, size_t end);
 	void add_sample(const Sample &sample);
 	std::vector<uint64_t> mapping_ids() const;
 
@@ -179,16 +179,12 @@ uint64_t PprofBuilder::function_id(const Frame &frame)
 	return it->second;
 }
 
-// The location of stack[i], and of the frames inlined at the same address with it:
-// pprof keeps those as the lines of one location, innermost first. i moves past them.
-uint64_t PprofBuilder::location_id(const Sample &sample, const std::vector<uint32_t> &stack,
-				   size_t &i)
+// The location of stack[i, end), frames inlined at one address: pprof keeps them as the
+// lines of one location, innermost first.
+uint64_t PprofBuilder::location_id(const Sample &sample, const std::vector<uint32_t> &stack, size_t i,
+				   size_t end)
 {
 	const Frame &first = profile_.frames[stack[i]];
-	size_t end = i + 1;
-	while (profile_.frames[stack[end - 1]].inlined && end < stack.size() &&
-	       profile_.frames[stack[end]].address == first.address)
-		end++;
 
 	uint64_t id = end == i + 1 ? location_of_frame_[stack[i]] : 0;
 	if (!id) {
@@ -225,17 +221,16 @@ uint64_t PprofBuilder::location_id(const Sample &sample, const std::vector<uint3
 			m.samples += sample.count;
 		}
 	}
-	i = end - 1;
 	return id;
 }
 
 void PprofBuilder::add_sample(const Sample &sample)
 {
-	// pprof wants the leaf first: kernel frames (leaf first) sit on top of user frames.
+	// pprof wants the leaf first.
 	ids_.clear();
-	for (const std::vector<uint32_t> *stack : {&sample.kernel, &sample.user})
-		for (size_t i = 0; i < stack->size(); i++)
-			ids_.push_back(location_id(sample, *stack, i));
+	for_each_location(profile_, sample, [&](const std::vector<uint32_t> &stack, size_t i, size_t end) {
+		ids_.push_back(location_id(sample, stack, i, end));
+	});
 
 	scratch_.clear();
 	scratch_.add_packed(sample_field::location_id, ids_);
@@ -363,43 +358,6 @@ std::string PprofBuilder::encode()
 	for (const std::string *text : string_table_)
 		out.add_bytes(profile_field::string_table, *text);
 	return out.take();
-}
-
-// One gzip member, as `go tool pprof` and every other reader expect for .pb.gz.
-void write_gzip(std::ostream &out, std::string_view data)
-{
-	struct Deflater {
-		z_stream stream{};
-		Deflater()
-		{
-			// 15 + 16: the largest window, with a gzip header rather than a zlib one.
-			// Fastest level, as Go's runtime/pprof: a few percent larger, much quicker.
-			// zlib fails only without memory: the run cannot go on.
-			if (deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-					 Z_DEFAULT_STRATEGY) != Z_OK)
-				throw RunError("zlib: cannot start compression");
-		}
-		~Deflater() { deflateEnd(&stream); }
-	} deflater;
-	z_stream &z = deflater.stream;
-	std::vector<char> buffer(1 << 16);
-	size_t offset = 0;
-	int status = Z_OK;
-	while (status != Z_STREAM_END) {
-		if (z.avail_in == 0 && offset < data.size()) {
-			// avail_in is 32 bits: feed a larger message in pieces.
-			const size_t piece = std::min<size_t>(data.size() - offset, 1u << 30);
-			z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(data.data() + offset));
-			z.avail_in = uInt(piece);
-			offset += piece;
-		}
-		z.next_out = reinterpret_cast<Bytef *>(buffer.data());
-		z.avail_out = uInt(buffer.size());
-		status = deflate(&z, offset == data.size() ? Z_FINISH : Z_NO_FLUSH);
-		if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR)
-			throw RunError("zlib: compression failed");
-		out.write(buffer.data(), std::streamsize(buffer.size() - z.avail_out));
-	}
 }
 
 } // namespace

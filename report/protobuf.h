@@ -1,4 +1,5 @@
-// report/protobuf.h: the few protobuf wire-format pieces the pprof writer needs.
+// report/protobuf.h: the few protobuf wire-format pieces the pprof and OTLP writers need,
+// and a reader of the short answers a server sends back.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,15 @@ public:
 	// int64 fields go on the wire as their two's complement, ten bytes when negative.
 	void add_int(uint32_t field, int64_t value) { add_uint(field, uint64_t(value)); }
 	void add_bool(uint32_t field, bool value) { add_uint(field, value ? 1 : 0); }
+	// fixed64 fields: eight bytes, little-endian.
+	void add_fixed64(uint32_t field, uint64_t value)
+	{
+		if (value == 0)
+			return;
+		key(field, fixed64_type);
+		for (int i = 0; i < 8; i++)
+			data_ += char(value >> (8 * i));
+	}
 
 	// Strings, bytes and submessages. Repeated string fields keep empty entries
 	// (string_table[0] must be ""), so nothing is skipped here.
@@ -57,7 +67,7 @@ public:
 	void clear() { data_.clear(); }
 
 private:
-	static constexpr uint32_t varint_type = 0, length_type = 2;
+	static constexpr uint32_t varint_type = 0, fixed64_type = 1, length_type = 2;
 
 	void key(uint32_t field, uint32_t type) { varint(uint64_t(field) << 3 | type); }
 	void varint(uint64_t value)
@@ -79,4 +89,72 @@ private:
 	}
 
 	std::string data_;
+};
+
+// Reads a message's fields one at a time: what a server's answer says, never a whole
+// profile. Stops at the first malformed byte.
+class ProtoReader {
+public:
+	explicit ProtoReader(std::string_view data) : data_(data) {}
+
+	// The next field: its number, and its value (varints and fixed ones in number, the
+	// rest in bytes). False at the end, or when the rest cannot be read (bad() then says so).
+	bool next(uint32_t &field, uint64_t &number, std::string_view &bytes)
+	{
+		if (at_ >= data_.size() || bad_)
+			return false;
+		uint64_t key = 0;
+		if (!varint(key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX)
+			return fail();
+		field = uint32_t(key >> 3);
+		bytes = {};
+		number = 0;
+		switch (key & 7) {
+		case 0:
+			return varint(number) || fail();
+		case 1:
+		case 5: {
+			const size_t size = (key & 7) == 1 ? 8 : 4;
+			if (data_.size() - at_ < size)
+				return fail();
+			for (size_t i = 0; i < size; i++)
+				number |= uint64_t(static_cast<unsigned char>(data_[at_ + i])) << (8 * i);
+			at_ += size;
+			return true;
+		}
+		case 2: {
+			uint64_t size = 0;
+			if (!varint(size) || size > data_.size() - at_)
+				return fail();
+			bytes = data_.substr(at_, size);
+			at_ += size;
+			return true;
+		}
+		default:
+			return fail();
+		}
+	}
+	bool bad() const { return bad_; }
+
+private:
+	bool varint(uint64_t &value)
+	{
+		value = 0;
+		for (int shift = 0; shift < 64 && at_ < data_.size(); shift += 7) {
+			const auto byte = static_cast<unsigned char>(data_[at_++]);
+			value |= uint64_t(byte & 0x7f) << shift;
+			if (!(byte & 0x80))
+				return true;
+		}
+		return false;
+	}
+	bool fail()
+	{
+		bad_ = true;
+		return false;
+	}
+
+	std::string_view data_;
+	size_t at_ = 0;
+	bool bad_ = false;
 };

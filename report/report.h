@@ -5,6 +5,8 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "report/model.h"
 
@@ -15,12 +17,16 @@ struct ReportOptions {
 	bool fold_pid = false;    // -E: comm-PID[@CONTAINER] as the root frame of folded stacks
 	// pprof's sample type off the CPU: a server may want its own name for it.
 	std::string off_cpu_type = "off_cpu";
+	// OTLP's resource: its service.name ("" -> the host name), and OTEL_RESOURCE_ATTRIBUTES'
+	// pairs, which win over what profile sets itself but service.name.
+	std::string service_name{};
+	std::vector<std::pair<std::string, std::string>> resource_attributes{};
 
 	bool operator==(const ReportOptions &) const = default;
 };
 
 // Each is a row of report/formats.cpp's table.
-enum class ReportFormat { Stacks, Folded, Svg, Pprof };
+enum class ReportFormat { Stacks, Folded, Svg, Pprof, Otlp };
 
 // A report as bytes, and the format that reads them: what a push carries.
 struct RenderedProfile {
@@ -54,13 +60,19 @@ void write_svg(std::ostream &out, const Profile &profile, const ReportOptions &o
 // Throws RunError when zlib cannot compress (it has no memory).
 void write_pprof(std::ostream &out, const Profile &profile, std::string_view off_cpu_type = "off_cpu");
 
+// An OTLP ExportProfilesServiceRequest (opentelemetry-proto's profiles/v1development), not
+// compressed: one resource per container (and, on a run of one process, the process), one
+// profile of samples/count (cpu/nanoseconds its period), or with --off-cpu of
+// off_cpu/nanoseconds, in each.
+void write_otlp(std::ostream &out, const Profile &profile, const ReportOptions &options);
+
 // The writers below, as report/formats.cpp's table names them.
 void write_report(std::ostream &out, ReportFormat format, const Profile &profile,
 		  const ReportOptions &options);
 RenderedProfile render_report(ReportFormat format, const Profile &profile, const ReportOptions &options);
 
-// A --format name: "stacks", "folded", "svg", "pprof"; nothing for any other name.
+// A --format name: "stacks", "folded", "svg", "pprof", "otlp"; nothing for any other name.
 std::optional<ReportFormat> format_from_name(std::string_view name);
 
-// By -o's extension: .svg, .pb.gz, .folded, .txt; nothing for any other.
+// By -o's extension: .svg, .pb.gz, .otlp, .folded, .txt; nothing for any other.
 std::optional<ReportFormat> format_from_path(std::string_view path);

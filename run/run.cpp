@@ -110,7 +110,7 @@ int run(const Options &options, const RunPlan &plan)
 			[&](RenderedProfile profile, int64_t start_ns, int64_t end_ns, uint64_t samples) {
 				pusher->push(PushWindow{std::move(profile), start_ns, end_ns, samples});
 			},
-			push_backend(plan.push->format)->takes, std::string(off_cpu_sample_type(plan.push->format)));
+			push_backend(plan.push->format)->takes, plan.push_report);
 	}
 	WindowCutter windows(options, plan, reports, session);
 	if (options.interval_s && !session.sampler().can_cut())

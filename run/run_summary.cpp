@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/diagnostics.h"
+#include "report/formats.h"
 #include "run/account.h"
 #include "report/window.h"
 
@@ -58,6 +59,12 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 					"%.1f ms at most",
 				windows.closed(), windows.cpu_ms_sum() / double(std::max<uint64_t>(windows.closed(), 1)),
 				windows.cpu_ms_max());
+			const Reports::RenderTime &render = windows.render_time();
+			diagnostics::say("reports: of which rendering a window's (%s%s%s) %.1f ms on average, %.1f ms at most",
+				options_.output_path.empty() ? "" : report_format(options_.format).name,
+				!options_.output_path.empty() && plan_.push ? ", " : "",
+				plan_.push ? push_backend(plan_.push->format)->name : "",
+				render.ms_sum / double(std::max<uint64_t>(render.windows, 1)), render.ms_max);
 			const SymbolizerStats names = session.symbolizer().stats();
 			diagnostics::say("named user addresses: %zu from what windows kept, %zu from their files; "
 					"%zu kept (%.1f KiB of %.1f), %zu dropped for room; %zu files parsed, %zu kept (%.1f KiB), "

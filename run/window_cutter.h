@@ -46,6 +46,8 @@ public:
 	// What closing a window cost this thread (naming, writing, handing to the pusher).
 	double cpu_ms_sum() const { return cpu_ms_sum_; }
 	double cpu_ms_max() const { return cpu_ms_max_; }
+	// Of that, rendering its reports.
+	const Reports::RenderTime &render_time() const { return reports_.render_time(); }
 	// Debug files fetched before windows were named (with DEBUGINFOD_URLS set).
 	bool fetches_debug_files() const { return debuginfod_; }
 	const DebuginfodAccount &fetched() const { return fetched_; }

@@ -9,6 +9,9 @@
 # one's CPU in % of one core, and its own account of its windows and names.
 # Needs root, ./profile, build/workloads (make workloads) and a cgroup2 mount. Not part
 # of `make test`. Usage: BEFORE=old/profile scripts/bench-agent.sh [SECONDS] (default 300)
+# PUSH_FORMAT (pyroscope unless set) is how ./profile pushes, BEFORE_PUSH_FORMAT (the same
+# unless set) how BEFORE does: BEFORE=./profile PUSH_FORMAT=otlp BEFORE_PUSH_FORMAT=pyroscope
+# sets one build's OTLP pushes beside its pprof ones.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -16,6 +19,8 @@ ROOT=$(pwd)
 PROFILE=${PROFILE:-$ROOT/profile}
 BEFORE=${BEFORE:-}
 DURATION=${1:-300}
+PUSH_FORMAT=${PUSH_FORMAT:-pyroscope}
+BEFORE_PUSH_FORMAT=${BEFORE_PUSH_FORMAT:-$PUSH_FORMAT}
 WARM_UP=60
 
 if [ "$(id -u)" != 0 ]; then
@@ -46,16 +51,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir "$TMP/received"
-python3 "$ROOT/tests/receiver.py" --dir "$TMP/received" --port 0 >"$TMP/receiver.out" 2>"$TMP/receiver.err" &
-BACKGROUND+=("$!")
-port=""
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-	port=$(awk '$1 == "port" { print $2; exit }' "$TMP/receiver.out")
-	[ -n "$port" ] && break
-	sleep 0.5
-done
-[ -n "$port" ] || { echo "bench-agent: the receiver did not start" >&2; exit 1; }
+start_receiver bench-agent
 
 # The soak's churn, in the group (the subshell moves itself before it starts anything).
 churn() {
@@ -72,14 +68,14 @@ churn() {
 }
 
 start_agent() {
-	PROFILE_DEBUG=1 "$1" --agent --cgroup "$GROUP" --push "http://127.0.0.1:$port" --push-format pyroscope \
+	PROFILE_DEBUG=1 "$1" --agent --cgroup "$GROUP" --push "http://127.0.0.1:$port" --push-format "$3" \
 		$((DURATION + 10)) >/dev/null 2>"$TMP/$2.err" &
 	BACKGROUND+=("$!")
 	PIDS+=("$!")
 }
 PIDS=()
-start_agent "$BEFORE" before
-start_agent "$PROFILE" now
+start_agent "$BEFORE" before "$BEFORE_PUSH_FORMAT"
+start_agent "$PROFILE" now "$PUSH_FORMAT"
 churn &
 BACKGROUND+=("$!")
 
@@ -91,7 +87,7 @@ for pid in "${PIDS[@]}"; do
 done
 before0=$(ticks "${PIDS[0]}")
 now0=$(ticks "${PIDS[1]}")
-echo "bench-agent: $DURATION s, warm-up $WARM_UP s; BEFORE=$BEFORE against $PROFILE"
+echo "bench-agent: $DURATION s, warm-up $WARM_UP s; BEFORE=$BEFORE ($BEFORE_PUSH_FORMAT) against $PROFILE ($PUSH_FORMAT)"
 printf '%8s %14s %12s %14s %12s\n' seconds before_ticks before_kb now_ticks now_kb
 elapsed=$WARM_UP
 while [ $((elapsed + 30)) -le "$DURATION" ]; do

@@ -31,7 +31,8 @@ BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev li
 #                        fetch debug files from, on loopback
 #   openssl              makes the CA and the server and client certificates of the HTTPS
 #                        receiver that --push's TLS and credentials are tested against
-TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3 groff-base man-db systemd openssl debuginfod"
+#   protobuf-compiler    protoc --decode_raw reads the OTLP requests without their schema
+TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3 groff-base man-db systemd openssl debuginfod protobuf-compiler"
 
 packages=$BUILD
 what="build"

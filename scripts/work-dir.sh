@@ -2,7 +2,9 @@
 # folder and start processes in the background: `work_dir NAME` makes $TMP
 # (/tmp/NAME.XXXXXX) and an empty BACKGROUND list; at exit (Ctrl-C too) every pid added to
 # BACKGROUND is killed and $TMP removed. Also the start the flame-graph scripts share
-# (flamegraph_start), and the commit a report names (tree_commit).
+# (flamegraph_start), the commit a report names (tree_commit), and a tests/receiver.py in
+# the background that records into $TMP/received (start_receiver NAME: $port is its port;
+# NAME says who failed when it does not start).
 #
 # `flamegraph_start NAME TOOL WHAT [SECONDS] [OUTPUT]`: how the scripts that make the
 # README's flame graphs start, from the tree's top: PROFILE (./profile unless set),
@@ -49,4 +51,18 @@ tree_commit() {
 	commit=$(git -C "$1" rev-parse --short HEAD 2>/dev/null) || { echo "not a git checkout"; return 0; }
 	if [ -n "$(git -C "$1" status --porcelain -uno 2>/dev/null)" ]; then commit+=" (with uncommitted changes)"; fi
 	echo "$commit"
+}
+
+start_receiver() {
+	mkdir -p "$TMP/received"
+	python3 "$ROOT/tests/receiver.py" --dir "$TMP/received" --port 0 >"$TMP/receiver.out" 2>"$TMP/receiver.err" &
+	BACKGROUND+=("$!")
+	port=""
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		port=$(awk '$1 == "port" { print $2; exit }' "$TMP/receiver.out")
+		[ -n "$port" ] && return 0
+		sleep 0.5
+	done
+	echo "$1: the receiver did not start" >&2
+	exit 1
 }

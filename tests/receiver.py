@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""tests/receiver.py: stands in for a Grafana Pyroscope server (POST /ingest) and a Parca
-server (ProfileStoreService/WriteRaw over gRPC-web), records every request and judges it
-against the API push/push.cpp cites, and answers as a script says.
+"""tests/receiver.py: stands in for a Grafana Pyroscope server (POST /ingest), a Parca
+server (ProfileStoreService/WriteRaw over gRPC-web) and an OTLP/HTTP profiles endpoint
+(POST /v1development/profiles), records every request and judges it against the API
+push/push.cpp cites, and answers as a script says.
 
 usage: receiver.py --dir DIR [--port N] [--script STEPS] [--tls CERT,KEY [--client-ca CA]]
                    [--auth-file FILE] [--require-header 'Name: value']...
@@ -12,7 +13,8 @@ For each request it writes DIR/NNNN.json (method, path, query, headers, what it 
 the body, the answer, and "verdict": the problems found, [] when the request follows the
 API), DIR/NNNN.body (the body as it came, byte for byte: tests/parca_decode.mjs decodes a
 WriteRaw one with Parca's own definitions) and DIR/NNNN.pb (the profile, gunzipped: `go
-tool pprof -raw DIR/NNNN.pb` reads it).
+tool pprof -raw DIR/NNNN.pb` reads it; for OTLP, the ExportProfilesServiceRequest, which
+tests/otlp_decoded.cpp reads).
 Numbering goes on from the files already in DIR.
 
 STEPS, comma-separated, apply to successive requests; after the last, every answer is ok:
@@ -22,6 +24,7 @@ STEPS, comma-separated, apply to successive requests; after the last, every answ
   429:N     429 with Retry-After: N (seconds)   429:date:N  the same as an HTTP date, N s ahead
   307:same  307 to the same URL on the same host, port and scheme
   307:other 307 to the same URL with the host "localhost" (the request went to 127.0.0.1)
+  partial:N OTLP's 200 whose partial_success says N profiles were rejected, and why
 Each step may repeat: 500*3 is 500,500,500. "ok" alone answers ok from then on.
 
 --tls serves HTTPS with that certificate and key; --client-ca then demands a client
@@ -47,6 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PYROSCOPE_PATH = "/ingest"
 PARCA_PATH = "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw"
+OTLP_PATH = "/v1development/profiles"
 
 
 # --- protobuf wire format ---------------------------------------------------------------
@@ -92,6 +96,14 @@ def fields(data):
             raise ValueError("field %d runs past the end" % number)
         out.append((number, wire, value))
     return out
+
+
+def varint_bytes(value):
+    out = b""
+    while value >= 0x80:
+        out += bytes([value & 0x7F | 0x80])
+        value >>= 7
+    return out + bytes([value])
 
 
 def varints(wire, value):
@@ -331,6 +343,36 @@ def judge_parca(handler, body, problems, record):
     return data
 
 
+def judge_otlp(handler, body, problems, record):
+    """OTLP/HTTP: a gzipped binary ExportProfilesServiceRequest, whose top level is
+    resource_profiles (1) and one dictionary (2); tests/otlp_decoded.cpp reads the rest."""
+    if handler.command != "POST":
+        problems.append("method %s, not POST" % handler.command)
+    if handler.headers.get("Content-Type", "") != "application/x-protobuf":
+        problems.append("Content-Type %r, not application/x-protobuf" % handler.headers.get("Content-Type"))
+    if handler.headers.get("Content-Encoding", "") != "gzip":
+        problems.append("Content-Encoding %r, not gzip" % handler.headers.get("Content-Encoding"))
+        data = body
+    else:
+        try:
+            data = gzip.decompress(body)
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            problems.append("broken gzip: %s" % e)
+            return None
+    resources = dictionaries = 0
+    for number, wire, value in fields(data):
+        if number == 1 and wire == 2:
+            resources += 1
+        elif number == 2 and wire == 2:
+            dictionaries += 1
+        else:
+            problems.append("ExportProfilesServiceRequest: unexpected field %d (wire type %d)" % (number, wire))
+    if dictionaries != 1:
+        problems.append("ExportProfilesServiceRequest: %d dictionaries" % dictionaries)
+    record["resource_profiles"] = resources
+    return data
+
+
 # --- the server ----------------------------------------------------------------------------
 
 class Script:
@@ -346,7 +388,7 @@ class Script:
                 continue
             if not (what in ("ok", "close", "307:same", "307:other") or what.isdigit()
                     or re.fullmatch(r"grpc:\d+", what) or re.fullmatch(r"stall:[0-9.]+", what)
-                    or re.fullmatch(r"429:(date:)?\d+", what)):
+                    or re.fullmatch(r"429:(date:)?\d+", what) or re.fullmatch(r"partial:\d+", what)):
                 raise SystemExit("receiver: bad script step %r" % step)
             self.steps += [what] * n
 
@@ -448,8 +490,11 @@ class Handler(BaseHTTPRequestHandler):
             elif parca:
                 record["api"] = "parca"
                 data = judge_parca(self, body, problems, record)
+            elif url.path.endswith(OTLP_PATH):
+                record["api"] = "otlp"
+                data = judge_otlp(self, body, problems, record)
             else:
-                problems.append("path %r is neither %s nor %s" % (url.path, PYROSCOPE_PATH, PARCA_PATH))
+                problems.append("path %r is none of %s, %s and %s" % (url.path, PYROSCOPE_PATH, PARCA_PATH, OTLP_PATH))
         except ValueError as e:
             problems.append("malformed: %s" % e)
         record["client_cert"] = self.client_cert
@@ -475,9 +520,9 @@ class Handler(BaseHTTPRequestHandler):
             json.dump(record, f, indent=1, sort_keys=True)
             f.write("\n")
         os.rename(base + ".json.tmp", base + ".json")
-        self.answer(step, parca)
+        self.answer(step, parca, url.path.endswith(OTLP_PATH))
 
-    def answer(self, step, parca):
+    def answer(self, step, parca, otlp=False):
         if step == "close":
             self.close_connection = True
             self.connection.shutdown(2)
@@ -490,8 +535,16 @@ class Handler(BaseHTTPRequestHandler):
             trailer = b"grpc-status:0\r\ngrpc-message:\r\n"
             self.reply(200, "application/grpc-web+proto",
                        b"\x00\x00\x00\x00\x00" + b"\x80" + len(trailer).to_bytes(4, "big") + trailer)
+        elif step == "ok" and otlp:
+            # An ExportProfilesServiceResponse with no partial_success: every profile taken.
+            self.reply(200, "application/x-protobuf", b"")
         elif step == "ok":
             self.reply(200, "text/plain", b"")
+        elif step.startswith("partial:"):
+            # partial_success (1) { rejected_profiles (1): N; error_message (2) }
+            message = b"scripted rejection"
+            partial = b"\x08" + varint_bytes(int(step[8:])) + b"\x12" + varint_bytes(len(message)) + message
+            self.reply(200, "application/x-protobuf", b"\x0a" + varint_bytes(len(partial)) + partial)
         elif step.startswith("429:"):
             wait = int(step.rsplit(":", 1)[1])
             retry_after = (email.utils.formatdate(time.time() + wait, usegmt=True)

@@ -123,7 +123,7 @@ TEST_CASE("output options: folded, -E, -d, -a, -v, --no-inline, -o and --format"
 	// --folded names the format of a file whose extension does not.
 	CHECK(ok({"-o", "cpu.data", "--folded"}).format == ReportFormat::Folded);
 	CHECK(ok({"-E", "-o", "/dev/full"}).format == ReportFormat::Folded);
-	CHECK(error({"--format", "png"}).find("stacks, folded, svg or pprof") != std::string::npos);
+	CHECK(error({"--format", "png"}).find("stacks, folded, svg, pprof or otlp") != std::string::npos);
 }
 
 TEST_CASE("a format flag wins over -o's extension; --folded and another --format disagree")
@@ -145,8 +145,8 @@ TEST_CASE("a format flag wins over -o's extension; --folded and another --format
 	      "--folded and --format pprof name two formats: give one");
 	// The error for an unknown extension names the ways that now work.
 	CHECK(error({"-o", "cpu.data"}) ==
-	      "cannot tell the format of 'cpu.data' from its extension (.svg, .pb.gz, .folded, .txt): "
-	      "add --format stacks|folded|svg|pprof");
+	      "cannot tell the format of 'cpu.data' from its extension (.svg, .pb.gz, .folded, .txt, .otlp): "
+	      "add --format stacks|folded|svg|pprof|otlp");
 	// --help says the same.
 	CHECK(help_text().find("--folded or -E, else by its extension") != std::string::npos);
 }
@@ -242,7 +242,9 @@ TEST_CASE("continuous profiling: --interval, --push, --app, the queue, --cgroup,
 	CHECK(error({"--push", "ftp://x", "--interval", "1"}).find("http:// or https://") != std::string::npos);
 	CHECK(error({"--push", "http://x"}).find("give --interval") != std::string::npos);
 	CHECK(error({"--push-format", "parca"}).find("give --push URL") != std::string::npos);
-	CHECK(error({"--push-format", "otlp"}).find("pyroscope or parca") != std::string::npos);
+	CHECK(error({"--push-format", "zipkin"}).find("pyroscope, parca or otlp") != std::string::npos);
+	CHECK(error({"--push-format", "otlp"}) ==
+	      "--push-format says how to --push: give --push URL too (or set OTEL_EXPORTER_OTLP_ENDPOINT)");
 	CHECK(error({"--app", "a b"}).find("for --app") != std::string::npos);
 	CHECK(error({"--app", "a{x=1}"}).find("for --app") != std::string::npos);
 
@@ -359,7 +361,8 @@ TEST_CASE("each kind of value is held to its range, and a bad one's error names 
 	      "allowed)");
 	CHECK(error({"-L", "2147483648"}) ==
 	      "invalid value '2147483648' for -L: expected a comma-separated list of positive ids");
-	CHECK(error({"--push-format", "otlp"}) == "invalid value 'otlp' for --push-format: expected pyroscope or parca");
+	CHECK(error({"--push-format", "zipkin"}) ==
+	      "invalid value 'zipkin' for --push-format: expected pyroscope, parca or otlp");
 	CHECK(error({"-o", ""}) == "invalid value '' for -o: expected a file name");
 	CHECK(error({"--app", std::string(201, 'a')}).find("expected a name of up to 200 printable characters") !=
 	      std::string::npos);

@@ -27,6 +27,8 @@
 
 #include "push/push.h"
 #include "report/report.h"
+#include "tests/otlp_decoded.h"
+#include "tests/proto_wire.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"
 
@@ -55,7 +57,7 @@ std::vector<std::string> auth_headers(std::string_view text)
 }
 
 // A small profile: two stacks of one process, UTF-8 names only.
-std::string small_pprof(int64_t start_ns, uint64_t scale = 1)
+Profile small_profile(int64_t start_ns, uint64_t scale = 1)
 {
 	Profile p;
 	p.frequency = 49;
@@ -81,8 +83,13 @@ std::string small_pprof(int64_t start_ns, uint64_t scale = 1)
 	const uint32_t work = frame(FrameKind::Native, "hot_work", 0x555555556200);
 	p.samples.push_back({100, "app", {}, {work, main}, 30 * scale});
 	p.samples.push_back({100, "app", {syscall}, {main}, 12 * scale});
+	return p;
+}
+
+std::string small_pprof(int64_t start_ns, uint64_t scale = 1)
+{
 	std::ostringstream out;
-	write_pprof(out, p);
+	write_pprof(out, small_profile(start_ns, scale));
 	return out.str();
 }
 
@@ -105,41 +112,14 @@ PushWindow window(int i)
 	return w;
 }
 
-// Protobuf fields, one level: (number, varint value or bytes).
-struct Field {
-	uint32_t number = 0;
-	uint64_t value = 0;
-	std::string bytes;
-};
-std::vector<Field> fields(std::string_view data)
+// Window i as an OTLP push carries it: the request, not compressed.
+PushWindow otlp_window(int i)
 {
-	std::vector<Field> out;
-	auto varint = [&](size_t &at) {
-		uint64_t v = 0;
-		for (int shift = 0; at < data.size(); shift += 7) {
-			const auto byte = static_cast<unsigned char>(data[at++]);
-			v |= uint64_t(byte & 0x7f) << shift;
-			if (!(byte & 0x80))
-				break;
-		}
-		return v;
-	};
-	for (size_t at = 0; at < data.size();) {
-		const uint64_t key = varint(at);
-		Field f;
-		f.number = uint32_t(key >> 3);
-		if ((key & 7) == 0) {
-			f.value = varint(at);
-		} else {
-			REQUIRE((key & 7) == 2);
-			const uint64_t length = varint(at);
-			REQUIRE(at + length <= data.size());
-			f.bytes = data.substr(at, length);
-			at += length;
-		}
-		out.push_back(f);
-	}
-	return out;
+	PushWindow w = window(i);
+	std::ostringstream out;
+	write_otlp(out, small_profile(w.start_ns), {});
+	w.profile = {ReportFormat::Otlp, out.str()};
+	return w;
 }
 
 bool has_header(const PushRequest &request, const std::string &header)
@@ -275,6 +255,59 @@ TEST_CASE("push: Parca URLs: WriteRaw's gRPC method path tells the format, or ge
 		       "--push-format says pyroscope"));
 }
 
+TEST_CASE("push: OTLP URLs: /v1development/profiles tells the format; a server's URL gets it; another path is kept")
+{
+	auto [error, config] = resolved("http://collector:4318/v1development/profiles");
+	REQUIRE(error.ok());
+	CHECK(config.format == PushFormat::Otlp);
+	CHECK(config.url == "http://collector:4318/v1development/profiles");
+	CHECK(resolved("http://collector:4318", PushFormat::Otlp).second.url ==
+	      "http://collector:4318/v1development/profiles");
+	CHECK(resolved("https://gw.example.com/otlp/profiles", PushFormat::Otlp).second.url ==
+	      "https://gw.example.com/otlp/profiles");
+	// Without --push-format, a path that is no API's is still refused, naming every API.
+	const Status unknown = resolved("http://collector:4318/otlp").first;
+	CHECK(contains(unknown.error(), "an OTLP server"));
+	CHECK(contains(unknown.error(), "pyroscope|parca|otlp"));
+	CHECK(contains(unknown.error(), "/v1development/profiles (OTLP)"));
+}
+
+TEST_CASE("push: the OTLP request: the window's request gzipped, as application/x-protobuf, to the URL as resolved")
+{
+	auto [error, config] = resolved("http://collector:4318", PushFormat::Otlp);
+	REQUIRE(error.ok());
+	PushWindow w = window(0);
+	w.profile = {ReportFormat::Otlp, "\x0a\x00\x12\x00"};
+	const PushRequest request = build_push_request(config, w);
+	CHECK(request.url == "http://collector:4318/v1development/profiles");
+	CHECK(has_header(request, "Content-Type: application/x-protobuf"));
+	CHECK(has_header(request, "Content-Encoding: gzip"));
+	CHECK(gunzip(request.body) == w.profile.bytes);
+	// profile sets the encoding itself: a header may not say another.
+	CHECK(!check_push_header("Content-Encoding: br").ok());
+}
+
+TEST_CASE("push: OTLP answers: a partial_success's rejections are said of a delivered window; a google.rpc.Status's message")
+{
+	// ExportProfilesServiceResponse { partial_success (1) { rejected_profiles (1): 2, error_message (2) } }
+	const std::string partial = std::string("\x0a\x0d\x08\x02\x12\x09too large", 15);
+	PushVerdict verdict = judge_push_response(PushFormat::Otlp, http(200, partial));
+	CHECK(verdict.outcome == PushOutcome::Delivered);
+	CHECK(verdict.reason == "2 profiles rejected: too large");
+	// An empty partial_success, or none: all taken.
+	CHECK(judge_push_response(PushFormat::Otlp, http(200, std::string("\x0a\x00", 2))).reason.empty());
+	CHECK(judge_push_response(PushFormat::Otlp, http(200)).reason.empty());
+	// Rejected none, but a warning: said.
+	CHECK(judge_push_response(PushFormat::Otlp, http(200, std::string("\x0a\x06\x12\x04slow", 8))).reason ==
+	      "0 profiles rejected: slow");
+	// google.rpc.Status { code (1): 3, message (2): "bad dictionary" }
+	verdict = judge_push_response(PushFormat::Otlp, http(400, std::string("\x08\x03\x12\x0e" "bad dictionary", 18)));
+	CHECK(verdict.outcome == PushOutcome::Refused);
+	CHECK(verdict.reason == "HTTP 400: bad dictionary");
+	// A body that is no Status: its first line, as for the others.
+	CHECK(judge_push_response(PushFormat::Otlp, http(503, "overloaded\r\n")).reason == "HTTP 503: overloaded");
+}
+
 TEST_CASE("push: URLs that cannot be used are one line each")
 {
 	CHECK(contains(resolved("http://server:4040").first.error(), "add --push-format pyroscope|parca"));
@@ -400,7 +433,7 @@ TEST_CASE("push: off the CPU, a profile type of its own: Parca's agent's name an
 
 TEST_CASE("push: answers: 2xx delivered; 5xx, 429, 408 and no answer retried; other 4xx refuse the window")
 {
-	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
+	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca, PushFormat::Otlp}) {
 		CAPTURE(int(format));
 		for (long status : {500L, 502L, 503L, 504L, 429L, 408L})
 			CHECK(judge_push_response(format, http(status)).outcome == PushOutcome::Retry);
@@ -812,9 +845,9 @@ TEST_CASE("push: redirects are followed within the server only: same scheme, hos
 	CHECK(verdict.reason == "the server redirected the push to " + moved.redirect.error());
 }
 
-TEST_CASE("push: each request carries --push-header's and the auth file's headers, for both APIs")
+TEST_CASE("push: each request carries --push-header's and the auth file's headers, for every API")
 {
-	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca}) {
+	for (PushFormat format : {PushFormat::Pyroscope, PushFormat::Parca, PushFormat::Otlp}) {
 		auto [error, config] = resolved("https://p:4040", format);
 		REQUIRE(error.ok());
 		config.headers = {"X-Scope-OrgID: tenant-a", "Authorization: Bearer tok"};
@@ -901,11 +934,16 @@ TEST_CASE("push backends: each row's URL rule on a bare URL and on a URL ending 
 		CHECK(names.insert(backend.name).second);
 		CHECK(push_backend_named(backend.name) == &backend);
 		CHECK(push_backend(backend.format) == &backend);
-		CHECK(backend.takes == ReportFormat::Pprof);
+		CHECK(backend.takes == (backend.format == PushFormat::Otlp ? ReportFormat::Otlp : ReportFormat::Pprof));
 		const std::string endpoint = "http://h:1/prefix" + std::string(backend.path);
-		auto [bare_status, bare] = resolved("http://h:1/prefix/", backend.format);
+		// A URL of the server alone gets the path; one with a path of its own, when the
+		// backend takes any, is the endpoint as given.
+		auto [bare_status, bare] = resolved("http://h:1/", backend.format);
 		REQUIRE(bare_status.ok());
-		CHECK(bare.url == endpoint);
+		CHECK(bare.url == "http://h:1" + std::string(backend.path));
+		auto [prefix_status, prefixed] = resolved("http://h:1/prefix/", backend.format);
+		REQUIRE(prefix_status.ok());
+		CHECK(prefixed.url == (backend.any_path ? "http://h:1/prefix" : endpoint));
 		auto [auto_status, by_path] = resolved(endpoint);
 		REQUIRE(auto_status.ok());
 		CHECK(by_path.format == backend.format);
@@ -916,7 +954,7 @@ TEST_CASE("push backends: each row's URL rule on a bare URL and on a URL ending 
 				CHECK(!resolved(endpoint, other.format).first.ok());
 	}
 	CHECK(!push_backend(PushFormat::Auto));
-	CHECK(!push_backend_named("otlp"));
+	CHECK(!push_backend_named("otel"));
 }
 
 } // TEST_SUITE
@@ -1174,6 +1212,35 @@ TEST_CASE("push: the WriteRaw request as sent decodes with Parca's published def
 	REQUIRE(bad);
 	CHECK(bad->status == 1);
 	CHECK(contains(bad->err, "Unknown field 9"));
+}
+
+TEST_CASE("push: windows reach an OTLP endpoint as gzipped protobuf, each request whole; a partial_success is said")
+{
+	Receiver receiver("ok*1,partial:1");
+	LogLines log;
+	Pusher pusher(receiver_config(receiver, PushFormat::Otlp, log), nullptr);
+	pusher.push(otlp_window(0));
+	pusher.push(otlp_window(1));
+	pusher.finish(10);
+	const Pusher::Stats s = pusher.stats();
+	CHECK(s.sent == 2);
+	CHECK(s.dropped == 0);
+	const std::vector<std::string> records = receiver.records();
+	REQUIRE(records.size() == 2);
+	for (size_t i = 0; i < records.size(); i++) {
+		INFO(records[i]);
+		CHECK(contains(records[i], empty_verdict));
+		CHECK(contains(records[i], "\"api\": \"otlp\""));
+		CHECK(contains(records[i], "\"path\": \"/v1development/profiles\""));
+		const OtlpRequest r = decode_otlp(read_file(receiver.dir() + "/000" + std::to_string(i + 1) + ".pb"));
+		CHECK(r.total() == 42);
+		CHECK(r.folded() == std::map<std::string, uint64_t>{{"app-100;main;hot_work", 30},
+								    {"app-100;main;do_syscall_64", 12}});
+	}
+	const std::vector<std::string> lines = log.get();
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0].starts_with("profile: push: " + receiver.url() + "/v1development/profiles took window "));
+	CHECK(lines[0].ends_with(" in part: 1 profile rejected: scripted rejection"));
 }
 
 TEST_CASE("push: a server failing 3 times: every window arrives, one line as failures start, one as they end")
@@ -1622,6 +1689,81 @@ TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go
 		const SampledShare share = sampled_share(three, three + one, split_share(before, after), 0.03);
 		CHECK_MESSAGE(share.ok, share);
 	}
+}
+
+TEST_CASE("--push-format otlp from the OTEL_* environment with -o FILE.otlp: each window pushed is the file written, "
+	  "whole; split's hot functions; the environment's header, service and resource" * doctest::test_suite(ASAN_TOO))
+{
+	require_root();
+	Receiver receiver;
+	TempDir dir;
+	Split split;
+	ScopedEnv endpoint("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url().c_str());
+	ScopedEnv headers("OTEL_EXPORTER_OTLP_HEADERS", "X-Scope-OrgID=tenant-7");
+	ScopedEnv service("OTEL_SERVICE_NAME", "split-svc");
+	ScopedEnv attributes("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=test");
+	const SplitSpent before = split.spent();
+	auto r = profile({"-p", std::to_string(split.pid()), "-f", "99", "--interval", "1", "--push-format", "otlp", "-o",
+			  dir / "w-%H%M%S.otlp", "2"});
+	const SplitSpent after = split.spent();
+	INFO("stderr: " << r.err);
+	REQUIRE(r.status == 0);
+	const auto [windows, stored] = windows_line(r.err);
+	CHECK(windows == 2);
+	CHECK(push_line(r.err).sent == 2);
+	const std::vector<std::string> records = receiver.records();
+	REQUIRE(records.size() == 2);
+	for (const std::string &record : records) {
+		INFO(record);
+		CHECK(contains(record, empty_verdict));
+		CHECK(contains(record, "\"api\": \"otlp\""));
+		CHECK(contains(record, "\"X-Scope-OrgID\": \"tenant-7\""));
+	}
+	std::vector<std::string> written;
+	for (const auto &entry : std::filesystem::directory_iterator(dir.path()))
+		written.push_back(entry.path().string());
+	std::sort(written.begin(), written.end());
+	const std::vector<std::string> pushed = kept_profiles(receiver);
+	REQUIRE(written.size() == 2);
+	REQUIRE(pushed.size() == 2);
+	uint64_t three = 0, one = 0, samples = 0;
+	for (size_t i = 0; i < pushed.size(); i++) {
+		const std::string request = read_file(pushed[i]);
+		CHECK(request == read_file(written[i]));
+		const OtlpRequest otlp = decode_otlp(request);
+		REQUIRE(otlp.resources.size() == 1);
+		const auto &resource = otlp.resources[0].attributes;
+		CHECK(resource.at("service.name") == "split-svc");
+		CHECK(resource.at("deployment.environment.name") == "test");
+		CHECK(resource.at("host.name") == this_host());
+		CHECK(resource.at("process.pid") == std::to_string(split.pid()));
+		CHECK(resource.at("process.executable.name") == "split");
+		samples += otlp.total();
+		for (const auto &[stack, count] : otlp.folded()) {
+			CHECK(stack.starts_with("split-" + std::to_string(split.pid()) + ";"));
+			if (stack.ends_with(";split_hot_three"))
+				three += count;
+			if (stack.ends_with(";split_hot_one"))
+				one += count;
+		}
+	}
+	// Every sample of the run was pushed, once; split as split measured it.
+	CHECK(samples == stored);
+	CHECK(three + one >= 40); // 2 s at 99 Hz: a loaded machine gives fewer
+	const SampledShare share = sampled_share(three, three + one, split_share(before, after), 0.03);
+	CHECK_MESSAGE(share.ok, share);
+}
+
+TEST_CASE("--push-format otlp with a malformed OTEL_* variable: one line, exit 2, before anything loads")
+{
+	ScopedEnv endpoint("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9");
+	ScopedEnv headers("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer secret,broken");
+	auto r = profile({"--push-format", "otlp", "--interval", "1", "1"});
+	CHECK(r.status == 2);
+	CHECK(r.err.starts_with("profile: OTEL_EXPORTER_OTLP_HEADERS: entry 2 has no '=': expected KEY=VALUE, separated by "
+				"commas"));
+	CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+	CHECK(!contains(r.err, "secret"));
 }
 
 TEST_CASE("--push to a server that fails a while: no window is lost while the queue has room")

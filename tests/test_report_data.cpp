@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "report/report.h"
 #include "tests/support.h"
 
 namespace {
@@ -238,3 +239,16 @@ std::vector<Trace> pprof_traces(const std::string &file)
 	return traces;
 }
 
+std::map<std::string, uint64_t> folded_lines(const Profile &profile)
+{
+	std::ostringstream out;
+	ReportOptions options;
+	options.fold_pid = true;
+	write_folded(out, profile, options);
+	std::map<std::string, uint64_t> stacks;
+	for (const std::string &line : split_lines(out.str())) {
+		const size_t space = line.rfind(' ');
+		stacks[line.substr(0, space)] += std::stoull(line.substr(space + 1));
+	}
+	return stacks;
+}

@@ -19,6 +19,9 @@ Profile tricky_profile();
 // The same seed gives the same profile.
 Profile many_stacks_profile(size_t stacks, uint64_t seed = 1);
 
+// write_folded -E's lines: "comm-PID;root;...;leaf" -> count.
+std::map<std::string, uint64_t> folded_lines(const Profile &profile);
+
 // The tool's absolute path from PATH, or "" when it is not installed.
 std::string find_tool(const std::string &name);
 

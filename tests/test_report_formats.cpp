@@ -26,15 +26,16 @@ TEST_CASE("report formats: every row's name and extensions name it, and no two r
 
 TEST_CASE("report formats: the lists --help and the errors show")
 {
-	CHECK(report_format_names("|") == "stacks|folded|svg|pprof");
-	CHECK(report_suffix_list(false) == "(.svg, .pb.gz, .folded, .txt)");
-	CHECK(report_suffix_list(true) == "(.svg flame graph, .pb.gz pprof, .folded, .txt multi-line stacks)");
+	CHECK(report_format_names("|") == "stacks|folded|svg|pprof|otlp");
+	CHECK(report_suffix_list(false) == "(.svg, .pb.gz, .folded, .txt, .otlp)");
+	CHECK(report_suffix_list(true) ==
+	      "(.svg flame graph, .pb.gz pprof, .folded, .txt multi-line stacks, .otlp OTLP profiles)");
 }
 
-TEST_CASE("report formats: pprof alone is binary, and what each needs of the samples")
+TEST_CASE("report formats: pprof and OTLP alone are binary, and what each needs of the samples")
 {
 	for (const ReportFormatRow &row : report_formats())
-		CHECK(row.binary == (row.format == ReportFormat::Pprof));
+		CHECK(row.binary == (row.format == ReportFormat::Pprof || row.format == ReportFormat::Otlp));
 	auto detail = [](ReportFormat format, ReportOptions options) {
 		const ReportDetail d = report_detail(format, options);
 		return std::pair{d.pids, d.addresses};
@@ -47,6 +48,7 @@ TEST_CASE("report formats: pprof alone is binary, and what each needs of the sam
 	CHECK(detail(ReportFormat::Svg, verbose) == std::pair{false, false});
 	CHECK(detail(ReportFormat::Svg, fold_pid) == std::pair{true, false});
 	CHECK(detail(ReportFormat::Pprof, {}) == std::pair{true, true});
+	CHECK(detail(ReportFormat::Otlp, {}) == std::pair{true, true});
 }
 
 TEST_CASE("report formats: a rendered report is what its writer writes, with its format")

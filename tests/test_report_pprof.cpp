@@ -1,8 +1,6 @@
 // tests/test_report_pprof.cpp: the pprof file, decoded here field by field and read by go tool pprof.
 #include <doctest/doctest.h>
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -10,89 +8,11 @@
 
 #include "report/report.h"
 #include "report/utf8.h"
+#include "tests/proto_wire.h"
 #include "tests/support.h"
 #include "tests/test_report_data.h"
 
 namespace {
-
-std::string gunzip(const std::string &data)
-{
-	z_stream z{};
-	REQUIRE(inflateInit2(&z, 15 + 16) == Z_OK); // gzip only: a zlib or raw stream fails
-	z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(data.data()));
-	z.avail_in = uInt(data.size());
-	std::string out;
-	char buffer[65536];
-	int status;
-	do {
-		z.next_out = reinterpret_cast<Bytef *>(buffer);
-		z.avail_out = sizeof(buffer);
-		status = inflate(&z, Z_NO_FLUSH);
-		out.append(buffer, sizeof(buffer) - z.avail_out);
-	} while (status == Z_OK);
-	inflateEnd(&z);
-	REQUIRE_MESSAGE(status == Z_STREAM_END, "not a whole gzip stream");
-	CHECK(z.avail_in == 0);
-	return out;
-}
-
-// A protobuf message as (field, value) pairs: varints in value, the rest in bytes.
-struct Field {
-	uint32_t number = 0;
-	uint64_t value = 0;
-	std::string bytes;
-};
-
-uint64_t varint(std::string_view data, size_t &at)
-{
-	uint64_t value = 0;
-	for (int shift = 0; shift < 64; shift += 7) {
-		REQUIRE_MESSAGE(at < data.size(), "varint runs past the end");
-		const auto byte = static_cast<unsigned char>(data[at++]);
-		value |= uint64_t(byte & 0x7f) << shift;
-		if (!(byte & 0x80))
-			return value;
-	}
-	FAIL("varint longer than 10 bytes");
-	return 0;
-}
-
-std::vector<Field> fields(std::string_view data)
-{
-	std::vector<Field> out;
-	for (size_t at = 0; at < data.size();) {
-		const uint64_t key = varint(data, at);
-		Field field;
-		field.number = uint32_t(key >> 3);
-		switch (key & 7) {
-		case 0:
-			field.value = varint(data, at);
-			break;
-		case 2: {
-			const uint64_t length = varint(data, at);
-			REQUIRE(at + length <= data.size());
-			field.bytes = data.substr(at, length);
-			at += length;
-			break;
-		}
-		default:
-			FAIL("wire type " << (key & 7) << " is not used by profile.proto");
-		}
-		out.push_back(field);
-	}
-	return out;
-}
-
-// A repeated varint field, packed or not.
-void add_repeated(std::vector<uint64_t> &to, const Field &field)
-{
-	if (field.bytes.empty()) {
-		to.push_back(field.value);
-		return;
-	}
-	for (size_t at = 0; at < field.bytes.size();)
-		to.push_back(varint(field.bytes, at));
-}
 
 struct Decoded {
 	struct Label {
@@ -316,20 +236,6 @@ std::map<std::string, uint64_t> traces_as_folded(const std::string &text)
 		}
 	}
 	finish();
-	return stacks;
-}
-
-std::map<std::string, uint64_t> folded_lines(const Profile &profile)
-{
-	std::ostringstream out;
-	ReportOptions options;
-	options.fold_pid = true;
-	write_folded(out, profile, options);
-	std::map<std::string, uint64_t> stacks;
-	for (const std::string &line : split_lines(out.str())) {
-		const size_t space = line.rfind(' ');
-		stacks[line.substr(0, space)] += std::stoull(line.substr(space + 1));
-	}
 	return stacks;
 }
 
