@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,8 @@
 #include "elf/elf.h"
 #include "tests/support.h"
 #include "v8/metadata.h"
+#include "v8/names.h"
+#include "v8/runtime.h"
 
 namespace {
 
@@ -107,3 +111,91 @@ TEST_CASE("v8: a file without the metadata, an old V8 or pointer compression is 
 }
 
 } // TEST_SUITE("unit")
+
+TEST_SUITE("unit") {
+
+TEST_CASE("v8: position tables decode as V8 writes them, and a bad one stops where it breaks")
+{
+	// (code 0, position 10), (code 5, position 30) as statement (negative code delta), then
+	// (code 9, position 31 inlined): zigzag VLQ deltas.
+	auto zigzag = [](int64_t v) { return uint8_t(v < 0 ? (-v << 1) - 1 : v << 1); };
+	const uint64_t inlined = (uint64_t(1) << 31) | (31 << 1);
+	std::vector<uint8_t> table = {zigzag(1), zigzag(10 << 1), zigzag(-(5 + 1)), zigzag((30 - 10) << 1)};
+	uint64_t delta = inlined - (30 << 1), zz = delta << 1;
+	table.push_back(zigzag(4));
+	for (; zz >= 0x80; zz >>= 7)
+		table.push_back(uint8_t(zz | 0x80));
+	table.push_back(uint8_t(zz));
+	const auto positions = v8_positions(table);
+	REQUIRE(positions.size() == 3);
+	CHECK(positions[0].code_offset == 0);
+	CHECK(positions[1].code_offset == 5);
+	CHECK(positions[2].code_offset == 9);
+	CHECK(v8_script_offset(positions, 3) == 9u);  // position 10 is offset 9: V8 adds one
+	CHECK(v8_script_offset(positions, 7) == 29u);
+	CHECK(!v8_script_offset(positions, 9));       // inlined: another function's offset
+	CHECK(!v8_script_offset({}, 3));
+	table.back() |= 0x80; // a VLQ that never ends
+	CHECK(v8_positions(table).size() == 2);
+	const std::vector<uint32_t> ends = {10, 20, 35};
+	CHECK(v8_line(ends, 0) == 1);
+	CHECK(v8_line(ends, 10) == 1);
+	CHECK(v8_line(ends, 11) == 2);
+	CHECK(v8_line(ends, 99) == 4);
+	CHECK(v8_line({}, 5) == 0);
+}
+
+TEST_CASE("v8: node, nodeNN, nodejs and libnode.so are Node's files; others are not")
+{
+	for (const char *yes : {"/usr/bin/node", "/x/node22", "/usr/bin/nodejs", "/usr/lib/libnode.so.108"})
+		CHECK_MESSAGE(v8_file_name(yes), yes);
+	for (const char *no : {"/usr/bin/nodemon", "/usr/bin/python3", "/x/node-gyp", "/usr/lib/libnodex.so"})
+		CHECK_MESSAGE(!v8_file_name(no), no);
+}
+
+} // TEST_SUITE("unit")
+
+TEST_SUITE("integration") {
+
+TEST_CASE("v8: a Node script's two functions on its main thread are named with their script and share the time they measured, and their stacks reach the root")
+{
+	require_root();
+	for (const Node &node : nodes_or_skip()) {
+		CAPTURE(node.label);
+		TempDir dir;
+		const std::string truth = dir / "truth";
+		Background program({node.path, "tests/workloads/node/split.js", "4", truth});
+		REQUIRE(program.read_line() == "ready");
+		usleep(500000); // past the start: the main script runs
+		const auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "2"});
+		REQUIRE_MESSAGE(r.status == 0, r.err);
+		program.wait();
+		double a = 0, b = 0;
+		REQUIRE(bool(std::istringstream(read_file(truth)) >> a >> b));
+		const auto lines = parse_folded(r.out);
+		uint64_t named = 0, in_a = 0, in_b = 0, rooted = 0;
+		for (const FoldedLine &l : lines) {
+			bool js = false;
+			for (const std::string &f : l.frames) {
+				js |= contains(f, " (split.js:");
+				in_a += f.starts_with("hotA (split.js:") ? l.count : 0;
+				in_b += f.starts_with("hotB (split.js:") ? l.count : 0;
+			}
+			named += js ? l.count : 0;
+			rooted += l.frames.size() > 1 && l.frames[1] == "_start" ? l.count : 0;
+		}
+		const uint64_t n = total(lines);
+		REQUIRE(n > 100);
+		CHECK_MESSAGE(named >= 0.85 * n, named << " of " << n << " under a named JS function\n" << r.out);
+		CHECK_MESSAGE(rooted >= 0.95 * n, rooted << " of " << n << " reach _start\n" << r.out);
+		REQUIRE(in_a + in_b > 50);
+		const double truth_a = a / (a + b), share = double(in_a) / double(in_a + in_b);
+		// Three standard deviations of a share of in_a + in_b samples, and the truth's own
+		// grain (a process.cpuUsage reading is a microsecond, its window a tick).
+		const double bound = 3 * std::sqrt(truth_a * (1 - truth_a) / double(in_a + in_b)) + 0.01;
+		CHECK_MESSAGE(std::fabs(share - truth_a) <= bound,
+			      "hotA's share " << share << ", measured " << truth_a << ", bound " << bound);
+	}
+}
+
+} // TEST_SUITE("integration")
