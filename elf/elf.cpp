@@ -216,6 +216,15 @@ std::optional<uint64_t> ElfFile::address_of_file_offset(uint64_t offset) const
 	return std::nullopt;
 }
 
+std::optional<std::span<const uint8_t>> ElfFile::bytes_at_address(uint64_t address, uint64_t size) const
+{
+	for (const Segment &segment : segments_)
+		if (address >= segment.address && address - segment.address <= segment.file_size &&
+		    size <= segment.file_size - (address - segment.address))
+			return bytes_at(segment.offset + (address - segment.address), size);
+	return std::nullopt;
+}
+
 std::string_view ElfFile::section_name(const Section &section) const
 {
 	if (!section_names_)

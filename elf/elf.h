@@ -33,6 +33,10 @@ public:
 	// through the PT_LOAD segment whose [p_offset, p_offset + p_filesz) holds it.
 	std::optional<uint64_t> address_of_file_offset(uint64_t offset) const;
 
+	// The bytes loaded at [address, address + size) (ELF virtual addresses) that the file
+	// holds: through the PT_LOAD segment holding them all.
+	std::optional<std::span<const uint8_t>> bytes_at_address(uint64_t address, uint64_t size) const;
+
 	// The function whose [start, end) holds address (an ELF virtual address), or nullptr.
 	// The first call reads and sorts the symbols: .symtab, or .dynsym when the file was
 	// stripped of .symtab; plus, on x86-64, one "NAME@plt" per PLT entry, as perf names them.

@@ -14,13 +14,15 @@ const FrameKindRule rules[] = {
 	{FrameKind::Native, "native", "native", false, {200, 50, 50}, {55, 80, 80}},
 	// Green, as flamegraph.pl colours an interpreted language's frames.
 	{FrameKind::Python, "python", "cpython", true, {50, 180, 50}, {60, 55, 60}},
+	// Aqua, as flamegraph.pl's js palette colours JIT'd JavaScript.
+	{FrameKind::JavaScript, "js", "v8js", true, {0, 170, 170}, {50, 60, 60}},
 };
 
 } // namespace
 
 const FrameKindRule &frame_kind_rule(FrameKind kind)
 {
-	static_assert(sizeof(rules) / sizeof(rules[0]) == size_t(FrameKind::Python) + 1, "a row per kind");
+	static_assert(sizeof(rules) / sizeof(rules[0]) == size_t(FrameKind::JavaScript) + 1, "a row per kind");
 	return rules[size_t(kind)];
 }
 

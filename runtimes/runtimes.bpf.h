@@ -6,6 +6,10 @@
  *   NAME_frame(state, pc, index, n)    at each native frame: RUNTIME_NATIVE, _SHOWN or
  *                                      _REPLACED (runtime/runtime.h);
  *   NAME_forget(tgid)                  an exec or an exit: the process is asked about again.
+ * A runtime whose code has no unwind tables (a JIT's) shows its frames where the walk steps
+ * through them by frame pointers instead, through runtimes_frame_at_fp: its hook
+ * NAME_frame(state, pc, fp) gives the value to record in the native frame's place, or 0
+ * (v8/v8.bpf.h).
  * A runtime added is its include, its state in struct runtime_walk and a line in each
  * function below. */
 #ifndef RUNTIMES_RUNTIMES_BPF_H
@@ -13,24 +17,28 @@
 
 #include "runtime/runtime.bpf.h"
 #include "python/python.bpf.h"
+#include "v8/v8.bpf.h"
 
 /* The runtimes' side of one stack walk. */
 struct runtime_walk {
 	struct python_walk python;
+	struct v8_walk v8;
 };
 
 /* At a walk's start: RUNTIME_NOT when no runtime can show frames in process tgid (the walk
  * remembers it while the process's list of areas is the same). */
 static __always_inline int runtimes_start(struct runtime_walk *r, __u32 tgid)
 {
-	return python_start(&r->python, tgid);
+	int python = python_start(&r->python, tgid), v8 = v8_start(&r->v8, tgid);
+
+	return python == RUNTIME_NOT && v8 == RUNTIME_NOT ? RUNTIME_NOT : RUNTIME_MAYBE;
 }
 
 /* Whether a runtime shows frames in this walk: its state then reaches past the native
  * frames (a walk that cannot be finished in user space, or taken again as it was). */
 static __always_inline bool runtimes_active(const struct runtime_walk *r)
 {
-	return r->python.active;
+	return r->python.active | r->v8.active;
 }
 
 /* At each native frame: a runtime's frame recorded in its place or before it, or nothing. */
@@ -39,6 +47,13 @@ static __always_inline int runtimes_frame(struct runtime_walk *r, __u64 pc, __u3
 	if (r->python.active && !r->python.replaced)
 		return python_frame(&r->python, pc, index, n);
 	return RUNTIME_NATIVE;
+}
+
+/* At a native frame the walk steps through by its frame pointer fp (code without a table):
+ * a runtime's frame to record in its place, or 0. */
+static __always_inline __u64 runtimes_frame_at_fp(struct runtime_walk *r, __u64 pc, __u64 fp)
+{
+	return r->v8.active ? v8_frame(&r->v8, pc, fp) : 0;
 }
 
 /* Whether the native frame at hand was shown as a runtime's frames, and is not recorded
@@ -58,13 +73,14 @@ static __always_inline bool runtimes_none_in(__u32 tgid)
 {
 	struct python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
 
-	return !runtime_on(PYTHON_FRAME_TAG) | (py && !py->is_python);
+	return (!runtime_on(PYTHON_FRAME_TAG) | (py && !py->is_python)) & v8_none_in(tgid);
 }
 
 /* An exec or an exit of process tgid: each runtime asks about it again. */
 static __always_inline void runtimes_forget(__u32 tgid)
 {
 	python_forget(tgid);
+	v8_forget(tgid);
 }
 
 #endif /* RUNTIMES_RUNTIMES_BPF_H */

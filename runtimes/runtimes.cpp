@@ -4,10 +4,11 @@
 
 #include "python/room.h"
 #include "runtime/runtime.h"
+#include "v8/room.h"
 
 namespace {
 
-const RuntimeRoom *const rooms[] = {&python_room};
+const RuntimeRoom *const rooms[] = {&python_room, &v8_room};
 
 } // namespace
 

@@ -289,6 +289,14 @@ fp:
 		w->cut = true;
 		return 1;
 	}
+	/* A runtime's frame in the place of the native one just recorded: a JIT's code has no
+	 * table. */
+	__u64 runtime_frame = runtimes_frame_at_fp(&w->rt, w->pc, w->bp);
+
+	if (runtime_frame && frames->ip[(w->n - 1) & UNWIND_MAX_DEPTH] == w->pc) {
+		frames->ip[(w->n - 1) & UNWIND_MAX_DEPTH] = runtime_frame;
+		hash_frame(&w->hash, runtime_frame);
+	}
 	/* A frame with rbp 0 ends the stack (ld.so's _start, the first frame of a new process,
 	 * has no CFI): no frame-pointer step is taken, none is counted. */
 	w->fp_no_table |= w->bp != 0;

@@ -1,0 +1,299 @@
+// v8/names.cpp: V8's heap objects read from a live process, and JS frames named from them.
+#include "v8/names.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace {
+
+constexpr uint64_t kInlinedShift = 31;
+constexpr size_t kMaxLines = 1 << 20;      // line ends read of a script
+constexpr size_t kMaxSource = 16 << 20;    // source bytes read to count them, when V8 has none
+constexpr size_t kMaxTable = 1 << 20;      // bytes of a position table
+
+bool read_process_memory(int mem_fd, uint64_t address, void *out, size_t size)
+{
+	return pread(mem_fd, out, size, off_t(address)) == ssize_t(size);
+}
+
+bool is_small_integer(uint64_t word)
+{
+	return (word & 1) == 0;
+}
+
+uint32_t small_integer(uint64_t word)
+{
+	return uint32_t(word >> 32);
+}
+
+// An unsigned VLQ at `at` (advanced past it); nothing past the table's end.
+std::optional<uint64_t> read_vlq(std::span<const uint8_t> table, size_t &at)
+{
+	uint64_t value = 0;
+	for (int shift = 0; shift < 64 && at < table.size(); shift += 7) {
+		const uint8_t byte = table[at++];
+		value |= uint64_t(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return value;
+	}
+	return std::nullopt;
+}
+
+std::optional<int64_t> read_zigzag(std::span<const uint8_t> table, size_t &at)
+{
+	const auto value = read_vlq(table, at);
+	if (!value)
+		return std::nullopt;
+	return int64_t((*value >> 1) ^ -(*value & 1));
+}
+
+} // namespace
+
+std::vector<V8Position> v8_positions(std::span<const uint8_t> table, size_t max_entries)
+{
+	std::vector<V8Position> out;
+	int64_t code = -1, position = 0;
+	size_t at = 0;
+	while (at < table.size() && out.size() < max_entries) {
+		const auto code_delta = read_zigzag(table, at);
+		const auto position_delta = read_zigzag(table, at);
+		if (!code_delta || !position_delta)
+			break;
+		// A negative code delta marks a statement position: the code offset is -delta - 1.
+		code += *code_delta >= 0 ? *code_delta : -(*code_delta + 1);
+		position += *position_delta;
+		if (code < 0 || code > UINT32_MAX || position < 0)
+			break;
+		out.push_back({uint32_t(code), uint64_t(position)});
+	}
+	return out;
+}
+
+std::optional<uint32_t> v8_script_offset(const std::vector<V8Position> &positions, uint32_t code_offset)
+{
+	auto after = std::upper_bound(positions.begin(), positions.end(), code_offset,
+				      [](uint32_t offset, const V8Position &p) { return offset < p.code_offset; });
+	if (after == positions.begin())
+		return std::nullopt;
+	const uint64_t position = std::prev(after)->position;
+	const uint32_t script = uint32_t(position >> 1) & ((1u << 30) - 1);
+	if ((position & 1) || (position >> kInlinedShift) != 0 || script == 0)
+		return std::nullopt;
+	return script - 1;
+}
+
+uint32_t v8_line(const std::vector<uint32_t> &line_ends, uint32_t offset)
+{
+	if (line_ends.empty())
+		return 0;
+	return uint32_t(std::lower_bound(line_ends.begin(), line_ends.end(), offset) - line_ends.begin()) + 1;
+}
+
+std::optional<uint64_t> V8Memory::field(uint64_t tagged, uint32_t offset) const
+{
+	uint64_t value;
+	if ((tagged & 3) != 1 || !read_process_memory(fd_, tagged - 1 + offset, &value, sizeof(value)))
+		return std::nullopt;
+	return value;
+}
+
+uint16_t V8Memory::type_of(uint64_t tagged) const
+{
+	const auto map = field(tagged, 0);
+	uint16_t type = 0;
+	if (!map || (*map & 3) != 1 ||
+	    !read_process_memory(fd_, *map - 1 + layout_.walk.map_instance_type, &type, sizeof(type)))
+		return 0;
+	return type;
+}
+
+std::optional<std::string> V8Memory::string(uint64_t tagged, size_t max_bytes, int depth) const
+{
+	const uint16_t type = type_of(tagged);
+	const auto length_word = field(tagged, layout_.string_length);
+	if (depth <= 0 || !type || type >= layout_.first_nonstring_type || !length_word)
+		return std::nullopt;
+	const uint32_t length = uint32_t(*length_word);
+	if (length > max_bytes)
+		return std::nullopt;
+	const uint16_t representation = type & layout_.string_representation_mask;
+	const bool one_byte = (type & layout_.string_encoding_mask) == layout_.one_byte_string_tag;
+	if (representation == layout_.seq_string_tag) {
+		std::vector<uint8_t> raw(one_byte ? length : 2 * size_t(length));
+		const uint16_t chars = one_byte ? layout_.seq_one_byte_chars : layout_.seq_two_byte_chars;
+		if (!read_process_memory(fd_, tagged - 1 + chars, raw.data(), raw.size()))
+			return std::nullopt;
+		std::string text;
+		for (size_t i = 0; i < length; i++) {
+			const uint32_t c = one_byte ? raw[i] : raw[2 * i] | uint32_t(raw[2 * i + 1]) << 8;
+			if (c < 0x80) {
+				text += char(c);
+			} else if (c < 0x800) {
+				text += char(0xc0 | c >> 6), text += char(0x80 | (c & 0x3f));
+			} else {
+				text += char(0xe0 | c >> 12), text += char(0x80 | (c >> 6 & 0x3f)), text += char(0x80 | (c & 0x3f));
+			}
+		}
+		return text;
+	}
+	if (representation == layout_.cons_string_tag) {
+		const auto first = field(tagged, layout_.cons_first), second = field(tagged, layout_.cons_second);
+		if (!first || !second)
+			return std::nullopt;
+		auto head = string(*first, max_bytes, depth - 1);
+		auto tail = head ? string(*second, max_bytes - std::min(max_bytes, head->size()), depth - 1) : std::nullopt;
+		if (!tail)
+			return std::nullopt;
+		return *head + *tail;
+	}
+	if (representation == layout_.thin_string_tag) {
+		const auto actual = field(tagged, layout_.thin_actual);
+		return actual ? string(*actual, max_bytes, depth - 1) : std::nullopt;
+	}
+	if (representation == layout_.sliced_string_tag) {
+		const auto parent = field(tagged, layout_.sliced_parent), offset = field(tagged, layout_.sliced_offset);
+		if (!parent || !offset || !is_small_integer(*offset))
+			return std::nullopt;
+		const auto whole = string(*parent, max_bytes + small_integer(*offset), depth - 1);
+		if (!whole || whole->size() < small_integer(*offset))
+			return std::nullopt;
+		return whole->substr(small_integer(*offset), length);
+	}
+	return std::nullopt; // external strings: their bytes are outside V8's heap
+}
+
+std::optional<std::vector<uint32_t>> V8Memory::small_integers(uint64_t tagged, size_t max_items) const
+{
+	const auto length = field(tagged, layout_.array_length);
+	if (type_of(tagged) != layout_.type_fixed_array || !length || !is_small_integer(*length) ||
+	    small_integer(*length) > max_items)
+		return std::nullopt;
+	std::vector<uint64_t> words(small_integer(*length));
+	if (!read_process_memory(fd_, tagged - 1 + layout_.fixed_array_data, words.data(), words.size() * 8))
+		return std::nullopt;
+	std::vector<uint32_t> values;
+	for (uint64_t word : words)
+		values.push_back(small_integer(word));
+	return values;
+}
+
+std::optional<std::vector<uint8_t>> V8Memory::bytes(uint64_t tagged, size_t max_items) const
+{
+	const uint16_t type = type_of(tagged);
+	const auto length = field(tagged, layout_.array_length);
+	if (!type || (type != layout_.type_byte_array && type != layout_.type_trusted_byte_array) || !length ||
+	    !is_small_integer(*length) || small_integer(*length) > max_items)
+		return std::nullopt;
+	std::vector<uint8_t> data(small_integer(*length));
+	if (!read_process_memory(fd_, tagged - 1 + layout_.fixed_array_data, data.data(), data.size()))
+		return std::nullopt;
+	return data;
+}
+
+bool V8Names::learn(const v8_code &seen, const V8Layout &layout, int mem_fd)
+{
+	const V8Memory memory(mem_fd, layout);
+	const v8_process &walk = layout.walk;
+	const auto name_word = memory.field(seen.shared, walk.shared_name);
+	const auto script_word = memory.field(seen.shared, walk.shared_script);
+	if (memory.type_of(seen.shared) != walk.type_shared || !name_word || !script_word)
+		return false;
+	uint64_t extra = 0;
+	bool baseline = false;
+	if (seen.kind == V8_CODE_MACHINE) {
+		const auto size = memory.field(seen.object, walk.code_size), flags = memory.field(seen.object, walk.code_flags);
+		if (!size || !flags)
+			return false;
+		const uint32_t kind = (uint32_t(*flags) & walk.code_kind_mask) >> walk.code_kind_shift;
+		extra = uint64_t(uint32_t(*size)) << 8 | kind;
+		baseline = kind == walk.code_kind_baseline;
+	}
+	if (v8_fingerprint(seen.shared, *name_word, *script_word, extra) != seen.fingerprint)
+		return false;
+
+	Code code;
+	uint32_t start = UINT32_MAX;
+	const uint16_t name_type = memory.type_of(*name_word);
+	if (name_type && name_type < layout.first_nonstring_type) {
+		code.function = memory.string(*name_word).value_or("");
+	} else if (name_type == layout.type_scope_info) {
+		// A ScopeInfo: its slots hold the function's name after its context locals, and its
+		// start and end positions (fixed slots from V8 12.8.44; before, the first pair of
+		// small integers after the name).
+		uint64_t slots[16];
+		if (read_process_memory(mem_fd, *name_word - 1 + layout.scope_info_data, slots, sizeof(slots))) {
+			if (layout.scope_positions_fixed && is_small_integer(slots[3]))
+				start = small_integer(slots[3]);
+			size_t at = layout.scope_first_vars;
+			if (layout.scope_context_locals < 16 && is_small_integer(slots[layout.scope_context_locals]))
+				at += 2 * size_t(small_integer(slots[layout.scope_context_locals]));
+			for (uint64_t previous = 1; at < 16; previous = slots[at++]) {
+				if (code.function.empty() && !is_small_integer(slots[at]))
+					if (const auto text = memory.string(slots[at]))
+						code.function = *text;
+				if (!layout.scope_positions_fixed && is_small_integer(slots[at]) && is_small_integer(previous) &&
+				    small_integer(previous) < small_integer(slots[at])) {
+					start = small_integer(previous);
+					break;
+				}
+				if (layout.scope_positions_fixed && !code.function.empty())
+					break;
+			}
+		}
+	}
+	if (code.function.empty())
+		code.function = "(anonymous)";
+
+	if (memory.type_of(*script_word) == layout.type_script) {
+		const uint64_t key = (uint64_t(seen.pid) << 48) ^ *script_word;
+		auto &script = scripts_[key];
+		if (!script) {
+			auto made = std::make_shared<Script>();
+			if (const auto file = memory.field(*script_word, layout.script_name))
+				made->file = memory.string(*file, 4096).value_or("");
+			const auto ends = memory.field(*script_word, layout.script_line_ends);
+			if (auto lines = ends ? memory.small_integers(*ends, kMaxLines) : std::nullopt) {
+				made->line_ends = std::move(*lines);
+			} else if (const auto source = memory.field(*script_word, layout.script_source)) {
+				const std::string text = memory.string(*source, kMaxSource).value_or("");
+				for (size_t i = 0; i < text.size(); i++)
+					if (text[i] == '\n')
+						made->line_ends.push_back(uint32_t(i));
+				made->line_ends.push_back(uint32_t(text.size()));
+			}
+			script = std::move(made);
+		}
+		code.script = script;
+	}
+	if (code.script && start != UINT32_MAX)
+		code.start_line = v8_line(code.script->line_ends, start);
+
+	uint16_t table_at = 0;
+	if (seen.kind == V8_CODE_BYTECODE)
+		table_at = layout.bytecode_positions;
+	else if (seen.kind == V8_CODE_MACHINE && !baseline) // baseline code maps to bytecode offsets
+		table_at = layout.code_positions;
+	if (table_at)
+		if (const auto table = memory.field(seen.object, table_at))
+			if (const auto bytes = memory.bytes(*table, kMaxTable))
+				code.positions = v8_positions(*bytes);
+	codes_[uint64_t(seen.pid) << 36 | (seen.id & V8_ID_MASK)] = std::move(code);
+	return true;
+}
+
+bool V8Names::name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName &out) const
+{
+	const auto it = codes_.find(uint64_t(pid) << 36 | id);
+	if (it == codes_.end())
+		return false;
+	const Code &code = it->second;
+	out.function = code.function;
+	out.file = code.script ? code.script->file : "";
+	out.line = code.start_line;
+	if (code.script && offset != V8_NO_OFFSET)
+		if (const auto script = v8_script_offset(code.positions, offset))
+			out.line = v8_line(code.script->line_ends, *script);
+	return true;
+}

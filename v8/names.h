@@ -1,0 +1,77 @@
+// v8/names.h: JS code objects named while their process lives (the function's name, its
+// script's name and line ends, the code's source positions, read through /proc/PID/mem), and
+// a JS frame (a code object's id and an offset) turned into function, file and line at any
+// time after.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/room.h"
+#include "v8/metadata.h"
+
+// A source position table's entries: (code offset, source position), as V8 writes them (VLQ
+// zigzag deltas; at most max_entries read).
+struct V8Position {
+	uint32_t code_offset;
+	uint64_t position; // V8's SourcePosition: external bit, script offset + 1, inlining id + 1
+};
+std::vector<V8Position> v8_positions(std::span<const uint8_t> table, size_t max_entries = 1 << 16);
+
+// The script offset of the position in force at code_offset; nothing when the table has none,
+// or the code there was inlined from another function (its offset is in that function's
+// script).
+std::optional<uint32_t> v8_script_offset(const std::vector<V8Position> &positions, uint32_t code_offset);
+
+// The 1-based line of a script offset, from the offsets where the script's lines end; 0 when
+// there are none.
+uint32_t v8_line(const std::vector<uint32_t> &line_ends, uint32_t offset);
+
+// Reads V8's heap objects in a process.
+class V8Memory {
+public:
+	V8Memory(int mem_fd, const V8Layout &layout) : fd_(mem_fd), layout_(layout) {}
+	// A word at an object's field (tagged: as V8 holds it); nothing when it cannot be read.
+	std::optional<uint64_t> field(uint64_t tagged, uint32_t offset) const;
+	// The instance type of the object a tagged pointer points at; 0 for none.
+	uint16_t type_of(uint64_t tagged) const;
+	// A string object's text (one- or two-byte, cons, thin, sliced), at most max_bytes of it.
+	std::optional<std::string> string(uint64_t tagged, size_t max_bytes = 1024, int depth = 16) const;
+	// A FixedArray of small integers, or a byte array's bytes, at most max_items.
+	std::optional<std::vector<uint32_t>> small_integers(uint64_t tagged, size_t max_items) const;
+	std::optional<std::vector<uint8_t>> bytes(uint64_t tagged, size_t max_items) const;
+
+private:
+	int fd_;
+	const V8Layout &layout_;
+};
+
+class V8Names {
+public:
+	// Reads the code object the walk met (seen: its process, kind, address, function and
+	// fingerprint) and names its id; false when it does not read as what the walk met (its
+	// fingerprint differs: moved or freed by a GC, and another took its address).
+	bool learn(const v8_code &seen, const V8Layout &layout, int mem_fd);
+	// The frame's names (id and offset: what V8_FRAME_ID and V8_FRAME_OFFSET give).
+	bool name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName &out) const;
+	size_t size() const { return codes_.size(); }
+
+private:
+	struct Script {
+		std::string file;
+		std::vector<uint32_t> line_ends;
+	};
+	struct Code {
+		std::string function;
+		std::shared_ptr<const Script> script;
+		uint32_t start_line = 0;
+		std::vector<V8Position> positions; // empty: the function's start line for every offset
+	};
+	std::unordered_map<uint64_t, Code> codes_; // by pid << 36 | id
+	std::unordered_map<uint64_t, std::shared_ptr<const Script>> scripts_; // by pid and address
+};

@@ -1,0 +1,146 @@
+// v8/reader.cpp: classify sampled processes, send the walk each Node one's layout, and name
+// code objects as the walk reports them.
+#include "v8/reader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "base/diagnostics.h"
+#include "base/fd.h"
+#include "v8/names.h"
+#include "v8/runtime.h"
+
+struct V8Reader::Impl {
+	V8Maps maps;
+	ring_buffer *seen = nullptr;
+	std::vector<v8_code> fresh; // what the ring buffer held this tick
+	V8Files files;
+	V8Names names;
+	std::unordered_map<uint32_t, V8Layout> processes; // Node ones, by pid
+	std::set<std::string> said;                       // files already said unreadable
+	std::set<std::string> versions;
+	uint64_t named = 0, unnamed = 0;
+	double naming_ms = 0;
+
+	static int on_seen(void *context, void *data, size_t size)
+	{
+		if (size >= sizeof(v8_code)) {
+			auto &fresh = static_cast<Impl *>(context)->fresh;
+			fresh.emplace_back();
+			std::memcpy(&fresh.back(), data, sizeof(v8_code));
+		}
+		return 0;
+	}
+
+	void classify(uint32_t pid)
+	{
+		v8_process entry{};
+		processes.erase(pid);
+		if (auto found = files.detect(pid)) {
+			if (found->ok()) {
+				entry = found->value().walk;
+				processes.emplace(pid, found->value());
+				versions.insert(found->value().version());
+				forget_codes(pid);
+			} else if (said.insert(found->error()).second) {
+				diagnostics::say("JavaScript frames not named in PID %u: %s", pid, found->error().c_str());
+			}
+		}
+		bpf_map_update_elem(maps.processes, &pid, &entry, BPF_ANY);
+	}
+
+	// A new image under the same pid (exec): its code objects are reported afresh.
+	void forget_codes(uint32_t pid)
+	{
+		std::vector<v8_code_key> stale;
+		v8_code_key key, next;
+		bool first = true;
+		while (bpf_map_get_next_key(maps.codes, first ? nullptr : &key, &next) == 0) {
+			first = false;
+			key = next;
+			if (next.pid == pid)
+				stale.push_back(next);
+		}
+		for (const v8_code_key &gone : stale)
+			bpf_map_delete_elem(maps.codes, &gone);
+	}
+
+	void name_fresh()
+	{
+		const double start = clocks::thread_cpu_ms();
+		uint32_t open_pid = 0;
+		UniqueFd mem;
+		for (const v8_code &code : fresh) {
+			const auto process = processes.find(code.pid);
+			if (process != processes.end() && (!mem || open_pid != code.pid)) {
+				mem = open_read_only(("/proc/" + std::to_string(code.pid) + "/mem").c_str());
+				open_pid = code.pid;
+			}
+			if (process != processes.end() && mem && names.learn(code, process->second, mem.get()))
+				named++;
+			else
+				unnamed++;
+		}
+		fresh.clear();
+		naming_ms += clocks::thread_cpu_ms() - start;
+	}
+};
+
+V8Reader::V8Reader(const V8Maps &maps) : impl_(std::make_unique<Impl>())
+{
+	impl_->maps = maps;
+	impl_->seen = ring_buffer__new(maps.seen, Impl::on_seen, impl_.get(), nullptr);
+}
+
+V8Reader::~V8Reader()
+{
+	if (impl_->seen)
+		ring_buffer__free(impl_->seen);
+}
+
+void V8Reader::prepare(const std::vector<uint32_t> &pids)
+{
+	for (uint32_t pid : pids)
+		impl_->classify(pid);
+}
+
+void V8Reader::tick()
+{
+	std::vector<uint32_t> asked;
+	uint32_t pid;
+	for (int found = bpf_map_get_next_key(impl_->maps.wanted, nullptr, &pid); found == 0;
+	     found = bpf_map_get_next_key(impl_->maps.wanted, &pid, &pid))
+		asked.push_back(pid);
+	for (uint32_t each : asked) {
+		impl_->classify(each);
+		bpf_map_delete_elem(impl_->maps.wanted, &each);
+	}
+	if (impl_->seen)
+		ring_buffer__consume(impl_->seen);
+	if (!impl_->fresh.empty())
+		impl_->name_fresh();
+}
+
+bool V8Reader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const
+{
+	return impl_->names.name(pid, V8_FRAME_ID(frame), uint32_t(V8_FRAME_OFFSET(frame)), out);
+}
+
+std::string V8Reader::stats() const
+{
+	std::string versions;
+	for (const std::string &version : impl_->versions)
+		versions += (versions.empty() ? " (V8 " : ", ") + version;
+	char line[200];
+	snprintf(line, sizeof(line), "js: %zu processes followed%s, %" PRIu64 " code objects named (%" PRIu64
+		 " not), naming CPU %.1f ms", impl_->processes.size(), versions.empty() ? "" : (versions + ")").c_str(),
+		 impl_->named, impl_->unnamed, impl_->naming_ms);
+	return line;
+}

@@ -1,0 +1,36 @@
+// v8/reader.h: the user half of the V8 walk while sampling: answers the kernel's questions
+// about processes (Node or not, and its V8's layout) and names each code object the walk
+// meets, while its process lives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/room.h"
+
+// The kernel maps the reader works through (v8/v8.bpf.h).
+struct V8Maps {
+	int processes = -1, wanted = -1, codes = -1, seen = -1;
+};
+
+class V8Reader : public RuntimeReader {
+public:
+	explicit V8Reader(const V8Maps &maps);
+	~V8Reader();
+	V8Reader(const V8Reader &) = delete;
+	V8Reader &operator=(const V8Reader &) = delete;
+
+	void prepare(const std::vector<uint32_t> &pids) override;
+	// Classifies the processes the kernel asked about (one line on stderr for each Node file
+	// whose V8 it cannot read) and names the code objects met since.
+	void tick() override;
+	bool name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const override;
+	// "js: 1 process followed (V8 11.3.244), ...".
+	std::string stats() const override;
+
+private:
+	struct Impl;
+	std::unique_ptr<Impl> impl_;
+};

@@ -1,0 +1,33 @@
+// v8/room.cpp: V8's row among the runtimes: its frames are the JavaScript functions a Node.js
+// process ran, walked through V8's frames and named from its heap. Its switch is --no-js:
+// a Node user thinks of the JavaScript they wrote, not of the engine under it.
+#include "v8/room.h"
+
+#include <linux/types.h>
+
+#include "v8/reader.h"
+#include "v8/v8.h"
+
+namespace {
+
+std::unique_ptr<RuntimeReader> start_v8(const MapFdByName &map_fd)
+{
+	const V8Maps maps{map_fd("v8_processes"), map_fd("v8_wanted"), map_fd("v8_codes"), map_fd("v8_seen")};
+	for (int fd : {maps.processes, maps.wanted, maps.codes, maps.seen})
+		if (fd < 0)
+			return nullptr;
+	return std::make_unique<V8Reader>(maps);
+}
+
+} // namespace
+
+const RuntimeRoom v8_room = {
+	.name = "js",
+	.help = "show Node.js's JIT code as it is: by default, in processes running Node 18 to 24 (V8 10.2 or "
+		"later, without pointer compression), its frames are shown as the JavaScript functions they ran, as "
+		"hotA (app.js:5); needs --unwind auto",
+	.tag = V8_FRAME_TAG,
+	.kind = FrameKind::JavaScript,
+	.unnamed = "[v8 JIT]",
+	.start = start_v8,
+};

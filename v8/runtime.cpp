@@ -1,0 +1,44 @@
+// v8/runtime.cpp: Node in a process: the mapped file that holds V8, and its layout.
+#include "v8/runtime.h"
+
+#include <memory>
+
+#include "base/fd.h"
+#include "elf/elf.h"
+
+bool v8_file_name(std::string_view path)
+{
+	const size_t slash = path.rfind('/');
+	const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+	if (name.starts_with("libnode.so"))
+		return true;
+	if (name == "nodejs" || !name.starts_with("node"))
+		return name == "nodejs";
+	return name.substr(4).find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+std::optional<Result<V8Layout>> V8Files::detect(uint32_t pid)
+{
+	const std::string proc = "/proc/" + std::to_string(pid);
+	ProcessMaps maps;
+	if (!ProcessMaps::load(proc + "/maps", maps))
+		return std::nullopt;
+	// libnode.so where one is mapped (the node beside it is a shim), else the executable.
+	const MapEntry *chosen = nullptr;
+	for (const MapEntry &m : maps.entries())
+		if (m.file_backed() && v8_file_name(m.path) && (!chosen || m.path.find("libnode") != std::string::npos))
+			chosen = &m;
+	if (!chosen)
+		return std::nullopt;
+	const FileKey key = FileKey::of(*chosen);
+	if (auto it = layouts_.find(key); it != layouts_.end())
+		return it->second;
+	UniqueFd fd = open_read_only((proc + "/root" + chosen->path).c_str());
+	if (!fd || !same_file(fd.get(), *chosen))
+		return std::nullopt;
+	std::unique_ptr<ElfFile> elf = ElfFile::open(fd.get());
+	Result<V8Layout> layout = elf ? v8_layout(v8_symbols(*elf)) : Result<V8Layout>(Error("not an ELF file this profiler reads"));
+	if (!layout.ok())
+		layout = Error(chosen->path + ": " + layout.error());
+	return layouts_.emplace(key, std::move(layout)).first->second;
+}

@@ -1,0 +1,27 @@
+// v8/runtime.h: recognise V8 in a process (a node executable or a libnode.so in its maps) and
+// read its layout once per file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/error.h"
+#include "proc/maps.h"
+#include "v8/metadata.h"
+
+// Whether a mapped file's name is Node's: node, node22, nodejs, libnode.so.108.
+bool v8_file_name(std::string_view path);
+
+// The layouts of the node files met, by file: each read once.
+class V8Files {
+public:
+	// What process pid runs: nothing when no Node file is mapped (or the process is gone);
+	// else the layout of its V8, or why it cannot be read (one line).
+	std::optional<Result<V8Layout>> detect(uint32_t pid);
+
+private:
+	std::map<FileKey, Result<V8Layout>> layouts_;
+};

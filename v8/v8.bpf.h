@@ -1,0 +1,239 @@
+/* v8/v8.bpf.h: the kernel's walk of V8's JavaScript frames, registered in
+ * runtimes/runtimes.bpf.h. V8's machine code (its JIT's, and the builtins embedded in node)
+ * has no unwind tables: the table walk (unwind/unwind.bpf.h) steps through it by frame
+ * pointers, which V8 keeps in every frame, and asks at each such frame whether it is a JS
+ * function's. A JS frame holds its JSFunction and context below the frame pointer (a typed
+ * frame, a stub's or an exit's, holds a small integer marker in the context's place: it
+ * stays the native frame it is). The function's code is what ran: the BytecodeArray of an
+ * interpreted frame (and the bytecode offset the frame saved), or the Code object whose
+ * instructions hold the pc. Each is recorded as a tagged value (v8/v8.h): an id and the
+ * offset. An object met for the first time (or at an address another had, told apart by a
+ * fingerprint) is sent to user space to be named while the process lives. */
+#ifndef V8_BPF_H
+#define V8_BPF_H
+
+#include "base/kernel.bpf.h"
+#include "runtime/runtime.bpf.h"
+#include "v8/v8.h"
+
+/* Processes as user space classified them, by pid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct v8_process);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} v8_processes SEC(".maps");
+
+/* Processes sampled that user space has not classified yet, asked once each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1024);
+} v8_wanted SEC(".maps");
+
+/* Code objects already sent to user space: their fingerprint and id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct v8_code_key);
+	__type(value, struct v8_code);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} v8_codes SEC(".maps");
+
+/* The last id given to a code object. */
+__u64 v8_last_id = 0;
+
+/* The code objects met for the first time, to user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} v8_seen SEC(".maps");
+
+/* A frame's slots and a Code object's header, read in one go each, per CPU. */
+#define V8_CODE_READ 64
+struct v8_scratch {
+	__u64 slots[V8_FRAME_SLOTS]; /* the words below the frame pointer */
+	__u8 code[V8_CODE_READ];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct v8_scratch);
+	__uint(max_entries, 1);
+} v8_scratch SEC(".maps");
+
+/* The V8 side of one stack walk: the process's entry is looked up at each frame that
+ * needs it, so that the walk's state stays small. */
+struct v8_walk {
+	__u32 pid;
+	__u8 active; /* a process with V8 that the walk can read */
+	__u8 pad[3];
+};
+
+/* Starts the V8 side of a walk. A process not classified yet is asked about. */
+static __always_inline int v8_start(struct v8_walk *v, __u32 tgid)
+{
+	struct v8_process *proc;
+
+	v->active = 0;
+	if (!runtime_on(V8_FRAME_TAG))
+		return RUNTIME_NOT;
+	proc = bpf_map_lookup_elem(&v8_processes, &tgid);
+	if (!proc) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&v8_wanted, &tgid, &one, BPF_NOEXIST);
+		return RUNTIME_MAYBE;
+	}
+	if (!proc->is_v8)
+		return RUNTIME_NOT;
+	v->pid = tgid;
+	v->active = 1;
+	return RUNTIME_MAYBE;
+}
+
+/* Whether the process is known to have no V8 the walk reads. */
+static __always_inline bool v8_none_in(__u32 tgid)
+{
+	struct v8_process *proc = bpf_map_lookup_elem(&v8_processes, &tgid);
+
+	return !runtime_on(V8_FRAME_TAG) | (proc && !proc->is_v8);
+}
+
+/* The instance type of the heap object a tagged pointer points at; 0 when it is none. V8's
+ * objects start with their map (HeapObject.map at 0, user space checks). */
+static __always_inline __u16 v8_type_of(const struct v8_process *proc, __u64 tagged)
+{
+	__u64 map = 0;
+	__u16 type = 0;
+
+	if ((tagged & 3) != 1 || bpf_probe_read_user(&map, sizeof(map), (void *)(tagged - 1)) || (map & 3) != 1)
+		return 0;
+	if (bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + proc->map_instance_type)))
+		return 0;
+	return type;
+}
+
+/* A tagged field of a heap object; 0 when it cannot be read. */
+static __always_inline __u64 v8_field(__u64 tagged, __u16 offset)
+{
+	__u64 value = 0;
+
+	bpf_probe_read_user(&value, sizeof(value), (void *)(tagged - 1 + offset));
+	return value;
+}
+
+/* A frame slot by its index (struct v8_process). */
+static __always_inline __u64 v8_slot(const struct v8_scratch *s, __u8 index)
+{
+	return s->slots[index & (V8_FRAME_SLOTS - 1)];
+}
+
+/* The id of the code object `key` with this fingerprint, told to user space the first time
+ * the walk meets it. 0 when the ring is full or the map is: the frame then reads as the
+ * runtime's unnamed frame. */
+static __always_inline __u64 v8_code_id(const struct v8_code_key *key, __u64 shared, __u64 fingerprint)
+{
+	struct v8_code *known, *sent;
+	__u64 id;
+
+	known = bpf_map_lookup_elem(&v8_codes, key);
+	if (known && known->fingerprint == fingerprint)
+		return known->id;
+	sent = bpf_ringbuf_reserve(&v8_seen, sizeof(*sent), 0);
+	if (!sent)
+		return 0;
+	id = __sync_fetch_and_add(&v8_last_id, 1) + 1;
+	sent->pid = key->pid;
+	sent->kind = key->kind;
+	sent->object = key->object;
+	sent->shared = shared;
+	sent->fingerprint = fingerprint;
+	sent->id = id;
+	if (bpf_map_update_elem(&v8_codes, key, sent, BPF_ANY)) {
+		bpf_ringbuf_discard(sent, 0);
+		return 0;
+	}
+	bpf_ringbuf_submit(sent, 0);
+	return id;
+}
+
+/* At a native frame the walk steps through by its frame pointer fp (pc: where it runs):
+ * the JS frame to record in its place, or 0 when it is none (a typed frame, native code, or
+ * objects that do not read as a function's). Global, so the verifier checks it once, apart
+ * from the walk's step. */
+__noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
+{
+	struct v8_code_key key = {};
+	struct v8_process *proc;
+	struct v8_scratch *s;
+	__u64 function, shared, bytecode, saved, code, extra = 0, offset = V8_NO_OFFSET;
+	__u32 zero = 0;
+	__u16 type;
+
+	if (!v || !v->active || fp < 8 * V8_FRAME_SLOTS)
+		return 0;
+	proc = bpf_map_lookup_elem(&v8_processes, &v->pid);
+	s = bpf_map_lookup_elem(&v8_scratch, &zero);
+	if (!proc || !s || bpf_probe_read_user(s->slots, sizeof(s->slots), (void *)(fp - 8 * V8_FRAME_SLOTS)))
+		return 0;
+	/* A small integer (tag bit 0) in the context's slot marks a typed frame. */
+	if (!(v8_slot(s, proc->slot_context) & 1))
+		return 0;
+	function = v8_slot(s, proc->slot_function);
+	type = v8_type_of(proc, function);
+	if (type < proc->type_function_first || type > proc->type_function_last)
+		return 0;
+	shared = v8_field(function, proc->function_shared);
+	if (v8_type_of(proc, shared) != proc->type_shared)
+		return 0;
+	key.pid = v->pid;
+	bytecode = v8_slot(s, proc->slot_bytecode_array);
+	saved = v8_slot(s, proc->slot_bytecode_offset);
+	code = proc->function_code ? v8_field(function, proc->function_code) : 0;
+	if (!(saved & 1) && v8_type_of(proc, bytecode) == proc->type_bytecode) {
+		/* Interpreted: the offset it saved counts from the array's tagged address. */
+		__s64 at = (__s64)saved >> 32;
+
+		key.kind = V8_CODE_BYTECODE;
+		key.object = bytecode;
+		if (at >= proc->bytecode_data - 1 && at - (proc->bytecode_data - 1) < V8_NO_OFFSET)
+			offset = at - (proc->bytecode_data - 1);
+	} else if (code && v8_type_of(proc, code) == proc->type_code &&
+		   !bpf_probe_read_user(s->code, sizeof(s->code), (void *)(code - 1))) {
+		__u64 start = proc->code_start_pointer ? *(__u64 *)&s->code[proc->code_start & (V8_CODE_READ - 8)]
+						       : code - 1 + proc->code_start;
+		__u32 size = *(__u32 *)&s->code[proc->code_size & (V8_CODE_READ - 4)];
+		__u32 flags = *(__u32 *)&s->code[proc->code_flags & (V8_CODE_READ - 4)];
+
+		key.kind = V8_CODE_MACHINE;
+		key.object = code;
+		extra = (__u64)size << 8 | ((flags & proc->code_kind_mask) >> (proc->code_kind_shift & 31));
+		if (pc >= start && pc - start < size && pc - start < V8_NO_OFFSET)
+			offset = pc - start;
+		else
+			key.kind = V8_CODE_FUNCTION; /* another code's (on-stack replacement) */
+	} else {
+		key.kind = V8_CODE_FUNCTION;
+	}
+	if (key.kind == V8_CODE_FUNCTION) {
+		key.object = shared;
+		extra = 0;
+		offset = V8_NO_OFFSET;
+	}
+	return V8_FRAME(v8_code_id(&key, shared,
+				   v8_fingerprint(shared, v8_field(shared, proc->shared_name),
+						  v8_field(shared, proc->shared_script), extra)),
+			offset);
+}
+
+/* A process's image changes with exec, and its pid may come back as another's after its
+ * exit: either way it is classified again. */
+static __always_inline void v8_forget(__u32 tgid)
+{
+	bpf_map_delete_elem(&v8_processes, &tgid);
+}
+
+#endif /* V8_BPF_H */
