@@ -15,12 +15,13 @@
 #include "base/clock.h"
 #include "base/diagnostics.h"
 #include "python/runtime.h"
+#include "runtime/kernel_asks.h"
 #include "base/fd.h"
 
 struct PythonReader::Impl {
+	explicit Impl(const PythonMaps &maps) : maps(maps), seen(maps.seen, sizeof(python_code)) {}
 	PythonMaps maps;
-	ring_buffer *seen = nullptr;
-	std::vector<python_code> fresh; // what the ring buffer held this tick
+	SeenRecords seen; // code objects met for the first time
 	PythonNames names;
 	struct Process {
 		PythonLayout layout;
@@ -30,19 +31,8 @@ struct PythonReader::Impl {
 	std::set<std::string> said;                        // notes already printed
 	Stats stats;
 
-	static int on_seen(void *context, void *data, size_t size)
-	{
-		auto *impl = static_cast<Impl *>(context);
-		if (size >= sizeof(python_code)) {
-			python_code code;
-			std::memcpy(&code, data, sizeof(code));
-			impl->fresh.push_back(code);
-		}
-		return 0;
-	}
-
 	void classify(uint32_t pid);
-	void name_fresh();
+	void name_fresh(const std::vector<python_code> &fresh);
 };
 
 void PythonReader::Impl::classify(uint32_t pid)
@@ -80,7 +70,7 @@ void PythonReader::Impl::classify(uint32_t pid)
 	bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
 }
 
-void PythonReader::Impl::name_fresh()
+void PythonReader::Impl::name_fresh(const std::vector<python_code> &fresh)
 {
 	if (fresh.empty())
 		return;
@@ -102,22 +92,12 @@ void PythonReader::Impl::name_fresh()
 		else
 			stats.unnamed++;
 	}
-	fresh.clear();
 	stats.naming_ms += clocks::thread_cpu_ms() - start;
 }
 
-PythonReader::PythonReader(const PythonMaps &maps) : impl_(std::make_unique<Impl>())
-{
-	impl_->maps = maps;
-	if (maps.seen >= 0)
-		impl_->seen = ring_buffer__new(maps.seen, Impl::on_seen, impl_.get(), nullptr);
-}
+PythonReader::PythonReader(const PythonMaps &maps) : impl_(std::make_unique<Impl>(maps)) {}
 
-PythonReader::~PythonReader()
-{
-	if (impl_->seen)
-		ring_buffer__free(impl_->seen);
-}
+PythonReader::~PythonReader() = default;
 
 void PythonReader::prepare(const std::vector<uint32_t> &pids)
 {
@@ -128,19 +108,8 @@ void PythonReader::prepare(const std::vector<uint32_t> &pids)
 void PythonReader::tick()
 {
 	Impl &d = *impl_;
-	std::vector<uint32_t> wanted;
-	uint32_t key, next;
-	for (uint32_t *prev = nullptr; bpf_map_get_next_key(d.maps.wanted, prev, &next) == 0; prev = &key) {
-		wanted.push_back(next);
-		key = next;
-	}
-	for (uint32_t pid : wanted) {
-		d.classify(pid);
-		bpf_map_delete_elem(d.maps.wanted, &pid);
-	}
-	if (d.seen)
-		ring_buffer__consume(d.seen);
-	d.name_fresh();
+	answer_asked_pids(d.maps.wanted, [&](uint32_t pid) { d.classify(pid); });
+	d.name_fresh(take_seen<python_code>(d.seen));
 }
 
 const PythonNames &PythonReader::names() const

@@ -14,13 +14,14 @@
 #include "base/clock.h"
 #include "base/diagnostics.h"
 #include "base/fd.h"
+#include "runtime/kernel_asks.h"
 #include "v8/names.h"
 #include "v8/runtime.h"
 
 struct V8Reader::Impl {
+	explicit Impl(const V8Maps &maps) : maps(maps), seen(maps.seen, sizeof(v8_code)) {}
 	V8Maps maps;
-	ring_buffer *seen = nullptr;
-	std::vector<v8_code> fresh; // what the ring buffer held this tick
+	SeenRecords seen; // code objects met for the first time
 	V8Files files;
 	V8Names names;
 	std::unordered_map<uint32_t, V8Layout> processes; // Node ones, by pid
@@ -28,16 +29,6 @@ struct V8Reader::Impl {
 	std::set<std::string> versions;
 	uint64_t named = 0, unnamed = 0;
 	double naming_ms = 0;
-
-	static int on_seen(void *context, void *data, size_t size)
-	{
-		if (size >= sizeof(v8_code)) {
-			auto &fresh = static_cast<Impl *>(context)->fresh;
-			fresh.emplace_back();
-			std::memcpy(&fresh.back(), data, sizeof(v8_code));
-		}
-		return 0;
-	}
 
 	void classify(uint32_t pid)
 	{
@@ -72,7 +63,7 @@ struct V8Reader::Impl {
 			bpf_map_delete_elem(maps.codes, &gone);
 	}
 
-	void name_fresh()
+	void name_fresh(const std::vector<v8_code> &fresh)
 	{
 		const double start = clocks::thread_cpu_ms();
 		uint32_t open_pid = 0;
@@ -88,22 +79,13 @@ struct V8Reader::Impl {
 			else
 				unnamed++;
 		}
-		fresh.clear();
 		naming_ms += clocks::thread_cpu_ms() - start;
 	}
 };
 
-V8Reader::V8Reader(const V8Maps &maps) : impl_(std::make_unique<Impl>())
-{
-	impl_->maps = maps;
-	impl_->seen = ring_buffer__new(maps.seen, Impl::on_seen, impl_.get(), nullptr);
-}
+V8Reader::V8Reader(const V8Maps &maps) : impl_(std::make_unique<Impl>(maps)) {}
 
-V8Reader::~V8Reader()
-{
-	if (impl_->seen)
-		ring_buffer__free(impl_->seen);
-}
+V8Reader::~V8Reader() = default;
 
 void V8Reader::prepare(const std::vector<uint32_t> &pids)
 {
@@ -113,19 +95,9 @@ void V8Reader::prepare(const std::vector<uint32_t> &pids)
 
 void V8Reader::tick()
 {
-	std::vector<uint32_t> asked;
-	uint32_t pid;
-	for (int found = bpf_map_get_next_key(impl_->maps.wanted, nullptr, &pid); found == 0;
-	     found = bpf_map_get_next_key(impl_->maps.wanted, &pid, &pid))
-		asked.push_back(pid);
-	for (uint32_t each : asked) {
-		impl_->classify(each);
-		bpf_map_delete_elem(impl_->maps.wanted, &each);
-	}
-	if (impl_->seen)
-		ring_buffer__consume(impl_->seen);
-	if (!impl_->fresh.empty())
-		impl_->name_fresh();
+	answer_asked_pids(impl_->maps.wanted, [&](uint32_t pid) { impl_->classify(pid); });
+	if (const std::vector<v8_code> fresh = take_seen<v8_code>(impl_->seen); !fresh.empty())
+		impl_->name_fresh(fresh);
 }
 
 bool V8Reader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const

@@ -1,0 +1,44 @@
+// runtime/kernel_asks.h: what a runtime's kernel walk asks of its user half, through two
+// maps every runtime has: the processes it met and cannot tell yet (a hash of pids, which
+// user space answers and empties), and what it met for the first time (a ring buffer of
+// fixed-size records, named while their process lives).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+// Each pid the walk asked about since the last call (the hash map_fd), answered, then
+// taken out of the hash: one asked again meanwhile is not asked twice.
+void answer_asked_pids(int map_fd, const std::function<void(uint32_t pid)> &answer);
+
+// The ring buffer of records the walk met for the first time.
+class SeenRecords {
+public:
+	// record_size: the records' size; a shorter one is left out.
+	SeenRecords(int map_fd, size_t record_size);
+	~SeenRecords();
+	SeenRecords(const SeenRecords &) = delete;
+	SeenRecords &operator=(const SeenRecords &) = delete;
+
+	// Every record written since the last call, as its bytes.
+	const std::vector<std::vector<uint8_t>> &take();
+
+private:
+	struct ring_buffer *ring_ = nullptr;
+	size_t record_size_;
+	std::vector<std::vector<uint8_t>> records_;
+};
+
+// take() of a ring of Records.
+template <typename Record>
+std::vector<Record> take_seen(SeenRecords &seen)
+{
+	std::vector<Record> records;
+	for (const std::vector<uint8_t> &bytes : seen.take()) {
+		records.emplace_back();
+		std::memcpy(&records.back(), bytes.data(), sizeof(Record));
+	}
+	return records;
+}
