@@ -49,3 +49,40 @@ stats_session_end() {
 	wait 2>/dev/null || true
 	rm -rf "$TMP"
 }
+
+# One pair of profile runs attached at once to process $1, -f 997 -U: the first with the
+# options $2, attached first, the second with $3; their in-kernel ns per sample over the
+# same 6 seconds: "ns-first ns-second". PROFILE is the binary.
+cost_pair() {
+	local target=$1 a b pa pb a0 b0 a1 b1
+	# shellcheck disable=SC2086
+	"$PROFILE" -f 997 -U --unwind auto -p "$target" $2 > /dev/null 2>&1 &
+	a=$!
+	pa=$(prog_of "$a")
+	# shellcheck disable=SC2086
+	"$PROFILE" -f 997 -U --unwind auto -p "$target" $3 > /dev/null 2>&1 &
+	b=$!
+	pb=$(prog_of "$b")
+	sleep 2
+	a0=$(prog_stats "$pa"); b0=$(prog_stats "$pb")
+	sleep 6
+	a1=$(prog_stats "$pa"); b1=$(prog_stats "$pb")
+	kill -INT "$a" "$b" 2>/dev/null || true
+	wait "$a" "$b" 2>/dev/null || true
+	echo "$(per_sample "$a0" "$a1") $(per_sample "$b0" "$b1")"
+}
+
+# A runtime's walk against the same run with it off (the switch $2, e.g. --no-python), both
+# attached at once to process $1, in both attach orders, $3 rounds: a markdown table of the
+# ns per sample and each round's geometric mean ratio (with / without), $4 naming the runtime.
+cost_rounds() {
+	local target=$1 off=$2 rounds=$3 name=$4 p1 n1 p2 n2
+	echo "| round | $name first: $name | without | without first: $name | without | geometric mean ratio |"
+	echo "|---|---|---|---|---|---|"
+	for round in $(seq 1 "$rounds"); do
+		read -r p1 n1 < <(cost_pair "$target" "" "$off")
+		read -r n2 p2 < <(cost_pair "$target" "$off" "")
+		echo "| $round | $p1 | $n1 | $p2 | $n2 | $(awk -v p1="$p1" -v n1="$n1" -v p2="$p2" -v n2="$n2" \
+			'BEGIN { printf "%.2fx", (n1 > 0 && n2 > 0) ? sqrt((p1 / n1) * (p2 / n2)) : 0 }') |"
+	done
+}
