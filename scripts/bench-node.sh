@@ -42,11 +42,12 @@ for node in /usr/bin/node "$PWD"/build/npm-node/node_modules/node22/bin/node "$P
 		sleep 0.5
 		perf record -q -F 499 -g -p "$pid" -o "$tmp/perf.data" -- sleep "$seconds" 2>/dev/null
 		wait "$pid"
-		rm -f "/tmp/perf-$pid.map"
 		truth=$(awk '{ printf "%.3f", $1 / ($1 + $2) }' "$tmp/truth")
+		# perf script names JIT frames from the map node wrote: removed only after it.
 		perf script -i "$tmp/perf.data" 2>/dev/null | awk '
 			/^$/ { if (n) { total++; if (a) in_a++; else if (b) in_b++ } n = 0; a = 0; b = 0; next }
 			{ n++ } /JS:[*~^]?hotA / { a = 1 } /JS:[*~^]?hotB / { b = 1 }
 			END { if (in_a + in_b) printf "  perf --perf-basic-prof: script'"'"'s own hotA '"$truth"', perf hotA %.3f (%d samples)\n", in_a / (in_a + in_b), total }'
+		rm -f "/tmp/perf-$pid.map"
 	fi
 done
