@@ -43,6 +43,7 @@ static __always_inline bool take_stack(void *ctx, void *stacks, __u64 flags, __s
 static __always_inline void start_key(struct stack_key *key, __u32 tgid)
 {
 	key->pid = tgid;
+	key->tid = key_tid();
 	key->user_stack_id = NO_STACK;
 	key->kernel_stack_id = NO_STACK;
 	key->waker_user_stack_id = NO_STACK;

@@ -23,6 +23,9 @@ struct stack_key {
 	__s32 user_stack_id;
 	__s32 kernel_stack_id;
 	__u32 state; /* THREAD_* */
+	/* The thread, when the run keys counts by thread (key_threads: OTLP's thread.id), in
+	 * profile's PID namespace; else 0, and a process's threads of one comm share keys. */
+	__u32 tid;
 	char comm[TASK_COMM_LEN];
 	/* --wakers: 1 when a thread woke this one, whose process, stacks and comm follow. */
 	__u32 woken;

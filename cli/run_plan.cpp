@@ -138,6 +138,8 @@ Result<RunPlan> check_against_machine(const Options &options)
 	// The maps' sizes, decided once: judged here for their memory, made so by the sampler.
 	// A size that takes gigabytes of kernel memory costs seconds to create and free, and one
 	// beyond what the machine has fails, or reclaims its page cache first.
+	// OTLP names each sample's thread (thread.id): its counts are kept apart by thread.
+	sampler.key_threads = options.format == ReportFormat::Otlp || (plan.push && plan.push->format == PushFormat::Otlp);
 	plan.maps = plan_maps(sampler);
 	MapMemoryVerdict map_cost = judge_map_memory(plan.maps.sizes, available_memory());
 	if (!map_cost.status.ok())

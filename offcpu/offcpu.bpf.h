@@ -92,6 +92,8 @@ struct off_cpu_thread {
 	__u64 start_ns; /* when it left the CPU; 0: on a CPU, or not followed */
 	__u32 tgid;
 	__u32 state; /* THREAD_RUNNABLE or THREAD_BLOCKED */
+	__u32 tid;   /* its key's (key_tid): 0 unless counts are keyed by thread */
+	__u32 pad;
 	struct thread_stacks left;
 	struct user_stacks left_user; /* left_user.at[now], this time's */
 	__u32 woken; /* 1: waker and waker_tgid are this time's */
@@ -153,6 +155,7 @@ static __always_inline void count_off_cpu(void *store, void *counts, __u32 gener
 	struct stack_key key = {};
 
 	key.pid = t->tgid;
+	key.tid = t->tid;
 	key.state = t->state;
 	key.user_stack_id = NO_STACK;
 	key.kernel_stack_id = NO_STACK;
@@ -377,6 +380,7 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 		return;
 	}
 	t->tgid = tgid;
+	t->tid = key_tid();
 	t->state = state;
 	t->woken = 0;
 	if (kernel_stacks)

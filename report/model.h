@@ -66,6 +66,7 @@ struct Sample {
 	// The process's cgroup v2 path and the container id it names, "" when not known or none.
 	std::string cgroup{}, container{};
 	std::string waker{}; // --wakers: the waker's comm, "" when no thread woke this one
+	uint32_t tid = 0;    // the thread, when the run kept threads apart (SamplerConfig::key_threads)
 };
 
 struct Profile {

@@ -289,6 +289,8 @@ void OtlpBuilder::add_sample(const Sample &sample)
 {
 	ResourceSamples &resource = resources_[sample.container];
 	std::vector<uint64_t> attributes{attribute("thread.name", std::string_view(sample.comm))};
+	if (sample.tid)
+		attributes.push_back(attribute("thread.id", int64_t(sample.tid)));
 	// The process is the resource's on a run of one process, each sample's on a run of many.
 	if (profile_.single_pid) {
 		resource.pid = sample.pid;

@@ -116,7 +116,7 @@ void collect_batch(const RawProfile &batch, Symbolizer &symbolizer, Collected &c
 				raw.key.waker_pid, kernel_stack(raw.key.waker_kernel_stack_id, time),
 				user_stack(symbolizer.image_at(raw.key.waker_pid, time), raw.key.waker_pid,
 					   raw.key.waker_user_stack_id)};
-		collected.count(pid, std::string_view(raw.key.comm, strnlen(raw.key.comm, sizeof(raw.key.comm))),
+		collected.count(pid, raw.key.tid, std::string_view(raw.key.comm, strnlen(raw.key.comm, sizeof(raw.key.comm))),
 				cgroup->second, kernel_stack(raw.key.kernel_stack_id, time),
 				user_stack(image, pid, raw.key.user_stack_id), thread_state(raw.key.state), raw.value.count,
 				waker ? &*waker : nullptr);

@@ -22,6 +22,9 @@ struct SamplerConfig {
 	std::vector<std::string> cgroups; // --cgroup: only tasks under these cgroup v2 groups
 	int cpu = -1;                // -C, -1 for every online CPU
 	bool include_idle = false;   // -I
+	// Counts keyed by thread too (stack_key.tid): for a report that names each sample's
+	// thread (OTLP's thread.id); otherwise a process's threads of one comm share keys.
+	bool key_threads = false;
 	bool user_stacks = true;     // false with -K
 	bool kernel_stacks = true;   // false with -U
 	uint32_t stack_storage_size = 16384;

@@ -13,6 +13,8 @@ const volatile bool include_idle = false;
 const volatile bool filter_pids = false;
 const volatile bool filter_tids = false;
 const volatile bool filter_cgroups = false;
+/* Counts keyed by thread too (stack_key.tid): an output that names each sample's thread. */
+const volatile bool key_threads = false;
 
 /* Which of the two sets of maps below samples go to. User space flips it and, once no
  * program can still be using the other set, moves that set's stacks and counts into its
@@ -300,6 +302,22 @@ static __always_inline bool ids_in_namespace(__u32 *tgid, __u32 *tid)
 		return false;
 	*tgid = nr;
 	return true;
+}
+
+/* The current thread's id for its key (stack_key.tid): 0 unless counts are keyed by thread. */
+static __always_inline __u32 key_tid(void)
+{
+	__u64 id;
+	__u32 tgid, tid;
+
+	if (!key_threads)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
+	tid = id;
+	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
+		return 0;
+	return tid;
 }
 
 /* The filters every program applies to the current task (-I, -p, -L, --cgroup): false

@@ -167,6 +167,7 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	skel->rodata->kernel_stacks = options.kernel_stacks;
 	skel->rodata->user_stacks = options.user_stacks;
 	skel->rodata->include_idle = options.include_idle;
+	skel->rodata->key_threads = options.key_threads;
 	skel->rodata->filter_pids = !options.pids.empty();
 	skel->rodata->filter_tids = !options.tids.empty();
 	skel->rodata->filter_cgroups = !options.cgroups.empty();

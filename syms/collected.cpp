@@ -156,6 +156,7 @@ private:
 // Samples of one comm, process and cgroup (when the report shows them) and pair of stacks.
 struct Entry {
 	uint32_t pid;    // the process; without PIDs shown, the first one counted here
+	uint32_t tid;    // the thread, when the counts were keyed by thread; else 0
 	uint32_t comm;   // into the comm table
 	uint32_t cgroup; // 1 + index into the cgroup table; 0: not known
 	int32_t kernel_stack, user_stack;
@@ -222,7 +223,9 @@ void Collected::Impl::count(const Entry &e)
 {
 	// A process's cgroup is shown with it: a process that moved is two.
 	const bool by_pid = detail.pids;
-	uint64_t h = mix(mix(mix(mix(mix(0xcbf29ce484222325ull, by_pid ? e.pid : 0), by_pid ? e.cgroup : 0), e.comm),
+	uint64_t h = mix(mix(mix(mix(mix(0xcbf29ce484222325ull, by_pid ? uint64_t(e.tid) << 32 | e.pid : 0),
+					 by_pid ? e.cgroup : 0),
+				     e.comm),
 			     uint64_t(uint32_t(e.kernel_stack)) << 32 | uint32_t(e.user_stack)),
 			 uint64_t(e.state));
 	if (e.waker_comm)
@@ -232,7 +235,7 @@ void Collected::Impl::count(const Entry &e)
 		h,
 		[&](uint32_t i) {
 			const Entry &k = entries[i];
-			return (!by_pid || (k.pid == e.pid && k.cgroup == e.cgroup)) && k.comm == e.comm &&
+			return (!by_pid || (k.pid == e.pid && k.tid == e.tid && k.cgroup == e.cgroup)) && k.comm == e.comm &&
 			       k.kernel_stack == e.kernel_stack && k.user_stack == e.user_stack && k.state == e.state &&
 			       k.same_waker(e);
 		},
@@ -305,11 +308,11 @@ Collected::CgroupId Collected::cgroup(const CgroupLabels *labels)
 	return 1 + impl_->cgroups.intern(*labels, text_hash(labels->path));
 }
 
-void Collected::count(uint32_t pid, std::string_view comm, CgroupId cgroup, StackId kernel, StackId user,
-		      ThreadState state, uint64_t count, const Waker *waker)
+void Collected::count(uint32_t pid, uint32_t tid, std::string_view comm, CgroupId cgroup, StackId kernel,
+		      StackId user, ThreadState state, uint64_t count, const Waker *waker)
 {
 	Impl &d = *impl_;
-	Entry entry{pid, d.comms.intern(std::string(comm), text_hash(comm)), cgroup, kernel, user, state, count};
+	Entry entry{pid, tid, d.comms.intern(std::string(comm), text_hash(comm)), cgroup, kernel, user, state, count};
 	if (waker) {
 		entry.waker_comm = 1 + d.comms.intern(std::string(waker->comm), text_hash(waker->comm));
 		entry.waker_pid = waker->pid;
@@ -431,6 +434,7 @@ Profile Collected::name(Symbolizer &symbolizer) const
 	for (const Entry &entry : d.entries) {
 		Sample sample;
 		sample.pid = entry.pid;
+		sample.tid = entry.tid;
 		sample.comm = d.comms[entry.comm];
 		if (entry.cgroup) {
 			sample.cgroup = d.cgroups[entry.cgroup - 1].path;

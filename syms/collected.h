@@ -61,9 +61,10 @@ public:
 		uint32_t pid = 0;
 		StackId kernel = kNoStack, user = kNoStack;
 	};
-	// Adds `count` (samples, or nanoseconds off the CPU) to one process (its comm and
-	// cgroup), pair of stacks and state, and the thread that woke it where known.
-	void count(uint32_t pid, std::string_view comm, CgroupId cgroup, StackId kernel, StackId user,
+	// Adds `count` (samples, or nanoseconds off the CPU) to one process (its thread, when
+	// the counts were keyed by thread, else 0; its comm and cgroup), pair of stacks and
+	// state, and the thread that woke it where known.
+	void count(uint32_t pid, uint32_t tid, std::string_view comm, CgroupId cgroup, StackId kernel, StackId user,
 		   ThreadState state, uint64_t count, const Waker *waker = nullptr);
 
 	// Names every distinct frame once.

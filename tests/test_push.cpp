@@ -1692,7 +1692,7 @@ TEST_CASE("--push: every window of a run reaches Pyroscope's and Parca's API; go
 }
 
 TEST_CASE("--push-format otlp from the OTEL_* environment with -o FILE.otlp: each window pushed is the file written, "
-	  "whole; split's hot functions; the environment's header, service and resource" * doctest::test_suite(ASAN_TOO))
+	  "whole; split's hot functions and thread; the environment's header, service and resource" * doctest::test_suite(ASAN_TOO))
 {
 	require_root();
 	Receiver receiver;
@@ -1739,6 +1739,14 @@ TEST_CASE("--push-format otlp from the OTEL_* environment with -o FILE.otlp: eac
 		CHECK(resource.at("process.pid") == std::to_string(split.pid()));
 		CHECK(resource.at("process.executable.name") == "split");
 		samples += otlp.total();
+		// Each sample names its thread: split's one, whose id is its process's.
+		for (const OtlpRequest::Profile &profile : otlp.resources[0].profiles)
+			for (const OtlpRequest::Sample &sample : profile.samples) {
+				const auto attributes = otlp.attributes_of(sample.attributes);
+				const auto thread = attributes.find("thread.id");
+				REQUIRE(thread != attributes.end());
+				CHECK(thread->second == std::to_string(split.pid()));
+			}
 		for (const auto &[stack, count] : otlp.folded()) {
 			CHECK(stack.starts_with("split-" + std::to_string(split.pid()) + ";"));
 			if (stack.ends_with(";split_hot_three"))

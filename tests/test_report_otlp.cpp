@@ -186,7 +186,7 @@ TEST_CASE("otlp: mappings: file, range and offset, the GNU build id as an attrib
 			CHECK(r.str(r.mappings.at(l.mapping).filename) == "[kernel.kallsyms]");
 }
 
-TEST_CASE("otlp: the processes of a run over many are each sample's; a run of one process names it in the resource")
+TEST_CASE("otlp: the processes of a run over many are each sample's; a run of one process names it in the resource; thread.id where threads were kept apart")
 {
 	Profile profile = tricky_profile();
 	profile.host = "build-7";
@@ -228,6 +228,13 @@ TEST_CASE("otlp: the processes of a run over many are each sample's; a run of on
 	for (const OtlpRequest::Sample &s : r.resources[0].profiles.at(0).samples)
 		CHECK(r.attributes_of(s.attributes) == std::map<std::string, std::string>{{"thread.name", "app"}});
 	CHECK(r.total() == profile.total());
+	// Counts kept apart by thread: each sample's thread.id, an int.
+	for (Sample &sample : profile.samples)
+		sample.tid = 101;
+	r = decode_otlp(render(profile));
+	for (const OtlpRequest::Sample &s : r.resources[0].profiles.at(0).samples)
+		CHECK(r.attributes_of(s.attributes) ==
+		      std::map<std::string, std::string>{{"thread.name", "app"}, {"thread.id", "101"}});
 }
 
 TEST_CASE("otlp: an empty profile is a whole request: one resource, a profile with no samples, the zero elements")
