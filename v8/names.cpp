@@ -222,6 +222,11 @@ bool V8Names::learn(const v8_code &seen, const V8Layout &layout, int mem_fd)
 	const auto script_word = memory.field(seen.shared, walk.shared_script);
 	if (memory.type_of(seen.shared) != walk.type_shared || !name_word || !script_word)
 		return false;
+	// The code object is still of the type the walk met there: not moved, with another
+	// object (another function's, or none) in its place, whose table would give wrong lines.
+	if ((seen.kind == V8_CODE_BYTECODE && memory.type_of(seen.object) != walk.type_bytecode) ||
+	    (seen.kind == V8_CODE_MACHINE && memory.type_of(seen.object) != walk.type_code))
+		return false;
 	uint64_t extra = 0;
 	bool baseline = false;
 	if (seen.kind == V8_CODE_MACHINE) {
