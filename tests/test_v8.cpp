@@ -241,20 +241,23 @@ TEST_CASE("v8: --off-cpu names the JS functions of a thread blocked in fs.readSy
 	std::string all_lines;
 	for (const FoldedLine &l : run.lines) {
 		all_lines += std::to_string(l.count) + " " + (l.frames.empty() ? "" : l.frames.back()) + "\n";
-		bool reader = false, waiter = false;
+		bool reader = false, waiter = false, unnamed = false;
 		for (const std::string &f : l.frames) {
 			reader |= f.starts_with("blockedReader (blocked.js:");
 			waiter |= f.starts_with("waitForByte (blocked.js:");
+			unnamed |= f == "[v8 JIT]";
 		}
 		if (std::find(l.frames.begin(), l.frames.end(), "node::fs::Read(v8::FunctionCallbackInfo<v8::Value> const&)") ==
 		    l.frames.end())
 			continue;
 		blocked += l.count;
-		named += reader && waiter ? l.count : 0;
+		// Every JS frame named, Node's own below them too: the first walk met ten code
+		// objects at once, and each had its place in the kernel's map.
+		named += reader && waiter && !unnamed ? l.count : 0;
 	}
 	// The time blocked in fs.readSync's binding is under both of the script's functions.
 	REQUIRE(blocked > 0);
-	CHECK_MESSAGE(named >= 0.9 * double(blocked), named << " us of " << blocked << " under waitForByte and blockedReader\n"
+	CHECK_MESSAGE(named >= 0.9 * double(blocked), named << " us of " << blocked << " under waitForByte and blockedReader, every JS frame named\n"
 							   << all_lines);
 	CHECK(named >= 1000000); // over a second of the 1.5 s blocked
 }
