@@ -4,11 +4,17 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <regex>
 #include <sstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -195,6 +201,120 @@ TEST_CASE("v8: a Node script's two functions on its main thread are named with t
 		const double bound = 3 * std::sqrt(truth_a * (1 - truth_a) / double(in_a + in_b)) + 0.01;
 		CHECK_MESSAGE(std::fabs(share - truth_a) <= bound,
 			      "hotA's share " << share << ", measured " << truth_a << ", bound " << bound);
+	}
+}
+
+TEST_CASE("v8: --off-cpu names the JS functions of a thread blocked in fs.readSync on a pipe")
+{
+	require_root();
+	const std::vector<Node> all = nodes_or_skip();
+	TempDir dir;
+	const std::string fifo = dir / "fifo";
+	REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+	Background program({all.front().path, "tests/workloads/node/blocked.js", fifo});
+	REQUIRE(program.read_line() == "ready");
+	// A byte every 200 ms while the profile runs: the thread wakes, its time off the CPU is
+	// counted, and it blocks again; a "q" at the end lets it go.
+	const int writer = open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+	REQUIRE(writer >= 0);
+	std::atomic<bool> done = false;
+	std::thread bytes;
+	const OffCpuRun run = off_cpu_run(
+		{"-p", std::to_string(program.pid())}, 1.5,
+		[&] {
+			bytes = std::thread([&] {
+				for (int i = 0; i < 50 && !done; i++) {
+					usleep(200000);
+					(void)!write(writer, "x", 1);
+				}
+			});
+		},
+		[&] {
+			done = true;
+			bytes.join();
+			(void)!write(writer, "q", 1);
+		});
+	close(writer);
+	REQUIRE_MESSAGE(run.status == 0, run.err);
+	program.wait();
+	uint64_t blocked = 0, named = 0;
+	std::string all_lines;
+	for (const FoldedLine &l : run.lines) {
+		all_lines += std::to_string(l.count) + " " + (l.frames.empty() ? "" : l.frames.back()) + "\n";
+		bool reader = false, waiter = false, unnamed = false;
+		for (const std::string &f : l.frames) {
+			reader |= f.starts_with("blockedReader (blocked.js:");
+			waiter |= f.starts_with("waitForByte (blocked.js:");
+			unnamed |= f == "[v8 JIT]";
+		}
+		if (std::find(l.frames.begin(), l.frames.end(), "node::fs::Read(v8::FunctionCallbackInfo<v8::Value> const&)") ==
+		    l.frames.end())
+			continue;
+		blocked += l.count;
+		// Every JS frame named, Node's own below them too: the first walk met ten code
+		// objects at once, and each had its place in the kernel's map.
+		named += reader && waiter && !unnamed ? l.count : 0;
+	}
+	// The time blocked in fs.readSync's binding is under both of the script's functions.
+	REQUIRE(blocked > 0);
+	CHECK_MESSAGE(named >= 0.9 * double(blocked), named << " us of " << blocked << " under waitForByte and blockedReader, every JS frame named\n"
+							   << all_lines);
+	CHECK(named >= 1000000); // over a second of the 1.5 s blocked
+}
+
+TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named as its own function, or "
+	  "[v8 JIT]")
+{
+	require_root();
+	const std::vector<Node> all = nodes_or_skip();
+	for (const Node &node : {all.front(), all.back()}) {
+		CAPTURE(node.label);
+		Background program({node.path, "--max-semi-space-size=1", "--expose-gc", "tests/workloads/node/churn.js", "3"});
+		REQUIRE(program.read_line() == "ready");
+		const auto r = profile({"-p", std::to_string(program.pid()), "-f", "999", "--folded", "2"});
+		REQUIRE_MESSAGE(r.status == 0, r.err);
+		program.wait();
+		// churn.js's functions and the lines each spans (a line 0, not shown, is none known). The
+		// generated functions' scripts are eval's, which have no name: they read "genN", and
+		// were called by churnRound. A script without ".js" is one of Node's own (node:fs,
+		// node:internal/modules/cjs/loader read as "fs", "loader").
+		const std::map<std::string, std::pair<uint32_t, uint32_t>> own = {
+			{"makeGenerated", {9, 12}}, {"makeClosure", {14, 17}}, {"churnRound", {19, 27}},
+			{"(anonymous)", {1, 40}}};
+		const std::regex js(R"((.+) \(([^ ()]+?)(?::(\d+))?\))"), generated(R"(gen\d+)");
+		uint64_t frames = 0, in_generated = 0, wrong = 0;
+		std::string wrong_ones;
+		for (const FoldedLine &l : parse_folded(r.out)) {
+			std::string caller; // the JS frame last met, root to leaf
+			for (const std::string &f : l.frames) {
+				std::smatch m;
+				bool right = true;
+				if (std::regex_match(f, generated)) {
+					right = caller.starts_with("churnRound (churn.js:");
+					in_generated += l.count;
+				} else if (std::regex_match(f, m, js)) {
+					const std::string function = m[1], script = m[2];
+					const uint32_t line = m[3].matched ? uint32_t(std::stoul(m[3])) : 0;
+					const auto it = own.find(function);
+					if (script == "churn.js")
+						right = it != own.end() && (line == 0 || (line >= it->second.first && line <= it->second.second));
+					else
+						right = !script.ends_with(".js");
+				} else {
+					continue;
+				}
+				frames += l.count;
+				caller = f;
+				if (!right) {
+					wrong += l.count;
+					wrong_ones += f + "\n";
+				}
+			}
+		}
+		INFO(frames << " JS frames, " << in_generated << " in generated functions; wrong:\n" << wrong_ones);
+		CHECK(frames > 200);
+		CHECK(in_generated > 20);
+		CHECK(wrong == 0);
 	}
 }
 

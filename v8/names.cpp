@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 namespace {
 
@@ -12,6 +13,9 @@ constexpr uint64_t kInlinedShift = 31;
 constexpr size_t kMaxLines = 1 << 20;      // line ends read of a script
 constexpr size_t kMaxSource = 16 << 20;    // source bytes read to count them, when V8 has none
 constexpr size_t kMaxTable = 1 << 20;      // bytes of a position table
+constexpr int64_t kMaxCodeDelta = int64_t(1) << 33;     // a position table's deltas
+constexpr int64_t kMaxPositionDelta = int64_t(1) << 48;
+constexpr int kMaxStringPieces = 256;      // objects read of one string (cons, thin, sliced)
 
 bool read_process_memory(int mem_fd, uint64_t address, void *out, size_t size)
 {
@@ -59,12 +63,15 @@ std::vector<V8Position> v8_positions(std::span<const uint8_t> table, size_t max_
 	while (at < table.size() && out.size() < max_entries) {
 		const auto code_delta = read_zigzag(table, at);
 		const auto position_delta = read_zigzag(table, at);
-		if (!code_delta || !position_delta)
+		// Deltas past what a code offset (32 bits) or a SourcePosition (48) can span are
+		// not V8's: the table is read no further.
+		if (!code_delta || !position_delta || *code_delta > kMaxCodeDelta || *code_delta < -kMaxCodeDelta ||
+		    *position_delta > kMaxPositionDelta || *position_delta < -kMaxPositionDelta)
 			break;
 		// A negative code delta marks a statement position: the code offset is -delta - 1.
 		code += *code_delta >= 0 ? *code_delta : -(*code_delta + 1);
 		position += *position_delta;
-		if (code < 0 || code > UINT32_MAX || position < 0)
+		if (code < 0 || code > UINT32_MAX || position < 0 || position >= kMaxPositionDelta)
 			break;
 		out.push_back({uint32_t(code), uint64_t(position)});
 	}
@@ -111,9 +118,17 @@ uint16_t V8Memory::type_of(uint64_t tagged) const
 
 std::optional<std::string> V8Memory::string(uint64_t tagged, size_t max_bytes, int depth) const
 {
+	int pieces = kMaxStringPieces;
+	return string_part(tagged, max_bytes, depth, pieces);
+}
+
+std::optional<std::string> V8Memory::string_part(uint64_t tagged, size_t max_bytes, int depth, int &pieces) const
+{
+	if (depth <= 0 || --pieces < 0)
+		return std::nullopt;
 	const uint16_t type = type_of(tagged);
 	const auto length_word = field(tagged, layout_.string_length);
-	if (depth <= 0 || !type || type >= layout_.first_nonstring_type || !length_word)
+	if ( !type || type >= layout_.first_nonstring_type || !length_word)
 		return std::nullopt;
 	const uint32_t length = uint32_t(*length_word);
 	if (length > max_bytes)
@@ -121,11 +136,14 @@ std::optional<std::string> V8Memory::string(uint64_t tagged, size_t max_bytes, i
 	const uint16_t representation = type & layout_.string_representation_mask;
 	const bool one_byte = (type & layout_.string_encoding_mask) == layout_.one_byte_string_tag;
 	if (representation == layout_.seq_string_tag) {
-		std::vector<uint8_t> raw(one_byte ? length : 2 * size_t(length));
+		// Not zeroed first: a length the object claims costs nothing until the read succeeds.
+		const size_t raw_size = one_byte ? length : 2 * size_t(length);
+		const auto raw = std::make_unique_for_overwrite<uint8_t[]>(raw_size);
 		const uint16_t chars = one_byte ? layout_.seq_one_byte_chars : layout_.seq_two_byte_chars;
-		if (!read_process_memory(fd_, tagged - 1 + chars, raw.data(), raw.size()))
+		if (!read_process_memory(fd_, tagged - 1 + chars, raw.get(), raw_size))
 			return std::nullopt;
 		std::string text;
+		text.reserve(length);
 		for (size_t i = 0; i < length; i++) {
 			const uint32_t c = one_byte ? raw[i] : raw[2 * i] | uint32_t(raw[2 * i + 1]) << 8;
 			if (c < 0x80) {
@@ -142,21 +160,24 @@ std::optional<std::string> V8Memory::string(uint64_t tagged, size_t max_bytes, i
 		const auto first = field(tagged, layout_.cons_first), second = field(tagged, layout_.cons_second);
 		if (!first || !second)
 			return std::nullopt;
-		auto head = string(*first, max_bytes, depth - 1);
-		auto tail = head ? string(*second, max_bytes - std::min(max_bytes, head->size()), depth - 1) : std::nullopt;
+		auto head = string_part(*first, max_bytes, depth - 1, pieces);
+		auto tail = head ? string_part(*second, max_bytes - std::min(max_bytes, head->size()), depth - 1, pieces)
+				 : std::nullopt;
 		if (!tail)
 			return std::nullopt;
 		return *head + *tail;
 	}
 	if (representation == layout_.thin_string_tag) {
 		const auto actual = field(tagged, layout_.thin_actual);
-		return actual ? string(*actual, max_bytes, depth - 1) : std::nullopt;
+		return actual ? string_part(*actual, max_bytes, depth - 1, pieces) : std::nullopt;
 	}
 	if (representation == layout_.sliced_string_tag) {
+		// The slice's parent is read whole, so it too is bounded: at most max_bytes plus the
+		// slice's own bounded length before it.
 		const auto parent = field(tagged, layout_.sliced_parent), offset = field(tagged, layout_.sliced_offset);
-		if (!parent || !offset || !is_small_integer(*offset))
+		if (!parent || !offset || !is_small_integer(*offset) || small_integer(*offset) > max_bytes)
 			return std::nullopt;
-		const auto whole = string(*parent, max_bytes + small_integer(*offset), depth - 1);
+		const auto whole = string_part(*parent, max_bytes + small_integer(*offset), depth - 1, pieces);
 		if (!whole || whole->size() < small_integer(*offset))
 			return std::nullopt;
 		return whole->substr(small_integer(*offset), length);
@@ -170,12 +191,13 @@ std::optional<std::vector<uint32_t>> V8Memory::small_integers(uint64_t tagged, s
 	if (type_of(tagged) != layout_.type_fixed_array || !length || !is_small_integer(*length) ||
 	    small_integer(*length) > max_items)
 		return std::nullopt;
-	std::vector<uint64_t> words(small_integer(*length));
-	if (!read_process_memory(fd_, tagged - 1 + layout_.fixed_array_data, words.data(), words.size() * 8))
+	const size_t count = small_integer(*length);
+	const auto words = std::make_unique_for_overwrite<uint64_t[]>(count);
+	if (!read_process_memory(fd_, tagged - 1 + layout_.fixed_array_data, words.get(), count * 8))
 		return std::nullopt;
-	std::vector<uint32_t> values;
-	for (uint64_t word : words)
-		values.push_back(small_integer(word));
+	std::vector<uint32_t> values(count);
+	for (size_t i = 0; i < count; i++)
+		values[i] = small_integer(words[i]);
 	return values;
 }
 
@@ -199,6 +221,11 @@ bool V8Names::learn(const v8_code &seen, const V8Layout &layout, int mem_fd)
 	const auto name_word = memory.field(seen.shared, walk.shared_name);
 	const auto script_word = memory.field(seen.shared, walk.shared_script);
 	if (memory.type_of(seen.shared) != walk.type_shared || !name_word || !script_word)
+		return false;
+	// The code object is still of the type the walk met there: not moved, with another
+	// object (another function's, or none) in its place, whose table would give wrong lines.
+	if ((seen.kind == V8_CODE_BYTECODE && memory.type_of(seen.object) != walk.type_bytecode) ||
+	    (seen.kind == V8_CODE_MACHINE && memory.type_of(seen.object) != walk.type_code))
 		return false;
 	uint64_t extra = 0;
 	bool baseline = false;

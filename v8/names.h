@@ -40,13 +40,17 @@ public:
 	std::optional<uint64_t> field(uint64_t tagged, uint32_t offset) const;
 	// The instance type of the object a tagged pointer points at; 0 for none.
 	uint16_t type_of(uint64_t tagged) const;
-	// A string object's text (one- or two-byte, cons, thin, sliced), at most max_bytes of it.
+	// A string object's text (one- or two-byte, cons, thin, sliced), at most max_bytes of it,
+	// from at most 256 objects.
 	std::optional<std::string> string(uint64_t tagged, size_t max_bytes = 1024, int depth = 16) const;
 	// A FixedArray of small integers, or a byte array's bytes, at most max_items.
 	std::optional<std::vector<uint32_t>> small_integers(uint64_t tagged, size_t max_items) const;
 	std::optional<std::vector<uint8_t>> bytes(uint64_t tagged, size_t max_items) const;
 
 private:
+	// A string's part, with the objects left to read of the whole (a cons string's tree is
+	// bounded in size as well as depth).
+	std::optional<std::string> string_part(uint64_t tagged, size_t max_bytes, int depth, int &pieces) const;
 	int fd_;
 	const V8Layout &layout_;
 };

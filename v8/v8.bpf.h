@@ -33,13 +33,16 @@ struct {
 	__uint(max_entries, 1024);
 } v8_wanted SEC(".maps");
 
-/* Code objects already sent to user space: their fingerprint and id. */
+/* Code objects already sent to user space: their fingerprint and id. Preallocated: a walk
+ * meets a dozen new ones at once, and a hash map that allocates as it goes has only a few
+ * elements at hand per CPU in a context that cannot sleep (sched_switch, NMI) until the
+ * kernel refills it: the rest failed, and their frames read [v8 JIT]. LRU: one evicted is
+ * sent again, with a new id, the next time the walk meets it. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct v8_code_key);
 	__type(value, struct v8_code);
-	__uint(max_entries, 65536);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
 } v8_codes SEC(".maps");
 
 /* The last id given to a code object. */
