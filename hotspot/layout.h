@@ -19,7 +19,7 @@ struct HotSpotLayout {
 	uint32_t space_low = 0, space_high = 0;  // VirtualSpace's _low_boundary, _high_boundary
 	uint32_t heap_block_size = 0;            // sizeof(HeapBlock): a blob follows its header
 	uint32_t block_length = 0, block_used = 0; // HeapBlock::Header's (in segments; a bool)
-	uint32_t blob_name = 0, blob_size = 0, blob_frame_size = 0; // CodeBlob's
+	uint32_t blob_name = 0, blob_size = 0, blob_frame_size = 0, blob_frame_complete = 0; // CodeBlob's
 	uint32_t blob_code_begin = 0;            // CodeBlob::_code_begin, or _code_offset (JDK 23 on)
 	bool code_begin_is_offset = false;       //   which of the two
 	uint32_t nmethod_method = 0, nmethod_compile_id = 0;

@@ -14,13 +14,15 @@ const FrameKindRule rules[] = {
 	{FrameKind::Native, "native", false, {200, 50, 50}, {55, 80, 80}},
 	// Green, as flamegraph.pl colours an interpreted language's frames.
 	{FrameKind::Python, "python", true, {50, 180, 50}, {60, 55, 60}},
+	// Teal: apart from Python's green and native code's reds (OTLP's frame type "jvm").
+	{FrameKind::Java, "jvm", true, {40, 150, 170}, {40, 50, 60}},
 };
 
 } // namespace
 
 const FrameKindRule &frame_kind_rule(FrameKind kind)
 {
-	static_assert(sizeof(rules) / sizeof(rules[0]) == size_t(FrameKind::Python) + 1, "a row per kind");
+	static_assert(sizeof(rules) / sizeof(rules[0]) == size_t(FrameKind::Java) + 1, "a row per kind");
 	return rules[size_t(kind)];
 }
 

@@ -5,6 +5,8 @@
  *                                      known to be none of the runtime's;
  *   NAME_frame(state, pc, index, n)    at each native frame: RUNTIME_NATIVE, _SHOWN or
  *                                      _REPLACED (runtime/runtime.h);
+ *   NAME_frame(state, regs, index, n)  the same, for a runtime whose code has no unwind
+ *                                      tables: also _STEPPED, the registers moved past it;
  *   NAME_forget(tgid)                  an exec or an exit: the process is asked about again.
  * A runtime added is its include, its state in struct runtime_walk and a line in each
  * function below. */
@@ -13,32 +15,41 @@
 
 #include "runtime/runtime.bpf.h"
 #include "python/python.bpf.h"
+#include "hotspot/hotspot.bpf.h"
 
 /* The runtimes' side of one stack walk. */
 struct runtime_walk {
 	struct python_walk python;
+	struct hotspot_walk hotspot;
 };
 
 /* At a walk's start: RUNTIME_NOT when no runtime can show frames in process tgid (the walk
  * remembers it while the process's list of areas is the same). */
 static __always_inline int runtimes_start(struct runtime_walk *r, __u32 tgid)
 {
-	return python_start(&r->python, tgid);
+	int python = python_start(&r->python, tgid);
+
+	return hotspot_start(&r->hotspot, tgid) == RUNTIME_NOT ? python : RUNTIME_MAYBE;
 }
 
 /* Whether a runtime shows frames in this walk: its state then reaches past the native
  * frames (a walk that cannot be finished in user space, or taken again as it was). */
 static __always_inline bool runtimes_active(const struct runtime_walk *r)
 {
-	return r->python.active;
+	return r->python.active | r->hotspot.active;
 }
 
-/* At each native frame: a runtime's frame recorded in its place or before it, or nothing. */
-static __always_inline int runtimes_frame(struct runtime_walk *r, __u64 pc, __u32 index, __u32 n)
+/* At each native frame: a runtime's frame recorded in its place or before it (and the
+ * registers stepped past it), or nothing. */
+static __always_inline int runtimes_frame(struct runtime_walk *r, struct runtime_regs *regs, __u32 index, __u32 n)
 {
+	int shown = RUNTIME_NATIVE;
+
 	if (r->python.active && !r->python.replaced)
-		return python_frame(&r->python, pc, index, n);
-	return RUNTIME_NATIVE;
+		shown = python_frame(&r->python, regs->pc, index, n);
+	if (shown == RUNTIME_NATIVE && r->hotspot.active)
+		shown = hotspot_frame(&r->hotspot, regs, index, n);
+	return shown;
 }
 
 /* Whether the native frame at hand was shown as a runtime's frames, and is not recorded
@@ -57,14 +68,17 @@ static __always_inline bool runtimes_take_replaced(struct runtime_walk *r)
 static __always_inline bool runtimes_none_in(__u32 tgid)
 {
 	struct python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
+	struct hotspot_process *jvm = bpf_map_lookup_elem(&hotspot_processes, &tgid);
 
-	return !runtime_on(PYTHON_FRAME_TAG) | (py && !py->is_python);
+	return (!runtime_on(PYTHON_FRAME_TAG) | (py && !py->is_python)) &
+	       (!runtime_on(HOTSPOT_FRAME_TAG) | (jvm && !jvm->is_java));
 }
 
 /* An exec or an exit of process tgid: each runtime asks about it again. */
 static __always_inline void runtimes_forget(__u32 tgid)
 {
 	python_forget(tgid);
+	hotspot_forget(tgid);
 }
 
 #endif /* RUNTIMES_RUNTIMES_BPF_H */

@@ -2,12 +2,13 @@
 // its room's include and a row here (its kernel walk: runtimes/runtimes.bpf.h).
 #include "runtimes/runtimes.h"
 
+#include "hotspot/room.h"
 #include "python/room.h"
 #include "runtime/runtime.h"
 
 namespace {
 
-const RuntimeRoom *const rooms[] = {&python_room};
+const RuntimeRoom *const rooms[] = {&python_room, &hotspot_room};
 
 } // namespace
 
