@@ -154,6 +154,8 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 				return RUNTIME_NATIVE;
 			}
 			hotspot_read(&complete, 4, blob + jvm->blob_frame_complete);
+			if (jvm->frame_complete_is_short)
+				complete = (__s16)complete;
 			/* The leaf before its frame is made: only the return address is pushed. */
 			if (index == 0 && complete > 0 && pc < begin + complete) {
 				if (hotspot_read(&saved[1], 8, r->sp))

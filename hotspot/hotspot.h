@@ -36,7 +36,8 @@ struct hotspot_process {
 	__u8 heaps;    /* how many of low, high, segmap are set */
 	__u8 log2_segment;
 	__u8 code_begin_is_offset;
-	__u8 pad[3];
+	__u8 frame_complete_is_short; /* an int16_t, not an int */
+	__u8 pad[2];
 	__u16 block_used, block_size;
 	__u16 blob_name, blob_frame_size, blob_code_begin, blob_frame_complete;
 	__u16 nmethod_method, method_const, const_size;

@@ -77,6 +77,7 @@ Result<HotSpotLayout> hotspot_layout(const HotSpotTables &tables)
 	l.blob_size = find.offset({"CodeBlob"}, {"_size"});
 	l.blob_frame_size = find.offset({"CodeBlob"}, {"_frame_size"});
 	l.blob_frame_complete = find.offset({"CodeBlob"}, {"_frame_complete_offset"});
+	l.frame_complete_is_short = tables.field_type("CodeBlob", "_frame_complete_offset") == "int16_t";
 	l.code_begin_is_offset = !tables.field("CodeBlob", "_code_begin");
 	l.blob_code_begin = find.offset({"CodeBlob"}, {"_code_begin", "_code_offset"});
 	l.nmethod_method = find.offset({"nmethod", "CompiledMethod"}, {"_method"});

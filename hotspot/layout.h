@@ -22,6 +22,7 @@ struct HotSpotLayout {
 	uint32_t blob_name = 0, blob_size = 0, blob_frame_size = 0, blob_frame_complete = 0; // CodeBlob's
 	uint32_t blob_code_begin = 0;            // CodeBlob::_code_begin, or _code_offset (JDK 23 on)
 	bool code_begin_is_offset = false;       //   which of the two
+	bool frame_complete_is_short = false;    // _frame_complete_offset an int16_t (JDK 23 on), not an int
 	uint32_t nmethod_method = 0, nmethod_compile_id = 0;
 	uint32_t method_const = 0;               // Method::_constMethod
 	uint32_t const_constants = 0, const_name_index = 0, const_signature_index = 0, const_code_size = 0;

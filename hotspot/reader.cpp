@@ -36,6 +36,7 @@ hotspot_process process_of(const HotSpotDetection &found)
 	}
 	p.log2_segment = uint8_t(found.heaps.log2_segment);
 	p.code_begin_is_offset = l.code_begin_is_offset;
+	p.frame_complete_is_short = l.frame_complete_is_short;
 	p.block_used = uint16_t(l.block_used);
 	p.block_size = uint16_t(l.heap_block_size);
 	p.blob_name = uint16_t(l.blob_name);

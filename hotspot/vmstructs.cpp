@@ -72,7 +72,7 @@ private:
 // (name first; -1 for a member the table has not).
 struct TableLayout {
 	uint64_t base = 0, stride = 0;
-	uint64_t offsets[4] = {};
+	uint64_t offsets[5] = {};
 };
 
 Status table_layout(const HotSpotSymbolAddress &symbol, PageCache &memory, std::string_view table,
@@ -137,7 +137,8 @@ Result<HotSpotTables> HotSpotTables::read(const HotSpotSymbolAddress &symbol, co
 	PageCache memory(read);
 	TableLayout structs, types, constants;
 	for (Status status : {table_layout(symbol, memory, "VMStructs",
-					   {"ArrayStride", "TypeNameOffset", "FieldNameOffset", "OffsetOffset", "AddressOffset"},
+					   {"ArrayStride", "TypeNameOffset", "FieldNameOffset", "OffsetOffset", "AddressOffset",
+					    "TypeStringOffset"},
 					   structs),
 			      table_layout(symbol, memory, "VMTypes", {"ArrayStride", "TypeNameOffset", "SizeOffset"}, types),
 			      table_layout(symbol, memory, "VMIntConstants", {"ArrayStride", "NameOffset", "ValueOffset"},
@@ -159,6 +160,8 @@ Result<HotSpotTables> HotSpotTables::read(const HotSpotSymbolAddress &symbol, co
 		const std::string field = name_at(entry, structs.offsets[1]);
 		const uint64_t address = member<uint64_t>(entry, structs.offsets[3]);
 		tables.fields_[type + "::" + field] = address ? address : member<uint64_t>(entry, structs.offsets[2]);
+		if (const uint64_t type_string = member<uint64_t>(entry, structs.offsets[4]))
+			tables.field_types_[type + "::" + field] = memory.name(type_string).value_or("");
 	});
 	Status read_types = each_entry(memory, types, [&](const std::vector<uint8_t> &entry) {
 		tables.sizes_[name_at(entry, types.offsets[0])] = member<uint64_t>(entry, types.offsets[1]);
@@ -178,6 +181,12 @@ std::optional<uint64_t> HotSpotTables::field(std::string_view type, std::string_
 {
 	auto at = fields_.find(std::string(type) + "::" + std::string(name));
 	return at == fields_.end() ? std::nullopt : std::optional(at->second);
+}
+
+std::optional<std::string> HotSpotTables::field_type(std::string_view type, std::string_view name) const
+{
+	auto at = field_types_.find(std::string(type) + "::" + std::string(name));
+	return at == field_types_.end() ? std::nullopt : std::optional(at->second);
 }
 
 std::optional<uint64_t> HotSpotTables::size_of(std::string_view type) const

@@ -25,6 +25,8 @@ class HotSpotTables {
 public:
 	// A field's offset in its type, or a static field's address: "CodeBlob", "_frame_size".
 	std::optional<uint64_t> field(std::string_view type, std::string_view name) const;
+	// A field's C++ type, as the table states it: "int", "int16_t", "address".
+	std::optional<std::string> field_type(std::string_view type, std::string_view name) const;
 	// A type's size: "ConstMethod".
 	std::optional<uint64_t> size_of(std::string_view type) const;
 	// An integer constant: "frame::interpreter_frame_method_offset".
@@ -40,6 +42,7 @@ public:
 
 private:
 	std::unordered_map<std::string, uint64_t> fields_; // "Type::_field"
+	std::unordered_map<std::string, std::string> field_types_;
 	std::unordered_map<std::string, uint64_t> sizes_;
 	std::unordered_map<std::string, int64_t> constants_;
 };

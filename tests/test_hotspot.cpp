@@ -96,6 +96,7 @@ struct FakeJvm {
 		symbol("VMStructEntryTypeNameOffset", 0);
 		symbol("VMStructEntryFieldNameOffset", 8);
 		symbol("VMStructEntryIsStaticOffset", 24);
+		symbol("VMStructEntryTypeStringOffset", 16);
 		symbol("VMStructEntryOffsetOffset", 32);
 		symbol("VMStructEntryAddressOffset", 40);
 	}
