@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "base/fd.h"
@@ -349,3 +351,108 @@ TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, a
 }
 
 } // TEST_SUITE("component")
+
+namespace {
+
+// What Split measured so far (its truth file): thread CPU seconds in hotA, in hotB. The file
+// is rewritten every round: a read that meets a write half done is read again.
+std::pair<double, double> split_seconds(const std::string &truth)
+{
+	std::string last, text;
+	for (int i = 0; i < 3000; i++) {
+		text = read_file(truth);
+		if (!text.empty() && text == last)
+			break;
+		if (text.empty())
+			usleep(10000);
+		last = text;
+	}
+	double a = 0, b = 0;
+	REQUIRE_MESSAGE(bool(std::istringstream(text) >> a >> b), truth << ": \"" << text << "\"");
+	return {a, b};
+}
+
+// Samples whose stack holds a frame starting with prefix.
+uint64_t with_frame(const std::vector<FoldedLine> &lines, const std::string &prefix)
+{
+	uint64_t n = 0;
+	for (const FoldedLine &l : lines)
+		n += std::any_of(l.frames.begin(), l.frames.end(), [&](const std::string &f) { return f.starts_with(prefix); })
+			     ? l.count
+			     : 0;
+	return n;
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("hotspot: each JDK's two methods sharing the main thread, by name, in the split the JVM measured, under their caller and the thread's root")
+{
+	require_root();
+	const std::string classes = split_classes();
+	if (classes.empty())
+		return;
+	const std::vector<Jdk> found = jdks();
+	if (found.size() < 2)
+		skip_test("a JDK is missing (Debian's openjdk-17-jdk-headless, Temurin 25)");
+	// Every JDK's JVM in one run that tells them apart (-E), and a second, short, with
+	// --no-java: JVMs are slow to start, and each serves both.
+	std::vector<std::unique_ptr<SplitJvm>> jvms;
+	std::string pids;
+	for (const Jdk &jdk : found) {
+		jvms.push_back(std::make_unique<SplitJvm>(jdk, classes, 60));
+		pids += (pids.empty() ? "" : ",") + std::to_string(jvms.back()->jvm->pid());
+	}
+	std::vector<std::pair<double, double>> before, after;
+	for (const auto &jvm : jvms)
+		before.push_back(split_seconds(jvm->dir / "truth"));
+	const auto r = profile({"-p", pids, "-E", "-f", "499", "--folded", "3"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	for (const auto &jvm : jvms)
+		after.push_back(split_seconds(jvm->dir / "truth"));
+	INFO("stderr:\n" << r.err);
+	const auto all_lines = parse_folded(r.out);
+	for (size_t k = 0; k < jvms.size(); k++) {
+		CAPTURE(found[k].label);
+		const double a_s = after[k].first - before[k].first, b_s = after[k].second - before[k].second;
+		REQUIRE(a_s + b_s > 0);
+		// The main thread's lines: -E roots each stack in "comm-PID".
+		const std::string root = "java-" + std::to_string(jvms[k]->jvm->pid());
+		std::vector<FoldedLine> lines;
+		uint64_t all = 0;
+		for (const FoldedLine &l : all_lines)
+			if (l.frames[0] == root) {
+				lines.push_back(l);
+				all += l.count;
+			}
+		const uint64_t a = with_frame(lines, "holdout.Split.hotA (Split.java"),
+			       b = with_frame(lines, "holdout.Split.hotB (Split.java");
+		REQUIRE(a + b > 100);
+		const SampledShare share = sampled_share(a, a + b, a_s / (a_s + b_s));
+		CHECK_MESSAGE(share.ok, share);
+		// Most of the thread's samples are under a method named, and those reach the
+		// thread's root through main.
+		uint64_t named = 0, whole = 0;
+		for (const FoldedLine &l : lines) {
+			const bool method = std::any_of(l.frames.begin(), l.frames.end(), [](const std::string &f) {
+				return f.find(" (") != std::string::npos && f.find(".java") != std::string::npos;
+			});
+			named += method ? l.count : 0;
+			const bool under_main = std::find(l.frames.begin(), l.frames.end(), "holdout.Split.main (Split.java)") !=
+						l.frames.end();
+			whole += method && under_main && l.frames.size() > 1 && l.frames[1] == "clone3" ? l.count : 0;
+		}
+		MESSAGE(found[k].label << ": hotA " << a << ", hotB " << b << " samples (" << share << "); " << named
+					<< " of " << all << " named, " << whole << " under main and the root");
+		CHECK(named * 100 >= all * 85);
+		CHECK(whole * 100 >= named * 95);
+	}
+	// --no-java: the same JVMs, with no Java frame.
+	const auto off = profile({"-p", pids, "--no-java", "-f", "499", "--folded", "1"});
+	REQUIRE_MESSAGE(off.status == 0, off.err);
+	CHECK(off.out.find("holdout.Split") == std::string::npos);
+	CHECK(off.out.find("java") != std::string::npos);
+}
+
+} // TEST_SUITE("integration")
