@@ -6,7 +6,7 @@
 
 #include "runtime/runtime.h"
 
-/* A Java frame in a user stack: the tag in the top four bits (0xc: Python has 0xa, and a
+/* A Java frame in a user stack: the tag in the top four bits (0xc: 0xa is taken, and a
  * runtime added later takes another), its kind in the next two, then 14 bits of bytecode
  * index (an interpreted frame's; HOTSPOT_NO_BCI past them) and 44 of an address divided by
  * 8: the Method* of an interpreted or compiled frame, a stub's code blob. */

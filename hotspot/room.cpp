@@ -24,8 +24,8 @@ std::unique_ptr<RuntimeReader> start_hotspot(const MapFdByName &map_fd)
 
 const RuntimeRoom hotspot_room = {
 	.name = "java",
-	.help = "show HotSpot JVMs' code as it is: by default, in processes running a HotSpot JVM (JDK 17 to 25), "
-		"its interpreted and compiled frames are shown as the Java methods they ran, as "
+	.help = "show HotSpot JVMs' code as it is: by default, in processes running a HotSpot JVM (JDK 17 and 25 "
+		"verified), its interpreted and compiled frames are shown as the Java methods they ran, as "
 		"holdout.Split.hotA (Split.java), and its stubs by their kind; needs --unwind auto or dwarf",
 	.tag = HOTSPOT_FRAME_TAG,
 	.kind = FrameKind::Java,
