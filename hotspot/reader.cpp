@@ -19,6 +19,7 @@
 #include "hotspot/names.h"
 #include "hotspot/runtime.h"
 #include "proc/memory.h"
+#include "runtime/wanted.h"
 
 namespace {
 
@@ -131,13 +132,7 @@ void HotSpotReader::prepare(const std::vector<uint32_t> &pids)
 void HotSpotReader::tick()
 {
 	Impl &d = *impl_;
-	std::vector<uint32_t> wanted;
-	uint32_t key, next;
-	for (uint32_t *prev = nullptr; bpf_map_get_next_key(d.maps.wanted, prev, &next) == 0; prev = &key) {
-		wanted.push_back(next);
-		key = next;
-	}
-	for (uint32_t pid : wanted) {
+	for (uint32_t pid : wanted_pids(d.maps.wanted)) {
 		d.classify(pid);
 		bpf_map_delete_elem(d.maps.wanted, &pid);
 	}

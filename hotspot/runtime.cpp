@@ -25,9 +25,9 @@ HotSpotDetection detect_hotspot(uint32_t pid)
 	HotSpotDetection found;
 	const std::string proc = "/proc/" + std::to_string(pid);
 	ProcessMaps maps;
+	const MapEntry *first = nullptr; // libjvm's first mapping, from which its load bias follows
 	if (!ProcessMaps::load(proc + "/maps", maps))
 		return found;
-	const MapEntry *first = nullptr;
 	for (const MapEntry &m : maps.entries())
 		if (is_libjvm(m) && (!first || (m.inode == first->inode && m.offset < first->offset)))
 			first = &m;

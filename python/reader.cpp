@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/diagnostics.h"
 #include "python/runtime.h"
+#include "runtime/wanted.h"
 #include "base/fd.h"
 
 struct PythonReader::Impl {
@@ -128,13 +129,7 @@ void PythonReader::prepare(const std::vector<uint32_t> &pids)
 void PythonReader::tick()
 {
 	Impl &d = *impl_;
-	std::vector<uint32_t> wanted;
-	uint32_t key, next;
-	for (uint32_t *prev = nullptr; bpf_map_get_next_key(d.maps.wanted, prev, &next) == 0; prev = &key) {
-		wanted.push_back(next);
-		key = next;
-	}
-	for (uint32_t pid : wanted) {
+	for (uint32_t pid : wanted_pids(d.maps.wanted)) {
 		d.classify(pid);
 		bpf_map_delete_elem(d.maps.wanted, &pid);
 	}

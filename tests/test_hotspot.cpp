@@ -354,19 +354,11 @@ TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, a
 
 namespace {
 
-// What Split measured so far (its truth file): thread CPU seconds in hotA, in hotB. The file
-// is rewritten every round: a read that meets a write half done is read again.
+// What Split measured so far (its truth file, rewritten every round: read_settled):
+// thread CPU seconds in hotA, in hotB.
 std::pair<double, double> split_seconds(const std::string &truth)
 {
-	std::string last, text;
-	for (int i = 0; i < 3000; i++) {
-		text = read_file(truth);
-		if (!text.empty() && text == last)
-			break;
-		if (text.empty())
-			usleep(10000);
-		last = text;
-	}
+	const std::string text = read_settled(truth);
 	double a = 0, b = 0;
 	REQUIRE_MESSAGE(bool(std::istringstream(text) >> a >> b), truth << ": \"" << text << "\"");
 	return {a, b};
