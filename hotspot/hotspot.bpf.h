@@ -133,7 +133,8 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		__u64 begin = 0;
 		__s32 complete = 0, offset = 0;
 
-		if (name == 0x646f6874656d6eULL) { /* "nmethod\0" */
+		/* "nmethod\0", and "native n(method)": a native method's wrapper, compiled too. */
+		if (name == 0x646f6874656d6eULL || name == 0x6e2065766974616eULL) {
 			if (hotspot_read(&method, 8, blob + jvm->nmethod_method) || !method)
 				return RUNTIME_NATIVE;
 			value = HOTSPOT_FRAME(HOTSPOT_COMPILED, HOTSPOT_NO_BCI, method);
