@@ -15,7 +15,8 @@ FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_OUTPUT)/fuzz_%)
 # more (a target that needs another file fails to link, and names what is missing).
 FUZZ_LIB_SRCS := base/fd.cpp $(addprefix elf/,debug_file.cpp demangle.cpp dwarf_file.cpp elf.cpp source_lines.cpp) \
 	$(addprefix proc/,cgroup.cpp kallsyms.cpp maps.cpp perf_map.cpp process_history.cpp) \
-	unwind/table.cpp unwind/cfi_image.cpp unwind/cache.cpp python/runtime.cpp python/names.cpp python/layout.cpp
+	unwind/table.cpp unwind/cfi_image.cpp unwind/cache.cpp python/runtime.cpp python/names.cpp python/layout.cpp \
+	proc/memory.cpp hotspot/vmstructs.cpp hotspot/layout.cpp hotspot/names.cpp
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_OUTPUT)/%.o)
 
 .PHONY: fuzz fuzz-build
