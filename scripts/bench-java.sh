@@ -7,7 +7,7 @@
 # under a named method, those with main above them and the thread's root at the top, the
 # source file on the frame, the time to read the JVM's tables; then the sampling program's
 # ns per run (kernel.bpf_stats_enabled) with Java frames and with --no-java, both attached
-# at once at 997 Hz, in turns (each attached first once).
+# at once at 997 Hz (-U), in turns (each attached first once).
 # Needs root, ./profile and bpftool. Not part of `make test`. Usage: scripts/bench-java.sh [SECONDS] (default 10)
 set -eu
 
@@ -26,24 +26,14 @@ fi
 stats_session java
 WORK=$TMP
 
-# Two profile runs on the JVM, the first attached first: "ns-first ns-second".
-pair() {
-	local a b pa pb a0 b0 a1 b1
-	# shellcheck disable=SC2086
-	"$PROFILE" -f 997 -U -p "$jvm" $1 >/dev/null 2>&1 &
-	a=$!
-	pa=$(prog_of "$a")
-	# shellcheck disable=SC2086
-	"$PROFILE" -f 997 -U -p "$jvm" $2 >/dev/null 2>&1 &
-	b=$!
-	pb=$(prog_of "$b")
-	sleep 1
-	a0=$(prog_stats "$pa"); b0=$(prog_stats "$pb")
-	sleep 3
-	a1=$(prog_stats "$pa"); b1=$(prog_stats "$pb")
-	kill -INT "$a" "$b" 2>/dev/null || true
-	wait "$a" "$b" 2>/dev/null || true
-	echo "$(per_sample "$a0" "$a1") $(per_sample "$b0" "$b1")"
+# The JVM's truth file, rewritten every round: read until two reads agree.
+settled() {
+	local a b
+	while :; do
+		a=$(cat "$1" 2>/dev/null || true); b=$(cat "$1" 2>/dev/null || true)
+		if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "$a"; return; fi
+		sleep 0.01
+	done
 }
 
 echo "bench-java: $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $DURATION s a JDK"
@@ -53,16 +43,16 @@ for java in /usr/lib/jvm/java-17-openjdk-amd64/bin/java /usr/lib/jvm/temurin-25-
 		"$(dirname "$java")/javac" --release 11 -g -d "$WORK/classes" tests/workloads/java/holdout/Split.java
 	fi
 	rm -f "$WORK/ready" "$WORK/truth"
-	"$java" -cp "$WORK/classes" holdout.Split $((DURATION + 20)) "$WORK/truth" >"$WORK/ready" &
+	"$java" -cp "$WORK/classes" holdout.Split $((DURATION + 45)) "$WORK/truth" >"$WORK/ready" &
 	jvm=$!
 	PIDS+=("$jvm")
 	while [ ! -s "$WORK/ready" ] || [ ! -s "$WORK/truth" ]; do sleep 0.1; done
 	sleep 1
-	before=$(cat "$WORK/truth")
+	before=$(settled "$WORK/truth")
 	PROFILE_DEBUG=1 "$PROFILE" -p "$jvm" -f 499 --folded "$DURATION" >"$WORK/on.folded" 2>"$WORK/on.err"
-	after=$(cat "$WORK/truth")
-	read -r j1 n1 < <(pair "" --no-java)
-	read -r n2 j2 < <(pair --no-java "")
+	after=$(settled "$WORK/truth")
+	read -r j1 n1 < <(stats_pair "$jvm" "" --no-java)
+	read -r n2 j2 < <(stats_pair "$jvm" --no-java "")
 	kill "$jvm" 2>/dev/null || true
 	wait "$jvm" 2>/dev/null || true
 	echo "== $("$java" -version 2>&1 | head -1)"

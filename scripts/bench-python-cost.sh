@@ -29,33 +29,14 @@ TARGET=$!
 PIDS+=("$TARGET")
 sleep 0.5
 
-# Two profile runs on the target, the first attached first: "ns-first ns-second".
-pair() {
-	local a b pa pb a0 b0 a1 b1
-	# shellcheck disable=SC2086
-	"$PROFILE" -f 997 -U --unwind auto -p "$TARGET" $1 > /dev/null 2>&1 &
-	a=$!
-	pa=$(prog_of "$a")
-	# shellcheck disable=SC2086
-	"$PROFILE" -f 997 -U --unwind auto -p "$TARGET" $2 > /dev/null 2>&1 &
-	b=$!
-	pb=$(prog_of "$b")
-	sleep 2
-	a0=$(prog_stats "$pa"); b0=$(prog_stats "$pb")
-	sleep 6
-	a1=$(prog_stats "$pa"); b1=$(prog_stats "$pb")
-	kill -INT "$a" "$b" 2>/dev/null || true
-	wait "$a" "$b" 2>/dev/null || true
-	echo "$(per_sample "$a0" "$a1") $(per_sample "$b0" "$b1")"
-}
 
 echo "$("$PYTHON" -c 'import sys; print("CPython %d.%d.%d" % sys.version_info[:3])') ($PYTHON), split.py, -f 997 -U --unwind auto"
 echo
 echo "| round | python first: python | native | native first: python | native | geometric mean ratio |"
 echo "|---|---|---|---|---|---|"
 for round in $(seq 1 "$ROUNDS"); do
-	read -r p1 n1 < <(pair "" --no-python)
-	read -r n2 p2 < <(pair --no-python "")
+	read -r p1 n1 < <(stats_pair "$TARGET" "" --no-python)
+	read -r n2 p2 < <(stats_pair "$TARGET" --no-python "")
 	echo "| $round | $p1 | $n1 | $p2 | $n2 | $(awk -v p1="$p1" -v n1="$n1" -v p2="$p2" -v n2="$n2" \
 		'BEGIN { printf "%.2fx", (n1 > 0 && n2 > 0) ? sqrt((p1 / n1) * (p2 / n2)) : 0 }') |"
 done

@@ -49,3 +49,25 @@ stats_session_end() {
 	wait 2>/dev/null || true
 	rm -rf "$TMP"
 }
+
+# Two runs of $PROFILE on process $1 (-f 997 -U --unwind auto), the first with options $2
+# attached first, the second with $3: "ns-first ns-second", each one's sampling program's
+# ns per run over 6 s after 2 s of warm-up.
+stats_pair() {
+	local a b pa pb a0 b0 a1 b1
+	# shellcheck disable=SC2086
+	"$PROFILE" -f 997 -U --unwind auto -p "$1" $2 > /dev/null 2>&1 &
+	a=$!
+	pa=$(prog_of "$a")
+	# shellcheck disable=SC2086
+	"$PROFILE" -f 997 -U --unwind auto -p "$1" $3 > /dev/null 2>&1 &
+	b=$!
+	pb=$(prog_of "$b")
+	sleep 2
+	a0=$(prog_stats "$pa"); b0=$(prog_stats "$pb")
+	sleep 6
+	a1=$(prog_stats "$pa"); b1=$(prog_stats "$pb")
+	kill -INT "$a" "$b" 2>/dev/null || true
+	wait "$a" "$b" 2>/dev/null || true
+	echo "$(per_sample "$a0" "$a1") $(per_sample "$b0" "$b1")"
+}
