@@ -385,9 +385,9 @@ TEST_CASE("hotspot: each JDK's two methods sharing the main thread, by name, in 
 	const std::string classes = split_classes();
 	if (classes.empty())
 		return;
+	// Each JDK present (split_classes skipped without any): Debian's 17, which the test
+	// set-up installs, and Temurin 25 where it is.
 	const std::vector<Jdk> found = jdks();
-	if (found.size() < 2)
-		skip_test("a JDK is missing (Debian's openjdk-17-jdk-headless, Temurin 25)");
 	// Every JDK's JVM in one run that tells them apart (-E), and a second, short, with
 	// --no-java: JVMs are slow to start, and each serves both.
 	std::vector<std::unique_ptr<SplitJvm>> jvms;
