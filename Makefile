@@ -57,7 +57,7 @@ endif
 
 # The module folders, in the order tests/test_install.cpp's layering test holds their
 # includes to: every folder's .cpp files go into the program (and the tests).
-MODULES := base elf proc syms runtime python v8 runtimes unwind sampler report push cli run
+MODULES := base elf proc syms runtime python v8 hotspot runtimes unwind sampler report push cli run
 MODULE_SRCS := $(wildcard $(MODULES:%=%/*.cpp))
 MODULE_DIRS := $(MODULES:%=$(OUTPUT)/%)
 MODULE_OBJS := $(MODULE_SRCS:%.cpp=$(OUTPUT)/%.o)

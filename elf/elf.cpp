@@ -491,3 +491,24 @@ std::string_view ElfFile::symbol_table()
 		load_symbols();
 	return symbol_table_;
 }
+
+std::optional<ElfSymbolValue> find_elf_symbol(const ElfFile &elf, std::string_view name)
+{
+	for (auto [table_name, strings_name] : {std::pair{".dynsym", ".dynstr"}, std::pair{".symtab", ".strtab"}}) {
+		auto table = elf.section_data(table_name);
+		auto strings = elf.section_data(strings_name);
+		if (!table || !strings)
+			continue;
+		for (size_t at = 0; at + sizeof(Elf64_Sym) <= table->size(); at += sizeof(Elf64_Sym)) {
+			Elf64_Sym symbol;
+			std::memcpy(&symbol, table->data() + at, sizeof(symbol));
+			if (symbol.st_shndx == SHN_UNDEF || symbol.st_name >= strings->size())
+				continue;
+			const char *text = reinterpret_cast<const char *>(strings->data()) + symbol.st_name;
+			const size_t room = strings->size() - symbol.st_name;
+			if (strnlen(text, room) == name.size() && std::memcmp(text, name.data(), name.size()) == 0)
+				return ElfSymbolValue{symbol.st_value, symbol.st_size};
+		}
+	}
+	return std::nullopt;
+}

@@ -118,3 +118,9 @@ private:
 	uint64_t plt_start_ = 0, plt_end_ = 0;
 	std::deque<std::string> made_names_; // names no table holds ("puts@plt"); a deque keeps them in place
 };
+
+// A symbol's value by name, from .dynsym, then .symtab; with its size.
+struct ElfSymbolValue {
+	uint64_t address = 0, size = 0;
+};
+std::optional<ElfSymbolValue> find_elf_symbol(const ElfFile &elf, std::string_view name);

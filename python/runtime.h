@@ -11,10 +11,10 @@
 
 #include <linux/types.h>
 
+#include "elf/elf.h"
+#include "proc/memory.h"
 #include "python/python.h"
 #include "python/layout.h"
-
-class ElfFile;
 
 // What a process turned out to be.
 struct PythonDetection {
@@ -39,12 +39,6 @@ PythonDetection detect_python(uint32_t pid);
 // -1 for any other name (python3, libpython3.so, pypy3).
 int python_minor_of_file_name(std::string_view name);
 
-// A symbol's value by name, from .dynsym, then .symtab; with its size.
-struct ElfSymbolValue {
-	uint64_t address = 0, size = 0;
-};
-std::optional<ElfSymbolValue> find_elf_symbol(const ElfFile &elf, std::string_view name);
-
 // The part of a function that the compiler moved away (its unlikely paths: NAME.cold) in a
 // file whose symbols do not name it, as Debian's stripped python3.11: the .eh_frame FDE
 // (found through .eh_frame_hdr's table) that the function's jumps out of itself (x86-64
@@ -53,7 +47,3 @@ std::optional<ElfSymbolValue> find_elf_symbol(const ElfFile &elf, std::string_vi
 // usual encodings.
 std::optional<ElfSymbolValue> find_cold_part(const ElfFile &elf, ElfSymbolValue function);
 constexpr size_t kMinColdTargets = 8;
-
-// Reads size bytes of a process's memory (an fd of /proc/PID/mem) at address; false when
-// any of them cannot be read.
-bool read_process_memory(int mem_fd, uint64_t address, void *out, size_t size);

@@ -16,13 +16,15 @@ const FrameKindRule rules[] = {
 	{FrameKind::Python, "python", "cpython", true, {50, 180, 50}, {60, 55, 60}},
 	// Aqua, as flamegraph.pl's js palette colours JIT'd JavaScript.
 	{FrameKind::JavaScript, "js", "v8js", true, {0, 170, 170}, {50, 60, 60}},
+	// Violet: apart from Python's green, JavaScript's aqua and native code's reds.
+	{FrameKind::Java, "java", "jvm", true, {130, 90, 200}, {50, 40, 40}},
 };
 
 } // namespace
 
 const FrameKindRule &frame_kind_rule(FrameKind kind)
 {
-	static_assert(sizeof(rules) / sizeof(rules[0]) == size_t(FrameKind::JavaScript) + 1, "a row per kind");
+	static_assert(sizeof(rules) / sizeof(rules[0]) == size_t(FrameKind::Java) + 1, "a row per kind");
 	return rules[size_t(kind)];
 }
 

@@ -9,7 +9,7 @@
 // language runtime's function, named from the runtime's own structures. What each kind
 // looks like in every report is one row of frame_kind_rules (report/model.cpp): a new
 // runtime's frames are a kind here and a row there.
-enum class FrameKind : uint8_t { Kernel, Native, Python, JavaScript };
+enum class FrameKind : uint8_t { Kernel, Native, Python, JavaScript, Java };
 
 // How the reports show a kind of frame.
 struct FrameKindRule {

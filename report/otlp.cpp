@@ -329,9 +329,10 @@ std::string OtlpBuilder::resource(const std::string &container, const ResourceSa
 		add(key, value);
 	};
 	// What OpenTelemetry's SDKs call a service that has no name.
-	const std::string_view service = !options_.service_name.empty() ? options_.service_name
-					 : !profile_.host.empty()       ? profile_.host
-									: "unknown_service";
+	// (Each branch a view: a std::string of the three would be a temporary, gone at the ;.)
+	const std::string_view service = !options_.service_name.empty() ? std::string_view(options_.service_name)
+					 : !profile_.host.empty()       ? std::string_view(profile_.host)
+									: std::string_view("unknown_service");
 	add_text("service.name", service);
 	add_text("host.name", profile_.host);
 	add_text("container.id", container);

@@ -23,5 +23,7 @@
 #define RUNTIME_NATIVE 0   /* nothing: the native frame is recorded as it is */
 #define RUNTIME_SHOWN 1    /* one of the runtime's frames recorded at ip[n]; the native frame waits */
 #define RUNTIME_REPLACED 2 /* nothing more: the native frame is not recorded, only stepped past */
+#define RUNTIME_STEPPED 3  /* its frame recorded at ip[n] in the native frame's place, and the walk's
+			    * registers moved to the caller's: code with no unwind table (a JIT's) */
 
 #endif /* RUNTIME_RUNTIME_H */

@@ -2,13 +2,14 @@
 // its room's include and a row here (its kernel walk: runtimes/runtimes.bpf.h).
 #include "runtimes/runtimes.h"
 
+#include "hotspot/room.h"
 #include "python/room.h"
 #include "runtime/runtime.h"
 #include "v8/room.h"
 
 namespace {
 
-const RuntimeRoom *const rooms[] = {&python_room, &v8_room};
+const RuntimeRoom *const rooms[] = {&python_room, &v8_room, &hotspot_room};
 
 } // namespace
 

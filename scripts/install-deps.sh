@@ -25,6 +25,8 @@ BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev li
 #   rustc                builds the Rust fixtures whose names the demangler is tested on
 #   python3              Debian's own interpreter (/usr/bin/python3.11), unwound without frame
 #                        pointers (tests/test_unwind), and its Python frames (tests/test_python)
+#   openjdk-17-jdk-headless  Debian's JDK: java runs tests/workloads/java's classes, which javac
+#                        compiles, and its JVM's Java frames are walked (tests/test_hotspot)
 #   groff-base man-db    groff, nroff and man render profile(8) and must not warn (tests/test_install)
 #   systemd              systemd-analyze verify checks the installed profile-agent.service
 #   debuginfod           the server tests/test_debuginfod.cpp and scripts/bench-debuginfod.sh
@@ -32,7 +34,7 @@ BUILD="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev li
 #   openssl              makes the CA and the server and client certificates of the HTTPS
 #                        receiver that --push's TLS and credentials are tested against
 #   protobuf-compiler    protoc --decode_raw reads the OTLP requests without their schema
-TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3 groff-base man-db systemd openssl debuginfod protobuf-compiler"
+TEST="doctest-dev binutils procps libxml2-utils chromium golang-go linux-perf bpftrace libclang-rt-14-dev libc6-dbg rustc python3 openjdk-17-jdk-headless groff-base man-db systemd openssl debuginfod protobuf-compiler"
 
 packages=$BUILD
 what="build"

@@ -461,6 +461,20 @@ std::string read_file(const std::string &path)
 	return data.str();
 }
 
+std::string read_settled(const std::string &path)
+{
+	std::string last, text;
+	for (int i = 0; i < 3000; i++) {
+		text = read_file(path);
+		if (!text.empty() && text == last)
+			break;
+		if (text.empty())
+			usleep(10000);
+		last = text;
+	}
+	return text;
+}
+
 void write_file(const std::string &path, const std::string &data)
 {
 	std::filesystem::create_directories(std::filesystem::path(path).parent_path());

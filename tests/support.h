@@ -103,6 +103,10 @@ private:
 };
 
 std::string read_file(const std::string &path);
+// A file a workload rewrites in place as it runs (its truth file): read until two reads
+// agree and it is not empty (a read that meets a write half done is read again), waiting
+// for its first write; what the last read gave after 3,000 reads.
+std::string read_settled(const std::string &path);
 // Writes data to path, making the directories it needs.
 void write_file(const std::string &path, const std::string &data);
 

@@ -358,7 +358,7 @@ TEST_CASE("layout: the root of the tree holds the files the layout names and no 
 							  << "): move it into the folder it belongs to, or name it in this test");
 }
 
-TEST_CASE("layout: every #include runs down the folders' order, the kernel side's too: profile.h, base, model, elf, proc, syms, runtime, python, v8, runtimes, unwind, sampler, offcpu, report, push, cli, run, profile.cpp")
+TEST_CASE("layout: every #include runs down the folders' order, the kernel side's too: profile.h, base, model, elf, proc, syms, runtime, python, v8, hotspot, runtimes, unwind, sampler, offcpu, report, push, cli, run, profile.cpp")
 {
 	// Each layer may include its own and those before it, never one after it: the shared
 	// basics (base/: fds, diagnostics) and the sources of truth (ELF and DWARF files,
@@ -367,14 +367,14 @@ TEST_CASE("layout: every #include runs down the folders' order, the kernel side'
 	// space share) is the contract, below every room, and includes none; base/kernel.bpf.h
 	// (what the kernel side's rooms share) is among the basics; report/model.h (the symbolized profile every
 	// layer above hands on) is the data model, below elf/. The kernel side's .bpf.h files
-	// are held to the same order as the rest of their folders. A language runtime (python/)
-	// is a room between what every runtime shares (runtime/) and their registry
+	// are held to the same order as the rest of their folders. A language runtime (python/,
+	// hotspot/) is a room between what every runtime shares (runtime/) and their registry
 	// (runtimes/), which the table walk (unwind/) calls; off-CPU time (offcpu/) counts in
 	// the sampler's maps and walks with the unwinder. The run's pipeline (run/) comes after
 	// the command line (cli/) whose plan it carries out.
 	const std::vector<std::string> order = {"contract", "base",     "model",  "elf",     "proc",   "syms",
-						"runtime",  "python",   "v8",       "runtimes", "unwind", "sampler", "offcpu",
-						"report",   "push",     "cli",      "run",      "profile.cpp"};
+						"runtime",  "python",   "v8",       "hotspot", "runtimes", "unwind", "sampler",
+						"offcpu",   "report",   "push",     "cli",     "run",      "profile.cpp"};
 	auto layer = [](const std::string &path) -> std::string {
 		if (path == "report/model.h")
 			return "model";
@@ -426,7 +426,7 @@ TEST_CASE("layout: a language runtime is named in at most 4 product files outsid
 	// that explains a runtime's case by name is one that knows of it.
 	const std::vector<std::string> files = product_files();
 	REQUIRE(files.size() > 40);
-	for (const std::string runtime : {"python", "v8"}) {
+	for (const std::string runtime : {"python", "v8", "hotspot"}) {
 		const std::regex word("\\b" + runtime + "\\b", std::regex::icase);
 		std::vector<std::string> naming;
 		for (const std::string &file : files)

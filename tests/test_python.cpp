@@ -174,18 +174,10 @@ struct SplitSeconds {
 };
 
 // split.py writes the file after its first round, then rewrites it in place after every
-// round: a read that meets a write half done is read again, until two reads agree.
+// round (read_settled).
 SplitSeconds split_seconds(const std::string &truth)
 {
-	std::string last, text;
-	for (int i = 0; i < 3000; i++) {
-		text = read_file(truth);
-		if (!text.empty() && text == last)
-			break;
-		if (text.empty())
-			usleep(10000);
-		last = text;
-	}
+	const std::string text = read_settled(truth);
 	SplitSeconds spent;
 	const bool read = bool(std::istringstream(text) >> spent.busy >> spent.compressing);
 	REQUIRE_MESSAGE(read, truth << ": \"" << text << "\"");

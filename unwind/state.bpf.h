@@ -153,7 +153,12 @@ struct raw_resume {
 #define WAITED_BUILDING 3
 
 struct walk {
-	__u64 pc, sp, bp;
+	union {
+		struct {
+			__u64 pc, sp, bp;
+		};
+		struct runtime_regs regs; /* as a runtime's hook steps them */
+	};
 	/* The mapping the last pc was in (end 0: none yet), and its object. */
 	__u64 map_start, map_end;
 	__u32 map_offset, object;

@@ -140,12 +140,16 @@ static __always_inline long walk_step_of(__u32 index, struct walk *w, const bool
 	}
 	/* A runtime's frames, one a step, in a native frame's place (an interpreter's eval frame
 	 * shown as the functions it ran) or before it. */
-	int shown = runtimes_frame(&w->rt, w->pc, index, w->n);
+	int shown = runtimes_frame(&w->rt, &w->regs, index, w->n);
 
 	if (shown != RUNTIME_NATIVE) {
-		if (shown == RUNTIME_SHOWN) {
+		if (shown == RUNTIME_SHOWN || shown == RUNTIME_STEPPED) {
 			hash_frame(&w->hash, frames->ip[w->n & UNWIND_MAX_DEPTH]);
 			w->n++;
+		}
+		if (shown == RUNTIME_STEPPED && w->pc == 0) {
+			w->done = true;
+			return 1;
 		}
 		return 0;
 	}

@@ -1,0 +1,189 @@
+/* hotspot/hotspot.bpf.h: the kernel's walk of HotSpot frames, registered in
+ * runtimes/runtimes.bpf.h. HotSpot's compiled code has no unwind tables and, by default, no
+ * frame pointers: where the table walk meets a pc in a JVM's code heaps, this walk finds the
+ * code blob through the heap's segment map, records the frame (a method and its bytecode
+ * index, a compiled method, a stub) and steps the registers past it itself: an interpreted
+ * frame by its fixed layout from rbp, a compiled frame or a stub by its blob's frame size.
+ * The table walk then goes on from the caller (JVM code, or more Java). */
+#ifndef HOTSPOT_BPF_H
+#define HOTSPOT_BPF_H
+
+#include "base/kernel.bpf.h"
+#include "hotspot/hotspot.h"
+#include "runtime/runtime.bpf.h"
+
+/* Processes as user space classified them, by pid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct hotspot_process);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} hotspot_processes SEC(".maps");
+
+/* Processes sampled that user space has not classified yet, asked once each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 1024);
+} hotspot_wanted SEC(".maps");
+
+/* The HotSpot side of one stack walk. */
+struct hotspot_walk {
+	__u32 pid;
+	__u8 active; /* a JVM's thread */
+	__u8 pad[3];
+};
+
+/* Starts the HotSpot side of a walk; a process not classified yet is asked about. */
+static __always_inline int hotspot_start(struct hotspot_walk *h, __u32 tgid)
+{
+	struct hotspot_process *jvm;
+
+	if (!runtime_on(HOTSPOT_FRAME_TAG))
+		return RUNTIME_NOT;
+	jvm = bpf_map_lookup_elem(&hotspot_processes, &tgid);
+	if (!jvm || jvm->not_yet) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&hotspot_wanted, &tgid, &one, BPF_NOEXIST);
+		return RUNTIME_MAYBE;
+	}
+	if (!jvm->is_java)
+		return RUNTIME_NOT;
+	h->pid = tgid;
+	h->active = 1;
+	return RUNTIME_MAYBE;
+}
+
+static __always_inline int hotspot_read(void *out, __u32 size, __u64 at)
+{
+	return bpf_probe_read_user(out, size, (void *)at);
+}
+
+/* The code blob holding pc in heap i, through its segment map: 0 when none (a free block,
+ * a map longer than the steps taken). */
+static __always_inline __u64 hotspot_blob(const struct hotspot_process *jvm, __u32 i, __u64 pc)
+{
+	__u64 low = jvm->low[i & (HOTSPOT_MAX_HEAPS - 1)], segment, block;
+	__u8 back = 0, used = 0;
+	__u32 step;
+
+	segment = (pc - low) >> (jvm->log2_segment & 31);
+	for (step = 0; step < HOTSPOT_SEGMAP_STEPS; step++) {
+		if (hotspot_read(&back, 1, jvm->segmap[i & (HOTSPOT_MAX_HEAPS - 1)] + segment) || back == 0xff)
+			return 0;
+		if (back == 0)
+			break;
+		if (back > segment)
+			return 0;
+		segment -= back;
+	}
+	if (back != 0)
+		return 0;
+	block = low + (segment << (jvm->log2_segment & 31));
+	if (hotspot_read(&used, 1, block + jvm->block_used) || !used)
+		return 0;
+	return block + jvm->block_size;
+}
+
+/* At a native frame of the walk whose pc (index 0 for the leaf) lies in a JVM's code heap:
+ * records its Java frame at ip[n] and moves r to its caller (RUNTIME_STEPPED); anything
+ * else is the table walk's (RUNTIME_NATIVE). Global, so the verifier checks it once. */
+__noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u32 index, __u32 n)
+{
+	struct hotspot_process *jvm;
+	struct stored_stack *frames;
+	__u64 pc, blob = 0, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {};
+	__s32 frame_size = 0;
+	__u32 user = 1, i;
+
+	if (!h || !r || !h->active)
+		return RUNTIME_NATIVE;
+	jvm = bpf_map_lookup_elem(&hotspot_processes, &h->pid);
+	frames = bpf_map_lookup_elem(&scratch, &user);
+	if (!jvm || !frames || !jvm->is_java)
+		return RUNTIME_NATIVE;
+	pc = r->pc;
+	for (i = 0; i < HOTSPOT_MAX_HEAPS; i++)
+		if (i < jvm->heaps && pc >= jvm->low[i] && pc < jvm->high[i]) {
+			blob = hotspot_blob(jvm, i, pc);
+			break;
+		}
+	if (!blob || hotspot_read(&name, 8, blob + jvm->blob_name) || hotspot_read(&name, 8, name) ||
+	    hotspot_read(&frame_size, 4, blob + jvm->blob_frame_size))
+		return RUNTIME_NATIVE;
+	if (name == 0x6572707265746e49ULL) { /* "Interpre": the interpreter, its frame from rbp */
+		__u64 const_method = 0, bcp = 0, bci = HOTSPOT_NO_BCI;
+
+		if (r->bp < r->sp || r->bp - r->sp > (1 << 20) ||
+		    hotspot_read(&method, 8, r->bp + jvm->interpreter_method) || !method || (method & 7))
+			return RUNTIME_NATIVE;
+		if (!hotspot_read(&bcp, 8, r->bp + jvm->interpreter_bcp) &&
+		    !hotspot_read(&const_method, 8, method + jvm->method_const) &&
+		    bcp >= const_method + jvm->const_size && bcp - const_method - jvm->const_size < HOTSPOT_NO_BCI)
+			bci = bcp - const_method - jvm->const_size;
+		value = HOTSPOT_FRAME(HOTSPOT_INTERPRETED, bci, method);
+		caller_sp = r->bp + 16;
+		/* The caller's own sp, below the arguments an adapter may have pushed. */
+		if (hotspot_read(&next_sp, 8, r->bp - 8) || next_sp < caller_sp || next_sp - caller_sp > (1 << 16))
+			next_sp = caller_sp;
+	} else {
+		__u64 begin = 0;
+		__s32 complete = 0, offset = 0;
+
+		/* "nmethod\0", and "native n(method)": a native method's wrapper, compiled too. */
+		if (name == 0x646f6874656d6eULL || name == 0x6e2065766974616eULL) {
+			if (hotspot_read(&method, 8, blob + jvm->nmethod_method) || !method)
+				return RUNTIME_NATIVE;
+			value = HOTSPOT_FRAME(HOTSPOT_COMPILED, HOTSPOT_NO_BCI, method);
+		} else {
+			value = HOTSPOT_FRAME(HOTSPOT_STUB, HOTSPOT_NO_BCI, blob);
+		}
+		if (frame_size <= 0 || frame_size > 4096) {
+			/* A stub with no frame of its own here (the call stub's is rbp's). */
+			caller_sp = r->bp + 16;
+			if (r->bp < r->sp || r->bp - r->sp > (1 << 20))
+				return RUNTIME_NATIVE;
+		} else {
+			if (jvm->code_begin_is_offset) {
+				if (hotspot_read(&offset, 4, blob + jvm->blob_code_begin))
+					return RUNTIME_NATIVE;
+				begin = blob + offset;
+			} else if (hotspot_read(&begin, 8, blob + jvm->blob_code_begin)) {
+				return RUNTIME_NATIVE;
+			}
+			hotspot_read(&complete, 4, blob + jvm->blob_frame_complete);
+			if (jvm->frame_complete_is_short)
+				complete = (__s16)complete;
+			/* The leaf before its frame is made: only the return address is pushed. */
+			if (index == 0 && complete > 0 && pc < begin + complete) {
+				if (hotspot_read(&saved[1], 8, r->sp))
+					return RUNTIME_NATIVE;
+				frames->ip[n & UNWIND_MAX_DEPTH] = value;
+				r->sp += 8;
+				r->pc = saved[1];
+				return RUNTIME_STEPPED;
+			}
+			caller_sp = r->sp + 8 * (__u64)frame_size;
+		}
+		next_sp = caller_sp;
+	}
+	/* rbp saved just below the return address, as every HotSpot frame keeps it. */
+	if (hotspot_read(saved, 16, caller_sp - 16))
+		return RUNTIME_NATIVE;
+	frames->ip[n & UNWIND_MAX_DEPTH] = value;
+	r->bp = saved[0];
+	r->sp = next_sp;
+	r->pc = saved[1];
+	return RUNTIME_STEPPED;
+}
+
+/* An exec or an exit: the process is classified again. */
+static __always_inline void hotspot_forget(__u32 tgid)
+{
+	bpf_map_delete_elem(&hotspot_processes, &tgid);
+}
+
+#endif /* HOTSPOT_BPF_H */

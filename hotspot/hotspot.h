@@ -1,0 +1,48 @@
+/* hotspot/hotspot.h: what the kernel's walk of HotSpot frames (hotspot/hotspot.bpf.h) and
+ * its user half (hotspot/reader.cpp) share: a JVM as the walk needs it, and how a Java frame
+ * sits in a stored stack. */
+#ifndef HOTSPOT_HOTSPOT_H
+#define HOTSPOT_HOTSPOT_H
+
+#include "runtime/runtime.h"
+
+/* A Java frame in a user stack: the tag in the top four bits (0xc: 0xa is taken, and a
+ * runtime added later takes another), its kind in the next two, then 14 bits of bytecode
+ * index (an interpreted frame's; HOTSPOT_NO_BCI past them) and 44 of an address divided by
+ * 8: the Method* of an interpreted or compiled frame, a stub's code blob. */
+#define HOTSPOT_FRAME_TAG 0xc000000000000000ULL
+#define HOTSPOT_INTERPRETED 0ULL
+#define HOTSPOT_COMPILED 1ULL
+#define HOTSPOT_STUB 2ULL
+#define HOTSPOT_NO_BCI 0x3fffULL
+#define HOTSPOT_ADDRESS_MASK 0xfffffffffffULL
+#define HOTSPOT_FRAME(kind, bci, address)                                                                  \
+	(HOTSPOT_FRAME_TAG | ((kind) & 3) << 58 | ((bci) & HOTSPOT_NO_BCI) << 44 |                         \
+	 (((address) >> 3) & HOTSPOT_ADDRESS_MASK))
+#define HOTSPOT_FRAME_KIND(value) (((value) >> 58) & 3)
+#define HOTSPOT_FRAME_BCI(value) (((value) >> 44) & HOTSPOT_NO_BCI)
+#define HOTSPOT_FRAME_ADDRESS(value) (((value) & HOTSPOT_ADDRESS_MASK) << 3)
+
+#define HOTSPOT_MAX_HEAPS 4
+/* Steps back through a segment map (each up to 254 segments) before a blob is given up. */
+#define HOTSPOT_SEGMAP_STEPS 16
+
+/* A process as user space classified it, with what the walk reads of a JVM: its code heaps
+ * and the offsets of the fields it reads (hotspot/layout.h says what each is). */
+struct hotspot_process {
+	__u64 low[HOTSPOT_MAX_HEAPS], high[HOTSPOT_MAX_HEAPS], segmap[HOTSPOT_MAX_HEAPS];
+	__u8 is_java;  /* a JVM the walk follows */
+	__u8 not_yet;  /* a JVM still starting: asked about again */
+	__u8 heaps;    /* how many of low, high, segmap are set */
+	__u8 log2_segment;
+	__u8 code_begin_is_offset;
+	__u8 frame_complete_is_short; /* an int16_t, not an int */
+	__u8 pad[2];
+	__u16 block_used, block_size;
+	__u16 blob_name, blob_frame_size, blob_code_begin, blob_frame_complete;
+	__u16 nmethod_method, method_const, const_size;
+	__s16 interpreter_method, interpreter_bcp; /* bytes from the frame pointer */
+	__u16 pad2;
+};
+
+#endif /* HOTSPOT_HOTSPOT_H */

@@ -1,0 +1,36 @@
+// hotspot/names.h: what a JVM's memory says of its code: the code blob a pc lies in (through
+// the code heap's segment map), and a Method* as Java users read it (holdout.Split.hotA,
+// its signature and source file). Every read is bounded, and checked before it is trusted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "hotspot/layout.h"
+
+// A Symbol's text ("hotA", "holdout/Split"); nothing when it cannot be read or is longer
+// than kMaxHotSpotSymbol.
+std::optional<std::string> read_hotspot_symbol(const HotSpotLayout &layout, const ReadMemory &read, uint64_t symbol);
+constexpr size_t kMaxHotSpotSymbol = 4096;
+
+// A method as the reports name it.
+struct HotSpotMethodName {
+	std::string klass;     // "holdout.Split"
+	std::string method;    // "hotA"
+	std::string signature; // "(J)J"
+	std::string file;      // "Split.java", "" when the class has none
+	std::string qualified() const { return klass + "." + method; }
+};
+std::optional<HotSpotMethodName> read_hotspot_method(const HotSpotLayout &layout, const ReadMemory &read,
+						     uint64_t method);
+
+// The start of the code blob that holds pc, through its heap's segment map; nothing when
+// pc is in no heap, in a free block, or the map's walk back takes more than
+// kMaxSegmapSteps steps.
+std::optional<uint64_t> find_hotspot_blob(const HotSpotHeaps &heaps, const HotSpotLayout &layout,
+					  const ReadMemory &read, uint64_t pc);
+constexpr int kMaxSegmapSteps = 64;
+
+// A code blob's name, as the JVM gives it ("nmethod", "Interpreter", "StubRoutines (1)").
+std::optional<std::string> read_hotspot_blob_name(const HotSpotLayout &layout, const ReadMemory &read, uint64_t blob);

@@ -1,0 +1,34 @@
+// hotspot/room.cpp: HotSpot's row among the runtimes: its frames are the Java methods a JVM
+// ran, interpreted or compiled, and its stubs, walked in the kernel and named from the JVM's
+// own tables, with no agent in the JVM.
+#include "hotspot/room.h"
+
+#include <linux/types.h>
+
+#include "hotspot/hotspot.h"
+#include "hotspot/reader.h"
+
+namespace {
+
+std::unique_ptr<RuntimeReader> start_hotspot(const MapFdByName &map_fd)
+{
+	HotSpotMaps maps;
+	maps.processes = map_fd("hotspot_processes");
+	maps.wanted = map_fd("hotspot_wanted");
+	if (maps.processes < 0 || maps.wanted < 0)
+		return nullptr;
+	return std::make_unique<HotSpotReader>(maps);
+}
+
+} // namespace
+
+const RuntimeRoom hotspot_room = {
+	.name = "java",
+	.help = "show HotSpot JVMs' code as it is: by default, in processes running a HotSpot JVM (JDK 17 and 25 "
+		"verified), its interpreted and compiled frames are shown as the Java methods they ran, as "
+		"holdout.Split.hotA (Split.java), and its stubs by their kind; needs --unwind auto or dwarf",
+	.tag = HOTSPOT_FRAME_TAG,
+	.kind = FrameKind::Java,
+	.unnamed = "[java]",
+	.start = start_hotspot,
+};

@@ -1,0 +1,30 @@
+// hotspot/runtime.h: recognise a HotSpot JVM in a process (libjvm.so in its maps), and read
+// what its walk and its names need: the VM's tables, its version, its code heaps.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hotspot/layout.h"
+
+// What a process turned out to be.
+struct HotSpotDetection {
+	enum Kind {
+		NotJava, // no libjvm.so in its maps
+		Java,    // a JVM whose frames can be walked: layout and heaps are set
+		Unknown, // a JVM this profiler cannot follow: note says why, in one line
+		NotYet,  // a JVM still starting (its tables or code heaps are not set up): ask again
+	};
+	Kind kind = NotJava;
+	std::string libjvm; // its path, as the process maps it
+	uint64_t bias = 0;  // libjvm's load bias
+	HotSpotLayout layout{};
+	HotSpotHeaps heaps{};
+	std::string version; // "17.0.13", when known
+	std::string note;
+	double read_ms = 0; // time spent reading its tables
+};
+
+// Looks at /proc/PID/maps, the libjvm.so mapped there (through /proc/PID/root), and the
+// process's memory. Never throws; a process gone meanwhile is NotJava.
+HotSpotDetection detect_hotspot(uint32_t pid);

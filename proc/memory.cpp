@@ -1,0 +1,9 @@
+// proc/memory.cpp: reads of another process's memory.
+#include "proc/memory.h"
+
+#include <unistd.h>
+
+bool read_process_memory(int mem_fd, uint64_t address, void *out, size_t size)
+{
+	return pread(mem_fd, out, size, off_t(address)) == ssize_t(size);
+}

@@ -1,0 +1,450 @@
+// tests/test_hotspot.cpp: HotSpot JVMs: the Serviceability Agent's tables read from fake
+// memory (their bad forms too), and from each JDK on this machine running holdout.Split:
+// its layout, version and code heaps, and its compiled methods found and named.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "base/fd.h"
+#include "hotspot/layout.h"
+#include "hotspot/names.h"
+#include "hotspot/runtime.h"
+#include "hotspot/vmstructs.h"
+#include "proc/memory.h"
+#include "tests/support.h"
+
+namespace {
+
+// A process's memory made by hand: the pages written to, zeros where nothing was put; the
+// rest unreadable.
+class FakeMemory {
+public:
+	void put(uint64_t address, const void *bytes, size_t size)
+	{
+		const auto *b = static_cast<const uint8_t *>(bytes);
+		for (size_t i = 0; i < size; i++) {
+			std::vector<uint8_t> &page = pages_[(address + i) / 4096];
+			page.resize(4096);
+			page[(address + i) % 4096] = b[i];
+		}
+	}
+	void put_word(uint64_t address, uint64_t value) { put(address, &value, 8); }
+	void put_text(uint64_t address, const std::string &text) { put(address, text.c_str(), text.size() + 1); }
+	ReadMemory reader() const
+	{
+		return [this](uint64_t address, void *out, size_t size) {
+			auto *o = static_cast<uint8_t *>(out);
+			for (size_t i = 0; i < size; i++) {
+				auto at = pages_.find((address + i) / 4096);
+				if (at == pages_.end())
+					return false;
+				o[i] = at->second[(address + i) % 4096];
+			}
+			return true;
+		};
+	}
+
+private:
+	std::map<uint64_t, std::vector<uint8_t>> pages_;
+};
+
+// The three tables in fake memory, each with its stride and members' offsets as HotSpot
+// lays them out (x86-64), holding the entries given; symbols at 0x1000 on.
+struct FakeJvm {
+	FakeMemory memory;
+	std::map<std::string, uint64_t> symbols;
+	uint64_t next_text = 0x100000;
+
+	uint64_t text(const std::string &s)
+	{
+		const uint64_t at = next_text;
+		memory.put_text(at, s);
+		next_text += s.size() + 1;
+		return at;
+	}
+	void symbol(const std::string &name, uint64_t value)
+	{
+		const uint64_t at = 0x1000 + 8 * symbols.size();
+		symbols["gHotSpot" + name] = at;
+		memory.put_word(at, value);
+	}
+	// VMStructEntry: typeName, fieldName, typeString, isStatic (int32), offset, address.
+	void structs(const std::vector<std::tuple<std::string, std::string, uint64_t, uint64_t>> &entries)
+	{
+		const uint64_t base = 0x200000;
+		for (size_t i = 0; i < entries.size(); i++) {
+			const auto &[type, field, offset, address] = entries[i];
+			memory.put_word(base + 48 * i, text(type));
+			memory.put_word(base + 48 * i + 8, text(field));
+			memory.put_word(base + 48 * i + 16, 0);
+			memory.put_word(base + 48 * i + 24, address != 0);
+			memory.put_word(base + 48 * i + 32, offset);
+			memory.put_word(base + 48 * i + 40, address);
+		}
+		for (int k = 0; k < 6; k++)
+			memory.put_word(base + 48 * entries.size() + 8 * k, 0);
+		symbol("VMStructs", base);
+		symbol("VMStructEntryArrayStride", 48);
+		symbol("VMStructEntryTypeNameOffset", 0);
+		symbol("VMStructEntryFieldNameOffset", 8);
+		symbol("VMStructEntryIsStaticOffset", 24);
+		symbol("VMStructEntryTypeStringOffset", 16);
+		symbol("VMStructEntryOffsetOffset", 32);
+		symbol("VMStructEntryAddressOffset", 40);
+	}
+	// VMTypeEntry: typeName, superclassName, isOop, isInteger, isUnsigned (int32s), size.
+	void types(const std::vector<std::pair<std::string, uint64_t>> &entries)
+	{
+		const uint64_t base = 0x300000;
+		for (size_t i = 0; i < entries.size(); i++) {
+			memory.put_word(base + 40 * i, text(entries[i].first));
+			for (int k = 1; k < 4; k++)
+				memory.put_word(base + 40 * i + 8 * k, 0);
+			memory.put_word(base + 40 * i + 32, entries[i].second);
+		}
+		for (int k = 0; k < 5; k++)
+			memory.put_word(base + 40 * entries.size() + 8 * k, 0);
+		symbol("VMTypes", base);
+		symbol("VMTypeEntryArrayStride", 40);
+		symbol("VMTypeEntryTypeNameOffset", 0);
+		symbol("VMTypeEntrySizeOffset", 32);
+	}
+	// VMIntConstantEntry: name, value (int32).
+	void constants(const std::vector<std::pair<std::string, int32_t>> &entries)
+	{
+		const uint64_t base = 0x400000;
+		for (size_t i = 0; i < entries.size(); i++) {
+			memory.put_word(base + 16 * i, text(entries[i].first));
+			memory.put_word(base + 16 * i + 8, uint64_t(uint32_t(entries[i].second)));
+		}
+		memory.put_word(base + 16 * entries.size(), 0);
+		memory.put_word(base + 16 * entries.size() + 8, 0);
+		symbol("VMIntConstants", base);
+		symbol("VMIntConstantEntryArrayStride", 16);
+		symbol("VMIntConstantEntryNameOffset", 0);
+		symbol("VMIntConstantEntryValueOffset", 8);
+	}
+	Result<HotSpotTables> read() const
+	{
+		return HotSpotTables::read(
+			[this](std::string_view name) -> std::optional<uint64_t> {
+				auto at = symbols.find("gHotSpot" + std::string(name));
+				return at == symbols.end() ? std::nullopt : std::optional(at->second);
+			},
+			memory.reader());
+	}
+};
+
+FakeJvm small_jvm()
+{
+	FakeJvm jvm;
+	jvm.structs({{"CodeBlob", "_frame_size", 0x2c, 0}, {"CodeCache", "_heaps", 0, 0x7f0000001000}});
+	jvm.types({{"ConstMethod", 56}, {"HeapBlock", 16}});
+	jvm.constants({{"frame::interpreter_frame_method_offset", -3}});
+	return jvm;
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+
+TEST_CASE("hotspot: the VM tables read from memory give fields' offsets, statics' addresses, sizes and constants")
+{
+	FakeJvm jvm = small_jvm();
+	Result<HotSpotTables> tables = jvm.read();
+	REQUIRE_MESSAGE(tables.ok(), tables.error());
+	CHECK(tables->field("CodeBlob", "_frame_size") == 0x2c);
+	CHECK(tables->field("CodeCache", "_heaps") == 0x7f0000001000);
+	CHECK(!tables->field("CodeBlob", "_name"));
+	CHECK(tables->size_of("ConstMethod") == 56);
+	CHECK(tables->constant("frame::interpreter_frame_method_offset") == -3);
+	CHECK(tables->field_count() == 2);
+	CHECK(tables->type_count() == 2);
+	CHECK(tables->constant_count() == 1);
+	// A table this small lacks most of what a walk needs, and says the first missing.
+	Result<HotSpotLayout> layout = hotspot_layout(*tables);
+	REQUIRE(!layout.ok());
+	CHECK(layout.error().starts_with("its VM tables lack "));
+}
+
+TEST_CASE("hotspot: bad VM tables give a reason, never a read without end")
+{
+	SUBCASE("not exported")
+	{
+		FakeJvm jvm = small_jvm();
+		jvm.symbols.erase("gHotSpotVMTypes");
+		CHECK(jvm.read().error() == "its VM tables are not exported");
+	}
+	SUBCASE("a JVM starting: the table's pointer not set yet")
+	{
+		FakeJvm jvm = small_jvm();
+		jvm.memory.put_word(jvm.symbols["gHotSpotVMStructs"], 0);
+		CHECK(jvm.read().error() == "its VM tables are not set up yet");
+	}
+	SUBCASE("a member past the stride")
+	{
+		FakeJvm jvm = small_jvm();
+		jvm.memory.put_word(jvm.symbols["gHotSpotVMStructEntryAddressOffset"], 44);
+		CHECK(jvm.read().error() == "its VM tables have an unknown layout");
+	}
+	SUBCASE("no end: the terminating entry unreadable")
+	{
+		FakeJvm jvm = small_jvm();
+		jvm.memory.put_word(jvm.symbols["gHotSpotVMIntConstants"], 0x500000);
+		CHECK(jvm.read().error() == "its VM tables cannot be read");
+	}
+	SUBCASE("a name that cannot be read")
+	{
+		FakeJvm jvm = small_jvm();
+		jvm.memory.put_word(0x200000, 0x900000);
+		CHECK(jvm.read().error() == "its VM tables' names cannot be read");
+	}
+	SUBCASE("a name without its end")
+	{
+		FakeJvm jvm = small_jvm();
+		const std::string endless(kMaxHotSpotTableName + 10, 'x');
+		jvm.memory.put(0x900000, endless.data(), endless.size());
+		jvm.memory.put_word(0x200000, 0x900000);
+		CHECK(jvm.read().error() == "its VM tables' names cannot be read");
+	}
+}
+
+} // TEST_SUITE("unit")
+
+namespace {
+
+// A JDK of this machine: its java and its label ("Debian 17", "Temurin 25").
+struct Jdk {
+	std::string java, label;
+	int major = 0;
+};
+
+// Debian's OpenJDK 17 and Temurin 25, where installed (the test set-up installs them).
+std::vector<Jdk> jdks()
+{
+	std::vector<Jdk> found;
+	for (const Jdk &jdk : {Jdk{"/usr/lib/jvm/java-17-openjdk-amd64/bin/java", "Debian 17", 17},
+			       Jdk{"/usr/lib/jvm/temurin-25-jdk-amd64/bin/java", "Temurin 25", 25}})
+		if (access(jdk.java.c_str(), X_OK) == 0)
+			found.push_back(jdk);
+	return found;
+}
+
+// holdout/Split.class, compiled once per run of the tests into a folder of the test build
+// (for Java 11, which every JDK here runs); "" after saying the test skips without javac.
+std::string split_classes()
+{
+	static std::string classes;
+	if (!classes.empty())
+		return classes;
+	const std::vector<Jdk> found = jdks();
+	if (found.empty()) {
+		skip_test("no JDK here (apt-get install openjdk-17-jdk-headless)");
+		return "";
+	}
+	const char *output = getenv("TEST_OUTPUT");
+	const std::string dir = std::string(output ? output : "/tmp") + "/java-classes";
+	const std::string javac = std::filesystem::path(found.front().java).parent_path() / "javac";
+	CommandResult r = run_command({javac, "--release", "11", "-g", "-d", dir, "tests/workloads/java/holdout/Split.java"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	classes = dir;
+	return classes;
+}
+
+// Split running under a JDK for `seconds`, ready, its truth in a file of its own folder.
+struct SplitJvm {
+	TempDir dir;
+	std::unique_ptr<Background> jvm;
+	SplitJvm(const Jdk &jdk, const std::string &classes, int seconds)
+	{
+		jvm = std::make_unique<Background>(std::vector<std::string>{
+			jdk.java, "-cp", classes, "holdout.Split", std::to_string(seconds), dir / "truth"});
+		REQUIRE(jvm->read_line() == "ready");
+	}
+};
+
+// The compiled methods in a JVM's code heaps, walked block by block: each nmethod's
+// method, named; and whether the segment map finds each from a pc inside it.
+struct Compiled {
+	std::set<std::string> names; // "holdout.Split.hotA(J)J Split.java"
+	size_t blobs = 0, found_by_map = 0;
+};
+
+Compiled compiled_methods(const HotSpotDetection &jvm, int mem)
+{
+	const ReadMemory read = [mem](uint64_t address, void *out, size_t size) {
+		return read_process_memory(mem, address, out, size);
+	};
+	const HotSpotLayout &l = jvm.layout;
+	Compiled out;
+	for (const HotSpotHeap &heap : jvm.heaps.heaps) {
+		for (uint64_t block = heap.low; block < heap.high;) {
+			uint32_t length = 0; // a size_t to JDK 21, a uint32_t after: the low half
+			uint8_t used = 0;
+			if (!read(block + l.block_length, &length, 4) || !read(block + l.block_used, &used, 1) || !length)
+				break;
+			const uint64_t blob = block + l.heap_block_size;
+			int32_t size = 0;
+			if (used && read_hotspot_blob_name(l, read, blob) == "nmethod" && read(blob + l.blob_size, &size, 4)) {
+				out.blobs++;
+				out.found_by_map += find_hotspot_blob(jvm.heaps, l, read, blob + size - 1) == blob;
+				uint64_t method = 0;
+				if (read(blob + l.nmethod_method, &method, 8))
+					if (auto name = read_hotspot_method(l, read, method))
+						out.names.insert(name->qualified() + name->signature + " " + name->file);
+			}
+			block += uint64_t(length) << jvm.heaps.log2_segment;
+		}
+	}
+	return out;
+}
+
+} // namespace
+
+TEST_SUITE("component") {
+
+TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, and its compiled methods by name")
+{
+	require_root();
+	const std::string classes = split_classes();
+	if (classes.empty())
+		return;
+	for (const Jdk &jdk : jdks()) {
+		CAPTURE(jdk.label);
+		SplitJvm split(jdk, classes, 20);
+		// hotA and hotB are compiled within their first rounds.
+		HotSpotDetection found;
+		Compiled compiled;
+		for (int i = 0; i < 100; i++) {
+			found = detect_hotspot(uint32_t(split.jvm->pid()));
+			if (found.kind == HotSpotDetection::Java) {
+				UniqueFd mem = open_read_only(("/proc/" + std::to_string(split.jvm->pid()) + "/mem").c_str());
+				compiled = compiled_methods(found, mem.get());
+				if (compiled.names.count("holdout.Split.hotA(J)J Split.java") &&
+				    compiled.names.count("holdout.Split.hotB(J)J Split.java"))
+					break;
+			}
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		}
+		REQUIRE_MESSAGE(found.kind == HotSpotDetection::Java, found.note);
+		CHECK(found.libjvm.ends_with("/libjvm.so"));
+		CHECK(found.version.starts_with(std::to_string(jdk.major) + "."));
+		CHECK(!found.heaps.heaps.empty());
+		CHECK(found.read_ms < 50);
+		MESSAGE(jdk.label << " " << found.version << ": tables read in " << found.read_ms << " ms, "
+				  << found.heaps.heaps.size() << " code heaps, " << compiled.blobs << " nmethods");
+		CHECK(compiled.names.count("holdout.Split.hotA(J)J Split.java"));
+		CHECK(compiled.names.count("holdout.Split.hotB(J)J Split.java"));
+		CHECK(compiled.blobs > 10);
+		CHECK(compiled.found_by_map == compiled.blobs);
+	}
+}
+
+} // TEST_SUITE("component")
+
+namespace {
+
+// What Split measured so far (its truth file, rewritten every round: read_settled):
+// thread CPU seconds in hotA, in hotB.
+std::pair<double, double> split_seconds(const std::string &truth)
+{
+	const std::string text = read_settled(truth);
+	double a = 0, b = 0;
+	REQUIRE_MESSAGE(bool(std::istringstream(text) >> a >> b), truth << ": \"" << text << "\"");
+	return {a, b};
+}
+
+// Samples whose stack holds a frame starting with prefix.
+uint64_t with_frame(const std::vector<FoldedLine> &lines, const std::string &prefix)
+{
+	uint64_t n = 0;
+	for (const FoldedLine &l : lines)
+		n += std::any_of(l.frames.begin(), l.frames.end(), [&](const std::string &f) { return f.starts_with(prefix); })
+			     ? l.count
+			     : 0;
+	return n;
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("hotspot: each JDK's two methods sharing the main thread, by name, in the split the JVM measured, under their caller and the thread's root")
+{
+	require_root();
+	const std::string classes = split_classes();
+	if (classes.empty())
+		return;
+	// Each JDK present (split_classes skipped without any): Debian's 17, which the test
+	// set-up installs, and Temurin 25 where it is.
+	const std::vector<Jdk> found = jdks();
+	// Every JDK's JVM in one run that tells them apart (-E), and a second, short, with
+	// --no-java: JVMs are slow to start, and each serves both.
+	std::vector<std::unique_ptr<SplitJvm>> jvms;
+	std::string pids;
+	for (const Jdk &jdk : found) {
+		jvms.push_back(std::make_unique<SplitJvm>(jdk, classes, 60));
+		pids += (pids.empty() ? "" : ",") + std::to_string(jvms.back()->jvm->pid());
+	}
+	std::vector<std::pair<double, double>> before, after;
+	for (const auto &jvm : jvms)
+		before.push_back(split_seconds(jvm->dir / "truth"));
+	const auto r = profile({"-p", pids, "-E", "-f", "499", "--folded", "3"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	for (const auto &jvm : jvms)
+		after.push_back(split_seconds(jvm->dir / "truth"));
+	INFO("stderr:\n" << r.err);
+	const auto all_lines = parse_folded(r.out);
+	for (size_t k = 0; k < jvms.size(); k++) {
+		CAPTURE(found[k].label);
+		const double a_s = after[k].first - before[k].first, b_s = after[k].second - before[k].second;
+		REQUIRE(a_s + b_s > 0);
+		// The main thread's lines: -E roots each stack in "comm-PID".
+		const std::string root = "java-" + std::to_string(jvms[k]->jvm->pid());
+		std::vector<FoldedLine> lines;
+		uint64_t all = 0;
+		for (const FoldedLine &l : all_lines)
+			if (l.frames[0] == root) {
+				lines.push_back(l);
+				all += l.count;
+			}
+		const uint64_t a = with_frame(lines, "holdout.Split.hotA (Split.java"),
+			       b = with_frame(lines, "holdout.Split.hotB (Split.java");
+		REQUIRE(a + b > 100);
+		const SampledShare share = sampled_share(a, a + b, a_s / (a_s + b_s));
+		CHECK_MESSAGE(share.ok, share);
+		// Most of the thread's samples are under a method named, and those reach the
+		// thread's root through main.
+		uint64_t named = 0, whole = 0;
+		for (const FoldedLine &l : lines) {
+			const bool method = std::any_of(l.frames.begin(), l.frames.end(), [](const std::string &f) {
+				return f.find(" (") != std::string::npos && f.find(".java") != std::string::npos;
+			});
+			named += method ? l.count : 0;
+			const bool under_main = std::find(l.frames.begin(), l.frames.end(), "holdout.Split.main (Split.java)") !=
+						l.frames.end();
+			whole += method && under_main && l.frames.size() > 1 && l.frames[1] == "clone3" ? l.count : 0;
+		}
+		MESSAGE(found[k].label << ": hotA " << a << ", hotB " << b << " samples (" << share << "); " << named
+					<< " of " << all << " named, " << whole << " under main and the root");
+		CHECK(named * 100 >= all * 85);
+		CHECK(whole * 100 >= named * 95);
+	}
+	// --no-java: the same JVMs, with no Java frame.
+	const auto off = profile({"-p", pids, "--no-java", "-f", "499", "--folded", "1"});
+	REQUIRE_MESSAGE(off.status == 0, off.err);
+	CHECK(off.out.find("holdout.Split") == std::string::npos);
+	CHECK(off.out.find("java") != std::string::npos);
+}
+
+} // TEST_SUITE("integration")
