@@ -166,19 +166,34 @@ TEST_SUITE("integration") {
 TEST_CASE("v8: a Node script's two functions on its main thread are named with their script and share the time they measured, and their stacks reach the root")
 {
 	require_root();
-	for (const Node &node : nodes_or_skip()) {
-		CAPTURE(node.label);
-		TempDir dir;
-		const std::string truth = dir / "truth";
-		Background program({node.path, "tests/workloads/node/split.js", "4", truth});
-		REQUIRE(program.read_line() == "ready");
-		usleep(500000); // past the start: the main script runs
-		const auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "499", "--folded", "2"});
-		REQUIRE_MESSAGE(r.status == 0, r.err);
-		program.wait();
+	// Every Node at once, sampled by one run, each process apart by its root frame (-E:
+	// comm-PID, the comm "node", or Node 24's "MainThread", or a worker's).
+	const std::vector<Node> all = nodes_or_skip();
+	TempDir dir;
+	std::vector<std::unique_ptr<Background>> programs;
+	std::vector<pid_t> pid_of;
+	std::string pids;
+	for (size_t i = 0; i < all.size(); i++) {
+		programs.push_back(std::make_unique<Background>(std::vector<std::string>{
+			all[i].path, "tests/workloads/node/split.js", "4", dir / ("truth" + std::to_string(i))}));
+		REQUIRE(programs.back()->read_line() == "ready");
+		pid_of.push_back(programs.back()->pid());
+		pids += (pids.empty() ? "" : ",") + std::to_string(pid_of.back());
+	}
+	usleep(500000); // past the start: the main scripts run
+	const auto r = profile({"-p", pids, "-U", "-f", "499", "--folded", "-E", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	for (auto &program : programs)
+		program->wait();
+	const auto all_lines = parse_folded(r.out);
+	for (size_t i = 0; i < all.size(); i++) {
+		CAPTURE(all[i].label);
 		double a = 0, b = 0;
-		REQUIRE(bool(std::istringstream(read_file(truth)) >> a >> b));
-		const auto lines = parse_folded(r.out);
+		REQUIRE(bool(std::istringstream(read_file(dir / ("truth" + std::to_string(i)))) >> a >> b));
+		std::vector<FoldedLine> lines;
+		for (const FoldedLine &l : all_lines)
+			if (!l.frames.empty() && l.frames[0].ends_with("-" + std::to_string(pid_of[i])))
+				lines.push_back(l);
 		uint64_t named = 0, in_a = 0, in_b = 0, rooted = 0;
 		for (const FoldedLine &l : lines) {
 			bool js = false;
@@ -267,13 +282,26 @@ TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named
 {
 	require_root();
 	const std::vector<Node> all = nodes_or_skip();
-	for (const Node &node : {all.front(), all.back()}) {
-		CAPTURE(node.label);
-		Background program({node.path, "--max-semi-space-size=1", "--expose-gc", "tests/workloads/node/churn.js", "3"});
-		REQUIRE(program.read_line() == "ready");
-		const auto r = profile({"-p", std::to_string(program.pid()), "-f", "999", "--folded", "2"});
-		REQUIRE_MESSAGE(r.status == 0, r.err);
-		program.wait();
+	// The oldest and the newest Node at once, sampled by one run, apart by their root frames.
+	const std::vector<Node> churned = {all.front(), all.back()};
+	std::vector<std::unique_ptr<Background>> programs;
+	std::vector<pid_t> pid_of;
+	std::string pids;
+	for (const Node &node : churned) {
+		programs.push_back(std::make_unique<Background>(std::vector<std::string>{
+			node.path, "--max-semi-space-size=1", "--expose-gc", "tests/workloads/node/churn.js", "3"}));
+		REQUIRE(programs.back()->read_line() == "ready");
+		pid_of.push_back(programs.back()->pid());
+		pids += (pids.empty() ? "" : ",") + std::to_string(pid_of.back());
+	}
+	const auto r = profile({"-p", pids, "-f", "999", "--folded", "-E", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	for (auto &program : programs)
+		program->wait();
+	for (size_t i = 0; i < churned.size(); i++) {
+		CAPTURE(churned[i].label);
+		// The root frame is comm-PID: "node", or Node 24's "MainThread", and its workers'.
+		const std::string root = "-" + std::to_string(pid_of[i]);
 		// churn.js's functions and the lines each spans (a line 0, not shown, is none known). The
 		// generated functions' scripts are eval's, which have no name: they read "genN", and
 		// were called by churnRound. A script without ".js" is one of Node's own (node:fs,
@@ -285,6 +313,8 @@ TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named
 		uint64_t frames = 0, in_generated = 0, wrong = 0;
 		std::string wrong_ones;
 		for (const FoldedLine &l : parse_folded(r.out)) {
+			if (l.frames.empty() || !l.frames[0].ends_with(root))
+				continue;
 			std::string caller; // the JS frame last met, root to leaf
 			for (const std::string &f : l.frames) {
 				std::smatch m;
