@@ -240,8 +240,10 @@ std::vector<Jdk> jdks()
 	return found;
 }
 
-// holdout/Split.class, compiled once per run of the tests into a folder of the test build
-// (for Java 11, which every JDK here runs); "" after saying the test skips without javac.
+// holdout/Split.class, compiled once per run of the tests into a folder of its own under
+// /tmp, removed at the run's end (not in the tree: the tests run as root, and a user's
+// `make clean` could not remove what root left there); for Java 11, which every JDK here
+// runs; "" after saying the test skips without javac.
 std::string split_classes()
 {
 	static std::string classes;
@@ -252,8 +254,8 @@ std::string split_classes()
 		skip_test("no JDK here (apt-get install openjdk-17-jdk-headless)");
 		return "";
 	}
-	const char *output = getenv("TEST_OUTPUT");
-	const std::string dir = std::string(output ? output : "/tmp") + "/java-classes";
+	static TempDir compiled;
+	const std::string dir = compiled.path().string();
 	const std::string javac = std::filesystem::path(found.front().java).parent_path() / "javac";
 	CommandResult r = run_command({javac, "--release", "11", "-g", "-d", dir, "tests/workloads/java/holdout/Split.java"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
