@@ -39,11 +39,12 @@ static __always_inline bool take_stack(void *ctx, void *stacks, __u64 flags, __s
 	return false;
 }
 
-/* The key of this sample's process and comm, with no stack yet. */
-static __always_inline void start_key(struct stack_key *key, __u32 tgid)
+/* The key of this sample's process (and thread: wanted_task's key_tid) and comm, with no
+ * stack yet. */
+static __always_inline void start_key(struct stack_key *key, __u32 tgid, __u32 tid)
 {
 	key->pid = tgid;
-	key->tid = key_tid();
+	key->tid = tid;
 	key->user_stack_id = NO_STACK;
 	key->kernel_stack_id = NO_STACK;
 	key->waker_user_stack_id = NO_STACK;
@@ -59,12 +60,12 @@ static __always_inline int count_key(void *counts, struct stack_key *key, struct
 
 /* Takes the stacks into `stacks` and counts the key in `counts`: the maps of one
  * generation, constants in each of the two inlined copies. */
-static __always_inline int count_sample(void *ctx, void *stacks, void *counts, __u32 tgid,
+static __always_inline int count_sample(void *ctx, void *stacks, void *counts, __u32 tgid, __u32 tid,
 					struct sample_stats *st)
 {
 	struct stack_key key = {};
 
-	start_key(&key, tgid);
+	start_key(&key, tgid, tid);
 	if (kernel_stacks && !take_stack(ctx, stacks, 0, &key.kernel_stack_id, st))
 		return 0;
 	if (user_stacks && !take_stack(ctx, stacks, BPF_F_USER_STACK, &key.user_stack_id, st))
@@ -150,14 +151,14 @@ __noinline int keep_raw_key(struct stack_key *key, __u32 slot, struct sample_sta
 
 /* Stores the stacks taken in `store` and counts the key in `counts`: the maps of one
  * generation (`generation_now`), constants in each of the two inlined copies. */
-static __always_inline int count_unwound(void *store, void *counts, __u32 generation_now, __u32 tgid,
+static __always_inline int count_unwound(void *store, void *counts, __u32 generation_now, __u32 tgid, __u32 tid,
 					 struct taken_stacks *taken, struct sample_stats *st)
 {
 	struct stack_key key = {};
 	struct stored_stack *frames;
 	__u32 which;
 
-	start_key(&key, tgid);
+	start_key(&key, tgid, tid);
 	if (taken->kernel_n) {
 		which = 0;
 		frames = bpf_map_lookup_elem(&scratch, &which);
@@ -185,11 +186,11 @@ static __always_inline int count_unwound(void *store, void *counts, __u32 genera
 
 /* The filters, then the per-CPU tally of the sample's generation: null when the sample is
  * not wanted. (Before the budget: a sample the filters drop costs next to nothing.) */
-static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid_out)
+static __always_inline struct sample_stats *wanted_sample(__u32 gen, __u32 *tgid_out, __u32 *tid_out)
 {
 	struct sample_stats *st;
 
-	if (!wanted_task(tgid_out))
+	if (!wanted_task(tgid_out, tid_out))
 		return NULL;
 	st = tally_of(gen);
 	if (!st)
@@ -208,10 +209,10 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	__u32 generation_now = generation, gen = generation_now & 1;
 	struct sample_stats *st;
 	struct budget_state *b;
-	__u32 tgid;
+	__u32 tgid, tid;
 	__u64 now;
 
-	st = wanted_sample(gen, &tgid);
+	st = wanted_sample(gen, &tgid, &tid);
 	if (!st || !budget_take(st, &now, &b))
 		return 0;
 #if defined(__TARGET_ARCH_x86)
@@ -220,17 +221,17 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 
 		take_stacks(ctx, gen, tgid, st, &taken);
 		if (gen)
-			count_unwound(&store1, &counts1, generation_now, tgid, &taken, st);
+			count_unwound(&store1, &counts1, generation_now, tgid, tid, &taken, st);
 		else
-			count_unwound(&store0, &counts0, generation_now, tgid, &taken, st);
+			count_unwound(&store0, &counts0, generation_now, tgid, tid, &taken, st);
 		budget_end(b, now);
 		return 0;
 	}
 #endif
 	if (gen)
-		count_sample(ctx, &stacks1, &counts1, tgid, st);
+		count_sample(ctx, &stacks1, &counts1, tgid, tid, st);
 	else
-		count_sample(ctx, &stacks0, &counts0, tgid, st);
+		count_sample(ctx, &stacks0, &counts0, tgid, tid, st);
 	budget_end(b, now);
 	return 0;
 }

@@ -92,7 +92,7 @@ struct off_cpu_thread {
 	__u64 start_ns; /* when it left the CPU; 0: on a CPU, or not followed */
 	__u32 tgid;
 	__u32 state; /* THREAD_RUNNABLE or THREAD_BLOCKED */
-	__u32 tid;   /* its key's (key_tid): 0 unless counts are keyed by thread */
+	__u32 tid;   /* its key's (wanted_task's key_tid): 0 unless counts are keyed by thread */
 	__u32 pad;
 	struct thread_stacks left;
 	struct user_stacks left_user; /* left_user.at[now], this time's */
@@ -353,9 +353,9 @@ static __always_inline __u32 tracepoint_frames(void *ctx, __u32 *found, __u64 st
 
 /* The tally of the current thread, leaving the CPU, when the filters (-p, -L, --cgroup, -C
  * for the CPU it leaves) follow it; null otherwise. */
-static __always_inline struct sample_stats *leaving_tally(__u32 *tgid)
+static __always_inline struct sample_stats *leaving_tally(__u32 *tgid, __u32 *key_tid)
 {
-	if (!wanted_task(tgid))
+	if (!wanted_task(tgid, key_tid))
 		return NULL;
 	if (only_cpu >= 0 && bpf_get_smp_processor_id() != only_cpu)
 		return NULL;
@@ -368,9 +368,9 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 {
 	struct off_cpu_thread *t;
 	struct sample_stats *st;
-	__u32 tgid, skip = 0;
+	__u32 tgid, tid, skip = 0;
 
-	st = leaving_tally(&tgid);
+	st = leaving_tally(&tgid, &tid);
 	if (!st)
 		return;
 	t = bpf_task_storage_get(&off_cpu_threads, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -380,7 +380,7 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 		return;
 	}
 	t->tgid = tgid;
-	t->tid = key_tid();
+	t->tid = tid;
 	t->state = state;
 	t->woken = 0;
 	if (kernel_stacks)
@@ -396,9 +396,9 @@ static __always_inline void start_off_cpu(void *ctx, struct task_struct *prev, _
 static __always_inline void drop_off_cpu(void)
 {
 	struct sample_stats *st;
-	__u32 tgid;
+	__u32 tgid, tid;
 
-	st = leaving_tally(&tgid);
+	st = leaving_tally(&tgid, &tid);
 	if (!st)
 		return;
 	st->seen++;

@@ -304,25 +304,10 @@ static __always_inline bool ids_in_namespace(__u32 *tgid, __u32 *tid)
 	return true;
 }
 
-/* The current thread's id for its key (stack_key.tid): 0 unless counts are keyed by thread. */
-static __always_inline __u32 key_tid(void)
-{
-	__u64 id;
-	__u32 tgid, tid;
-
-	if (!key_threads)
-		return 0;
-	id = bpf_get_current_pid_tgid();
-	tgid = id >> 32;
-	tid = id;
-	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
-		return 0;
-	return tid;
-}
-
 /* The filters every program applies to the current task (-I, -p, -L, --cgroup): false
- * when it is not wanted. Writes its process id, in profile's PID namespace. */
-static __always_inline bool wanted_task(__u32 *tgid_out)
+ * when it is not wanted. Writes its process id, in profile's PID namespace, and its thread
+ * id for its key (stack_key.tid): 0 unless counts are keyed by thread. */
+static __always_inline bool wanted_task(__u32 *tgid_out, __u32 *key_tid_out)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = id;
@@ -338,6 +323,7 @@ static __always_inline bool wanted_task(__u32 *tgid_out)
 	if (filter_cgroups && !in_cgroups())
 		return false;
 	*tgid_out = tgid;
+	*key_tid_out = key_threads ? tid : 0;
 	return true;
 }
 
