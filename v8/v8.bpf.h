@@ -195,7 +195,6 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
 	key.pid = v->pid;
 	bytecode = v8_slot(s, proc->slot_bytecode_array);
 	saved = v8_slot(s, proc->slot_bytecode_offset);
-	code = proc->function_code ? v8_field(function, proc->function_code) : 0;
 	if (!(saved & 1) && v8_type_of(proc, bytecode) == proc->type_bytecode) {
 		/* Interpreted: the offset it saved counts from the array's tagged address. */
 		__s64 at = (__s64)saved >> 32;
@@ -204,7 +203,8 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
 		key.object = bytecode;
 		if (at >= proc->bytecode_data - 1 && at - (proc->bytecode_data - 1) < V8_NO_OFFSET)
 			offset = at - (proc->bytecode_data - 1);
-	} else if (code && v8_type_of(proc, code) == proc->type_code &&
+	} else if (proc->function_code && (code = v8_field(function, proc->function_code)) &&
+		   v8_type_of(proc, code) == proc->type_code &&
 		   !bpf_probe_read_user(s->code, sizeof(s->code), (void *)(code - 1))) {
 		__u64 start = proc->code_start_pointer ? *(__u64 *)&s->code[proc->code_start & (V8_CODE_READ - 8)]
 						       : code - 1 + proc->code_start;
