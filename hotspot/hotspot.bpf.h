@@ -34,6 +34,7 @@ struct hotspot_walk {
 	__u32 pid;
 	__u8 active; /* a JVM's thread */
 	__u8 pad[3];
+	__u64 code_low, code_high; /* from the lowest code heap's start to the highest's end */
 };
 
 /* Starts the HotSpot side of a walk; a process not classified yet is asked about. */
@@ -54,7 +55,20 @@ static __always_inline int hotspot_start(struct hotspot_walk *h, __u32 tgid)
 		return RUNTIME_NOT;
 	h->pid = tgid;
 	h->active = 1;
+	h->code_low = ~0ULL;
+	for (__u32 i = 0; i < HOTSPOT_MAX_HEAPS; i++)
+		if (i < jvm->heaps) {
+			h->code_low = jvm->low[i] < h->code_low ? jvm->low[i] : h->code_low;
+			h->code_high = jvm->high[i] > h->code_high ? jvm->high[i] : h->code_high;
+		}
 	return RUNTIME_MAYBE;
+}
+
+/* Whether pc may be in the JVM's code heaps: only then is hotspot_frame called, which
+ * finds the heap and its blob (a walk through libjvm and libc pays nothing more). */
+static __always_inline bool hotspot_may_own(const struct hotspot_walk *h, __u64 pc)
+{
+	return h->active && pc >= h->code_low && pc < h->code_high;
 }
 
 static __always_inline int hotspot_read(void *out, __u32 size, __u64 at)

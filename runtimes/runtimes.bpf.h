@@ -55,7 +55,7 @@ static __always_inline int runtimes_frame(struct runtime_walk *r, struct runtime
 
 	if (r->python.active && !r->python.replaced)
 		shown = python_frame(&r->python, regs->pc, index, n);
-	if (shown == RUNTIME_NATIVE && r->hotspot.active)
+	if (shown == RUNTIME_NATIVE && hotspot_may_own(&r->hotspot, regs->pc))
 		shown = hotspot_frame(&r->hotspot, regs, index, n);
 	return shown;
 }
