@@ -22,12 +22,7 @@ struct {
 } hotspot_processes SEC(".maps");
 
 /* Processes sampled that user space has not classified yet, asked once each. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1024);
-} hotspot_wanted SEC(".maps");
+RUNTIME_ASKED_MAP(hotspot_wanted);
 
 /* The HotSpot side of one stack walk. */
 struct hotspot_walk {
@@ -46,9 +41,7 @@ static __always_inline int hotspot_start(struct hotspot_walk *h, __u32 tgid)
 		return RUNTIME_NOT;
 	jvm = bpf_map_lookup_elem(&hotspot_processes, &tgid);
 	if (!jvm || jvm->not_yet) {
-		__u8 one = 1;
-
-		bpf_map_update_elem(&hotspot_wanted, &tgid, &one, BPF_NOEXIST);
+		runtime_ask(&hotspot_wanted, tgid);
 		return RUNTIME_MAYBE;
 	}
 	if (!jvm->is_java)

@@ -24,12 +24,7 @@ struct {
 } python_processes SEC(".maps");
 
 /* Processes sampled that user space has not classified yet, asked once each. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1024);
-} python_wanted SEC(".maps");
+RUNTIME_ASKED_MAP(python_wanted);
 
 /* Code objects already sent to user space: their fingerprint and id. */
 struct {
@@ -88,9 +83,7 @@ __noinline int python_start(struct python_walk *p, __u32 tgid)
 		return RUNTIME_NOT;
 	py = bpf_map_lookup_elem(&python_processes, &tgid);
 	if (!py || py->not_yet) {
-		__u8 one = 1;
-
-		bpf_map_update_elem(&python_wanted, &tgid, &one, BPF_NOEXIST);
+		runtime_ask(&python_wanted, tgid);
 		return RUNTIME_MAYBE;
 	}
 	if (!py->is_python || py->tss_key >= 32)

@@ -79,15 +79,9 @@ struct python_process {
 static inline __u64 python_fingerprint(__u64 name, __u64 filename, __s32 first_line, __u64 name_length,
 				       __u64 name_hash)
 {
-	__u64 h = 0x9e3779b97f4a7c15ULL;
 	__u64 parts[5] = {name, filename, (__u64)(__u32)first_line, name_length, name_hash};
 
-	for (int i = 0; i < 5; i++) {
-		h ^= parts[i];
-		h *= 0xff51afd7ed558ccdULL;
-		h ^= h >> 33;
-	}
-	return h;
+	return runtime_fingerprint(parts, 5);
 }
 
 /* A code object the walk met in a process: the key of python_codes. */

@@ -6,6 +6,10 @@
 #ifndef RUNTIME_RUNTIME_H
 #define RUNTIME_RUNTIME_H
 
+#ifndef __VMLINUX_H__ /* user space: the kernel side has vmlinux.h's types */
+#include <linux/types.h>
+#endif
+
 /* A runtime's frame in a user stack has its runtime's tag in the top four bits: no user
  * address has them, and the walk's TRUNCATED_FRAME (profile.h) has 0xf. What the other 60
  * bits hold is the runtime's own (say, an id of the code it ran and an instruction). */
@@ -25,5 +29,20 @@
 #define RUNTIME_REPLACED 2 /* nothing more: the native frame is not recorded, only stepped past */
 #define RUNTIME_STEPPED 3  /* its frame recorded at ip[n] in the native frame's place, and the walk's
 			    * registers moved to the caller's: code with no unwind table (a JIT's) */
+
+/* A fingerprint of a runtime's object, to tell it from another that later took its address:
+ * its n parts mixed (each runtime says which parts). Made alike by the walk and by user
+ * space. */
+static inline __u64 runtime_fingerprint(const __u64 *parts, int n)
+{
+	__u64 h = 0x9e3779b97f4a7c15ULL;
+
+	for (int i = 0; i < n; i++) {
+		h ^= parts[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 33;
+	}
+	return h;
+}
 
 #endif /* RUNTIME_RUNTIME_H */

@@ -26,12 +26,7 @@ struct {
 } v8_processes SEC(".maps");
 
 /* Processes sampled that user space has not classified yet, asked once each. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 1024);
-} v8_wanted SEC(".maps");
+RUNTIME_ASKED_MAP(v8_wanted);
 
 /* Code objects already sent to user space: their fingerprint and id. Preallocated: a walk
  * meets a dozen new ones at once, and a hash map that allocates as it goes has only a few
@@ -80,14 +75,11 @@ static __always_inline int v8_start(struct v8_walk *v, __u32 tgid)
 {
 	struct v8_process *proc;
 
-	v->active = 0;
 	if (!runtime_on(V8_FRAME_TAG))
 		return RUNTIME_NOT;
 	proc = bpf_map_lookup_elem(&v8_processes, &tgid);
 	if (!proc) {
-		__u8 one = 1;
-
-		bpf_map_update_elem(&v8_wanted, &tgid, &one, BPF_NOEXIST);
+		runtime_ask(&v8_wanted, tgid);
 		return RUNTIME_MAYBE;
 	}
 	if (!proc->is_v8)

@@ -71,15 +71,9 @@ struct v8_code {
 
 static inline __u64 v8_fingerprint(__u64 shared, __u64 name, __u64 script, __u64 extra)
 {
-	__u64 h = 0x9e3779b97f4a7c15ULL;
 	__u64 parts[4] = {shared, name, script, extra};
 
-	for (int i = 0; i < 4; i++) {
-		h ^= parts[i];
-		h *= 0xff51afd7ed558ccdULL;
-		h ^= h >> 33;
-	}
-	return h;
+	return runtime_fingerprint(parts, 4);
 }
 
 #endif /* V8_V8_H */
