@@ -4,6 +4,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "runtime/runtime.h"
+
 void answer_asked_pids(int map_fd, const std::function<void(uint32_t pid)> &answer)
 {
 	std::vector<uint32_t> asked;
@@ -15,6 +17,19 @@ void answer_asked_pids(int map_fd, const std::function<void(uint32_t pid)> &answ
 		answer(each);
 		bpf_map_delete_elem(map_fd, &each);
 	}
+}
+
+void forget_runtime_codes(int map_fd, uint32_t pid)
+{
+	std::vector<runtime_code_key> stale;
+	runtime_code_key key, next;
+	for (runtime_code_key *prev = nullptr; bpf_map_get_next_key(map_fd, prev, &next) == 0; prev = &key) {
+		key = next;
+		if (next.pid == pid)
+			stale.push_back(next);
+	}
+	for (const runtime_code_key &gone : stale)
+		bpf_map_delete_elem(map_fd, &gone);
 }
 
 SeenRecords::SeenRecords(int map_fd, size_t record_size) : record_size_(record_size)

@@ -38,4 +38,54 @@ static __always_inline void runtime_ask(void *asked, __u32 tgid)
 	bpf_map_update_elem(asked, &tgid, &one, BPF_NOEXIST);
 }
 
+/* A runtime's objects already told to user space (struct runtime_code), its ring of those met
+ * for the first time, and the last id given. Preallocated: a walk meets a dozen new ones at
+ * once, and a hash map that allocates as it goes has only a few elements at hand per CPU in
+ * a context that cannot sleep (sched_switch, NMI) until the kernel refills it: the rest
+ * failed, and their frames were left unnamed. LRU: one evicted is sent again, with a new
+ * id, the next time the walk meets it. */
+#define RUNTIME_CODES_MAP(codes, seen, last_id)                                                    \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH);                                               \
+		__type(key, struct runtime_code_key);                                              \
+		__type(value, struct runtime_code);                                                \
+		__uint(max_entries, 16384);                                                        \
+	} codes SEC(".maps");                                                                      \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_RINGBUF);                                                \
+		__uint(max_entries, 256 * 1024);                                                   \
+	} seen SEC(".maps");                                                                       \
+	__u64 last_id = 0
+
+/* The id of the object `key` with this fingerprint, told to user space (the ring seen) the
+ * first time the walk meets it. 0 when the ring is full or the map is: the frame then reads
+ * as the runtime's unnamed frame. Two CPUs meeting it at once each give it an id: both are
+ * named, alike. */
+static __always_inline __u64 runtime_code_id(void *codes, void *seen, __u64 *last_id,
+					     const struct runtime_code_key *key, __u64 extra, __u64 fingerprint)
+{
+	struct runtime_code *known, *sent;
+	__u64 id;
+
+	known = bpf_map_lookup_elem(codes, key);
+	if (known && known->fingerprint == fingerprint)
+		return known->id;
+	sent = bpf_ringbuf_reserve(seen, sizeof(*sent), 0);
+	if (!sent)
+		return 0;
+	id = __sync_fetch_and_add(last_id, 1) + 1;
+	sent->pid = key->pid;
+	sent->kind = key->kind;
+	sent->object = key->object;
+	sent->extra = extra;
+	sent->fingerprint = fingerprint;
+	sent->id = id;
+	if (bpf_map_update_elem(codes, key, sent, BPF_ANY)) {
+		bpf_ringbuf_discard(sent, 0);
+		return 0;
+	}
+	bpf_ringbuf_submit(sent, 0);
+	return id;
+}
+
 #endif /* RUNTIME_RUNTIME_BPF_H */

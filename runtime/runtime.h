@@ -45,4 +45,26 @@ static inline __u64 runtime_fingerprint(const __u64 *parts, int n)
 	return h;
 }
 
+/* A runtime's object the walk met in a process (a code object, a compiled method): the key
+ * of the runtime's map of those already told to user space (RUNTIME_CODES_MAP). kind is the
+ * runtime's own (what the object is). */
+struct runtime_code_key {
+	__u32 pid;
+	__u32 kind;
+	__u64 object;
+};
+
+/* What that map keeps of each, and what the walk sends user space for each new id, so that
+ * it is named while the process lives. The fingerprint tells the object from another that
+ * later took its address; extra is the runtime's own (the object's function, its compile
+ * id). */
+struct runtime_code {
+	__u32 pid;
+	__u32 kind;
+	__u64 object;
+	__u64 extra;
+	__u64 fingerprint;
+	__u64 id; /* from 1, unique in the run */
+};
+
 #endif /* RUNTIME_RUNTIME_H */

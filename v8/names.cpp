@@ -214,13 +214,14 @@ std::optional<std::vector<uint8_t>> V8Memory::bytes(uint64_t tagged, size_t max_
 	return data;
 }
 
-bool V8Names::learn(const v8_code &seen, const V8Layout &layout, int mem_fd)
+bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd)
 {
 	const V8Memory memory(mem_fd, layout);
 	const v8_process &walk = layout.walk;
-	const auto name_word = memory.field(seen.shared, walk.shared_name);
-	const auto script_word = memory.field(seen.shared, walk.shared_script);
-	if (memory.type_of(seen.shared) != walk.type_shared || !name_word || !script_word)
+	const uint64_t shared = seen.extra; // the function's SharedFunctionInfo, tagged
+	const auto name_word = memory.field(shared, walk.shared_name);
+	const auto script_word = memory.field(shared, walk.shared_script);
+	if (memory.type_of(shared) != walk.type_shared || !name_word || !script_word)
 		return false;
 	// The code object is still of the type the walk met there: not moved, with another
 	// object (another function's, or none) in its place, whose table would give wrong lines.
@@ -237,7 +238,7 @@ bool V8Names::learn(const v8_code &seen, const V8Layout &layout, int mem_fd)
 		extra = uint64_t(uint32_t(*size)) << 8 | kind;
 		baseline = kind == walk.code_kind_baseline;
 	}
-	if (v8_fingerprint(seen.shared, *name_word, *script_word, extra) != seen.fingerprint)
+	if (v8_fingerprint(shared, *name_word, *script_word, extra) != seen.fingerprint)
 		return false;
 
 	Code code;

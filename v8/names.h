@@ -60,7 +60,7 @@ public:
 	// Reads the code object the walk met (seen: its process, kind, address, function and
 	// fingerprint) and names its id; false when it does not read as what the walk met (its
 	// fingerprint differs: moved or freed by a GC, and another took its address).
-	bool learn(const v8_code &seen, const V8Layout &layout, int mem_fd);
+	bool learn(const runtime_code &seen, const V8Layout &layout, int mem_fd);
 	// The frame's names (id and offset: what V8_FRAME_ID and V8_FRAME_OFFSET give).
 	bool name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName &out) const;
 	size_t size() const { return codes_.size(); }

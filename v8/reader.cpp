@@ -19,7 +19,7 @@
 #include "v8/runtime.h"
 
 struct V8Reader::Impl {
-	explicit Impl(const V8Maps &maps) : maps(maps), seen(maps.seen, sizeof(v8_code)) {}
+	explicit Impl(const V8Maps &maps) : maps(maps), seen(maps.seen, sizeof(runtime_code)) {}
 	V8Maps maps;
 	SeenRecords seen; // code objects met for the first time
 	V8Files files;
@@ -39,7 +39,7 @@ struct V8Reader::Impl {
 				entry = found->value().walk;
 				processes.emplace(pid, found->value());
 				versions.insert(found->value().version());
-				forget_codes(pid);
+				forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
 			} else if (said.insert(found->error()).second) {
 				diagnostics::say("JavaScript frames not named in PID %u: %s", pid, found->error().c_str());
 			}
@@ -47,28 +47,12 @@ struct V8Reader::Impl {
 		bpf_map_update_elem(maps.processes, &pid, &entry, BPF_ANY);
 	}
 
-	// A new image under the same pid (exec): its code objects are reported afresh.
-	void forget_codes(uint32_t pid)
-	{
-		std::vector<v8_code_key> stale;
-		v8_code_key key, next;
-		bool first = true;
-		while (bpf_map_get_next_key(maps.codes, first ? nullptr : &key, &next) == 0) {
-			first = false;
-			key = next;
-			if (next.pid == pid)
-				stale.push_back(next);
-		}
-		for (const v8_code_key &gone : stale)
-			bpf_map_delete_elem(maps.codes, &gone);
-	}
-
-	void name_fresh(const std::vector<v8_code> &fresh)
+	void name_fresh(const std::vector<runtime_code> &fresh)
 	{
 		const double start = clocks::thread_cpu_ms();
 		uint32_t open_pid = 0;
 		UniqueFd mem;
-		for (const v8_code &code : fresh) {
+		for (const runtime_code &code : fresh) {
 			const auto process = processes.find(code.pid);
 			if (process != processes.end() && (!mem || open_pid != code.pid)) {
 				mem = open_read_only(("/proc/" + std::to_string(code.pid) + "/mem").c_str());
@@ -96,7 +80,7 @@ void V8Reader::prepare(const std::vector<uint32_t> &pids)
 void V8Reader::tick()
 {
 	answer_asked_pids(impl_->maps.wanted, [&](uint32_t pid) { impl_->classify(pid); });
-	if (const std::vector<v8_code> fresh = take_seen<v8_code>(impl_->seen); !fresh.empty())
+	if (const std::vector<runtime_code> fresh = take_seen<runtime_code>(impl_->seen); !fresh.empty())
 		impl_->name_fresh(fresh);
 }
 

@@ -28,26 +28,8 @@ struct {
 /* Processes sampled that user space has not classified yet, asked once each. */
 RUNTIME_ASKED_MAP(v8_wanted);
 
-/* Code objects already sent to user space: their fingerprint and id. Preallocated: a walk
- * meets a dozen new ones at once, and a hash map that allocates as it goes has only a few
- * elements at hand per CPU in a context that cannot sleep (sched_switch, NMI) until the
- * kernel refills it: the rest failed, and their frames read [v8 JIT]. LRU: one evicted is
- * sent again, with a new id, the next time the walk meets it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct v8_code_key);
-	__type(value, struct v8_code);
-	__uint(max_entries, 16384);
-} v8_codes SEC(".maps");
-
-/* The last id given to a code object. */
-__u64 v8_last_id = 0;
-
-/* The code objects met for the first time, to user space. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} v8_seen SEC(".maps");
+/* Code objects already sent to user space (shared = the SharedFunctionInfo, in extra). */
+RUNTIME_CODES_MAP(v8_codes, v8_seen, v8_last_id);
 
 /* A frame's slots and a Code object's header, read in one go each, per CPU. */
 #define V8_CODE_READ 64
@@ -126,42 +108,13 @@ static __always_inline __u64 v8_slot(const struct v8_scratch *s, __u8 index)
 	return s->slots[index & (V8_FRAME_SLOTS - 1)];
 }
 
-/* The id of the code object `key` with this fingerprint, told to user space the first time
- * the walk meets it. 0 when the ring is full or the map is: the frame then reads as the
- * runtime's unnamed frame. */
-static __always_inline __u64 v8_code_id(const struct v8_code_key *key, __u64 shared, __u64 fingerprint)
-{
-	struct v8_code *known, *sent;
-	__u64 id;
-
-	known = bpf_map_lookup_elem(&v8_codes, key);
-	if (known && known->fingerprint == fingerprint)
-		return known->id;
-	sent = bpf_ringbuf_reserve(&v8_seen, sizeof(*sent), 0);
-	if (!sent)
-		return 0;
-	id = __sync_fetch_and_add(&v8_last_id, 1) + 1;
-	sent->pid = key->pid;
-	sent->kind = key->kind;
-	sent->object = key->object;
-	sent->shared = shared;
-	sent->fingerprint = fingerprint;
-	sent->id = id;
-	if (bpf_map_update_elem(&v8_codes, key, sent, BPF_ANY)) {
-		bpf_ringbuf_discard(sent, 0);
-		return 0;
-	}
-	bpf_ringbuf_submit(sent, 0);
-	return id;
-}
-
 /* At a native frame the walk steps through by its frame pointer fp (pc: where it runs):
  * the JS frame to record in its place, or 0 when it is none (a typed frame, native code, or
  * objects that do not read as a function's). Global, so the verifier checks it once, apart
  * from the walk's step. */
 __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
 {
-	struct v8_code_key key = {};
+	struct runtime_code_key key = {};
 	struct v8_process *proc;
 	struct v8_scratch *s;
 	__u64 function, shared, bytecode, saved, code, extra = 0, offset = V8_NO_OFFSET;
@@ -218,7 +171,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
 		extra = 0;
 		offset = V8_NO_OFFSET;
 	}
-	return V8_FRAME(v8_code_id(&key, shared,
+	return V8_FRAME(runtime_code_id(&v8_codes, &v8_seen, &v8_last_id, &key, shared,
 				   v8_fingerprint(shared, v8_field(shared, proc->shared_name),
 						  v8_field(shared, proc->shared_script), extra)),
 			offset);

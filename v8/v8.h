@@ -8,7 +8,7 @@
 #include "runtime/runtime.h"
 
 /* A JS frame in a user stack: the tag in the top four bits (runtime/runtime.h), the id of
- * the function's code as the walk met it (struct v8_code) in the next 36, and the offset of
+ * the function's code as the walk met it (struct runtime_code) in the next 36, and the offset of
  * what it ran (bytecode offset or machine-code offset, by the code's kind) in the low 24;
  * V8_NO_OFFSET when there is none or it lies past them. */
 #define V8_FRAME_TAG 0xb000000000000000ULL
@@ -49,26 +49,10 @@ struct v8_process {
 	__u16 bytecode_data;                           /* BytecodeArray: where its bytecodes start */
 };
 
-/* A code object the walk met in a process: the key of v8_codes. */
-struct v8_code_key {
-	__u32 pid;
-	__u32 kind; /* enum v8_code_kind */
-	__u64 object;
-};
-
-/* What v8_codes keeps of it, and what the walk sends user space (v8_seen) for each new id,
- * so that it is named while the process lives. The fingerprint tells it from another object
- * that took its address after a GC: the function's SharedFunctionInfo, its name and script
- * (and, for machine code, the code's size and kind). */
-struct v8_code {
-	__u32 pid;
-	__u32 kind;
-	__u64 object;
-	__u64 shared; /* the SharedFunctionInfo, tagged */
-	__u64 fingerprint;
-	__u64 id;     /* from 1, unique in the run */
-};
-
+/* The code objects the walk met are runtime_code records (runtime/runtime.h): kind is an
+ * enum v8_code_kind, object the code object, extra its SharedFunctionInfo (tagged). The
+ * fingerprint tells it from another object that took its address after a GC: the function's
+ * SharedFunctionInfo, its name and script (and, for machine code, the code's size and kind). */
 static inline __u64 v8_fingerprint(__u64 shared, __u64 name, __u64 script, __u64 extra)
 {
 	__u64 parts[4] = {shared, name, script, extra};
