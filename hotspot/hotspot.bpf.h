@@ -24,6 +24,9 @@ struct {
 /* Processes sampled that user space has not classified yet, asked once each. */
 RUNTIME_ASKED_MAP(hotspot_wanted);
 
+/* Compiled methods already told to user space (struct runtime_code). */
+RUNTIME_CODES_MAP(hotspot_codes, hotspot_seen, hotspot_last_id);
+
 /* The HotSpot side of one stack walk. */
 struct hotspot_walk {
 	__u32 pid;
@@ -140,11 +143,30 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		__u64 begin = 0;
 		__s32 complete = 0, offset = 0;
 
+		if (jvm->code_begin_is_offset) {
+			if (hotspot_read(&offset, 4, blob + jvm->blob_code_begin))
+				return RUNTIME_NATIVE;
+			begin = blob + offset;
+		} else if (hotspot_read(&begin, 8, blob + jvm->blob_code_begin)) {
+			return RUNTIME_NATIVE;
+		}
 		/* "nmethod\0", and "native n(method)": a native method's wrapper, compiled too. */
 		if (name == 0x646f6874656d6eULL || name == 0x6e2065766974616eULL) {
-			if (hotspot_read(&method, 8, blob + jvm->nmethod_method) || !method)
+			struct runtime_code_key key = {.pid = h->pid, .object = blob};
+			__u32 compile_id = 0;
+			__u64 id;
+
+			if (hotspot_read(&method, 8, blob + jvm->nmethod_method) || !method ||
+			    hotspot_read(&compile_id, 4, blob + jvm->nmethod_compile_id))
 				return RUNTIME_NATIVE;
-			value = HOTSPOT_FRAME(HOTSPOT_COMPILED, HOTSPOT_NO_BCI, method);
+			id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, method,
+					     hotspot_fingerprint(method, compile_id));
+			if (id)
+				value = HOTSPOT_NMETHOD_FRAME(pc >= begin && pc - begin < HOTSPOT_NO_BCI ? pc - begin
+													 : HOTSPOT_NO_BCI,
+							      id);
+			else
+				value = HOTSPOT_FRAME(HOTSPOT_COMPILED, HOTSPOT_NO_BCI, method);
 		} else {
 			value = HOTSPOT_FRAME(HOTSPOT_STUB, HOTSPOT_NO_BCI, blob);
 		}
@@ -154,13 +176,6 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			if (r->bp < r->sp || r->bp - r->sp > (1 << 20))
 				return RUNTIME_NATIVE;
 		} else {
-			if (jvm->code_begin_is_offset) {
-				if (hotspot_read(&offset, 4, blob + jvm->blob_code_begin))
-					return RUNTIME_NATIVE;
-				begin = blob + offset;
-			} else if (hotspot_read(&begin, 8, blob + jvm->blob_code_begin)) {
-				return RUNTIME_NATIVE;
-			}
 			hotspot_read(&complete, 4, blob + jvm->blob_frame_complete);
 			if (jvm->frame_complete_is_short)
 				complete = (__s16)complete;

@@ -7,21 +7,39 @@
 #include "runtime/runtime.h"
 
 /* A Java frame in a user stack: the tag in the top four bits (0xc: 0xa is taken, and a
- * runtime added later takes another), its kind in the next two, then 14 bits of bytecode
- * index (an interpreted frame's; HOTSPOT_NO_BCI past them) and 44 of an address divided by
- * 8: the Method* of an interpreted or compiled frame, a stub's code blob. */
+ * runtime added later takes another), its kind in the next two, then 14 bits of an offset
+ * (HOTSPOT_NO_BCI when there is none or it lies past them) and 44 of an address divided by
+ * 8 or of an id:
+ * - interpreted: the bytecode index, and the Method*;
+ * - compiled: the offset of its pc in the code, and the id of the compiled method as the
+ *   walk met it (struct runtime_code: object the nmethod, extra its Method*), named with its
+ *   lines and inlined methods while the JVM lives;
+ * - compiled, its id not had (the map or ring full): no offset, and the Method*;
+ * - a stub: no offset, and its code blob. */
 #define HOTSPOT_FRAME_TAG 0xc000000000000000ULL
 #define HOTSPOT_INTERPRETED 0ULL
 #define HOTSPOT_COMPILED 1ULL
 #define HOTSPOT_STUB 2ULL
+#define HOTSPOT_NMETHOD 3ULL
 #define HOTSPOT_NO_BCI 0x3fffULL
 #define HOTSPOT_ADDRESS_MASK 0xfffffffffffULL
 #define HOTSPOT_FRAME(kind, bci, address)                                                                  \
 	(HOTSPOT_FRAME_TAG | ((kind) & 3) << 58 | ((bci) & HOTSPOT_NO_BCI) << 44 |                         \
 	 (((address) >> 3) & HOTSPOT_ADDRESS_MASK))
+#define HOTSPOT_NMETHOD_FRAME(offset, id) HOTSPOT_FRAME(HOTSPOT_NMETHOD, offset, (id) << 3)
 #define HOTSPOT_FRAME_KIND(value) (((value) >> 58) & 3)
 #define HOTSPOT_FRAME_BCI(value) (((value) >> 44) & HOTSPOT_NO_BCI)
 #define HOTSPOT_FRAME_ADDRESS(value) (((value) & HOTSPOT_ADDRESS_MASK) << 3)
+#define HOTSPOT_FRAME_ID(value) ((value) & HOTSPOT_ADDRESS_MASK)
+
+/* What tells a compiled method from another that later took its place in the code heap: its
+ * Method* and its compile id (a running number of the JVM's). */
+static inline __u64 hotspot_fingerprint(__u64 method, __u32 compile_id)
+{
+	__u64 parts[2] = {method, compile_id};
+
+	return runtime_fingerprint(parts, 2);
+}
 
 #define HOTSPOT_MAX_HEAPS 4
 /* Steps back through a segment map (each up to 254 segments) before a blob is given up. */
@@ -40,9 +58,8 @@ struct hotspot_process {
 	__u8 pad[2];
 	__u16 block_used, block_size;
 	__u16 blob_name, blob_frame_size, blob_code_begin, blob_frame_complete;
-	__u16 nmethod_method, method_const, const_size;
+	__u16 nmethod_method, nmethod_compile_id, method_const, const_size;
 	__s16 interpreter_method, interpreter_bcp; /* bytes from the frame pointer */
-	__u16 pad2;
 };
 
 #endif /* HOTSPOT_HOTSPOT_H */

@@ -29,6 +29,15 @@ public:
 		const auto value = tables_.size_of(type);
 		return value && *value < (1u << 16) ? uint32_t(*value) : uint32_t(missing(std::string("sizeof ") + type));
 	}
+	// A field some JDKs have: 0 when this one has none under any of its names.
+	uint32_t optional(std::initializer_list<const char *> types, std::initializer_list<const char *> names)
+	{
+		for (const char *type : types)
+			for (const char *name : names)
+				if (const auto value = tables_.field(type, name); value && *value < (1u << 16))
+					return uint32_t(*value);
+		return 0;
+	}
 	int32_t constant(const char *name, int32_t otherwise)
 	{
 		const auto value = tables_.constant(name);
@@ -82,6 +91,26 @@ Result<HotSpotLayout> hotspot_layout(const HotSpotTables &tables)
 	l.blob_code_begin = find.offset({"CodeBlob"}, {"_code_begin", "_code_offset"});
 	l.nmethod_method = find.offset({"nmethod", "CompiledMethod"}, {"_method"});
 	l.nmethod_compile_id = find.offset({"nmethod"}, {"_compile_id"});
+	l.nmethod_metadata = find.optional({"nmethod"}, {"_metadata_offset"});
+	l.nmethod_scopes_pcs = find.optional({"nmethod"}, {"_scopes_pcs_offset"});
+	l.nmethod_scopes_data = find.optional({"nmethod", "CompiledMethod"}, {"_scopes_data_offset", "_scopes_data_begin"});
+	l.nmethod_dependencies = find.optional({"nmethod"}, {"_dependencies_offset"});
+	l.nmethod_immutable = find.optional({"nmethod"}, {"_immutable_data"});
+	l.nmethod_immutable_size = find.optional({"nmethod"}, {"_immutable_data_size"});
+	l.blob_data_offset = find.optional({"CodeBlob"}, {"_data_offset"});
+	l.blob_mutable = find.optional({"CodeBlob"}, {"_mutable_data"});
+	l.blob_mutable_size = find.optional({"CodeBlob"}, {"_mutable_data_size"});
+	l.blob_relocation_size = find.optional({"CodeBlob"}, {"_relocation_size"});
+	l.pc_desc_pc = find.optional({"PcDesc"}, {"_pc_offset"});
+	l.pc_desc_scope = find.optional({"PcDesc"}, {"_scope_decode_offset"});
+	l.pc_desc_size = uint32_t(tables.size_of("PcDesc").value_or(0));
+	const bool old_layout = l.nmethod_dependencies && l.nmethod_metadata && !l.nmethod_immutable;
+	const bool immutable_layout = l.nmethod_immutable && l.nmethod_immutable_size &&
+				      (l.blob_mutable ? l.blob_mutable_size && l.blob_relocation_size
+						      : l.nmethod_metadata && l.blob_data_offset);
+	l.scopes = (old_layout || immutable_layout) && l.nmethod_scopes_pcs && l.nmethod_scopes_data &&
+		   l.pc_desc_scope && l.pc_desc_pc + 4 <= l.pc_desc_size && l.pc_desc_scope + 4 <= l.pc_desc_size;
+	l.const_flags = find.optional({"ConstMethod"}, {"_flags", "_flags._flags"});
 	l.method_const = find.offset({"Method"}, {"_constMethod"});
 	l.const_constants = find.offset({"ConstMethod"}, {"_constants"});
 	l.const_name_index = find.offset({"ConstMethod"}, {"_name_index"});

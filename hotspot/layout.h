@@ -24,6 +24,20 @@ struct HotSpotLayout {
 	bool code_begin_is_offset = false;       //   which of the two
 	bool frame_complete_is_short = false;    // _frame_complete_offset an int16_t (JDK 23 on), not an int
 	uint32_t nmethod_method = 0, nmethod_compile_id = 0;
+	// Where a compiled method's debug information lies (hotspot/names.h reads it); each a
+	// field's offset, 0 when this JVM has not that field:
+	// - JDK 22 and before: metadata, scopes' pcs and dependencies at offsets from the
+	//   nmethod, its scopes' data at an address (_scopes_data_begin);
+	// - JDK 23 on: scopes' pcs and data at offsets into its immutable data; the metadata at
+	//   an offset from the end of its code (JDK 23, 24) or in its mutable data, after the
+	//   relocations (JDK 25 on).
+	uint32_t nmethod_metadata = 0, nmethod_scopes_pcs = 0, nmethod_scopes_data = 0, nmethod_dependencies = 0;
+	uint32_t nmethod_immutable = 0, nmethod_immutable_size = 0;
+	uint32_t blob_data_offset = 0, blob_mutable = 0, blob_mutable_size = 0, blob_relocation_size = 0;
+	uint32_t pc_desc_size = 0, pc_desc_pc = 0, pc_desc_scope = 0; // PcDesc's
+	bool scopes = false;                     // whether the fields above can be read on this JVM
+	uint32_t const_flags = 0;                // ConstMethod::_flags: bit 0, a line table after the bytecodes
+	uint8_t unsigned5_excluded = 0;          // 1 from JDK 20 on (hotspot/scopes.h)
 	uint32_t method_const = 0;               // Method::_constMethod
 	uint32_t const_constants = 0, const_name_index = 0, const_signature_index = 0, const_code_size = 0;
 	uint32_t const_size = 0;                 // sizeof(ConstMethod): the bytecodes follow it

@@ -1,8 +1,12 @@
 // hotspot/names.cpp: code blobs and methods read from a JVM's memory.
 #include "hotspot/names.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <vector>
+
+#include "hotspot/hotspot.h"
 
 namespace {
 
@@ -100,4 +104,122 @@ std::optional<std::string> read_hotspot_blob_name(const HotSpotLayout &layout, c
 	if (length == sizeof(text))
 		return std::nullopt;
 	return std::string(text, length);
+}
+
+std::vector<uint8_t> read_hotspot_line_table(const HotSpotLayout &layout, const ReadMemory &read, uint64_t method)
+{
+	uint64_t const_method = 0;
+	uint8_t flags = 0; // the low byte: a u2 (JDK 20 and before) or a u4, little-endian
+	uint16_t code_size = 0;
+	if (!layout.const_flags || !read_value(read, method + layout.method_const, const_method) ||
+	    !read_value(read, const_method + layout.const_flags, flags) || !(flags & 1) ||
+	    !read_value(read, const_method + layout.const_code_size, code_size))
+		return {};
+	// The table follows the bytecodes; its size is known once it is decoded: read a piece
+	// at a time until it ends.
+	const uint64_t at = const_method + layout.const_size + code_size;
+	constexpr size_t kPiece = 256;
+	std::vector<uint8_t> table;
+	while (table.size() < kMaxHotSpotLineTable) {
+		const size_t had = table.size();
+		table.resize(had + kPiece);
+		if (!read(at + had, table.data() + had, kPiece))
+			return {};
+		if (const size_t size = hotspot_line_table_size(table, layout.unsigned5_excluded)) {
+			table.resize(size);
+			return table;
+		}
+	}
+	return {};
+}
+
+namespace {
+
+// Bytes [begin, end) of the JVM's memory; nothing when the range is upside down, too large,
+// or unreadable.
+std::optional<std::vector<uint8_t>> read_range(const ReadMemory &read, uint64_t begin, uint64_t end)
+{
+	if (end < begin || end - begin > kMaxHotSpotScopesBytes)
+		return std::nullopt;
+	std::vector<uint8_t> bytes(end - begin);
+	if (!bytes.empty() && !read(begin, bytes.data(), bytes.size()))
+		return std::nullopt;
+	return bytes;
+}
+
+int64_t int32_at(const ReadMemory &read, uint64_t address, bool &ok)
+{
+	int32_t value = 0;
+	ok = ok && read_value(read, address, value);
+	return value;
+}
+
+} // namespace
+
+std::optional<HotSpotCompiled> read_hotspot_compiled(const HotSpotLayout &layout, const ReadMemory &read,
+						     uint64_t nmethod, uint64_t fingerprint)
+{
+	HotSpotCompiled out;
+	bool ok = true;
+	const int64_t compile_id = int32_at(read, nmethod + layout.nmethod_compile_id, ok);
+	if (!layout.scopes || !ok || !read_value(read, nmethod + layout.nmethod_method, out.method) ||
+	    hotspot_fingerprint(out.method, uint32_t(compile_id)) != fingerprint)
+		return std::nullopt;
+	const int64_t pcs_offset = int32_at(read, nmethod + layout.nmethod_scopes_pcs, ok);
+	std::optional<std::vector<uint8_t>> pcs, scopes, metadata;
+	if (!layout.nmethod_immutable) {
+		// [metadata][scopes' data][scopes' pcs][dependencies], from the nmethod's start.
+		uint64_t data_begin = 0;
+		const int64_t metadata_offset = int32_at(read, nmethod + layout.nmethod_metadata, ok);
+		const int64_t dependencies = int32_at(read, nmethod + layout.nmethod_dependencies, ok);
+		if (!ok || !read_value(read, nmethod + layout.nmethod_scopes_data, data_begin) || data_begin < nmethod)
+			return std::nullopt;
+		const int64_t data_offset = int64_t(data_begin - nmethod);
+		if (!(0 < metadata_offset && metadata_offset <= data_offset && data_offset <= pcs_offset &&
+		      pcs_offset <= dependencies))
+			return std::nullopt;
+		metadata = read_range(read, nmethod + metadata_offset, nmethod + data_offset);
+		scopes = read_range(read, nmethod + data_offset, nmethod + pcs_offset);
+		pcs = read_range(read, nmethod + pcs_offset, nmethod + dependencies);
+	} else {
+		// Scopes' pcs then data in the immutable data; the metadata apart.
+		uint64_t immutable = 0;
+		const int64_t data_offset = int32_at(read, nmethod + layout.nmethod_scopes_data, ok);
+		const int64_t immutable_size = int32_at(read, nmethod + layout.nmethod_immutable_size, ok);
+		if (!ok || !read_value(read, nmethod + layout.nmethod_immutable, immutable) ||
+		    !(0 <= pcs_offset && pcs_offset <= data_offset && data_offset <= immutable_size))
+			return std::nullopt;
+		pcs = read_range(read, immutable + pcs_offset, immutable + data_offset);
+		scopes = read_range(read, immutable + data_offset, immutable + immutable_size);
+		if (layout.blob_mutable) {
+			uint64_t mutable_data = 0;
+			const int64_t relocations = int32_at(read, nmethod + layout.blob_relocation_size, ok);
+			const int64_t mutable_size = int32_at(read, nmethod + layout.blob_mutable_size, ok);
+			if (!ok || !read_value(read, nmethod + layout.blob_mutable, mutable_data) || relocations < 0 ||
+			    mutable_size < relocations)
+				return std::nullopt;
+			metadata = read_range(read, mutable_data + relocations, mutable_data + mutable_size);
+		} else {
+			int16_t metadata_offset = 0;
+			const int64_t data = int32_at(read, nmethod + layout.blob_data_offset, ok);
+			const int64_t size = int32_at(read, nmethod + layout.blob_size, ok);
+			if (!ok || !read_value(read, nmethod + layout.nmethod_metadata, metadata_offset) ||
+			    data + metadata_offset < 0 || size < data + metadata_offset)
+				return std::nullopt;
+			metadata = read_range(read, nmethod + data + metadata_offset, nmethod + size);
+		}
+	}
+	if (!pcs || !scopes || !metadata)
+		return std::nullopt;
+	out.scopes.metadata.resize(metadata->size() / 8);
+	std::memcpy(out.scopes.metadata.data(), metadata->data(), 8 * out.scopes.metadata.size());
+	out.scopes.scopes = std::move(*scopes);
+	for (size_t at = 0; at + layout.pc_desc_size <= pcs->size(); at += layout.pc_desc_size) {
+		int32_t pc = 0;
+		uint32_t scope = 0;
+		std::memcpy(&pc, pcs->data() + at + layout.pc_desc_pc, sizeof(pc));
+		std::memcpy(&scope, pcs->data() + at + layout.pc_desc_scope, sizeof(scope));
+		out.scopes.pcs.emplace_back(pc, scope);
+	}
+	return out;
 }

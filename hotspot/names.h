@@ -8,6 +8,7 @@
 #include <string>
 
 #include "hotspot/layout.h"
+#include "hotspot/scopes.h"
 
 // A Symbol's text ("hotA", "holdout/Split"); nothing when it cannot be read or is longer
 // than kMaxHotSpotSymbol.
@@ -34,3 +35,20 @@ constexpr int kMaxSegmapSteps = 64;
 
 // A code blob's name, as the JVM gives it ("nmethod", "Interpreter", "StubRoutines (1)").
 std::optional<std::string> read_hotspot_blob_name(const HotSpotLayout &layout, const ReadMemory &read, uint64_t blob);
+
+// A method's compressed line table (hotspot/scopes.h), its end mark included; empty when it
+// has none, or it cannot be read within kMaxHotSpotLineTable bytes.
+std::vector<uint8_t> read_hotspot_line_table(const HotSpotLayout &layout, const ReadMemory &read, uint64_t method);
+constexpr size_t kMaxHotSpotLineTable = 64 * 1024;
+
+// A compiled method's Method* and debug information, when the nmethod at `nmethod` is still
+// the one the walk met (hotspot_fingerprint of its method and compile id); nothing when it
+// is not, the JVM has no scopes the layout reads, or they are larger than kMaxHotSpotScopes
+// bytes.
+struct HotSpotCompiled {
+	uint64_t method = 0;
+	HotSpotCompiledScopes scopes;
+};
+std::optional<HotSpotCompiled> read_hotspot_compiled(const HotSpotLayout &layout, const ReadMemory &read,
+						     uint64_t nmethod, uint64_t fingerprint);
+constexpr size_t kMaxHotSpotScopesBytes = 1024 * 1024;

@@ -4,6 +4,7 @@
 
 #include <bpf/bpf.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -45,6 +46,7 @@ hotspot_process process_of(const HotSpotDetection &found)
 	p.blob_code_begin = uint16_t(l.blob_code_begin);
 	p.blob_frame_complete = uint16_t(l.blob_frame_complete);
 	p.nmethod_method = uint16_t(l.nmethod_method);
+	p.nmethod_compile_id = uint16_t(l.nmethod_compile_id);
 	p.method_const = uint16_t(l.method_const);
 	p.const_size = uint16_t(l.const_size);
 	p.interpreter_method = int16_t(8 * l.interpreter_method);
@@ -55,19 +57,43 @@ hotspot_process process_of(const HotSpotDetection &found)
 } // namespace
 
 struct HotSpotReader::Impl {
+	explicit Impl(const HotSpotMaps &maps) : maps(maps), seen(maps.seen, sizeof(runtime_code)) {}
 	HotSpotMaps maps;
+	SeenRecords seen; // compiled methods met for the first time
 	struct Process {
 		HotSpotLayout layout;
 		std::shared_ptr<UniqueFd> mem;
+		ReadMemory read() const
+		{
+			const int fd = mem && *mem ? mem->get() : -1;
+			return [fd](uint64_t address, void *out, size_t size) {
+				return fd >= 0 && read_process_memory(fd, address, out, size);
+			};
+		}
 	};
 	std::unordered_map<uint32_t, Process> processes; // JVMs, by pid
 	std::set<std::string> said;                        // notes already printed
+	// A method as the reports name it, with its line table; by pid and Method*.
+	struct Method {
+		HotSpotMethodName name;
+		std::vector<uint8_t> lines;
+	};
+	mutable std::map<std::pair<uint32_t, uint64_t>, std::optional<Method>> methods;
+	// Compiled methods the walk met, by their id (unique in the run).
+	struct Compiled {
+		uint32_t pid;
+		HotSpotCompiled code;
+	};
+	std::unordered_map<uint64_t, Compiled> compiled;
 	mutable std::map<std::pair<uint32_t, uint64_t>, std::optional<RuntimeFrameName>> named;
-	mutable uint64_t methods = 0, unnamed = 0;
+	mutable uint64_t methods_named = 0, unnamed = 0;
+	uint64_t compiled_read = 0, compiled_unread = 0;
 	mutable double naming_ms = 0;
 	double reading_ms = 0;
 
 	void classify(uint32_t pid);
+	void learn(const runtime_code &met);
+	const Method *method(uint32_t pid, uint64_t address) const;
 	std::optional<RuntimeFrameName> read_name(uint32_t pid, uint64_t frame) const;
 };
 
@@ -87,39 +113,108 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		value = process_of(found);
 		auto mem = std::make_shared<UniqueFd>(open_read_only(("/proc/" + std::to_string(pid) + "/mem").c_str()));
 		processes[pid] = Process{found.layout, mem};
+		forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
 	} else {
 		processes.erase(pid);
 	}
+	// A pid's methods and names are its image's: another image's are not them.
+	std::erase_if(named, [pid](const auto &entry) { return entry.first.first == pid; });
+	std::erase_if(methods, [pid](const auto &entry) { return entry.first.first == pid; });
 	bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
+}
+
+const HotSpotReader::Impl::Method *HotSpotReader::Impl::method(uint32_t pid, uint64_t address) const
+{
+	auto [at, added] = methods.try_emplace({pid, address});
+	if (added) {
+		auto it = processes.find(pid);
+		if (it == processes.end())
+			return nullptr;
+		const ReadMemory read = it->second.read();
+		if (auto name = read_hotspot_method(it->second.layout, read, address))
+			at->second = Method{std::move(*name), read_hotspot_line_table(it->second.layout, read, address)};
+		(at->second ? methods_named : unnamed)++;
+	}
+	return at->second ? &*at->second : nullptr;
+}
+
+// A compiled method the walk met: its debug information, and every method it inlined,
+// read now, while the JVM lives (the code cache is swept, and the JVM may exit first).
+void HotSpotReader::Impl::learn(const runtime_code &met)
+{
+	auto it = processes.find(met.pid);
+	if (it == processes.end()) {
+		compiled_unread++;
+		return;
+	}
+	const HotSpotLayout &layout = it->second.layout;
+	std::optional<HotSpotCompiled> code = read_hotspot_compiled(layout, it->second.read(), met.object, met.fingerprint);
+	if (!code) {
+		compiled_unread++;
+		return;
+	}
+	compiled_read++;
+	method(met.pid, code->method);
+	for (const auto &[pc, scope] : code->scopes.pcs)
+		for (const HotSpotScope &inlined : hotspot_scopes_at(code->scopes, uint32_t(std::max(pc, 0)),
+								     layout.unsigned5_excluded))
+			method(met.pid, inlined.method);
+	compiled.emplace(met.id, Compiled{met.pid, std::move(*code)});
 }
 
 std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uint64_t frame) const
 {
 	auto it = processes.find(pid);
-	if (it == processes.end() || !*it->second.mem)
+	if (it == processes.end())
 		return std::nullopt;
-	const int fd = it->second.mem->get();
-	const ReadMemory read = [fd](uint64_t address, void *out, size_t size) {
-		return read_process_memory(fd, address, out, size);
-	};
 	const HotSpotLayout &layout = it->second.layout;
-	const uint64_t address = HOTSPOT_FRAME_ADDRESS(frame);
-	if (HOTSPOT_FRAME_KIND(frame) == HOTSPOT_STUB) {
-		const auto name = read_hotspot_blob_name(layout, read, address);
+	const uint64_t kind = HOTSPOT_FRAME_KIND(frame), at = HOTSPOT_FRAME_BCI(frame);
+	auto name_of = [&](const Method &m, uint32_t bci, bool line) {
+		return RuntimeFrameName{m.name.qualified(), m.name.file,
+					line ? hotspot_line_of(m.lines, bci, layout.unsigned5_excluded) : 0};
+	};
+	if (kind == HOTSPOT_STUB) {
+		const auto name = read_hotspot_blob_name(layout, it->second.read(), HOTSPOT_FRAME_ADDRESS(frame));
 		if (!name)
 			return std::nullopt;
 		return RuntimeFrameName{"[" + *name + "]", "", 0};
 	}
-	const auto method = read_hotspot_method(layout, read, address);
-	if (!method)
+	if (kind != HOTSPOT_NMETHOD) {
+		const Method *m = method(pid, HOTSPOT_FRAME_ADDRESS(frame));
+		if (!m)
+			return std::nullopt;
+		return name_of(*m, uint32_t(at), kind == HOTSPOT_INTERPRETED && at != HOTSPOT_NO_BCI);
+	}
+	const auto code = compiled.find(HOTSPOT_FRAME_ID(frame));
+	if (code == compiled.end() || code->second.pid != pid)
 		return std::nullopt;
-	return RuntimeFrameName{method->qualified(), method->file, 0};
+	// Innermost first: each inlined into the next; the last is the compiled method itself.
+	const std::vector<HotSpotScope> chain =
+		at == HOTSPOT_NO_BCI ? std::vector<HotSpotScope>{}
+				     : hotspot_scopes_at(code->second.code.scopes, uint32_t(at), layout.unsigned5_excluded);
+	if (chain.empty()) {
+		const Method *m = method(pid, code->second.code.method);
+		if (!m)
+			return std::nullopt;
+		return name_of(*m, 0, false);
+	}
+	std::optional<RuntimeFrameName> out;
+	for (size_t i = chain.size(); i-- > 0;) {
+		const Method *m = method(pid, chain[i].method);
+		if (!m)
+			return std::nullopt;
+		RuntimeFrameName name = name_of(*m, chain[i].bci, true);
+		if (!out) {
+			out = std::move(name);
+		} else {
+			name.inlined = true;
+			out->inlined_here.insert(out->inlined_here.begin(), std::move(name));
+		}
+	}
+	return out;
 }
 
-HotSpotReader::HotSpotReader(const HotSpotMaps &maps) : impl_(std::make_unique<Impl>())
-{
-	impl_->maps = maps;
-}
+HotSpotReader::HotSpotReader(const HotSpotMaps &maps) : impl_(std::make_unique<Impl>(maps)) {}
 
 HotSpotReader::~HotSpotReader() = default;
 
@@ -133,18 +228,22 @@ void HotSpotReader::tick()
 {
 	Impl &d = *impl_;
 	answer_asked_pids(d.maps.wanted, [&](uint32_t pid) { d.classify(pid); });
+	const std::vector<runtime_code> fresh = take_seen<runtime_code>(d.seen);
+	if (fresh.empty())
+		return;
+	const double start = clocks::thread_cpu_ms();
+	for (const runtime_code &met : fresh)
+		d.learn(met);
+	d.naming_ms += clocks::thread_cpu_ms() - start;
 }
 
 bool HotSpotReader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const
 {
 	const Impl &d = *impl_;
-	// The bytecode index does not change the name (lines are not read yet): one read a method.
-	const uint64_t key = frame & ~(HOTSPOT_NO_BCI << 44);
-	auto [at, added] = d.named.try_emplace({pid, key});
+	auto [at, added] = d.named.try_emplace({pid, frame});
 	if (added) {
 		const double start = clocks::thread_cpu_ms();
-		at->second = d.read_name(pid, key);
-		(at->second ? d.methods : d.unnamed)++;
+		at->second = d.read_name(pid, frame);
 		d.naming_ms += clocks::thread_cpu_ms() - start;
 	}
 	if (!at->second)
@@ -156,8 +255,11 @@ bool HotSpotReader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) co
 std::string HotSpotReader::stats() const
 {
 	const Impl &d = *impl_;
-	char line[200];
-	snprintf(line, sizeof(line), "java: %zu JVMs followed (tables read in %.1f ms), %" PRIu64 " methods and stubs named (%" PRIu64
-		 " not), naming CPU %.1f ms", d.processes.size(), d.reading_ms, d.methods, d.unnamed, d.naming_ms);
+	char line[240];
+	snprintf(line, sizeof(line),
+		 "java: %zu JVMs followed (tables read in %.1f ms), %" PRIu64 " methods named (%" PRIu64
+		 " not), %" PRIu64 " compiled methods read with their inlining (%" PRIu64 " not), naming CPU %.1f ms",
+		 d.processes.size(), d.reading_ms, d.methods_named, d.unnamed, d.compiled_read, d.compiled_unread,
+		 d.naming_ms);
 	return line;
 }

@@ -12,7 +12,7 @@
 
 // The kernel maps the reader works through (hotspot/hotspot.bpf.h).
 struct HotSpotMaps {
-	int processes = -1, wanted = -1;
+	int processes = -1, wanted = -1, codes = -1, seen = -1;
 };
 
 class HotSpotReader : public RuntimeReader {
@@ -24,11 +24,12 @@ public:
 
 	void prepare(const std::vector<uint32_t> &pids) override;
 	// Classifies the processes the kernel asked about (one line on stderr for each JVM it
-	// cannot follow, once per reason).
+	// cannot follow, once per reason), and reads the compiled methods the walk met for the
+	// first time, with the methods inlined into them, while their JVM lives.
 	void tick() override;
-	// A Java frame (hotspot/hotspot.h's tagged value): its method read from the JVM's
-	// memory, once per method; false when it cannot be read (the process gone, the method
-	// freed), and the reports then show [java].
+	// A Java frame (hotspot/hotspot.h's tagged value): its method and line read from the
+	// JVM's memory, once per method, and a compiled frame's inlined methods; false when it
+	// cannot be read (the process gone, the method freed), and the reports then show [java].
 	bool name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const override;
 	// "java: 1 JVM followed, ...".
 	std::string stats() const override;

@@ -15,7 +15,9 @@ std::unique_ptr<RuntimeReader> start_hotspot(const MapFdByName &map_fd)
 	HotSpotMaps maps;
 	maps.processes = map_fd("hotspot_processes");
 	maps.wanted = map_fd("hotspot_wanted");
-	if (maps.processes < 0 || maps.wanted < 0)
+	maps.codes = map_fd("hotspot_codes");
+	maps.seen = map_fd("hotspot_seen");
+	if (maps.processes < 0 || maps.wanted < 0 || maps.codes < 0 || maps.seen < 0)
 		return nullptr;
 	return std::make_unique<HotSpotReader>(maps);
 }
@@ -26,7 +28,7 @@ const RuntimeRoom hotspot_room = {
 	.name = "java",
 	.help = "show HotSpot JVMs' code as it is: by default, in processes running a HotSpot JVM (JDK 17 and 25 "
 		"verified), its interpreted and compiled frames are shown as the Java methods they ran, as "
-		"holdout.Split.hotA (Split.java), and its stubs by their kind; needs --unwind auto or dwarf",
+		"holdout.Split.hotA (Split.java:15), with the methods C2 inlined as frames of their own, and its stubs by their kind; needs --unwind auto or dwarf",
 	.tag = HOTSPOT_FRAME_TAG,
 	.kind = FrameKind::Java,
 	.unnamed = "[java]",

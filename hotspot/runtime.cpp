@@ -3,6 +3,7 @@
 #include "hotspot/runtime.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 
 #include "base/fd.h"
@@ -73,6 +74,9 @@ HotSpotDetection detect_hotspot(uint32_t pid)
 	}
 	found.layout = *layout;
 	found.version = hotspot_version(found.layout, read);
+	// From JDK 20 on, a compressed stream's numbers never hold a zero byte (UNSIGNED5's
+	// excluded byte): they decode differently.
+	found.layout.unsigned5_excluded = std::atoi(found.version.c_str()) >= 20 ? 1 : 0;
 	Result<HotSpotHeaps> heaps = hotspot_heaps(found.layout, read);
 	if (!heaps.ok()) {
 		found.kind = HotSpotDetection::NotYet;

@@ -12,11 +12,15 @@
 
 #include "report/model.h"
 
-// A runtime's frame as the reports show it: its function, the source file and the line.
+// A runtime's frame as the reports show it: its function, the source file and the line, and
+// the functions its optimizing compiler inlined into it there, innermost first (each marked
+// inlined).
 struct RuntimeFrameName {
 	std::string function;
 	std::string file;
 	uint32_t line = 0;
+	bool inlined = false;
+	std::vector<RuntimeFrameName> inlined_here = {};
 };
 
 // One runtime's user half in a run, made once the sampling program is loaded.

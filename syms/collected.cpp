@@ -190,6 +190,7 @@ struct Collected::Impl {
 		FrameKind kind;
 		std::string function, file;
 		uint32_t line;
+		bool inlined;
 		bool operator==(const RuntimeFrame &) const = default;
 	};
 	ValueTable<RuntimeFrame> runtime_frames;
@@ -282,11 +283,11 @@ Collected::FrameId Collected::user_frame(uint32_t pid, const ProcessImage *image
 }
 
 Collected::FrameId Collected::runtime_frame(FrameKind kind, std::string function, std::string file,
-					   uint32_t line)
+					   uint32_t line, bool inlined)
 {
 	Impl &d = *impl_;
-	const uint64_t h = mix(mix(mix(text_hash(function), text_hash(file)), line), uint64_t(kind));
-	const UserFrameRef frame{d.runtime_frames.intern({kind, std::move(function), std::move(file), line}, h),
+	const uint64_t h = mix(mix(mix(text_hash(function), text_hash(file)), line), uint64_t(kind) << 1 | inlined);
+	const UserFrameRef frame{d.runtime_frames.intern({kind, std::move(function), std::move(file), line, inlined}, h),
 				 kRuntimeObject, 0};
 	return d.user_frames.intern(frame, mix(mix(frame.offset, frame.object), 0));
 }
@@ -410,6 +411,7 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				frame.source_file = runtime.file;
 				frame.line = runtime.line;
 				frame.kind = runtime.kind;
+				frame.inlined = runtime.inlined;
 				profile.frames.push_back(std::move(frame));
 			}
 			for (uint32_t n = 0; n < at.count; n++)

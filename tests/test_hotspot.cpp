@@ -10,15 +10,18 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "base/fd.h"
+#include "hotspot/hotspot.h"
 #include "hotspot/layout.h"
 #include "hotspot/names.h"
 #include "hotspot/runtime.h"
+#include "hotspot/scopes.h"
 #include "hotspot/vmstructs.h"
 #include "proc/memory.h"
 #include "tests/support.h"
@@ -154,6 +157,37 @@ FakeJvm small_jvm()
 	return jvm;
 }
 
+// HotSpot's writers, as compressedStream.cpp and method.cpp write: UNSIGNED5 with `excluded`
+// low bytes never written (1 from JDK 20 on), signed numbers zigzagged, a line table's pairs.
+void put_number(std::vector<uint8_t> &out, uint32_t value, uint8_t excluded)
+{
+	const uint32_t low = 256 - 64 - excluded; // L: values a single byte holds
+	for (int i = 0; i < 4 && value >= low; i++) {
+		out.push_back(uint8_t(excluded + low + (value - low) % 64));
+		value = (value - low) / 64;
+	}
+	out.push_back(uint8_t(excluded + value));
+}
+
+std::vector<uint8_t> line_table(const std::vector<std::pair<uint32_t, uint32_t>> &pairs, uint8_t excluded)
+{
+	std::vector<uint8_t> out;
+	uint32_t bci = 0, line = 0;
+	for (const auto &[b, l] : pairs) {
+		const int32_t bci_delta = int32_t(b - bci), line_delta = int32_t(l - line);
+		bci = b, line = l;
+		if (bci_delta >= 0 && bci_delta < 32 && line_delta >= 0 && line_delta < 8 && (bci_delta << 3 | line_delta) != 0xff) {
+			out.push_back(uint8_t(bci_delta << 3 | line_delta));
+		} else {
+			out.push_back(0xff);
+			put_number(out, uint32_t(bci_delta << 1) ^ uint32_t(bci_delta >> 31), excluded);
+			put_number(out, uint32_t(line_delta << 1) ^ uint32_t(line_delta >> 31), excluded);
+		}
+	}
+	out.push_back(0);
+	return out;
+}
+
 } // namespace
 
 TEST_SUITE("unit") {
@@ -219,6 +253,94 @@ TEST_CASE("hotspot: bad VM tables give a reason, never a read without end")
 	}
 }
 
+TEST_CASE("hotspot: UNSIGNED5 numbers decode as HotSpot writes them, before and after JDK 20")
+{
+	for (const uint8_t excluded : {0, 1}) {
+		CAPTURE(int(excluded));
+		std::vector<uint8_t> bytes;
+		const std::vector<uint32_t> numbers = {0, 1, 190, 191, 192, 1000, 12345, 1u << 20, 0x7fffffff};
+		for (uint32_t n : numbers)
+			put_number(bytes, n, excluded);
+		if (excluded) // no zero byte inside a number
+			CHECK(std::find(bytes.begin(), bytes.end(), 0) == bytes.end());
+		Unsigned5Reader read(bytes, excluded);
+		for (uint32_t n : numbers)
+			CHECK(read.number() == n);
+		CHECK(read.ok());
+		CHECK(read.position() == bytes.size());
+		read.number(); // past the end
+		CHECK_FALSE(read.ok());
+	}
+	// Hand-made: 1000 is 232, 12 (JDK 17) and 233, 13 (JDK 20 on).
+	CHECK(Unsigned5Reader(std::vector<uint8_t>{232, 12}, 0).number() == 1000);
+	CHECK(Unsigned5Reader(std::vector<uint8_t>{233, 13}, 1).number() == 1000);
+	const std::vector<uint8_t> zero = {0};
+	Unsigned5Reader excluded_byte(zero, 1);
+	excluded_byte.number();
+	CHECK_FALSE(excluded_byte.ok());
+}
+
+TEST_CASE("hotspot: a method's line table gives each bytecode index its line, the nearest before when none is its own")
+{
+	for (const uint8_t excluded : {0, 1}) {
+		CAPTURE(int(excluded));
+		// Short pairs and long ones (a bci jump of 32 or more, a line back or 8 on).
+		const std::vector<uint8_t> table =
+			line_table({{0, 10}, {5, 11}, {40, 20}, {44, 12}, {300, 300}}, excluded);
+		CHECK(hotspot_line_table_size(table, excluded) == table.size());
+		CHECK(hotspot_line_of(table, 0, excluded) == 10);
+		CHECK(hotspot_line_of(table, 4, excluded) == 10);
+		CHECK(hotspot_line_of(table, 5, excluded) == 11);
+		CHECK(hotspot_line_of(table, 39, excluded) == 11);
+		CHECK(hotspot_line_of(table, 40, excluded) == 20);
+		CHECK(hotspot_line_of(table, 44, excluded) == 12);
+		CHECK(hotspot_line_of(table, 299, excluded) == 12);
+		CHECK(hotspot_line_of(table, 5000, excluded) == 300);
+		// Cut short: its size is unknown (read more), its whole entries still answer (the
+		// first pair is a long one, 3 bytes; the second a short one).
+		const std::vector<uint8_t> cut(table.begin(), table.begin() + 4);
+		CHECK(hotspot_line_table_size(cut, excluded) == 0);
+		CHECK(hotspot_line_of(cut, 6, excluded) == 11);
+		CHECK(hotspot_line_of(std::vector<uint8_t>{}, 6, excluded) == 0);
+	}
+}
+
+TEST_CASE("hotspot: a compiled method's scopes give the methods inlined at a pc, innermost first, and nothing doubtful")
+{
+	const uint8_t x = 1;
+	HotSpotCompiledScopes code;
+	code.metadata = {0x1000, 0x2000, 0};
+	// Offset 0 is no scope. The outer scope (method 1, bci 5) at 1, the inlined one
+	// (method 2, bci 3) at its end, its sender the outer: bcis are written plus one.
+	code.scopes = {0};
+	auto scope = [&](uint32_t sender, uint32_t method, uint32_t bci_plus_one) {
+		const uint32_t at = uint32_t(code.scopes.size());
+		put_number(code.scopes, sender, x);
+		put_number(code.scopes, method, x);
+		put_number(code.scopes, bci_plus_one, x);
+		return at;
+	};
+	const uint32_t outer = scope(0, 1, 6), inner = scope(outer, 2, 4), bad_method = scope(0, 3, 1),
+		       unknown_method = scope(0, 9, 1), forward = scope(1000, 1, 1);
+	code.pcs = {{-1, 0}, {10, inner}, {20, outer}, {30, bad_method}, {40, unknown_method}, {50, forward}, {60, 0}};
+	auto chain = [&](uint32_t pc) {
+		std::string text;
+		for (const HotSpotScope &s : hotspot_scopes_at(code, pc, x))
+			text += (text.empty() ? "" : " ") + std::to_string(s.method) + "@" + std::to_string(s.bci);
+		return text;
+	};
+	CHECK(chain(10) == "8192@3 4096@5"); // a call's return address: its own PcDesc
+	CHECK(chain(0) == "8192@3 4096@5");  // before it: the next one
+	CHECK(chain(15) == "4096@5");
+	CHECK(chain(20) == "4096@5");
+	CHECK(chain(30) == "");  // a method index to no method
+	CHECK(chain(40) == "");  // past the metadata
+	CHECK(chain(50) == "");  // a sender after its callee: cut short, not guessed
+	CHECK(chain(55) == "");  // the last with a scope before it is that one
+	code.scopes.resize(outer + 1); // the data cut inside the outer scope
+	CHECK(chain(20) == "");
+}
+
 } // TEST_SUITE("unit")
 
 namespace {
@@ -280,7 +402,23 @@ struct SplitJvm {
 struct Compiled {
 	std::set<std::string> names; // "holdout.Split.hotA(J)J Split.java"
 	size_t blobs = 0, found_by_map = 0;
+	size_t scoped = 0; // whose debug information reads
+	// Every method and line of every scope of hotA's and hotB's compiled code:
+	// "holdout.Split.hotA:15".
+	std::set<std::string> split_lines;
 };
+
+// The line of Split.java that holds text.
+uint32_t split_line(const std::string &text)
+{
+	std::ifstream source("tests/workloads/java/holdout/Split.java");
+	std::string line;
+	for (uint32_t n = 1; std::getline(source, line); n++)
+		if (line.find(text) != std::string::npos)
+			return n;
+	FAIL("Split.java has no line with " << text);
+	return 0;
+}
 
 Compiled compiled_methods(const HotSpotDetection &jvm, int mem)
 {
@@ -301,9 +439,25 @@ Compiled compiled_methods(const HotSpotDetection &jvm, int mem)
 				out.blobs++;
 				out.found_by_map += find_hotspot_blob(jvm.heaps, l, read, blob + size - 1) == blob;
 				uint64_t method = 0;
+				int32_t compile_id = 0;
 				if (read(blob + l.nmethod_method, &method, 8))
 					if (auto name = read_hotspot_method(l, read, method))
 						out.names.insert(name->qualified() + name->signature + " " + name->file);
+				const auto code = read(blob + l.nmethod_compile_id, &compile_id, 4)
+							  ? read_hotspot_compiled(l, read, blob, hotspot_fingerprint(method, uint32_t(compile_id)))
+							  : std::nullopt;
+				out.scoped += code && code->method == method;
+				const auto name = read_hotspot_method(l, read, method);
+				if (code && name && (name->method == "hotA" || name->method == "hotB") && name->klass == "holdout.Split")
+					for (const auto &[pc, scope] : code->scopes.pcs)
+						for (const HotSpotScope &at : hotspot_scopes_at(code->scopes, uint32_t(std::max(pc, 0)),
+												l.unsigned5_excluded))
+							if (const auto inner = read_hotspot_method(l, read, at.method))
+								out.split_lines.insert(
+									inner->qualified() + ":" +
+									std::to_string(hotspot_line_of(
+										read_hotspot_line_table(l, read, at.method), at.bci,
+										l.unsigned5_excluded)));
 			}
 			block += uint64_t(length) << jvm.heaps.log2_segment;
 		}
@@ -349,6 +503,24 @@ TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, a
 		CHECK(compiled.names.count("holdout.Split.hotB(J)J Split.java"));
 		CHECK(compiled.blobs > 10);
 		CHECK(compiled.found_by_map == compiled.blobs);
+		// Every compiled method's debug information reads; hotA's and hotB's scopes are
+		// theirs alone (nothing inlined into them), each at a line of its own body.
+		CHECK(compiled.scoped == compiled.blobs);
+		const uint32_t a_first = split_line("static long hotA"), b_first = split_line("static long hotB"),
+			       end = split_line("public static void main");
+		size_t a_lines = 0, b_lines = 0;
+		for (const std::string &at : compiled.split_lines) {
+			CAPTURE(at);
+			const std::string method = at.substr(0, at.find(':'));
+			const uint32_t line = uint32_t(std::stoul(at.substr(at.find(':') + 1)));
+			REQUIRE((method == "holdout.Split.hotA" || method == "holdout.Split.hotB"));
+			const bool a = method == "holdout.Split.hotA";
+			CHECK(line > (a ? a_first : b_first));
+			CHECK(line < (a ? b_first : end));
+			(a ? a_lines : b_lines)++;
+		}
+		CHECK(a_lines > 0);
+		CHECK(b_lines > 0);
 	}
 }
 
@@ -433,10 +605,32 @@ TEST_CASE("hotspot: each JDK's two methods sharing the main thread, by name, in 
 				return f.find(" (") != std::string::npos && f.find(".java") != std::string::npos;
 			});
 			named += method ? l.count : 0;
-			const bool under_main = std::find(l.frames.begin(), l.frames.end(), "holdout.Split.main (Split.java)") !=
-						l.frames.end();
+			const bool under_main = std::any_of(l.frames.begin(), l.frames.end(), [](const std::string &f) {
+				return f.starts_with("holdout.Split.main (Split.java:");
+			});
 			whole += method && under_main && l.frames.size() > 1 && l.frames[1] == "clone3" ? l.count : 0;
 		}
+		// Lines: each method's at a line of its own body, main's at its call.
+		const std::string a_line = std::to_string(split_line("sink += hotA(")),
+				  b_line = std::to_string(split_line("sink += hotB("));
+		const uint32_t a_first = split_line("static long hotA"), b_first = split_line("static long hotB"),
+			       main_first = split_line("public static void main");
+		uint64_t lined = 0;
+		for (const FoldedLine &l : lines)
+			for (size_t i = 1; i < l.frames.size(); i++) {
+				const std::string &f = l.frames[i];
+				const bool is_a = f.starts_with("holdout.Split.hotA (Split.java:"),
+					   is_b = f.starts_with("holdout.Split.hotB (Split.java:");
+				if (!is_a && !is_b)
+					continue;
+				CAPTURE(f);
+				const uint32_t line = uint32_t(std::stoul(f.substr(f.find(':') + 1)));
+				CHECK(line > (is_a ? a_first : b_first));
+				CHECK(line < (is_a ? b_first : main_first));
+				CHECK(l.frames[i - 1] == "holdout.Split.main (Split.java:" + (is_a ? a_line : b_line) + ")");
+				lined += l.count;
+			}
+		CHECK(lined == a + b);
 		MESSAGE(found[k].label << ": hotA " << a << ", hotB " << b << " samples (" << share << "); " << named
 					<< " of " << all << " named, " << whole << " under main and the root");
 		CHECK(named * 100 >= all * 85);

@@ -16,7 +16,8 @@ FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_OUTPUT)/fuzz_%)
 FUZZ_LIB_SRCS := base/fd.cpp $(addprefix elf/,debug_file.cpp demangle.cpp dwarf_file.cpp elf.cpp source_lines.cpp) \
 	$(addprefix proc/,cgroup.cpp kallsyms.cpp maps.cpp perf_map.cpp process_history.cpp) \
 	unwind/table.cpp unwind/cfi_image.cpp unwind/cache.cpp python/runtime.cpp python/names.cpp python/layout.cpp \
-	v8/names.cpp v8/metadata.cpp proc/memory.cpp hotspot/vmstructs.cpp hotspot/layout.cpp hotspot/names.cpp
+	v8/names.cpp v8/metadata.cpp proc/memory.cpp hotspot/vmstructs.cpp hotspot/layout.cpp hotspot/names.cpp \
+	hotspot/scopes.cpp
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_OUTPUT)/%.o)
 
 .PHONY: fuzz fuzz-build

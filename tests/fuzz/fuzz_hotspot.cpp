@@ -1,7 +1,8 @@
 // tests/fuzz/fuzz_hotspot.cpp: what the HotSpot walk reads from a JVM's memory, with the
 // bytes as that memory (at 0x10000, the rest unreadable): the VM tables through their
 // symbols (each at a word of the input), the layout made of what was read, and, with a
-// layout whose offsets the input gives, Symbols, methods and the code heap's segment map.
+// layout whose offsets the input gives, Symbols, methods and the code heap's segment map;
+// and the input as a method's line table and as a compiled method's scopes.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include "hotspot/layout.h"
 #include "hotspot/names.h"
+#include "hotspot/scopes.h"
 #include "hotspot/vmstructs.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -64,5 +66,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	heaps.heaps.push_back({kBase, kBase + size, kBase, kBase + size});
 	if (const auto blob = find_hotspot_blob(heaps, l, read, at))
 		FUZZ_CHECK(*blob >= kBase);
+	// The decoders, with either encoding: a line table, and scopes whose pcs and metadata
+	// are the input's first words.
+	const std::span<const uint8_t> bytes(data, size);
+	for (const uint8_t excluded : {0, 1}) {
+		FUZZ_CHECK(hotspot_line_table_size(bytes, excluded) <= size);
+		(void)hotspot_line_of(bytes, uint32_t(fuzz_tail_u64(data, size)), excluded);
+		HotSpotCompiledScopes scopes;
+		scopes.scopes.assign(data, data + size);
+		for (size_t i = 0; i < 8; i++) {
+			const uint64_t word = word_at(data, size, i);
+			scopes.pcs.emplace_back(int32_t(word), uint32_t(word >> 32));
+			scopes.metadata.push_back(word);
+		}
+		FUZZ_CHECK(hotspot_scopes_at(scopes, uint32_t(word_at(data, size, 8)), excluded).size() <=
+			   kMaxHotSpotScopes);
+	}
 	return 0;
 }
