@@ -98,6 +98,25 @@ static __always_inline __u64 hotspot_blob(const struct hotspot_process *jvm, __u
 	return block + jvm->block_size;
 }
 
+/* What is left of a compiled frame's own at pc, when pc is in its epilogue, after the frame
+ * was taken down: 16 at `pop rbp` (rbp, then the return address), 8 after it, in the return's
+ * safepoint poll (`cmp rsp, [r15 + d]; ja` on JDK 16 on, `test eax, [r10]` before) or at the
+ * `ret`; 0 elsewhere (the frame is whole). x86-64's C1 and C2 epilogues. */
+static __always_inline __u32 hotspot_epilogue(__u64 pc)
+{
+	__u8 code[8] = {};
+
+	if (hotspot_read(code, sizeof(code), pc))
+		return 0;
+	if (code[0] == 0x5d)
+		return 16;
+	if (code[0] == 0xc3 || (code[0] == 0x49 && code[1] == 0x3b && (code[2] == 0x67 || code[2] == 0xa7)) ||
+	    (code[0] == 0x0f && code[1] == 0x87 && code[6] == 0xc3) ||
+	    (code[0] == 0x41 && code[1] == 0x85 && code[2] == 0x02 && code[3] == 0xc3))
+		return 8;
+	return 0;
+}
+
 /* At a native frame of the walk whose pc (index 0 for the leaf) lies in a JVM's code heap:
  * records its Java frame at ip[n] and moves r to its caller (RUNTIME_STEPPED); anything
  * else is the table walk's (RUNTIME_NATIVE). Global, so the verifier checks it once. */
@@ -179,14 +198,21 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			hotspot_read(&complete, 4, blob + jvm->blob_frame_complete);
 			if (jvm->frame_complete_is_short)
 				complete = (__s16)complete;
-			/* The leaf before its frame is made: only the return address is pushed. */
-			if (index == 0 && complete > 0 && pc < begin + complete) {
-				if (hotspot_read(&saved[1], 8, r->sp))
-					return RUNTIME_NATIVE;
-				frames->ip[n & UNWIND_MAX_DEPTH] = value;
-				r->sp += 8;
-				r->pc = saved[1];
-				return RUNTIME_STEPPED;
+			/* The leaf before its frame is made, or in its epilogue once it is gone: only
+			 * the return address is left (or rbp above it, at its pop). */
+			if (index == 0) {
+				__u32 left = complete > 0 && pc < begin + complete ? 8 : hotspot_epilogue(pc);
+
+				if (left) {
+					if (hotspot_read(saved, 16, r->sp))
+						return RUNTIME_NATIVE;
+					frames->ip[n & UNWIND_MAX_DEPTH] = value;
+					if (left == 16)
+						r->bp = saved[0];
+					r->pc = saved[left / 8 - 1];
+					r->sp += left;
+					return RUNTIME_STEPPED;
+				}
 			}
 			caller_sp = r->sp + 8 * (__u64)frame_size;
 		}
