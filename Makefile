@@ -33,7 +33,14 @@ BPFTOOL ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
 CXX ?= g++
 CC ?= gcc
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# `git describe --dirty` refreshes the index and writes it back, even under --no-optional-locks
+# (git 2.39): run as root through sudo in a user's clone (make test's steps), git trusts the
+# tree owned by SUDO_UID and .git/index became root's. The commit is described alone, and
+# status, which leaves the index as it is under --no-optional-locks, says whether the tracked
+# files changed (what --dirty tells).
+VERSION := $(shell v=$$(git describe --always 2>/dev/null) || v=unknown; \
+	[ "$$v" = unknown ] || [ -z "$$(git --no-optional-locks status --porcelain --untracked-files=no 2>/dev/null)" ] || v=$$v-dirty; \
+	echo "$$v")
 
 # -g1: line tables, which backtraces, perf and profile itself need, in three quarters of full
 # -g's compile time (`make CXXFLAGS="-O2 -g"` for a debugger's view of variables).

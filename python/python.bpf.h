@@ -26,13 +26,17 @@ struct {
 /* Processes sampled that user space has not classified yet, asked once each. */
 RUNTIME_ASKED_MAP(python_wanted);
 
-/* Code objects already sent to user space: their fingerprint and id. */
+/* Code objects already sent to user space: their fingerprint and id. Preallocated, as
+ * v8_codes: a walk meets a score of new ones at once, and a hash map that allocates as it
+ * goes has four elements at hand per CPU in a context that cannot sleep (sched_switch, NMI)
+ * until the kernel refills it: the rest failed, and their frames read [python]. LRU: one
+ * evicted (a long run's exited processes first) is sent again, with a new id, the next
+ * time the walk meets it. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct python_code_key);
 	__type(value, struct python_code);
 	__uint(max_entries, 65536);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 } python_codes SEC(".maps");
 
 /* The last id given to a code object. */
@@ -156,8 +160,8 @@ static __always_inline __u64 python_code_id(__u32 pid, __u64 code, __u64 fingerp
 	sent->fingerprint = fingerprint;
 	sent->id = id;
 	/* Two CPUs meeting it at once each give it an id: both are named, alike. A full map
-	 * (a long run's exited processes) leaves the frame unnamed rather than telling user
-	 * space of a new id at every sample of it. */
+	 * evicts its least recently used entry; an update that fails all the same leaves the
+	 * frame unnamed rather than telling user space of a new id at every sample of it. */
 	if (bpf_map_update_elem(&python_codes, &key, sent, BPF_ANY)) {
 		bpf_ringbuf_discard(sent, 0);
 		return 0;

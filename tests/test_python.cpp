@@ -605,6 +605,59 @@ TEST_CASE("python: --off-cpu names the Python functions a thread waits in, each 
 	CHECK(std::fabs((three + one) - (measured_three + measured_one)) <= 0.1 * (measured_three + measured_one));
 }
 
+TEST_CASE("python: --off-cpu names every Python frame of a thread's first blocked stacks, a score of code objects new at once")
+{
+	// Two threads, each blocked in os.read at the bottom of 20 functions of its own; a
+	// child (not profiled) writes a byte to each pipe every 0.1 s.
+	const auto started = start_first_interpreter(
+		{"-c", "import os, sys, threading, time\n"
+		       "pipes = [os.pipe() for _ in range(2)]\n"
+		       "src = ''\n"
+		       "for t in range(2):\n"
+		       "    src += 'def t%d_f19(fd):\\n    while True:\\n        os.read(fd, 1)\\n' % t\n"
+		       "    for d in range(18, -1, -1):\n"
+		       "        src += 'def t%d_f%d(fd):\\n    return t%d_f%d(fd)\\n' % (t, d, t, d + 1)\n"
+		       "exec(compile(src, 'chain.py', 'exec'), globals())\n"
+		       "for t in range(2):\n"
+		       "    threading.Thread(target=globals()['t%d_f0' % t], args=(pipes[t][0],), daemon=True).start()\n"
+		       "if os.fork() == 0:\n"
+		       "    for r, w in pipes:\n"
+		       "        os.close(r)\n"
+		       "    try:\n" // until EPIPE, once the parent is gone
+		       "        while True:\n"
+		       "            time.sleep(0.1)\n"
+		       "            for r, w in pipes:\n"
+		       "                os.write(w, b'x')\n"
+		       "    finally:\n"
+		       "        os._exit(0)\n"
+		       "print('ready', flush=True)\n"
+		       "threading.Event().wait()\n"},
+		"unused");
+	if (!started)
+		return;
+	CAPTURE(started->py.label);
+	const OffCpuRun run = off_cpu_run({"-p", std::to_string(started->program->pid())}, 3, [] {}, [] {});
+	REQUIRE_MESSAGE(run.status == 0, run.err);
+	// The first walk on a CPU meets 23 code objects it has not seen (the chain, threading's);
+	// each is to have its place in the kernel's map there and then.
+	uint64_t chained = 0, unnamed = 0;
+	std::string all_lines;
+	for (const FoldedLine &l : run.lines) {
+		bool chain = false, python = false;
+		for (const std::string &f : l.frames) {
+			chain |= f.starts_with("t0_f19 (chain.py:") || f.starts_with("t1_f19 (chain.py:");
+			python |= f == "[python]";
+		}
+		if (!chain && !python)
+			continue;
+		chained += l.count;
+		unnamed += python ? l.count : 0;
+		all_lines += std::to_string(l.count) + (python ? " with [python]" : "") + "\n";
+	}
+	REQUIRE(chained > 0);
+	CHECK_MESSAGE(unnamed == 0, unnamed << " us of " << chained << " in stacks with an unnamed Python frame\n" << all_lines);
+}
+
 TEST_CASE("python: 10,000 distinct code objects of a live process are all named, each right")
 {
 	const auto started = start_first_interpreter(
