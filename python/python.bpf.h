@@ -36,7 +36,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct python_code_key);
 	__type(value, struct python_code);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 16384);
 } python_codes SEC(".maps");
 
 /* The last id given to a code object. */
