@@ -212,7 +212,8 @@ std::optional<HotSpotCompiled> read_hotspot_compiled(const HotSpotLayout &layout
 	if (!pcs || !scopes || !metadata)
 		return std::nullopt;
 	out.scopes.metadata.resize(metadata->size() / 8);
-	std::memcpy(out.scopes.metadata.data(), metadata->data(), 8 * out.scopes.metadata.size());
+	if (!out.scopes.metadata.empty())
+		std::memcpy(out.scopes.metadata.data(), metadata->data(), 8 * out.scopes.metadata.size());
 	out.scopes.scopes = std::move(*scopes);
 	for (size_t at = 0; at + layout.pc_desc_size <= pcs->size(); at += layout.pc_desc_size) {
 		int32_t pc = 0;

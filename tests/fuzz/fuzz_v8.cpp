@@ -86,16 +86,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	// A code object the walk met there, named as the walk would have fingerprinted it.
 	for (uint32_t kind : {V8_CODE_BYTECODE, V8_CODE_MACHINE, V8_CODE_FUNCTION}) {
-		v8_code seen{};
+		runtime_code seen{};
 		seen.pid = 1, seen.kind = kind, seen.id = 1 + kind;
-		seen.shared = tagged_at(tail, size), seen.object = tagged_at(tail >> 32, size);
+		seen.extra = tagged_at(tail, size), seen.object = tagged_at(tail >> 32, size); // extra: the SFI
 		uint64_t name = 0, script = 0, code_size = 0, flags = 0;
-		(void)pread(mem.get(), &name, 8, off_t(seen.shared - 1 + layout.walk.shared_name));
-		(void)pread(mem.get(), &script, 8, off_t(seen.shared - 1 + layout.walk.shared_script));
+		(void)pread(mem.get(), &name, 8, off_t(seen.extra - 1 + layout.walk.shared_name));
+		(void)pread(mem.get(), &script, 8, off_t(seen.extra - 1 + layout.walk.shared_script));
 		(void)pread(mem.get(), &code_size, 8, off_t(seen.object - 1 + layout.walk.code_size));
 		(void)pread(mem.get(), &flags, 8, off_t(seen.object - 1 + layout.walk.code_flags));
 		const uint64_t extra = kind == V8_CODE_MACHINE ? uint64_t(uint32_t(code_size)) << 8 | (uint32_t(flags) & 0xf) : 0;
-		seen.fingerprint = v8_fingerprint(seen.shared, name, script, extra);
+		seen.fingerprint = v8_fingerprint(seen.extra, name, script, extra);
 		V8Names names;
 		if (names.learn(seen, layout, mem.get())) {
 			RuntimeFrameName out;
