@@ -4,7 +4,6 @@
 
 #include <bpf/bpf.h>
 
-#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -156,8 +155,7 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 	compiled_read++;
 	method(met.pid, code->method);
 	for (const auto &[pc, scope] : code->scopes.pcs)
-		for (const HotSpotScope &inlined : hotspot_scopes_at(code->scopes, uint32_t(std::max(pc, 0)),
-								     layout.unsigned5_excluded))
+		for (const HotSpotScope &inlined : hotspot_scope_chain(code->scopes, scope, layout.unsigned5_excluded))
 			method(met.pid, inlined.method);
 	compiled.emplace(met.id, Compiled{met.pid, std::move(*code)});
 }

@@ -103,10 +103,15 @@ std::vector<HotSpotScope> hotspot_scopes_at(const HotSpotCompiledScopes &compile
 			before = &desc;
 	}
 	const auto *found = after ? after : before;
+	return found ? hotspot_scope_chain(compiled, found->second, excluded) : std::vector<HotSpotScope>{};
+}
+
+std::vector<HotSpotScope> hotspot_scope_chain(const HotSpotCompiledScopes &compiled, uint32_t scope, uint8_t excluded)
+{
 	std::vector<HotSpotScope> chain;
 	// Each scope: its sender's decode offset, its method's index into the metadata (from
 	// 1), its bci + 1. A sender comes before its callee in the data: the offsets fall.
-	uint32_t offset = found ? found->second : 0, limit = uint32_t(compiled.scopes.size());
+	uint32_t offset = scope, limit = uint32_t(compiled.scopes.size());
 	while (offset != 0 && offset < limit && chain.size() < kMaxHotSpotScopes) {
 		Unsigned5Reader read(compiled.scopes, excluded, offset);
 		const uint32_t sender = read.number(), method = read.number(), bci = read.number();

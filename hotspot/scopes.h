@@ -53,6 +53,11 @@ struct HotSpotScope {
 // At most this many methods are read of one chain (HotSpot inlines 15 deep by default).
 constexpr size_t kMaxHotSpotScopes = 64;
 
+// The chain of methods of the scope at decode offset `scope` of the compiled code, innermost
+// first. Empty when there is none, or it does not decode (an offset out of range, a method
+// index past the metadata, a chain cut short or longer than kMaxHotSpotScopes).
+std::vector<HotSpotScope> hotspot_scope_chain(const HotSpotCompiledScopes &compiled, uint32_t scope, uint8_t excluded);
+
 // The chain of methods running at pc offset `pc` of the compiled code, innermost first: the
 // PcDesc at pc, else the nearest before it. Empty when there is none, or its scopes do not
 // decode (an offset out of range, a method index past the metadata).
