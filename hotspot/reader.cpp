@@ -167,9 +167,12 @@ std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uin
 		return std::nullopt;
 	const HotSpotLayout &layout = it->second.layout;
 	const uint64_t kind = HOTSPOT_FRAME_KIND(frame), at = HOTSPOT_FRAME_BCI(frame);
-	auto name_of = [&](const Method &m, uint32_t bci, bool line) {
-		return RuntimeFrameName{m.name.qualified(), m.name.file,
-					line ? hotspot_line_of(m.lines, bci, layout.unsigned5_excluded) : 0};
+	// A method's frame; its line and -v's bytecode index when the frame has one.
+	auto name_of = [&](const Method &m, uint32_t bci, bool has_bci) {
+		RuntimeFrameName name{m.name.qualified(), m.name.file,
+				      has_bci ? hotspot_line_of(m.lines, bci, layout.unsigned5_excluded) : 0};
+		name.detail = m.name.signature + (has_bci ? " bci " + std::to_string(bci) : "");
+		return name;
 	};
 	if (kind == HOTSPOT_STUB) {
 		const auto name = read_hotspot_blob_name(layout, it->second.read(), HOTSPOT_FRAME_ADDRESS(frame));

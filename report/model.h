@@ -43,6 +43,9 @@ struct Frame {
 	// Inlined into the next frame: by the compiler (native code, from DWARF), or by a
 	// runtime's optimizing compiler.
 	bool inlined = false;
+	// A runtime's frame: what -v adds after its place (a Java method's signature and
+	// bytecode index, "(J)J bci 12"); empty for the others.
+	std::string detail;
 	// The mapping the address fell in (user frames), for pprof.
 	uint64_t map_start = 0, map_end = 0, map_offset = 0;
 

@@ -71,8 +71,16 @@ std::string verbose_line(const Frame &frame, const ReportOptions &options)
 		std::string line = "    " + frame.name + " (" + frame.source_file;
 		if (frame.line)
 			line += ':' + std::to_string(frame.line);
-		return line + ") [" + rule.name + "]\n";
+		line += ')';
+		if (!frame.detail.empty())
+			line += ' ' + frame.detail;
+		if (frame.inlined)
+			line += " [inlined]";
+		return line + " [" + rule.name + "]\n";
 	}
+	// A frame with no address of its own ("[truncated]", a thread's state): its text alone.
+	if (!frame.address && frame.module.empty() && frame.kind != FrameKind::Kernel)
+		return "    " + label(frame, options) + '\n';
 	char number[32];
 	std::snprintf(number, sizeof(number), "    0x%" PRIx64 " ", frame.address);
 	std::string line = number + label(frame, options);

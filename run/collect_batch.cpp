@@ -84,11 +84,12 @@ void collect_batch(const RawProfile &batch, Symbolizer &symbolizer, Collected &c
 				// inlines are (--no-inline: none).
 				if (symbolizer.options().want_inlined)
 					for (RuntimeFrameName &inlined : name.inlined_here)
-						ids.push_back(collected.runtime_frame(room->kind, std::move(inlined.function),
-										      std::move(inlined.file), inlined.line,
-										      true));
+						ids.push_back(collected.runtime_frame(
+							room->kind, std::move(inlined.function), std::move(inlined.file),
+							inlined.line, true, std::move(inlined.detail)));
 				ids.push_back(collected.runtime_frame(room->kind, std::move(name.function),
-								      std::move(name.file), name.line, false));
+								      std::move(name.file), name.line, false,
+								      std::move(name.detail)));
 				continue;
 			}
 			// A stack that stopped early says so, rather than end on garbage: the walk's

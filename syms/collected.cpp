@@ -191,6 +191,7 @@ struct Collected::Impl {
 		std::string function, file;
 		uint32_t line;
 		bool inlined;
+		std::string detail;
 		bool operator==(const RuntimeFrame &) const = default;
 	};
 	ValueTable<RuntimeFrame> runtime_frames;
@@ -283,11 +284,15 @@ Collected::FrameId Collected::user_frame(uint32_t pid, const ProcessImage *image
 }
 
 Collected::FrameId Collected::runtime_frame(FrameKind kind, std::string function, std::string file,
-					   uint32_t line, bool inlined)
+					   uint32_t line, bool inlined, std::string detail)
 {
 	Impl &d = *impl_;
-	const uint64_t h = mix(mix(mix(text_hash(function), text_hash(file)), line), uint64_t(kind) << 1 | inlined);
-	const UserFrameRef frame{d.runtime_frames.intern({kind, std::move(function), std::move(file), line, inlined}, h),
+	if (!d.detail.addresses)
+		detail.clear();
+	const uint64_t h = mix(mix(mix(mix(text_hash(function), text_hash(file)), line), text_hash(detail)),
+			       uint64_t(kind) << 1 | inlined);
+	const UserFrameRef frame{
+		d.runtime_frames.intern({kind, std::move(function), std::move(file), line, inlined, std::move(detail)}, h),
 				 kRuntimeObject, 0};
 	return d.user_frames.intern(frame, mix(mix(frame.offset, frame.object), 0));
 }
@@ -412,6 +417,7 @@ Profile Collected::name(Symbolizer &symbolizer) const
 				frame.line = runtime.line;
 				frame.kind = runtime.kind;
 				frame.inlined = runtime.inlined;
+				frame.detail = runtime.detail;
 				profile.frames.push_back(std::move(frame));
 			}
 			for (uint32_t n = 0; n < at.count; n++)

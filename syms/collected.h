@@ -44,8 +44,10 @@ public:
 	FrameId user_frame(uint32_t pid, const ProcessImage *image, uint64_t address, bool caller,
 			   Symbolizer &symbolizer);
 	// A language runtime's frame, as its reader named it (inlined: into the next frame, by
-	// the runtime's optimizing compiler).
-	FrameId runtime_frame(FrameKind kind, std::string function, std::string file, uint32_t line, bool inlined);
+	// the runtime's optimizing compiler; detail: what -v adds, kept when the report shows
+	// addresses).
+	FrameId runtime_frame(FrameKind kind, std::string function, std::string file, uint32_t line, bool inlined,
+			      std::string detail);
 	// The frame that ends a stack whose walk stopped early: "[truncated]".
 	FrameId truncated_frame();
 	StackId user_stack(const std::vector<FrameId> &frames);

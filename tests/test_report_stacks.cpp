@@ -167,6 +167,34 @@ TEST_CASE("stacks: -v marks inlined frames [inlined], with no offset of their ow
 				    "    0x11d7 mix_block(Mixer&, int)+0x0 (/usr/bin/app)\n"));
 }
 
+TEST_CASE("stacks: -v gives a runtime's frame its place, its detail and [inlined]; a frame with no address its text alone")
+{
+	Profile p;
+	auto java = [&](std::string name, uint32_t line, std::string detail, bool inlined) {
+		Frame f;
+		f.kind = FrameKind::Java;
+		f.name = std::move(name);
+		f.source_file = "Inl.java";
+		f.line = line;
+		f.detail = std::move(detail);
+		f.inlined = inlined;
+		p.frames.push_back(f);
+		return uint32_t(p.frames.size() - 1);
+	};
+	const uint32_t step = java("Inl.step", 7, "(JJ)J bci 3", true), work = java("Inl.work", 12, "(I)J bci 12", false);
+	Frame truncated;
+	truncated.name = "[truncated]";
+	p.frames.push_back(truncated);
+	p.samples.push_back({42, "java", {}, {step, work, uint32_t(p.frames.size() - 1)}, 3});
+	ReportOptions options;
+	options.verbose = true;
+	std::ostringstream out;
+	write_stacks(out, p, options);
+	CHECK(out.str().starts_with("    Inl.step (Inl.java:7) (JJ)J bci 3 [inlined] [java]\n"
+				    "    Inl.work (Inl.java:12) (I)J bci 12 [java]\n"
+				    "    [truncated]\n"));
+}
+
 TEST_CASE("folded: -E's root names a process's container by its id's first 12 characters")
 {
 	Profile p = sample_profile();
