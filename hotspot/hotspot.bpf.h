@@ -124,12 +124,14 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 {
 	struct hotspot_process *jvm;
 	struct stored_stack *frames;
-	__u64 pc, blob = 0, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {};
+	struct runtime_code_key key = {};
+	__u64 pc, blob = 0, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {}, id;
 	__s32 frame_size = 0;
 	__u32 user = 1, i;
 
 	if (!h || !r || !h->active)
 		return RUNTIME_NATIVE;
+	key.pid = h->pid;
 	jvm = bpf_map_lookup_elem(&hotspot_processes, &h->pid);
 	frames = bpf_map_lookup_elem(&scratch, &user);
 	if (!jvm || !frames || !jvm->is_java)
@@ -149,11 +151,16 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		if (r->bp < r->sp || r->bp - r->sp > (1 << 20) ||
 		    hotspot_read(&method, 8, r->bp + jvm->interpreter_method) || !method || (method & 7))
 			return RUNTIME_NATIVE;
-		if (!hotspot_read(&bcp, 8, r->bp + jvm->interpreter_bcp) &&
-		    !hotspot_read(&const_method, 8, method + jvm->method_const) &&
-		    bcp >= const_method + jvm->const_size && bcp - const_method - jvm->const_size < HOTSPOT_NO_BCI)
+		if (hotspot_read(&const_method, 8, method + jvm->method_const))
+			return RUNTIME_NATIVE;
+		if (!hotspot_read(&bcp, 8, r->bp + jvm->interpreter_bcp) && bcp >= const_method + jvm->const_size &&
+		    bcp - const_method - jvm->const_size < HOTSPOT_NO_BCI)
 			bci = bcp - const_method - jvm->const_size;
-		value = HOTSPOT_FRAME(HOTSPOT_INTERPRETED, bci, method);
+		key.kind = HOTSPOT_CODE_METHOD;
+		key.object = method;
+		id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, method,
+				     hotspot_fingerprint(method, const_method));
+		value = id ? HOTSPOT_ID_FRAME(bci, id) : HOTSPOT_FRAME(HOTSPOT_INTERPRETED, bci, method);
 		caller_sp = r->bp + 16;
 		/* The caller's own sp, below the arguments an adapter may have pushed. */
 		if (hotspot_read(&next_sp, 8, r->bp - 8) || next_sp < caller_sp || next_sp - caller_sp > (1 << 16))
@@ -171,23 +178,27 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		}
 		/* "nmethod\0", and "native n(method)": a native method's wrapper, compiled too. */
 		if (name == 0x646f6874656d6eULL || name == 0x6e2065766974616eULL) {
-			struct runtime_code_key key = {.pid = h->pid, .object = blob};
 			__u32 compile_id = 0;
-			__u64 id;
 
 			if (hotspot_read(&method, 8, blob + jvm->nmethod_method) || !method ||
 			    hotspot_read(&compile_id, 4, blob + jvm->nmethod_compile_id))
 				return RUNTIME_NATIVE;
+			key.kind = HOTSPOT_CODE_NMETHOD;
+			key.object = blob;
 			id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, method,
 					     hotspot_fingerprint(method, compile_id));
 			if (id)
-				value = HOTSPOT_NMETHOD_FRAME(pc >= begin && pc - begin < HOTSPOT_NO_BCI ? pc - begin
+				value = HOTSPOT_ID_FRAME(pc >= begin && pc - begin < HOTSPOT_NO_BCI ? pc - begin
 													 : HOTSPOT_NO_BCI,
 							      id);
 			else
 				value = HOTSPOT_FRAME(HOTSPOT_COMPILED, HOTSPOT_NO_BCI, method);
 		} else {
-			value = HOTSPOT_FRAME(HOTSPOT_STUB, HOTSPOT_NO_BCI, blob);
+			key.kind = HOTSPOT_CODE_STUB;
+			key.object = blob;
+			id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, 0,
+					     hotspot_fingerprint(blob, name));
+			value = id ? HOTSPOT_ID_FRAME(HOTSPOT_NO_BCI, id) : HOTSPOT_FRAME(HOTSPOT_STUB, HOTSPOT_NO_BCI, blob);
 		}
 		if (frame_size <= 0 || frame_size > 4096) {
 			/* A stub with no frame of its own here (the call stub's is rbp's). */

@@ -10,33 +10,44 @@
  * runtime added later takes another), its kind in the next two, then 14 bits of an offset
  * (HOTSPOT_NO_BCI when there is none or it lies past them) and 44 of an address divided by
  * 8 or of an id:
- * - interpreted: the bytecode index, and the Method*;
- * - compiled: the offset of its pc in the code, and the id of the compiled method as the
- *   walk met it (struct runtime_code: object the nmethod, extra its Method*), named with its
- *   lines and inlined methods while the JVM lives;
- * - compiled, its id not had (the map or ring full): no offset, and the Method*;
- * - a stub: no offset, and its code blob. */
+ * - by id (HOTSPOT_BY_ID): the id of what the walk met (struct runtime_code), named while
+ *   the JVM lives, and an offset into it:
+ *   - a compiled method (HOTSPOT_CODE_NMETHOD: object the nmethod, extra its Method*): the
+ *     offset of its pc in the code, which gives its lines and inlined methods;
+ *   - an interpreted method (HOTSPOT_CODE_METHOD: object the Method*): the bytecode index;
+ *   - a stub (HOTSPOT_CODE_STUB: object its code blob): none;
+ * - its id not had (the map or ring full), named at the end: an interpreted or compiled
+ *   method, with the bytecode index (an interpreted frame's) or none, and the Method*; a
+ *   stub, with none, and its code blob. */
 #define HOTSPOT_FRAME_TAG 0xc000000000000000ULL
 #define HOTSPOT_INTERPRETED 0ULL
 #define HOTSPOT_COMPILED 1ULL
 #define HOTSPOT_STUB 2ULL
-#define HOTSPOT_NMETHOD 3ULL
+#define HOTSPOT_BY_ID 3ULL
 #define HOTSPOT_NO_BCI 0x3fffULL
 #define HOTSPOT_ADDRESS_MASK 0xfffffffffffULL
 #define HOTSPOT_FRAME(kind, bci, address)                                                                  \
 	(HOTSPOT_FRAME_TAG | ((kind) & 3) << 58 | ((bci) & HOTSPOT_NO_BCI) << 44 |                         \
 	 (((address) >> 3) & HOTSPOT_ADDRESS_MASK))
-#define HOTSPOT_NMETHOD_FRAME(offset, id) HOTSPOT_FRAME(HOTSPOT_NMETHOD, offset, (id) << 3)
+#define HOTSPOT_ID_FRAME(offset, id) HOTSPOT_FRAME(HOTSPOT_BY_ID, offset, (id) << 3)
 #define HOTSPOT_FRAME_KIND(value) (((value) >> 58) & 3)
 #define HOTSPOT_FRAME_BCI(value) (((value) >> 44) & HOTSPOT_NO_BCI)
 #define HOTSPOT_FRAME_ADDRESS(value) (((value) & HOTSPOT_ADDRESS_MASK) << 3)
 #define HOTSPOT_FRAME_ID(value) ((value) & HOTSPOT_ADDRESS_MASK)
 
-/* What tells a compiled method from another that later took its place in the code heap: its
- * Method* and its compile id (a running number of the JVM's). */
-static inline __u64 hotspot_fingerprint(__u64 method, __u32 compile_id)
+/* What the walk met of a JVM's, by id (struct runtime_code's kind). */
+enum hotspot_code_kind {
+	HOTSPOT_CODE_NMETHOD = 0, /* a compiled method */
+	HOTSPOT_CODE_METHOD = 1,  /* an interpreted method */
+	HOTSPOT_CODE_STUB = 2,    /* a stub, named by its code blob */
+};
+
+/* What tells one from another that later took its address: a compiled method's Method* and
+ * compile id (a running number of the JVM's); a method's Method* and ConstMethod*; a stub's
+ * code blob and the first 8 bytes of its name. */
+static inline __u64 hotspot_fingerprint(__u64 method, __u64 second)
 {
-	__u64 parts[2] = {method, compile_id};
+	__u64 parts[2] = {method, second};
 
 	return runtime_fingerprint(parts, 2);
 }

@@ -58,7 +58,7 @@ hotspot_process process_of(const HotSpotDetection &found)
 struct HotSpotReader::Impl {
 	explicit Impl(const HotSpotMaps &maps) : maps(maps), seen(maps.seen, sizeof(runtime_code)) {}
 	HotSpotMaps maps;
-	SeenRecords seen; // compiled methods met for the first time
+	SeenRecords seen; // methods and compiled methods met for the first time
 	struct Process {
 		HotSpotLayout layout;
 		std::shared_ptr<UniqueFd> mem;
@@ -78,15 +78,18 @@ struct HotSpotReader::Impl {
 		std::vector<uint8_t> lines;
 	};
 	mutable std::map<std::pair<uint32_t, uint64_t>, std::optional<Method>> methods;
-	// Compiled methods the walk met, by their id (unique in the run).
-	struct Compiled {
+	// What the walk met, by its id (unique in the run): an interpreted method, by its
+	// Method*; a compiled one, with its debug information; a stub, by its name.
+	struct Met {
 		uint32_t pid;
-		HotSpotCompiled code;
+		uint64_t method;
+		std::optional<HotSpotCompiled> code;
+		std::string stub;
 	};
-	std::unordered_map<uint64_t, Compiled> compiled;
+	std::unordered_map<uint64_t, Met> met_ids;
 	mutable std::map<std::pair<uint32_t, uint64_t>, std::optional<RuntimeFrameName>> named;
 	mutable uint64_t methods_named = 0, unnamed = 0;
-	uint64_t compiled_read = 0, compiled_unread = 0;
+	uint64_t compiled_read = 0, interpreted_read = 0, stubs_read = 0, met_unread = 0;
 	mutable double naming_ms = 0;
 	double reading_ms = 0;
 
@@ -137,19 +140,44 @@ const HotSpotReader::Impl::Method *HotSpotReader::Impl::method(uint32_t pid, uin
 	return at->second ? &*at->second : nullptr;
 }
 
-// A compiled method the walk met: its debug information, and every method it inlined,
-// read now, while the JVM lives (the code cache is swept, and the JVM may exit first).
+// A method or compiled method the walk met, read now, while the JVM lives (the code cache
+// is swept, classes are unloaded, the JVM may exit first), if it is still the one the walk
+// met: a compiled method with its debug information and every method it inlined.
 void HotSpotReader::Impl::learn(const runtime_code &met)
 {
 	auto it = processes.find(met.pid);
 	if (it == processes.end()) {
-		compiled_unread++;
+		met_unread++;
 		return;
 	}
 	const HotSpotLayout &layout = it->second.layout;
-	std::optional<HotSpotCompiled> code = read_hotspot_compiled(layout, it->second.read(), met.object, met.fingerprint);
+	const ReadMemory read = it->second.read();
+	if (met.kind == HOTSPOT_CODE_METHOD) {
+		uint64_t const_method = 0;
+		if (!read(met.object + layout.method_const, &const_method, sizeof(const_method)) ||
+		    hotspot_fingerprint(met.object, const_method) != met.fingerprint || !method(met.pid, met.object)) {
+			met_unread++;
+			return;
+		}
+		interpreted_read++;
+		met_ids.emplace(met.id, Met{met.pid, met.object, std::nullopt, ""});
+		return;
+	}
+	if (met.kind == HOTSPOT_CODE_STUB) {
+		uint64_t name_at = 0, name_start = 0; // the name's first 8 bytes, as the walk read them
+		const auto name = read_hotspot_blob_name(layout, read, met.object);
+		if (!name || !read(met.object + layout.blob_name, &name_at, 8) || !read(name_at, &name_start, 8) ||
+		    hotspot_fingerprint(met.object, name_start) != met.fingerprint) {
+			met_unread++;
+			return;
+		}
+		stubs_read++;
+		met_ids.emplace(met.id, Met{met.pid, 0, std::nullopt, "[" + *name + "]"});
+		return;
+	}
+	std::optional<HotSpotCompiled> code = read_hotspot_compiled(layout, read, met.object, met.fingerprint);
 	if (!code) {
-		compiled_unread++;
+		met_unread++;
 		return;
 	}
 	compiled_read++;
@@ -157,7 +185,7 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 	for (const auto &[pc, scope] : code->scopes.pcs)
 		for (const HotSpotScope &inlined : hotspot_scope_chain(code->scopes, scope, layout.unsigned5_excluded))
 			method(met.pid, inlined.method);
-	compiled.emplace(met.id, Compiled{met.pid, std::move(*code)});
+	met_ids.emplace(met.id, Met{met.pid, code->method, std::move(code), ""});
 }
 
 std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uint64_t frame) const
@@ -180,21 +208,29 @@ std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uin
 			return std::nullopt;
 		return RuntimeFrameName{"[" + *name + "]", "", 0};
 	}
-	if (kind != HOTSPOT_NMETHOD) {
+	if (kind != HOTSPOT_BY_ID) {
 		const Method *m = method(pid, HOTSPOT_FRAME_ADDRESS(frame));
 		if (!m)
 			return std::nullopt;
 		return name_of(*m, uint32_t(at), kind == HOTSPOT_INTERPRETED && at != HOTSPOT_NO_BCI);
 	}
-	const auto code = compiled.find(HOTSPOT_FRAME_ID(frame));
-	if (code == compiled.end() || code->second.pid != pid)
+	const auto found = met_ids.find(HOTSPOT_FRAME_ID(frame));
+	if (found == met_ids.end() || found->second.pid != pid)
 		return std::nullopt;
+	if (!found->second.stub.empty())
+		return RuntimeFrameName{found->second.stub, "", 0};
+	if (!found->second.code) { // interpreted
+		const Method *m = method(pid, found->second.method);
+		if (!m)
+			return std::nullopt;
+		return name_of(*m, uint32_t(at), at != HOTSPOT_NO_BCI);
+	}
 	// Innermost first: each inlined into the next; the last is the compiled method itself.
 	const std::vector<HotSpotScope> chain =
 		at == HOTSPOT_NO_BCI ? std::vector<HotSpotScope>{}
-				     : hotspot_scopes_at(code->second.code.scopes, uint32_t(at), layout.unsigned5_excluded);
+				     : hotspot_scopes_at(found->second.code->scopes, uint32_t(at), layout.unsigned5_excluded);
 	if (chain.empty()) {
-		const Method *m = method(pid, code->second.code.method);
+		const Method *m = method(pid, found->second.method);
 		if (!m)
 			return std::nullopt;
 		return name_of(*m, 0, false);
@@ -259,8 +295,9 @@ std::string HotSpotReader::stats() const
 	char line[240];
 	snprintf(line, sizeof(line),
 		 "java: %zu JVMs followed (tables read in %.1f ms), %" PRIu64 " methods named (%" PRIu64
-		 " not), %" PRIu64 " compiled methods read with their inlining (%" PRIu64 " not), naming CPU %.1f ms",
-		 d.processes.size(), d.reading_ms, d.methods_named, d.unnamed, d.compiled_read, d.compiled_unread,
-		 d.naming_ms);
+		 " not); met while the JVM lived: %" PRIu64 " interpreted and %" PRIu64
+		 " compiled methods and %" PRIu64 " stubs read (%" PRIu64 " not), naming CPU %.1f ms",
+		 d.processes.size(), d.reading_ms, d.methods_named, d.unnamed, d.interpreted_read, d.compiled_read,
+		 d.stubs_read, d.met_unread, d.naming_ms);
 	return line;
 }

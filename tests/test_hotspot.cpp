@@ -570,10 +570,19 @@ TEST_CASE("hotspot: each JDK's two methods sharing the main thread, by name, in 
 		jvms.push_back(std::make_unique<SplitJvm>(jdk, classes, 60));
 		pids += (pids.empty() ? "" : ",") + std::to_string(jvms.back()->jvm->pid());
 	}
+	// And one that exits 2 s after it is ready, a second or more before the run ends: its
+	// methods and stubs are read while it lives, and named after it is gone.
+	SplitJvm short_lived(found.front(), classes, 2);
+	const std::string gone_root = "java-" + std::to_string(short_lived.jvm->pid());
+	pids += "," + std::to_string(short_lived.jvm->pid());
 	std::vector<std::pair<double, double>> before, after;
 	for (const auto &jvm : jvms)
 		before.push_back(split_seconds(jvm->dir / "truth"));
 	const auto r = profile({"-p", pids, "-E", "-f", "499", "--folded", "3"});
+	// Exited before the run ended: a zombie now (its status not taken yet).
+	std::string state;
+	std::ifstream(("/proc/" + std::to_string(short_lived.jvm->pid()) + "/stat").c_str()) >> state >> state >> state;
+	CHECK(state == "Z");
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	for (const auto &jvm : jvms)
 		after.push_back(split_seconds(jvm->dir / "truth"));
@@ -636,6 +645,21 @@ TEST_CASE("hotspot: each JDK's two methods sharing the main thread, by name, in 
 		CHECK(named * 100 >= all * 85);
 		CHECK(whole * 100 >= named * 95);
 	}
+	uint64_t gone_samples = 0, gone_unnamed = 0, gone_hot = 0;
+	for (const FoldedLine &l : all_lines)
+		if (l.frames[0] == gone_root) {
+			gone_samples += l.count;
+			gone_unnamed += std::count(l.frames.begin(), l.frames.end(), "[java]") ? l.count : 0;
+			gone_hot += std::any_of(l.frames.begin(), l.frames.end(),
+						[](const std::string &f) { return f.starts_with("holdout.Split.hot"); })
+					    ? l.count
+					    : 0;
+		}
+	MESSAGE("a JVM gone before the run's end: " << gone_samples << " samples, " << gone_hot << " in hotA or hotB, "
+						   << gone_unnamed << " with [java]");
+	CHECK(gone_samples > 20);
+	CHECK(gone_hot * 100 >= gone_samples * 85);
+	CHECK(gone_unnamed == 0);
 	// --no-java: the same JVMs, with no Java frame.
 	const auto off = profile({"-p", pids, "--no-java", "-f", "499", "--folded", "1"});
 	REQUIRE_MESSAGE(off.status == 0, off.err);
