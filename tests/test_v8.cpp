@@ -151,6 +151,34 @@ TEST_CASE("v8: position tables decode as V8 writes them, and a bad one stops whe
 	CHECK(v8_line({}, 5) == 0);
 }
 
+TEST_CASE("v8: optimized code's position gives its inlined functions, innermost first, each at its script offset")
+{
+	// SourcePosition: script offset + 1 from bit 1, inlining id + 1 from bit 31.
+	auto position = [](uint32_t script_offset, int32_t inlining) {
+		return uint64_t(script_offset + 1) << 1 | uint64_t(inlining + 1) << 31;
+	};
+	// Inlining 0: f inlined into the code's function at offset 100; inlining 1: g inlined
+	// into f at offset 200.
+	const std::vector<uint64_t> inlinings = {position(100, -1), position(200, 0)};
+	const std::vector<V8Position> positions = {{0, position(5, -1)}, {10, position(300, 1)}, {20, position(250, 0)},
+						   {30, position(7, 5)}, {40, position(9, -1) | 1}};
+	auto text = [&](uint32_t code_offset) {
+		std::string out;
+		for (const V8InlinedAt &at : v8_inlined_chain(positions, inlinings, code_offset))
+			out += (out.empty() ? "" : " ") + std::to_string(at.inlining) + "@" +
+			       (at.script_offset ? std::to_string(*at.script_offset) : "?");
+		return out;
+	};
+	CHECK(text(3) == "-1@5");                 // the code's own function
+	CHECK(text(12) == "1@300 0@200 -1@100");  // g in f in the code's function
+	CHECK(text(25) == "0@250 -1@100");
+	CHECK(text(35) == "");                    // an inlining past the table: nothing guessed
+	CHECK(text(45) == "");                    // external (Wasm)
+	CHECK(v8_inlined_chain({}, inlinings, 3).empty());
+	// A loop of inlinings ends at the bound.
+	CHECK(v8_inlined_chain(positions, {position(1, 0)}, 25).empty());
+}
+
 TEST_CASE("v8: node, nodeNN, nodejs and libnode.so are Node's files; others are not")
 {
 	for (const char *yes : {"/usr/bin/node", "/x/node22", "/usr/bin/nodejs", "/usr/lib/libnode.so.108"})
@@ -180,11 +208,52 @@ TEST_CASE("v8: a Node script's two functions on its main thread are named with t
 		pid_of.push_back(programs.back()->pid());
 		pids += (pids.empty() ? "" : ",") + std::to_string(pid_of.back());
 	}
+	// And Node 20's and 22's optimized code with a function inlined, in the same run.
+	std::vector<std::unique_ptr<Background>> inlining;
+	for (size_t i = 0; i < 2; i++) {
+		inlining.push_back(std::make_unique<Background>(std::vector<std::string>{
+			all[i].path, "--allow-natives-syntax", "tests/workloads/node/inline.js", "4"}));
+		REQUIRE(inlining.back()->read_line() == "ready");
+		pids += "," + std::to_string(inlining.back()->pid());
+	}
 	usleep(500000); // past the start: the main scripts run
 	const auto r = profile({"-p", pids, "-U", "-f", "499", "--folded", "-E", "2"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	for (auto &program : programs)
 		program->wait();
+	// Inlined functions are frames of their own, at the line of their call: outer at its
+	// call of middle, middle (inlined into it) at its call of leaf.
+	auto line_of = [](const std::string &marker) {
+		std::istringstream source(read_file("tests/workloads/node/inline.js"));
+		std::string line;
+		for (int n = 1; std::getline(source, line); n++)
+			if (contains(line, marker))
+				return std::to_string(n);
+		FAIL("inline.js has no " << marker);
+		return std::string();
+	};
+	const std::vector<std::string> chain = {"outer (inline.js:" + line_of("MIDDLE_CALL") + ")",
+						"middle (inline.js:" + line_of("LEAF_CALL") + ")"};
+	for (size_t i = 0; i < inlining.size(); i++) {
+		CAPTURE(all[i].label);
+		uint64_t n = 0, in_leaf = 0, chained = 0;
+		for (const FoldedLine &l : parse_folded(r.out)) {
+			if (l.frames.empty() || !l.frames[0].ends_with("-" + std::to_string(inlining[i]->pid())))
+				continue;
+			n += l.count;
+			const auto leaf = std::find_if(l.frames.begin(), l.frames.end(),
+						       [](const std::string &f) { return f.starts_with("leaf (inline.js:"); });
+			if (leaf == l.frames.end())
+				continue;
+			in_leaf += l.count;
+			chained += leaf - l.frames.begin() >= 2 && *(leaf - 2) == chain[0] && *(leaf - 1) == chain[1] ? l.count : 0;
+		}
+		MESSAGE(all[i].label << ": inline.js " << n << " samples, " << in_leaf << " in leaf, " << chained
+				     << " of those under outer and the inlined middle at their calls' lines");
+		CHECK(in_leaf > 50);
+		CHECK(chained >= 0.95 * in_leaf);
+		inlining[i]->wait();
+	}
 	const auto all_lines = parse_folded(r.out);
 	for (size_t i = 0; i < all.size(); i++) {
 		CAPTURE(all[i].label);

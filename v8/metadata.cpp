@@ -104,6 +104,15 @@ Status fill_walk(const Names &names, V8Layout &layout)
 		walk.code_flags = walk.code_start + kPointer;
 		walk.code_size = walk.code_flags + 4 + (layout.at_least(11, 4, 59) ? 0 : 4);
 	}
+	// The DeoptimizationData's field: named up to V8 11; from V8 12 the one before the
+	// position table (code.h's kDeoptimizationDataOrInterpreterDataOffset).
+	layout.code_deopt_data = names.get({"class_Code__deoptimization_data__FixedArray"});
+	if (!layout.code_deopt_data && layout.code_positions && names.get({"type_CodeWrapper__CODE_WRAPPER_TYPE"}))
+		layout.code_deopt_data = layout.code_positions - kPointer;
+	layout.deopt_inlining_positions = names.get({"DeoptimizationDataInliningPositionsIndex"});
+	layout.deopt_literals = names.get({"DeoptimizationDataLiteralArrayIndex"});
+	layout.type_shared_wrapper = names.get({"type_SharedFunctionInfoWrapper__SHARED_FUNCTION_INFO_WRAPPER_TYPE"});
+	layout.wrapper_shared = names.get({"class_SharedFunctionInfoWrapper__shared_info__Tagged_SharedFunctionInfo_"});
 	walk.code_start_pointer = layout.at_least(11, 1, 204);
 	const auto kind_mask = names.find({"CodeKindFieldMask"});
 	walk.code_kind_mask = kind_mask.value_or(0xf);

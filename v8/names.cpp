@@ -16,6 +16,8 @@ constexpr size_t kMaxTable = 1 << 20;      // bytes of a position table
 constexpr int64_t kMaxCodeDelta = int64_t(1) << 33;     // a position table's deltas
 constexpr int64_t kMaxPositionDelta = int64_t(1) << 48;
 constexpr int kMaxStringPieces = 256;      // objects read of one string (cons, thin, sliced)
+constexpr size_t kMaxInlinings = 1024;     // inlined functions read of one code object
+constexpr size_t kInliningSize = 16;       // an InliningPosition: SourcePosition, int, padding
 
 bool read_process_memory(int mem_fd, uint64_t address, void *out, size_t size)
 {
@@ -89,6 +91,30 @@ std::optional<uint32_t> v8_script_offset(const std::vector<V8Position> &position
 	if ((position & 1) || (position >> kInlinedShift) != 0 || script == 0)
 		return std::nullopt;
 	return script - 1;
+}
+
+std::vector<V8InlinedAt> v8_inlined_chain(const std::vector<V8Position> &positions,
+					  const std::vector<uint64_t> &inlinings, uint32_t code_offset)
+{
+	auto after = std::upper_bound(positions.begin(), positions.end(), code_offset,
+				      [](uint32_t offset, const V8Position &p) { return offset < p.code_offset; });
+	if (after == positions.begin())
+		return {};
+	uint64_t position = std::prev(after)->position;
+	std::vector<V8InlinedAt> chain;
+	while (chain.size() < kMaxV8Inlining) {
+		const uint32_t script = uint32_t(position >> 1) & ((1u << 30) - 1);
+		const int32_t inlining = int32_t((position >> kInlinedShift) & 0xffff) - 1;
+		if (position & 1) // external: a Wasm function's, not a script's
+			return {};
+		chain.push_back({inlining, script ? std::optional(script - 1) : std::nullopt});
+		if (inlining < 0)
+			return chain;
+		if (size_t(inlining) >= inlinings.size())
+			return {};
+		position = inlinings[size_t(inlining)];
+	}
+	return {};
 }
 
 uint32_t v8_line(const std::vector<uint32_t> &line_ends, uint32_t offset)
@@ -214,6 +240,95 @@ std::optional<std::vector<uint8_t>> V8Memory::bytes(uint64_t tagged, size_t max_
 	return data;
 }
 
+bool V8Memory::read(uint64_t address, void *out, size_t size) const
+{
+	return read_process_memory(fd_, address, out, size);
+}
+
+std::optional<uint64_t> V8Memory::element(uint64_t tagged, uint32_t index) const
+{
+	const auto length = field(tagged, layout_.array_length);
+	if (!length || !is_small_integer(*length) || index >= small_integer(*length))
+		return std::nullopt;
+	auto value = field(tagged, uint32_t(layout_.fixed_array_data + 8 * uint64_t(index)));
+	if (value && (*value & 3) == 3) // weak
+		*value &= ~uint64_t(2);
+	return value;
+}
+
+uint32_t V8Names::line_of(const Function &function, std::optional<uint32_t> script_offset)
+{
+	return function.script && script_offset ? v8_line(function.script->line_ends, *script_offset)
+						 : function.start_line;
+}
+
+std::optional<V8Names::Function> V8Names::read_function(const V8Memory &memory, const V8Layout &layout, uint32_t pid,
+							 uint64_t shared)
+{
+	const v8_process &walk = layout.walk;
+	const auto name_word = memory.field(shared, walk.shared_name);
+	const auto script_word = memory.field(shared, walk.shared_script);
+	if (memory.type_of(shared) != walk.type_shared || !name_word || !script_word)
+		return std::nullopt;
+	Function function;
+	uint32_t start = UINT32_MAX;
+	const uint16_t name_type = memory.type_of(*name_word);
+	if (name_type && name_type < layout.first_nonstring_type) {
+		function.name = memory.string(*name_word).value_or("");
+	} else if (name_type == layout.type_scope_info) {
+		// A ScopeInfo: its slots hold the function's name after its context locals, and its
+		// start and end positions (fixed slots from V8 12.8.44; before, the first pair of
+		// small integers after the name).
+		uint64_t slots[16];
+		if (memory.read(*name_word - 1 + layout.scope_info_data, slots, sizeof(slots))) {
+			if (layout.scope_positions_fixed && is_small_integer(slots[3]))
+				start = small_integer(slots[3]);
+			size_t at = layout.scope_first_vars;
+			if (layout.scope_context_locals < 16 && is_small_integer(slots[layout.scope_context_locals]))
+				at += 2 * size_t(small_integer(slots[layout.scope_context_locals]));
+			for (uint64_t previous = 1; at < 16; previous = slots[at++]) {
+				if (function.name.empty() && !is_small_integer(slots[at]))
+					if (const auto text = memory.string(slots[at]))
+						function.name = *text;
+				if (!layout.scope_positions_fixed && is_small_integer(slots[at]) && is_small_integer(previous) &&
+				    small_integer(previous) < small_integer(slots[at])) {
+					start = small_integer(previous);
+					break;
+				}
+				if (layout.scope_positions_fixed && !function.name.empty())
+					break;
+			}
+		}
+	}
+	if (function.name.empty())
+		function.name = "(anonymous)";
+
+	if (memory.type_of(*script_word) == layout.type_script) {
+		const uint64_t key = (uint64_t(pid) << 48) ^ *script_word;
+		auto &script = scripts_[key];
+		if (!script) {
+			auto made = std::make_shared<Script>();
+			if (const auto file = memory.field(*script_word, layout.script_name))
+				made->file = memory.string(*file, 4096).value_or("");
+			const auto ends = memory.field(*script_word, layout.script_line_ends);
+			if (auto lines = ends ? memory.small_integers(*ends, kMaxLines) : std::nullopt) {
+				made->line_ends = std::move(*lines);
+			} else if (const auto source = memory.field(*script_word, layout.script_source)) {
+				const std::string text = memory.string(*source, kMaxSource).value_or("");
+				for (size_t i = 0; i < text.size(); i++)
+					if (text[i] == '\n')
+						made->line_ends.push_back(uint32_t(i));
+				made->line_ends.push_back(uint32_t(text.size()));
+			}
+			script = std::move(made);
+		}
+		function.script = script;
+	}
+	if (function.script && start != UINT32_MAX)
+		function.start_line = v8_line(function.script->line_ends, start);
+	return function;
+}
+
 bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd)
 {
 	const V8Memory memory(mem_fd, layout);
@@ -242,61 +357,10 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 		return false;
 
 	Code code;
-	uint32_t start = UINT32_MAX;
-	const uint16_t name_type = memory.type_of(*name_word);
-	if (name_type && name_type < layout.first_nonstring_type) {
-		code.function = memory.string(*name_word).value_or("");
-	} else if (name_type == layout.type_scope_info) {
-		// A ScopeInfo: its slots hold the function's name after its context locals, and its
-		// start and end positions (fixed slots from V8 12.8.44; before, the first pair of
-		// small integers after the name).
-		uint64_t slots[16];
-		if (read_process_memory(mem_fd, *name_word - 1 + layout.scope_info_data, slots, sizeof(slots))) {
-			if (layout.scope_positions_fixed && is_small_integer(slots[3]))
-				start = small_integer(slots[3]);
-			size_t at = layout.scope_first_vars;
-			if (layout.scope_context_locals < 16 && is_small_integer(slots[layout.scope_context_locals]))
-				at += 2 * size_t(small_integer(slots[layout.scope_context_locals]));
-			for (uint64_t previous = 1; at < 16; previous = slots[at++]) {
-				if (code.function.empty() && !is_small_integer(slots[at]))
-					if (const auto text = memory.string(slots[at]))
-						code.function = *text;
-				if (!layout.scope_positions_fixed && is_small_integer(slots[at]) && is_small_integer(previous) &&
-				    small_integer(previous) < small_integer(slots[at])) {
-					start = small_integer(previous);
-					break;
-				}
-				if (layout.scope_positions_fixed && !code.function.empty())
-					break;
-			}
-		}
-	}
-	if (code.function.empty())
-		code.function = "(anonymous)";
-
-	if (memory.type_of(*script_word) == layout.type_script) {
-		const uint64_t key = (uint64_t(seen.pid) << 48) ^ *script_word;
-		auto &script = scripts_[key];
-		if (!script) {
-			auto made = std::make_shared<Script>();
-			if (const auto file = memory.field(*script_word, layout.script_name))
-				made->file = memory.string(*file, 4096).value_or("");
-			const auto ends = memory.field(*script_word, layout.script_line_ends);
-			if (auto lines = ends ? memory.small_integers(*ends, kMaxLines) : std::nullopt) {
-				made->line_ends = std::move(*lines);
-			} else if (const auto source = memory.field(*script_word, layout.script_source)) {
-				const std::string text = memory.string(*source, kMaxSource).value_or("");
-				for (size_t i = 0; i < text.size(); i++)
-					if (text[i] == '\n')
-						made->line_ends.push_back(uint32_t(i));
-				made->line_ends.push_back(uint32_t(text.size()));
-			}
-			script = std::move(made);
-		}
-		code.script = script;
-	}
-	if (code.script && start != UINT32_MAX)
-		code.start_line = v8_line(code.script->line_ends, start);
+	if (auto function = read_function(memory, layout, seen.pid, shared))
+		code.function = std::move(*function);
+	else
+		return false;
 
 	uint16_t table_at = 0;
 	if (seen.kind == V8_CODE_BYTECODE)
@@ -307,6 +371,32 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 		if (const auto table = memory.field(seen.object, table_at))
 			if (const auto bytes = memory.bytes(*table, kMaxTable))
 				code.positions = v8_positions(*bytes);
+	// Optimized code: the functions inlined into it, read now, while the process lives.
+	if (table_at == layout.code_positions && layout.code_deopt_data && layout.deopt_inlining_positions &&
+	    layout.deopt_literals) {
+		const auto deopt = memory.field(seen.object, layout.code_deopt_data);
+		const auto positions = deopt ? memory.element(*deopt, layout.deopt_inlining_positions) : std::nullopt;
+		const auto literals = deopt ? memory.element(*deopt, layout.deopt_literals) : std::nullopt;
+		const auto bytes = positions ? memory.bytes(*positions, kMaxInlinings * kInliningSize) : std::nullopt;
+		for (size_t at = 0; bytes && literals && at + kInliningSize <= bytes->size(); at += kInliningSize) {
+			// InliningPosition: the call's SourcePosition, the inlined function's index
+			// into the literals.
+			uint64_t position;
+			int32_t literal;
+			std::memcpy(&position, bytes->data() + at, sizeof(position));
+			std::memcpy(&literal, bytes->data() + at + 8, sizeof(literal));
+			std::optional<Function> function;
+			uint64_t shared = 0;
+			if (const auto element = literal >= 0 ? memory.element(*literals, uint32_t(literal)) : std::nullopt)
+				shared = *element;
+			if (shared && layout.type_shared_wrapper && memory.type_of(shared) == layout.type_shared_wrapper)
+				shared = memory.field(shared, layout.wrapper_shared).value_or(0);
+			if (shared)
+				function = read_function(memory, layout, seen.pid, shared);
+			code.inlining_positions.push_back(position);
+			code.inlined.push_back(std::move(function));
+		}
+	}
 	codes_[uint64_t(seen.pid) << 36 | (seen.id & V8_ID_MASK)] = std::move(code);
 	return true;
 }
@@ -317,11 +407,32 @@ bool V8Names::name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName 
 	if (it == codes_.end())
 		return false;
 	const Code &code = it->second;
-	out.function = code.function;
-	out.file = code.script ? code.script->file : "";
-	out.line = code.start_line;
-	if (code.script && offset != V8_NO_OFFSET)
+	const Function &own = code.function;
+	out.function = own.name;
+	out.file = own.script ? own.script->file : "";
+	out.line = own.start_line;
+	if (!own.script || offset == V8_NO_OFFSET)
+		return true;
+	if (code.inlining_positions.empty()) {
 		if (const auto script = v8_script_offset(code.positions, offset))
-			out.line = v8_line(code.script->line_ends, *script);
+			out.line = v8_line(own.script->line_ends, *script);
+		return true;
+	}
+	// Innermost first: each inlined into the next, the last the code's own function. One
+	// whose function could not be read leaves the chain out (the start line stands).
+	const std::vector<V8InlinedAt> chain = v8_inlined_chain(code.positions, code.inlining_positions, offset);
+	for (const V8InlinedAt &at : chain)
+		if (at.inlining >= 0 && !code.inlined[size_t(at.inlining)])
+			return true;
+	for (const V8InlinedAt &at : chain) {
+		if (at.inlining < 0) {
+			out.line = line_of(own, at.script_offset);
+			break;
+		}
+		const Function &inlined = *code.inlined[size_t(at.inlining)];
+		RuntimeFrameName frame{inlined.name, inlined.script ? inlined.script->file : "", line_of(inlined, at.script_offset)};
+		frame.inlined = true;
+		out.inlined_here.push_back(std::move(frame));
+	}
 	return true;
 }

@@ -28,6 +28,20 @@ std::vector<V8Position> v8_positions(std::span<const uint8_t> table, size_t max_
 // script).
 std::optional<uint32_t> v8_script_offset(const std::vector<V8Position> &positions, uint32_t code_offset);
 
+// Optimized code's inlined functions: the position in force at code_offset, and where each
+// inlining happened (InliningPositions: the call's position in the function it was inlined
+// into, itself maybe inlined), give the chain of functions running there, innermost first:
+// each by the index of its inlining (-1: the code's own function) and its script offset
+// (nothing when unknown). Empty when the table has no position there, an inlining index is
+// past `inlinings`, or the chain is longer than kMaxV8Inlining.
+struct V8InlinedAt {
+	int32_t inlining;
+	std::optional<uint32_t> script_offset;
+};
+std::vector<V8InlinedAt> v8_inlined_chain(const std::vector<V8Position> &positions,
+					  const std::vector<uint64_t> &inlinings, uint32_t code_offset);
+constexpr size_t kMaxV8Inlining = 64;
+
 // The 1-based line of a script offset, from the offsets where the script's lines end; 0 when
 // there are none.
 uint32_t v8_line(const std::vector<uint32_t> &line_ends, uint32_t offset);
@@ -46,6 +60,11 @@ public:
 	// A FixedArray of small integers, or a byte array's bytes, at most max_items.
 	std::optional<std::vector<uint32_t>> small_integers(uint64_t tagged, size_t max_items) const;
 	std::optional<std::vector<uint8_t>> bytes(uint64_t tagged, size_t max_items) const;
+	// size bytes at an address; false when any cannot be read.
+	bool read(uint64_t address, void *out, size_t size) const;
+	// Element `index` of an array of tagged words (fixed, weak, trusted or protected); a weak
+	// reference as a strong one. Nothing past its length.
+	std::optional<uint64_t> element(uint64_t tagged, uint32_t index) const;
 
 private:
 	// A string's part, with the objects left to read of the whole (a cons string's tree is
@@ -70,12 +89,24 @@ private:
 		std::string file;
 		std::vector<uint32_t> line_ends;
 	};
-	struct Code {
-		std::string function;
+	struct Function {
+		std::string name;
 		std::shared_ptr<const Script> script;
 		uint32_t start_line = 0;
-		std::vector<V8Position> positions; // empty: the function's start line for every offset
 	};
+	struct Code {
+		Function function;
+		std::vector<V8Position> positions; // empty: the function's start line for every offset
+		// Optimized code's inlinings: each the call's position, and the function inlined
+		// there (nothing when it could not be read).
+		std::vector<uint64_t> inlining_positions;
+		std::vector<std::optional<Function>> inlined;
+	};
+	// A SharedFunctionInfo's name, script and first line.
+	std::optional<Function> read_function(const V8Memory &memory, const V8Layout &layout, uint32_t pid,
+					      uint64_t shared);
+	// A script offset's line in the function's script; its first line when unknown.
+	static uint32_t line_of(const Function &function, std::optional<uint32_t> script_offset);
 	std::unordered_map<uint64_t, Code> codes_; // by pid << 36 | id
 	std::unordered_map<uint64_t, std::shared_ptr<const Script>> scripts_; // by pid and address
 };

@@ -25,7 +25,8 @@ const RuntimeRoom v8_room = {
 	.name = "js",
 	.help = "show Node.js's JIT code as it is: by default, in processes running Node 18 to 24 (V8 10.2 or "
 		"later, without pointer compression), its frames are shown as the JavaScript functions they ran, as "
-		"hotA (app.js:5); needs --unwind auto",
+		"hotA (app.js:5), with the functions optimized code inlined as frames of their own; needs --unwind "
+		"auto",
 	.tag = V8_FRAME_TAG,
 	.kind = FrameKind::JavaScript,
 	.unnamed = "[v8 JIT]",

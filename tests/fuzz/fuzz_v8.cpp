@@ -66,6 +66,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i + 4 <= size && line_ends.size() < 64; i += 4)
 		line_ends.push_back(uint32_t(data[i]) | uint32_t(data[i + 1]) << 8);
 	std::sort(line_ends.begin(), line_ends.end());
+	{
+		std::vector<uint64_t> inlinings;
+		for (const V8Position &p : positions)
+			inlinings.push_back(p.position);
+		FUZZ_CHECK(v8_inlined_chain(positions, inlinings, uint32_t(tail)).size() <= kMaxV8Inlining);
+	}
 	if (const auto offset = v8_script_offset(positions, uint32_t(tail)))
 		FUZZ_CHECK(v8_line(line_ends, *offset) <= line_ends.size() + 1);
 
