@@ -94,9 +94,10 @@ std::string V8Reader::stats() const
 	std::string versions;
 	for (const std::string &version : impl_->versions)
 		versions += (versions.empty() ? " (V8 " : ", ") + version;
-	char line[200];
-	snprintf(line, sizeof(line), "js: %zu processes followed%s, %" PRIu64 " code objects named (%" PRIu64
-		 " not), naming CPU %.1f ms", impl_->processes.size(), versions.empty() ? "" : (versions + ")").c_str(),
+	char line[320];
+	snprintf(line, sizeof(line), "js: %zu processes followed%s, metadata of %zu files read in %.1f ms, %" PRIu64
+		 " code objects named (%" PRIu64 " not), naming CPU %.1f ms", impl_->processes.size(),
+		 versions.empty() ? "" : (versions + ")").c_str(), impl_->files.files(), impl_->files.read_ms(),
 		 impl_->named, impl_->unnamed, impl_->naming_ms);
 	return line;
 }

@@ -1,6 +1,7 @@
 // v8/runtime.cpp: Node in a process: the mapped file that holds V8, and its layout.
 #include "v8/runtime.h"
 
+#include <chrono>
 #include <memory>
 
 #include "base/fd.h"
@@ -33,11 +34,13 @@ std::optional<Result<V8Layout>> V8Files::detect(uint32_t pid)
 	const FileKey key = FileKey::of(*chosen);
 	if (auto it = layouts_.find(key); it != layouts_.end())
 		return it->second;
+	const auto started = std::chrono::steady_clock::now();
 	UniqueFd fd = open_read_only((proc + "/root" + chosen->path).c_str());
 	if (!fd || !same_file(fd.get(), *chosen))
 		return std::nullopt;
 	std::unique_ptr<ElfFile> elf = ElfFile::open(fd.get());
 	Result<V8Layout> layout = elf ? v8_layout(v8_symbols(*elf)) : Result<V8Layout>(Error("not an ELF file this profiler reads"));
+	read_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
 	if (!layout.ok())
 		layout = Error(chosen->path + ": " + layout.error());
 	return layouts_.emplace(key, std::move(layout)).first->second;

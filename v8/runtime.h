@@ -21,7 +21,11 @@ public:
 	// What process pid runs: nothing when no Node file is mapped (or the process is gone);
 	// else the layout of its V8, or why it cannot be read (one line).
 	std::optional<Result<V8Layout>> detect(uint32_t pid);
+	// The files read, and the time their metadata took (the file opened, its symbols read).
+	size_t files() const { return layouts_.size(); }
+	double read_ms() const { return read_ms_; }
 
 private:
 	std::map<FileKey, Result<V8Layout>> layouts_;
+	double read_ms_ = 0;
 };
