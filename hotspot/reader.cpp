@@ -56,8 +56,8 @@ hotspot_process process_of(const HotSpotDetection &found)
 } // namespace
 
 struct HotSpotReader::Impl {
-	explicit Impl(const HotSpotMaps &maps) : maps(maps), seen(maps.seen, sizeof(runtime_code)) {}
-	HotSpotMaps maps;
+	explicit Impl(const RuntimeMaps &maps) : maps(maps), seen(maps.seen, sizeof(runtime_code)) {}
+	RuntimeMaps maps;
 	SeenRecords seen; // methods and compiled methods met for the first time
 	struct Process {
 		HotSpotLayout layout;
@@ -251,7 +251,7 @@ std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uin
 	return out;
 }
 
-HotSpotReader::HotSpotReader(const HotSpotMaps &maps) : impl_(std::make_unique<Impl>(maps)) {}
+HotSpotReader::HotSpotReader(const RuntimeMaps &maps) : impl_(std::make_unique<Impl>(maps)) {}
 
 HotSpotReader::~HotSpotReader() = default;
 

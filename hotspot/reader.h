@@ -10,14 +10,9 @@
 
 #include "runtime/room.h"
 
-// The kernel maps the reader works through (hotspot/hotspot.bpf.h).
-struct HotSpotMaps {
-	int processes = -1, wanted = -1, codes = -1, seen = -1;
-};
-
 class HotSpotReader : public RuntimeReader {
 public:
-	explicit HotSpotReader(const HotSpotMaps &maps);
+	explicit HotSpotReader(const RuntimeMaps &maps);
 	~HotSpotReader();
 	HotSpotReader(const HotSpotReader &) = delete;
 	HotSpotReader &operator=(const HotSpotReader &) = delete;

@@ -12,14 +12,8 @@ namespace {
 
 std::unique_ptr<RuntimeReader> start_hotspot(const MapFdByName &map_fd)
 {
-	HotSpotMaps maps;
-	maps.processes = map_fd("hotspot_processes");
-	maps.wanted = map_fd("hotspot_wanted");
-	maps.codes = map_fd("hotspot_codes");
-	maps.seen = map_fd("hotspot_seen");
-	if (maps.processes < 0 || maps.wanted < 0 || maps.codes < 0 || maps.seen < 0)
-		return nullptr;
-	return std::make_unique<HotSpotReader>(maps);
+	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(map_fd, "hotspot");
+	return maps ? std::make_unique<HotSpotReader>(*maps) : nullptr;
 }
 
 } // namespace

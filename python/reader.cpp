@@ -19,8 +19,8 @@
 #include "base/fd.h"
 
 struct PythonReader::Impl {
-	explicit Impl(const PythonMaps &maps) : maps(maps), seen(maps.seen, sizeof(python_code)) {}
-	PythonMaps maps;
+	explicit Impl(const RuntimeMaps &maps) : maps(maps), seen(maps.seen, sizeof(python_code)) {}
+	RuntimeMaps maps;
 	SeenRecords seen; // code objects met for the first time
 	PythonNames names;
 	struct Process {
@@ -95,7 +95,7 @@ void PythonReader::Impl::name_fresh(const std::vector<python_code> &fresh)
 	stats.naming_ms += clocks::thread_cpu_ms() - start;
 }
 
-PythonReader::PythonReader(const PythonMaps &maps) : impl_(std::make_unique<Impl>(maps)) {}
+PythonReader::PythonReader(const RuntimeMaps &maps) : impl_(std::make_unique<Impl>(maps)) {}
 
 PythonReader::~PythonReader() = default;
 

@@ -11,14 +11,9 @@
 #include "python/names.h"
 #include "runtime/room.h"
 
-// The kernel maps the reader works through (python/python.bpf.h).
-struct PythonMaps {
-	int processes = -1, wanted = -1, codes = -1, seen = -1;
-};
-
 class PythonReader : public RuntimeReader {
 public:
-	explicit PythonReader(const PythonMaps &maps);
+	explicit PythonReader(const RuntimeMaps &maps);
 	~PythonReader();
 	PythonReader(const PythonReader &) = delete;
 	PythonReader &operator=(const PythonReader &) = delete;

@@ -11,14 +11,8 @@ namespace {
 
 std::unique_ptr<RuntimeReader> start_python(const MapFdByName &map_fd)
 {
-	PythonMaps maps;
-	maps.processes = map_fd("python_processes");
-	maps.wanted = map_fd("python_wanted");
-	maps.codes = map_fd("python_codes");
-	maps.seen = map_fd("python_seen");
-	if (maps.processes < 0 || maps.wanted < 0 || maps.codes < 0 || maps.seen < 0)
-		return nullptr;
-	return std::make_unique<PythonReader>(maps);
+	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(map_fd, "python");
+	return maps ? std::make_unique<PythonReader>(*maps) : nullptr;
 }
 
 } // namespace

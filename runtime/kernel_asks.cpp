@@ -19,6 +19,18 @@ void answer_asked_pids(int map_fd, const std::function<void(uint32_t pid)> &answ
 	}
 }
 
+std::optional<RuntimeMaps> RuntimeMaps::named(const MapFdByName &map_fd, const std::string &prefix)
+{
+	RuntimeMaps maps;
+	maps.processes = map_fd((prefix + "_processes").c_str());
+	maps.wanted = map_fd((prefix + "_wanted").c_str());
+	maps.codes = map_fd((prefix + "_codes").c_str());
+	maps.seen = map_fd((prefix + "_seen").c_str());
+	if (maps.processes < 0 || maps.wanted < 0 || maps.codes < 0 || maps.seen < 0)
+		return std::nullopt;
+	return maps;
+}
+
 void forget_runtime_codes(int map_fd, uint32_t pid)
 {
 	std::vector<runtime_code_key> stale;

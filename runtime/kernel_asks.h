@@ -7,7 +7,22 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
+
+// A kernel map's fd by its name in the sampling program, -1 when it has none.
+using MapFdByName = std::function<int(const char *name)>;
+
+// A runtime's kernel maps, as every runtime's walk has them, each named for the runtime
+// ("python_processes"): the processes as user space classified them, those the walk asked
+// about, what it told user space of (RUNTIME_CODES_MAP, or the runtime's own), and the ring
+// of what it met for the first time.
+struct RuntimeMaps {
+	int processes = -1, wanted = -1, codes = -1, seen = -1;
+	// The maps named for `prefix`; nothing when the program lacks one of them.
+	static std::optional<RuntimeMaps> named(const MapFdByName &map_fd, const std::string &prefix);
+};
 
 // Each pid the walk asked about since the last call (the hash map_fd), answered, then
 // taken out of the hash: one asked again meanwhile is not asked twice.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "report/model.h"
+#include "runtime/kernel_asks.h"
 
 // A runtime's frame as the reports show it: its function, the source file and the line, what
 // -v adds (the runtime's own: a Java method's signature and bytecode index), and the
@@ -42,8 +43,6 @@ public:
 	virtual std::string stats() const = 0;
 };
 
-// A kernel map's fd by its name in the sampling program, -1 when it has none.
-using MapFdByName = std::function<int(const char *name)>;
 
 // A runtime, as the run and the command line know it.
 struct RuntimeRoom {

@@ -19,8 +19,8 @@
 #include "v8/runtime.h"
 
 struct V8Reader::Impl {
-	explicit Impl(const V8Maps &maps) : maps(maps), seen(maps.seen, sizeof(runtime_code)) {}
-	V8Maps maps;
+	explicit Impl(const RuntimeMaps &maps) : maps(maps), seen(maps.seen, sizeof(runtime_code)) {}
+	RuntimeMaps maps;
 	SeenRecords seen; // code objects met for the first time
 	V8Files files;
 	V8Names names;
@@ -67,7 +67,7 @@ struct V8Reader::Impl {
 	}
 };
 
-V8Reader::V8Reader(const V8Maps &maps) : impl_(std::make_unique<Impl>(maps)) {}
+V8Reader::V8Reader(const RuntimeMaps &maps) : impl_(std::make_unique<Impl>(maps)) {}
 
 V8Reader::~V8Reader() = default;
 

@@ -10,14 +10,9 @@
 
 #include "runtime/room.h"
 
-// The kernel maps the reader works through (v8/v8.bpf.h).
-struct V8Maps {
-	int processes = -1, wanted = -1, codes = -1, seen = -1;
-};
-
 class V8Reader : public RuntimeReader {
 public:
-	explicit V8Reader(const V8Maps &maps);
+	explicit V8Reader(const RuntimeMaps &maps);
 	~V8Reader();
 	V8Reader(const V8Reader &) = delete;
 	V8Reader &operator=(const V8Reader &) = delete;

@@ -12,11 +12,8 @@ namespace {
 
 std::unique_ptr<RuntimeReader> start_v8(const MapFdByName &map_fd)
 {
-	const V8Maps maps{map_fd("v8_processes"), map_fd("v8_wanted"), map_fd("v8_codes"), map_fd("v8_seen")};
-	for (int fd : {maps.processes, maps.wanted, maps.codes, maps.seen})
-		if (fd < 0)
-			return nullptr;
-	return std::make_unique<V8Reader>(maps);
+	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(map_fd, "v8");
+	return maps ? std::make_unique<V8Reader>(*maps) : nullptr;
 }
 
 } // namespace
