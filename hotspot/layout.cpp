@@ -56,12 +56,6 @@ private:
 	std::string missing_;
 };
 
-template <typename T>
-bool read_value(const ReadMemory &read, uint64_t address, T &out)
-{
-	return address && read(address, &out, sizeof(out));
-}
-
 } // namespace
 
 Result<HotSpotLayout> hotspot_layout(const HotSpotTables &tables)

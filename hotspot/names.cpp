@@ -10,12 +10,6 @@
 
 namespace {
 
-template <typename T>
-bool read_value(const ReadMemory &read, uint64_t address, T &out)
-{
-	return address && read(address, &out, sizeof(out));
-}
-
 // A constant pool's slot: a Symbol* (its low bit a flag) for the names a method refers to.
 std::optional<std::string> pool_symbol(const HotSpotLayout &layout, const ReadMemory &read, uint64_t pool,
 				       uint16_t index)

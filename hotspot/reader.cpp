@@ -113,7 +113,7 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		diagnostics::say("Java frames not shown for PID %u: %s", pid, found.note.c_str());
 	if (found.kind == HotSpotDetection::Java) {
 		value = process_of(found);
-		auto mem = std::make_shared<UniqueFd>(open_read_only(("/proc/" + std::to_string(pid) + "/mem").c_str()));
+		auto mem = std::make_shared<UniqueFd>(open_process_memory(pid));
 		processes[pid] = Process{found.layout, mem};
 		forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
 	} else {

@@ -17,6 +17,13 @@
 // Reads size bytes of the JVM's memory at address; false when any cannot be read.
 using ReadMemory = std::function<bool(uint64_t address, void *out, size_t size)>;
 
+// One value of type T at address (0: none, never read).
+template <typename T>
+bool read_value(const ReadMemory &read, uint64_t address, T &out)
+{
+	return address && read(address, &out, sizeof(out));
+}
+
 // Where libjvm.so's exported symbols are in the process (relocated addresses), by the name
 // each has after "gHotSpot": "VMStructs", "VMStructEntryArrayStride", ...
 using HotSpotSymbolAddress = std::function<std::optional<uint64_t>(std::string_view name)>;

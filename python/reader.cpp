@@ -14,9 +14,10 @@
 
 #include "base/clock.h"
 #include "base/diagnostics.h"
+#include "base/fd.h"
+#include "proc/memory.h"
 #include "python/runtime.h"
 #include "runtime/kernel_asks.h"
-#include "base/fd.h"
 
 struct PythonReader::Impl {
 	explicit Impl(const RuntimeMaps &maps) : maps(maps), seen(maps.seen, sizeof(python_code)) {}
@@ -84,7 +85,7 @@ void PythonReader::Impl::name_fresh(const std::vector<python_code> &fresh)
 			continue;
 		}
 		if (!mem || open_pid != code.pid) {
-			mem = open_read_only(("/proc/" + std::to_string(code.pid) + "/mem").c_str());
+			mem = open_process_memory(code.pid);
 			open_pid = code.pid;
 		}
 		if (mem && names.learn(code, it->second.code_type, it->second.layout, mem.get()))

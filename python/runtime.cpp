@@ -25,12 +25,6 @@ std::string_view base_name(std::string_view path)
 	return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-template <typename T>
-bool read_value(int mem_fd, uint64_t address, T &out)
-{
-	return read_process_memory(mem_fd, address, &out, sizeof(out));
-}
-
 // 3.13 on: the offsets the process states itself at the start of _PyRuntime
 // (_Py_DebugOffsets, cookie "xdebugpy") replace the table's. Ok when they were read.
 Status apply_debug_offsets(int mem_fd, uint64_t runtime, int minor, PythonLayout &layout)
@@ -283,7 +277,7 @@ PythonDetection detect_python(uint32_t pid)
 	// 3.11 on say which version they are; the file name says it for the others.
 	if (const auto version = find_elf_symbol(*elf, "Py_Version")) {
 		uint32_t hex = 0;
-		if (read_value(mem.get(), bias + version->address, hex) && (hex >> 24) == 3) {
+		if (read_process_value(mem.get(), bias + version->address, hex) && (hex >> 24) == 3) {
 			minor = int(hex >> 16 & 0xff);
 			found.version = "3." + std::to_string(minor);
 		}
@@ -309,8 +303,8 @@ PythonDetection detect_python(uint32_t pid)
 		uint32_t key;
 	} tss{};
 	uint64_t basic_size = 0;
-	if (!read_value(mem.get(), bias + runtime->address + layout.runtime_tss, tss) ||
-	    !read_value(mem.get(), bias + code_type->address + 32, basic_size)) // PyTypeObject.tp_basicsize
+	if (!read_process_value(mem.get(), bias + runtime->address + layout.runtime_tss, tss) ||
+	    !read_process_value(mem.get(), bias + code_type->address + 32, basic_size)) // PyTypeObject.tp_basicsize
 		return found;
 	if (tss.initialized != 1) {
 		found.kind = PythonDetection::NotYet;

@@ -1,11 +1,11 @@
 // v8/names.cpp: V8's heap objects read from a live process, and JS frames named from them.
 #include "v8/names.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <memory>
+
+#include "proc/memory.h"
 
 namespace {
 
@@ -18,11 +18,6 @@ constexpr int64_t kMaxPositionDelta = int64_t(1) << 48;
 constexpr int kMaxStringPieces = 256;      // objects read of one string (cons, thin, sliced)
 constexpr size_t kMaxInlinings = 1024;     // inlined functions read of one code object
 constexpr size_t kInliningSize = 16;       // an InliningPosition: SourcePosition, int, padding
-
-bool read_process_memory(int mem_fd, uint64_t address, void *out, size_t size)
-{
-	return pread(mem_fd, out, size, off_t(address)) == ssize_t(size);
-}
 
 bool is_small_integer(uint64_t word)
 {

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/diagnostics.h"
 #include "base/fd.h"
+#include "proc/memory.h"
 #include "runtime/kernel_asks.h"
 #include "v8/names.h"
 #include "v8/runtime.h"
@@ -55,7 +56,7 @@ struct V8Reader::Impl {
 		for (const runtime_code &code : fresh) {
 			const auto process = processes.find(code.pid);
 			if (process != processes.end() && (!mem || open_pid != code.pid)) {
-				mem = open_read_only(("/proc/" + std::to_string(code.pid) + "/mem").c_str());
+				mem = open_process_memory(code.pid);
 				open_pid = code.pid;
 			}
 			if (process != processes.end() && mem && names.learn(code, process->second, mem.get()))
