@@ -98,6 +98,40 @@ static __always_inline __u64 hotspot_blob(const struct hotspot_process *jvm, __u
 	return block + jvm->block_size;
 }
 
+/* Where the return address is, from sp, at pc in a compiled frame's prologue (before
+ * frame_complete): at sp until the stack moves; above rbp once C1 pushed it; at the frame's
+ * top once its `sub rsp` ran (its rbp saved or not, rbp is still the caller's). A stack
+ * bang (`mov [rsp - n], eax`) and the verified entry's 5-byte nop may come first. x86-64's
+ * C1 and C2 prologues; another (a virtual method's inline cache check first) reads as
+ * nothing pushed. */
+static __always_inline __u64 hotspot_prologue(__u64 begin, __u64 pc, __s32 frame_size)
+{
+	__u8 code[8] = {};
+	__u64 at = begin, pushed = 0;
+
+	if (pc <= at || hotspot_read(code, sizeof(code), at))
+		return 0;
+	if (code[0] == 0x0f && code[1] == 0x1f && code[2] == 0x44) { /* nopl 0(%rax,%rax,1) */
+		at += 5;
+		if (pc <= at || hotspot_read(code, sizeof(code), at))
+			return 0;
+	}
+	if (code[0] == 0x89 && code[1] == 0x84 && code[2] == 0x24) { /* the stack bang */
+		at += 7;
+		if (pc <= at || hotspot_read(code, sizeof(code), at))
+			return 0;
+	}
+	if (code[0] == 0x55) { /* push rbp */
+		at += 1;
+		pushed = 8;
+		if (pc <= at || hotspot_read(code, sizeof(code), at))
+			return pushed;
+	}
+	if (code[0] == 0x48 && (code[1] == 0x83 || code[1] == 0x81) && code[2] == 0xec) /* sub rsp, n */
+		return pc <= at ? pushed : 8 * (__u64)frame_size - 8;
+	return pushed;
+}
+
 /* What is left of a compiled frame's own at pc, when pc is in its epilogue, after the frame
  * was taken down: 16 at `pop rbp` (rbp, then the return address), 8 after it, in the return's
  * safepoint poll (`cmp rsp, [r15 + d]; ja` on JDK 16 on, `test eax, [r10]` before) or at the
@@ -209,10 +243,21 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			hotspot_read(&complete, 4, blob + jvm->blob_frame_complete);
 			if (jvm->frame_complete_is_short)
 				complete = (__s16)complete;
-			/* The leaf before its frame is made, or in its epilogue once it is gone: only
-			 * the return address is left (or rbp above it, at its pop). */
+			/* The leaf before its frame is made (the return address where the prologue
+			 * has got to), or in its epilogue once it is gone: only the return address is
+			 * left (or rbp above it, at its pop). */
+			if (index == 0 && complete > 0 && pc < begin + complete) {
+				__u64 at = hotspot_prologue(begin, pc, frame_size);
+
+				if (hotspot_read(&saved[1], 8, r->sp + at))
+					return RUNTIME_NATIVE;
+				frames->ip[n & UNWIND_MAX_DEPTH] = value;
+				r->pc = saved[1];
+				r->sp += at + 8;
+				return RUNTIME_STEPPED;
+			}
 			if (index == 0) {
-				__u32 left = complete > 0 && pc < begin + complete ? 8 : hotspot_epilogue(pc);
+				__u32 left = hotspot_epilogue(pc);
 
 				if (left) {
 					if (hotspot_read(saved, 16, r->sp))
