@@ -27,6 +27,30 @@ RUNTIME_ASKED_MAP(hotspot_wanted);
 /* Compiled methods already told to user space (struct runtime_code). */
 RUNTIME_CODES_MAP(hotspot_codes, hotspot_seen, hotspot_last_id);
 
+/* A code blob's header, and an interpreted frame's words (HOTSPOT_FRAME_WORDS below its rbp,
+ * then its saved rbp and return address), each read at once, per CPU. */
+struct hotspot_scratch {
+	__u8 header[HOTSPOT_HEADER_READ + 8];
+	__u64 words[16];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hotspot_scratch);
+	__uint(max_entries, 1);
+} hotspot_scratch SEC(".maps");
+
+/* A field of the header read, by its offset (under HOTSPOT_HEADER_READ: user space checks). */
+static __always_inline __u64 hotspot_u64(const struct hotspot_scratch *s, __u16 offset)
+{
+	return *(const __u64 *)&s->header[offset & (HOTSPOT_HEADER_READ - 1)];
+}
+
+static __always_inline __s32 hotspot_s32(const struct hotspot_scratch *s, __u16 offset)
+{
+	return *(const __s32 *)&s->header[offset & (HOTSPOT_HEADER_READ - 1)];
+}
+
 /* The HotSpot side of one stack walk. */
 struct hotspot_walk {
 	__u32 pid;
@@ -158,17 +182,19 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 {
 	struct hotspot_process *jvm;
 	struct stored_stack *frames;
+	struct hotspot_scratch *s;
 	struct runtime_code_key key = {};
 	__u64 pc, blob = 0, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {}, id;
 	__s32 frame_size = 0;
-	__u32 user = 1, i;
+	__u32 user = 1, zero = 0, i, size;
 
 	if (!h || !r || !h->active)
 		return RUNTIME_NATIVE;
 	key.pid = h->pid;
 	jvm = bpf_map_lookup_elem(&hotspot_processes, &h->pid);
 	frames = bpf_map_lookup_elem(&scratch, &user);
-	if (!jvm || !frames || !jvm->is_java)
+	s = bpf_map_lookup_elem(&hotspot_scratch, &zero);
+	if (!jvm || !frames || !s || !jvm->is_java)
 		return RUNTIME_NATIVE;
 	pc = r->pc;
 	for (i = 0; i < HOTSPOT_MAX_HEAPS; i++)
@@ -176,19 +202,24 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			blob = hotspot_blob(jvm, i, pc);
 			break;
 		}
-	if (!blob || hotspot_read(&name, 8, blob + jvm->blob_name) || hotspot_read(&name, 8, name) ||
-	    hotspot_read(&frame_size, 4, blob + jvm->blob_frame_size))
+	size = jvm->header_read;
+	if (!blob || size < 8 || size > HOTSPOT_HEADER_READ || hotspot_read(s->header, size, blob) ||
+	    hotspot_read(&name, 8, hotspot_u64(s, jvm->blob_name)))
 		return RUNTIME_NATIVE;
+	frame_size = hotspot_s32(s, jvm->blob_frame_size);
 	if (name == 0x6572707265746e49ULL) { /* "Interpre": the interpreter, its frame from rbp */
-		__u64 const_method = 0, bcp = 0, bci = HOTSPOT_NO_BCI;
+		__u64 const_method = 0, bcp, bci = HOTSPOT_NO_BCI;
 
-		if (r->bp < r->sp || r->bp - r->sp > (1 << 20) ||
-		    hotspot_read(&method, 8, r->bp + jvm->interpreter_method) || !method || (method & 7))
+		/* words[i] is at rbp + 8 * (i - HOTSPOT_FRAME_WORDS): the method's and bcp's
+		 * slots (user space checks they are within), the sender's sp, rbp, return. */
+		if (r->bp < r->sp || r->bp - r->sp > (1 << 20) || r->bp < 8 * HOTSPOT_FRAME_WORDS ||
+		    hotspot_read(s->words, 8 * (HOTSPOT_FRAME_WORDS + 2), r->bp - 8 * HOTSPOT_FRAME_WORDS))
 			return RUNTIME_NATIVE;
-		if (hotspot_read(&const_method, 8, method + jvm->method_const))
+		method = s->words[(HOTSPOT_FRAME_WORDS + (jvm->interpreter_method >> 3)) & 15];
+		bcp = s->words[(HOTSPOT_FRAME_WORDS + (jvm->interpreter_bcp >> 3)) & 15];
+		if (!method || (method & 7) || hotspot_read(&const_method, 8, method + jvm->method_const))
 			return RUNTIME_NATIVE;
-		if (!hotspot_read(&bcp, 8, r->bp + jvm->interpreter_bcp) && bcp >= const_method + jvm->const_size &&
-		    bcp - const_method - jvm->const_size < HOTSPOT_NO_BCI)
+		if (bcp >= const_method + jvm->const_size && bcp - const_method - jvm->const_size < HOTSPOT_NO_BCI)
 			bci = bcp - const_method - jvm->const_size;
 		key.kind = HOTSPOT_CODE_METHOD;
 		key.object = method;
@@ -197,25 +228,22 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		value = id ? HOTSPOT_ID_FRAME(bci, id) : HOTSPOT_FRAME(HOTSPOT_INTERPRETED, bci, method);
 		caller_sp = r->bp + 16;
 		/* The caller's own sp, below the arguments an adapter may have pushed. */
-		if (hotspot_read(&next_sp, 8, r->bp - 8) || next_sp < caller_sp || next_sp - caller_sp > (1 << 16))
+		next_sp = s->words[(HOTSPOT_FRAME_WORDS - 1) & 15];
+		if (next_sp < caller_sp || next_sp - caller_sp > (1 << 16))
 			next_sp = caller_sp;
+		saved[0] = s->words[HOTSPOT_FRAME_WORDS & 15];
+		saved[1] = s->words[(HOTSPOT_FRAME_WORDS + 1) & 15];
 	} else {
-		__u64 begin = 0;
-		__s32 complete = 0, offset = 0;
+		__u64 begin = jvm->code_begin_is_offset ? blob + hotspot_s32(s, jvm->blob_code_begin)
+						       : hotspot_u64(s, jvm->blob_code_begin);
+		__s32 complete = 0;
 
-		if (jvm->code_begin_is_offset) {
-			if (hotspot_read(&offset, 4, blob + jvm->blob_code_begin))
-				return RUNTIME_NATIVE;
-			begin = blob + offset;
-		} else if (hotspot_read(&begin, 8, blob + jvm->blob_code_begin)) {
-			return RUNTIME_NATIVE;
-		}
 		/* "nmethod\0", and "native n(method)": a native method's wrapper, compiled too. */
 		if (name == 0x646f6874656d6eULL || name == 0x6e2065766974616eULL) {
-			__u32 compile_id = 0;
+			__u32 compile_id = (__u32)hotspot_s32(s, jvm->nmethod_compile_id);
 
-			if (hotspot_read(&method, 8, blob + jvm->nmethod_method) || !method ||
-			    hotspot_read(&compile_id, 4, blob + jvm->nmethod_compile_id))
+			method = hotspot_u64(s, jvm->nmethod_method);
+			if (!method)
 				return RUNTIME_NATIVE;
 			key.kind = HOTSPOT_CODE_NMETHOD;
 			key.object = blob;
@@ -240,7 +268,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			if (r->bp < r->sp || r->bp - r->sp > (1 << 20))
 				return RUNTIME_NATIVE;
 		} else {
-			hotspot_read(&complete, 4, blob + jvm->blob_frame_complete);
+			complete = hotspot_s32(s, jvm->blob_frame_complete);
 			if (jvm->frame_complete_is_short)
 				complete = (__s16)complete;
 			/* The leaf before its frame is made (the return address where the prologue
@@ -274,8 +302,9 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		}
 		next_sp = caller_sp;
 	}
-	/* rbp saved just below the return address, as every HotSpot frame keeps it. */
-	if (hotspot_read(saved, 16, caller_sp - 16))
+	/* rbp saved just below the return address, as every HotSpot frame keeps it (an
+	 * interpreted frame's read with its words). */
+	if (!saved[1] && hotspot_read(saved, 16, caller_sp - 16))
 		return RUNTIME_NATIVE;
 	frames->ip[n & UNWIND_MAX_DEPTH] = value;
 	r->bp = saved[0];

@@ -53,6 +53,11 @@ static inline __u64 hotspot_fingerprint(__u64 method, __u64 second)
 }
 
 #define HOTSPOT_MAX_HEAPS 4
+/* A code blob's header is read at once, up to this many bytes: through the last field the
+ * walk reads of it (struct hotspot_process's header_read). */
+#define HOTSPOT_HEADER_READ 512
+/* An interpreted frame's words read below its rbp: its method's and bcp's slots lie there. */
+#define HOTSPOT_FRAME_WORDS 10
 /* Steps back through a segment map (each up to 254 segments) before a blob is given up. */
 #define HOTSPOT_SEGMAP_STEPS 16
 
@@ -71,6 +76,8 @@ struct hotspot_process {
 	__u16 blob_name, blob_frame_size, blob_code_begin, blob_frame_complete;
 	__u16 nmethod_method, nmethod_compile_id, method_const, const_size;
 	__s16 interpreter_method, interpreter_bcp; /* bytes from the frame pointer */
+	__u16 header_read; /* bytes of a blob read at once, at most HOTSPOT_HEADER_READ */
+	__u16 pad2;
 };
 
 #endif /* HOTSPOT_HOTSPOT_H */

@@ -4,6 +4,7 @@
 
 #include <bpf/bpf.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -48,6 +49,8 @@ hotspot_process process_of(const HotSpotDetection &found)
 	p.nmethod_compile_id = uint16_t(l.nmethod_compile_id);
 	p.method_const = uint16_t(l.method_const);
 	p.const_size = uint16_t(l.const_size);
+	p.header_read = uint16_t(8 + std::max({l.blob_name, l.blob_frame_size, l.blob_code_begin, l.blob_frame_complete,
+					       l.nmethod_method, l.nmethod_compile_id}));
 	p.interpreter_method = int16_t(8 * l.interpreter_method);
 	p.interpreter_bcp = int16_t(8 * l.interpreter_bcp);
 	return p;
@@ -113,6 +116,17 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		diagnostics::say("Java frames not shown for PID %u: %s", pid, found.note.c_str());
 	if (found.kind == HotSpotDetection::Java) {
 		value = process_of(found);
+		const auto in_frame = [](int16_t bytes) { return bytes < 0 && bytes >= -8 * HOTSPOT_FRAME_WORDS && !(bytes % 8); };
+		if (value.header_read > HOTSPOT_HEADER_READ || !in_frame(value.interpreter_method) ||
+		    !in_frame(value.interpreter_bcp)) {
+			if (said.insert("header").second)
+				diagnostics::say("Java frames not shown for PID %u: its code blobs' or interpreter frames' "
+						 "fields lie past what the walk reads of each", pid);
+			value = hotspot_process{};
+			processes.erase(pid);
+			bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
+			return;
+		}
 		auto mem = std::make_shared<UniqueFd>(open_process_memory(pid));
 		processes[pid] = Process{found.layout, mem};
 		forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)

@@ -5,7 +5,7 @@
 # profiles attach to it at once, one as it is and one with --no-java, for SECONDS. Prints,
 # per JDK: hotA's share in the profile against the program's own, the main thread's samples
 # under a named method, those with main above them and the thread's root at the top, the
-# source file on the frame, the time to read the JVM's tables; then the sampling program's
+# source file and line on the frame, the time to read the JVM's tables; then the sampling program's
 # ns per run (kernel.bpf_stats_enabled) with Java frames and with --no-java, both attached
 # at once at 997 Hz (-U), in turns (each attached first once).
 # Needs root, ./profile and bpftool. Not part of `make test`. Usage: scripts/bench-java.sh [SECONDS] (default 10)
@@ -63,15 +63,16 @@ for java in /usr/lib/jvm/java-17-openjdk-amd64/bin/java /usr/lib/jvm/temurin-25-
 			da = a[1] - b[1]; db = a[2] - b[2]; truth = da / (da + db) }
 		$1 == "java" {
 			n = $NF; total += n
-			named = 0; main = 0; A = 0; B = 0; file = 0
+			named = 0; main = 0; A = 0; B = 0; file = 0; lined = 0
 			for (i = 1; i <= NF; i++) {
-				if ($i ~ /\.java\)/) named = 1
+				if ($i ~ /\.java(:[0-9]+)?\)/) named = 1
 				if ($i ~ /^holdout\.Split\.main \(Split\.java/) main = 1
 				if ($i ~ /holdout\.Split\.hotA \(Split\.java/) { A = 1; file = 1 }
 				if ($i ~ /holdout\.Split\.hotB \(Split\.java/) { B = 1; file = 1 }
+				if ($i ~ /holdout\.Split\.hot[AB] \(Split\.java:[0-9]+\)/) lined = 1
 			}
 			if (named) { n_named += n; if (main && $2 == "clone3") n_whole += n }
-			n_a += A * n; n_b += B * n; n_file += file * n
+			n_a += A * n; n_b += B * n; n_file += file * n; n_lined += lined * n
 		}
 		END {
 			share = (n_a + n_b) ? n_a / (n_a + n_b) : 0
@@ -79,7 +80,7 @@ for java in /usr/lib/jvm/java-17-openjdk-amd64/bin/java /usr/lib/jvm/temurin-25-
 				100 * share, 100 * truth, n_a + n_b
 			printf "main thread under a named method: %.1f %% of %d (target >= 85 %%)\n", total ? 100 * n_named / total : 0, total
 			printf "of those, main above and the root at the top: %.1f %% (target >= 95 %%)\n", n_named ? 100 * n_whole / n_named : 0
-			printf "hotA/hotB with their source file: %d of %d\n", n_file, n_a + n_b
+			printf "hotA/hotB with their source file: %d of %d, with its line: %d\n", n_file, n_a + n_b, n_lined
 		}' FS=';' "$WORK/on.fields" | sed 's/^/  /'
 	grep -h "^profile: java:" "$WORK/on.err" | sed 's/^profile: /  /'
 	echo "  ns per sample: Java frames $j1, --no-java $n1 (Java attached first); Java $j2, --no-java $n2 (--no-java first);" \

