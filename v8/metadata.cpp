@@ -133,6 +133,10 @@ Status fill_walk(const Names &names, V8Layout &layout)
 		return Error("its V8 metadata lacks what names a JS function");
 	if (walk.code_start >= 64 - 8 || walk.code_size >= 64 - 4 || walk.code_flags >= 64 - 4)
 		return Error("its Code layout is not one this profiler reads");
+	// The walk reads a JSFunction's and a SharedFunctionInfo's first 64 bytes (V8_CODE_READ).
+	for (const uint16_t field : {walk.function_shared, walk.function_code, walk.shared_name, walk.shared_script})
+		if (field > 64 - 8 || field % 8)
+			return Error("its JSFunction or SharedFunctionInfo layout is not one this profiler reads");
 	return {};
 }
 

@@ -36,6 +36,9 @@ RUNTIME_CODES_MAP(v8_codes, v8_seen, v8_last_id);
 struct v8_scratch {
 	__u64 slots[V8_FRAME_SLOTS]; /* the words below the frame pointer */
 	__u8 code[V8_CODE_READ];
+	/* The frame's JSFunction's and SharedFunctionInfo's first words: their map and the
+	 * fields the walk reads (user space checks they lie there). */
+	__u8 function[V8_CODE_READ], shared[V8_CODE_READ];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -93,13 +96,27 @@ static __always_inline __u16 v8_type_of(const struct v8_process *proc, __u64 tag
 	return type;
 }
 
-/* A tagged field of a heap object; 0 when it cannot be read. */
-static __always_inline __u64 v8_field(__u64 tagged, __u16 offset)
+/* The instance type a map gives its objects; 0 when it is no map. */
+static __always_inline __u16 v8_map_type(const struct v8_process *proc, __u64 map)
 {
-	__u64 value = 0;
+	__u16 type = 0;
 
-	bpf_probe_read_user(&value, sizeof(value), (void *)(tagged - 1 + offset));
-	return value;
+	if ((map & 3) != 1 || bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + proc->map_instance_type)))
+		return 0;
+	return type;
+}
+
+/* A heap object's first V8_CODE_READ bytes, read at once into out: false when it is no heap
+ * object or cannot be read. */
+static __always_inline bool v8_read_object(__u8 *out, __u64 tagged)
+{
+	return (tagged & 3) == 1 && !bpf_probe_read_user(out, V8_CODE_READ, (void *)(tagged - 1));
+}
+
+/* A word of an object read so, at offset (under V8_CODE_READ). */
+static __always_inline __u64 v8_word(const __u8 *object, __u16 offset)
+{
+	return *(const __u64 *)&object[offset & (V8_CODE_READ - 8)];
 }
 
 /* A frame slot by its index (struct v8_process). */
@@ -131,11 +148,13 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
 	if (!(v8_slot(s, proc->slot_context) & 1))
 		return 0;
 	function = v8_slot(s, proc->slot_function);
-	type = v8_type_of(proc, function);
+	if (!v8_read_object(s->function, function))
+		return 0;
+	type = v8_map_type(proc, v8_word(s->function, 0));
 	if (type < proc->type_function_first || type > proc->type_function_last)
 		return 0;
-	shared = v8_field(function, proc->function_shared);
-	if (v8_type_of(proc, shared) != proc->type_shared)
+	shared = v8_word(s->function, proc->function_shared);
+	if (!v8_read_object(s->shared, shared) || v8_map_type(proc, v8_word(s->shared, 0)) != proc->type_shared)
 		return 0;
 	key.pid = v->pid;
 	bytecode = v8_slot(s, proc->slot_bytecode_array);
@@ -148,9 +167,8 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
 		key.object = bytecode;
 		if (at >= proc->bytecode_data - 1 && at - (proc->bytecode_data - 1) < V8_NO_OFFSET)
 			offset = at - (proc->bytecode_data - 1);
-	} else if (proc->function_code && (code = v8_field(function, proc->function_code)) &&
-		   v8_type_of(proc, code) == proc->type_code &&
-		   !bpf_probe_read_user(s->code, sizeof(s->code), (void *)(code - 1))) {
+	} else if (proc->function_code && (code = v8_word(s->function, proc->function_code)) &&
+		   v8_read_object(s->code, code) && v8_map_type(proc, v8_word(s->code, 0)) == proc->type_code) {
 		__u64 start = proc->code_start_pointer ? *(__u64 *)&s->code[proc->code_start & (V8_CODE_READ - 8)]
 						       : code - 1 + proc->code_start;
 		__u32 size = *(__u32 *)&s->code[proc->code_size & (V8_CODE_READ - 4)];
@@ -172,8 +190,8 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
 		offset = V8_NO_OFFSET;
 	}
 	return V8_FRAME(runtime_code_id(&v8_codes, &v8_seen, &v8_last_id, &key, shared,
-				   v8_fingerprint(shared, v8_field(shared, proc->shared_name),
-						  v8_field(shared, proc->shared_script), extra)),
+				   v8_fingerprint(shared, v8_word(s->shared, proc->shared_name),
+						  v8_word(s->shared, proc->shared_script), extra)),
 			offset);
 }
 
