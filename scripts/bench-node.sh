@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/bench-node.sh [SECONDS]: issue 37's targets for JavaScript frames. For each Node
-# present (the image's /usr/bin/node, npm's 22 and 24 under build/npm-node: make check
+# present (the image's /usr/bin/node, npm's 18, 22 and 24 under build/npm-node: make check
 # installs them), tests/workloads/node/split.js runs two functions on its main thread and
 # measures its own split; profile -p samples it at 499 Hz and this prints hotA's share beside
 # the script's, the share of samples under a named JS function, and of those reaching
@@ -26,7 +26,8 @@ shares() {
 	}' "$1"
 }
 
-for node in /usr/bin/node "$PWD"/build/npm-node/node_modules/node22/bin/node "$PWD"/build/npm-node/node_modules/node24/bin/node; do
+for node in /usr/bin/node "$PWD"/build/npm-node/node_modules/node22/bin/node "$PWD"/build/npm-node/node_modules/node24/bin/node \
+	"$PWD"/build/npm-node/node_modules/node18/bin/node; do
 	[ -x "$node" ] || continue
 	"$node" "$script" $((seconds + 1)) "$tmp/truth" >"$tmp/out" &
 	pid=$!

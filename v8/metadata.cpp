@@ -84,7 +84,8 @@ Status fill_walk(const Names &names, V8Layout &layout)
 	walk.map_instance_type = names.get({"class_Map__instance_type__uint16_t"});
 	walk.function_shared = names.get({"class_JSFunction__shared__SharedFunctionInfo",
 					  "class_JSFunction__shared__Tagged_SharedFunctionInfo_"});
-	walk.function_code = names.get({"class_JSFunction__code__Code", "class_JSFunction__code__Tagged_Code_"});
+	walk.function_code = names.get({"class_JSFunction__code__Code", "class_JSFunction__code__Tagged_Code_",
+					"class_JSFunction__code__CodeT"});
 	if (!walk.function_code && walk.function_shared && !layout.at_least(13, 0, 0))
 		walk.function_code = layout.at_least(11, 7, 368) ? walk.function_shared - kPointer
 								 : walk.function_shared + 3 * kPointer;
@@ -131,7 +132,10 @@ Status fill_walk(const Names &names, V8Layout &layout)
 	    !walk.map_instance_type || !walk.function_shared || !walk.shared_name || !walk.shared_script ||
 	    !walk.bytecode_data)
 		return Error("its V8 metadata lacks what names a JS function");
-	if (walk.code_start >= 64 - 8 || walk.code_size >= 64 - 4 || walk.code_flags >= 64 - 4)
+	// Where the instructions start is read from Code's header from V8 11.1; before, they
+	// follow the header, code_start bytes in.
+	if ((walk.code_start_pointer && walk.code_start >= 64 - 8) || walk.code_size >= 64 - 4 ||
+	    walk.code_flags >= 64 - 4)
 		return Error("its Code layout is not one this profiler reads");
 	// The walk reads a JSFunction's and a SharedFunctionInfo's first 64 bytes (V8_CODE_READ).
 	for (const uint16_t field : {walk.function_shared, walk.function_code, walk.shared_name, walk.shared_script})
