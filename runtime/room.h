@@ -43,7 +43,6 @@ public:
 	virtual std::string stats() const = 0;
 };
 
-
 // A runtime, as the run and the command line know it.
 struct RuntimeRoom {
 	const char *name;  // "NAME": --no-NAME turns it off; its -v line starts so
