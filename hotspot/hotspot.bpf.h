@@ -263,6 +263,21 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			value = id ? HOTSPOT_ID_FRAME(HOTSPOT_NO_BCI, id) : HOTSPOT_FRAME(HOTSPOT_STUB, HOTSPOT_NO_BCI, blob);
 		}
 		if (frame_size <= 0 || frame_size > 4096) {
+			/* "vtable c(hunks)", "itable c(hunks)": dispatch stubs jump on to the method
+			 * found, never call: only the leaf's return address is theirs. */
+			if (name == 0x6320656c62617476ULL || name == 0x6320656c62617469ULL) {
+				if (index != 0 || hotspot_read(&saved[1], 8, r->sp))
+					return RUNTIME_NATIVE;
+				frames->ip[n & UNWIND_MAX_DEPTH] = value;
+				r->pc = saved[1];
+				r->sp += 8;
+				return RUNTIME_STEPPED;
+			}
+			/* "I2C/C2I adapters" move a call's arguments between the interpreter's places
+			 * and compiled code's: where the return address is meanwhile is not known here,
+			 * and the stack is cut there rather than guessed. */
+			if (name == 0x204932432f433249ULL)
+				return RUNTIME_NATIVE;
 			/* A stub with no frame of its own here (the call stub's is rbp's). */
 			caller_sp = r->bp + 16;
 			if (r->bp < r->sp || r->bp - r->sp > (1 << 20))
