@@ -4,7 +4,7 @@
 # test suite, every test of it but those the next part runs; the suite built with ASan+UBSan
 # (build-asan/), its unit and component tests and the integration tests of suite
 # "integration-asan" (ASAN_TOO in tests/support.h); every fuzz target for FUZZ_SECONDS
-# (build-fuzz/; make test gives 3).
+# (build-fuzz/; make test gives 1, built at -O0).
 # Why not every integration test under ASan: they spend their time sampling for a set
 # number of seconds, the same code paths over and over, and took 5.5 of the 12 minutes
 # of `make test`. What ASan and UBSan check is the profiler's own code: the chosen ones run
