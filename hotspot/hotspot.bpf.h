@@ -187,6 +187,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	__u64 pc, blob = 0, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {}, id;
 	__s32 frame_size = 0;
 	__u32 user = 1, zero = 0, i, size;
+	__u8 keep_bp = 0; /* the frame left rbp as its caller's */
 
 	if (!h || !r || !h->active)
 		return RUNTIME_NATIVE;
@@ -266,22 +267,21 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			/* "vtable c(hunks)", "itable c(hunks)": dispatch stubs jump on to the method
 			 * found, never call: only the leaf's return address is theirs. */
 			if (name == 0x6320656c62617476ULL || name == 0x6320656c62617469ULL) {
-				if (index != 0 || hotspot_read(&saved[1], 8, r->sp))
+				if (index != 0)
 					return RUNTIME_NATIVE;
-				frames->ip[n & UNWIND_MAX_DEPTH] = value;
-				r->pc = saved[1];
-				r->sp += 8;
-				return RUNTIME_STEPPED;
+				caller_sp = r->sp + 8;
+				keep_bp = 1;
+			} else if (name == 0x204932432f433249ULL) {
+				/* "I2C/C2I adapters" move a call's arguments between the interpreter's
+				 * places and compiled code's: where the return address is meanwhile is not
+				 * known here, and the stack is cut there rather than guessed. */
+				return RUNTIME_NATIVE;
+			} else {
+				/* A stub with no frame of its own here (the call stub's is rbp's). */
+				caller_sp = r->bp + 16;
+				if (r->bp < r->sp || r->bp - r->sp > (1 << 20))
+					return RUNTIME_NATIVE;
 			}
-			/* "I2C/C2I adapters" move a call's arguments between the interpreter's places
-			 * and compiled code's: where the return address is meanwhile is not known here,
-			 * and the stack is cut there rather than guessed. */
-			if (name == 0x204932432f433249ULL)
-				return RUNTIME_NATIVE;
-			/* A stub with no frame of its own here (the call stub's is rbp's). */
-			caller_sp = r->bp + 16;
-			if (r->bp < r->sp || r->bp - r->sp > (1 << 20))
-				return RUNTIME_NATIVE;
 		} else {
 			complete = hotspot_s32(s, jvm->blob_frame_complete);
 			if (jvm->frame_complete_is_short)
@@ -289,40 +289,28 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			/* The leaf before its frame is made (the return address where the prologue
 			 * has got to), or in its epilogue once it is gone: only the return address is
 			 * left (or rbp above it, at its pop). */
+			__u32 left = 0;
+
 			if (index == 0 && complete > 0 && pc < begin + complete) {
-				__u64 at = hotspot_prologue(begin, pc, frame_size);
-
-				if (hotspot_read(&saved[1], 8, r->sp + at))
-					return RUNTIME_NATIVE;
-				frames->ip[n & UNWIND_MAX_DEPTH] = value;
-				r->pc = saved[1];
-				r->sp += at + 8;
-				return RUNTIME_STEPPED;
+				caller_sp = r->sp + hotspot_prologue(begin, pc, frame_size) + 8;
+				keep_bp = 1;
+			} else if (index == 0 && (left = hotspot_epilogue(pc))) {
+				caller_sp = r->sp + left;
+				keep_bp = left != 16; /* at `pop rbp`, rbp is below the return address */
+			} else {
+				caller_sp = r->sp + 8 * (__u64)frame_size;
 			}
-			if (index == 0) {
-				__u32 left = hotspot_epilogue(pc);
-
-				if (left) {
-					if (hotspot_read(saved, 16, r->sp))
-						return RUNTIME_NATIVE;
-					frames->ip[n & UNWIND_MAX_DEPTH] = value;
-					if (left == 16)
-						r->bp = saved[0];
-					r->pc = saved[left / 8 - 1];
-					r->sp += left;
-					return RUNTIME_STEPPED;
-				}
-			}
-			caller_sp = r->sp + 8 * (__u64)frame_size;
 		}
 		next_sp = caller_sp;
 	}
-	/* rbp saved just below the return address, as every HotSpot frame keeps it (an
-	 * interpreted frame's read with its words). */
-	if (!saved[1] && hotspot_read(saved, 16, caller_sp - 16))
+	/* The return address at the caller's sp, and rbp saved just below it, as every HotSpot
+	 * frame keeps it (an interpreted frame's read with its words); a leaf whose frame is not
+	 * made, or a dispatch stub, left rbp as the caller's. */
+	if (!saved[1] && (keep_bp ? hotspot_read(&saved[1], 8, caller_sp - 8) : hotspot_read(saved, 16, caller_sp - 16)))
 		return RUNTIME_NATIVE;
 	frames->ip[n & UNWIND_MAX_DEPTH] = value;
-	r->bp = saved[0];
+	if (!keep_bp)
+		r->bp = saved[0];
 	r->sp = next_sp;
 	r->pc = saved[1];
 	return RUNTIME_STEPPED;
