@@ -13,10 +13,8 @@ public:
 
 	uint64_t field(std::initializer_list<const char *> types, std::initializer_list<const char *> names)
 	{
-		for (const char *type : types)
-			for (const char *name : names)
-				if (const auto value = tables_.field(type, name))
-					return *value;
+		if (const auto value = first(types, names))
+			return *value;
 		return missing(std::string(*types.begin()) + "::" + *names.begin());
 	}
 	uint32_t offset(std::initializer_list<const char *> types, std::initializer_list<const char *> names)
@@ -32,11 +30,8 @@ public:
 	// A field some JDKs have: 0 when this one has none under any of its names.
 	uint32_t optional(std::initializer_list<const char *> types, std::initializer_list<const char *> names)
 	{
-		for (const char *type : types)
-			for (const char *name : names)
-				if (const auto value = tables_.field(type, name); value && *value < (1u << 16))
-					return uint32_t(*value);
-		return 0;
+		const auto value = first(types, names);
+		return value && *value < (1u << 16) ? uint32_t(*value) : 0;
 	}
 	int32_t constant(const char *name, int32_t otherwise)
 	{
@@ -46,6 +41,16 @@ public:
 	const std::string &first_missing() const { return missing_; }
 
 private:
+	// The field under the first of its names this JVM has.
+	std::optional<uint64_t> first(std::initializer_list<const char *> types,
+				      std::initializer_list<const char *> names) const
+	{
+		for (const char *type : types)
+			for (const char *name : names)
+				if (const auto value = tables_.field(type, name))
+					return value;
+		return std::nullopt;
+	}
 	uint64_t missing(const std::string &what)
 	{
 		if (missing_.empty())
