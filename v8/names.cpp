@@ -257,25 +257,31 @@ uint32_t V8Names::line_of(const Function &function, std::optional<uint32_t> scri
 						 : function.start_line;
 }
 
-std::optional<V8Names::Function> V8Names::read_function(const V8Memory &memory, const V8Layout &layout, uint32_t pid,
-							 uint64_t shared)
+std::optional<V8Names::SharedWords> V8Names::shared_words(const V8Memory &memory, const V8Layout &layout,
+							    uint64_t shared)
 {
 	const v8_process &walk = layout.walk;
 	const auto name_word = memory.field(shared, walk.shared_name);
 	const auto script_word = memory.field(shared, walk.shared_script);
 	if (memory.type_of(shared) != walk.type_shared || !name_word || !script_word)
 		return std::nullopt;
+	return SharedWords{*name_word, *script_word};
+}
+
+V8Names::Function V8Names::read_function(const V8Memory &memory, const V8Layout &layout, uint32_t pid,
+					  const SharedWords &words)
+{
 	Function function;
 	uint32_t start = UINT32_MAX;
-	const uint16_t name_type = memory.type_of(*name_word);
+	const uint16_t name_type = memory.type_of(words.name);
 	if (name_type && name_type < layout.first_nonstring_type) {
-		function.name = memory.string(*name_word).value_or("");
+		function.name = memory.string(words.name).value_or("");
 	} else if (name_type == layout.type_scope_info) {
 		// A ScopeInfo: its slots hold the function's name after its context locals, and its
 		// start and end positions (fixed slots from V8 12.8.44; before, the first pair of
 		// small integers after the name).
 		uint64_t slots[16];
-		if (memory.read(*name_word - 1 + layout.scope_info_data, slots, sizeof(slots))) {
+		if (memory.read(words.name - 1 + layout.scope_info_data, slots, sizeof(slots))) {
 			if (layout.scope_positions_fixed && is_small_integer(slots[3]))
 				start = small_integer(slots[3]);
 			size_t at = layout.scope_first_vars;
@@ -298,17 +304,17 @@ std::optional<V8Names::Function> V8Names::read_function(const V8Memory &memory, 
 	if (function.name.empty())
 		function.name = "(anonymous)";
 
-	if (memory.type_of(*script_word) == layout.type_script) {
-		const uint64_t key = (uint64_t(pid) << 48) ^ *script_word;
+	if (memory.type_of(words.script) == layout.type_script) {
+		const uint64_t key = (uint64_t(pid) << 48) ^ words.script;
 		auto &script = scripts_[key];
 		if (!script) {
 			auto made = std::make_shared<Script>();
-			if (const auto file = memory.field(*script_word, layout.script_name))
+			if (const auto file = memory.field(words.script, layout.script_name))
 				made->file = memory.string(*file, 4096).value_or("");
-			const auto ends = memory.field(*script_word, layout.script_line_ends);
+			const auto ends = memory.field(words.script, layout.script_line_ends);
 			if (auto lines = ends ? memory.small_integers(*ends, kMaxLines) : std::nullopt) {
 				made->line_ends = std::move(*lines);
-			} else if (const auto source = memory.field(*script_word, layout.script_source)) {
+			} else if (const auto source = memory.field(words.script, layout.script_source)) {
 				const std::string text = memory.string(*source, kMaxSource).value_or("");
 				for (size_t i = 0; i < text.size(); i++)
 					if (text[i] == '\n')
@@ -329,9 +335,8 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 	const V8Memory memory(mem_fd, layout);
 	const v8_process &walk = layout.walk;
 	const uint64_t shared = seen.extra; // the function's SharedFunctionInfo, tagged
-	const auto name_word = memory.field(shared, walk.shared_name);
-	const auto script_word = memory.field(shared, walk.shared_script);
-	if (memory.type_of(shared) != walk.type_shared || !name_word || !script_word)
+	const auto words = shared_words(memory, layout, shared);
+	if (!words)
 		return false;
 	// The code object is still of the type the walk met there: not moved, with another
 	// object (another function's, or none) in its place, whose table would give wrong lines.
@@ -348,14 +353,11 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 		extra = uint64_t(uint32_t(*size)) << 8 | kind;
 		baseline = kind == walk.code_kind_baseline;
 	}
-	if (v8_fingerprint(shared, *name_word, *script_word, extra) != seen.fingerprint)
+	if (v8_fingerprint(shared, words->name, words->script, extra) != seen.fingerprint)
 		return false;
 
 	Code code;
-	if (auto function = read_function(memory, layout, seen.pid, shared))
-		code.function = std::move(*function);
-	else
-		return false;
+	code.function = read_function(memory, layout, seen.pid, *words);
 
 	uint16_t table_at = 0;
 	if (seen.kind == V8_CODE_BYTECODE)
@@ -386,8 +388,8 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 				shared = *element;
 			if (shared && layout.type_shared_wrapper && memory.type_of(shared) == layout.type_shared_wrapper)
 				shared = memory.field(shared, layout.wrapper_shared).value_or(0);
-			if (shared)
-				function = read_function(memory, layout, seen.pid, shared);
+			if (const auto words = shared ? shared_words(memory, layout, shared) : std::nullopt)
+				function = read_function(memory, layout, seen.pid, *words);
 			code.inlining_positions.push_back(position);
 			code.inlined.push_back(std::move(function));
 		}

@@ -102,9 +102,13 @@ private:
 		std::vector<uint64_t> inlining_positions;
 		std::vector<std::optional<Function>> inlined;
 	};
-	// A SharedFunctionInfo's name, script and first line.
-	std::optional<Function> read_function(const V8Memory &memory, const V8Layout &layout, uint32_t pid,
-					      uint64_t shared);
+	// A SharedFunctionInfo's name_or_scope_info and script words, when it reads as one.
+	struct SharedWords {
+		uint64_t name, script;
+	};
+	static std::optional<SharedWords> shared_words(const V8Memory &memory, const V8Layout &layout, uint64_t shared);
+	// Its function's name, script and first line, from those words.
+	Function read_function(const V8Memory &memory, const V8Layout &layout, uint32_t pid, const SharedWords &words);
 	// A script offset's line in the function's script; its first line when unknown.
 	static uint32_t line_of(const Function &function, std::optional<uint32_t> script_offset);
 	std::unordered_map<uint64_t, Code> codes_; // by pid << 36 | id
