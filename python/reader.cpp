@@ -6,6 +6,7 @@
 #include <bpf/libbpf.h>
 
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -54,15 +55,9 @@ void PythonReader::Impl::classify(uint32_t pid)
 		value = found.process;
 		// A new image under the same pid (exec): the walk is to report its code objects
 		// afresh. What was named of the old image stays, for the samples taken before.
-		std::vector<python_code_key> stale;
-		python_code_key at, next_code;
-		for (python_code_key *prev = nullptr; bpf_map_get_next_key(maps.codes, prev, &next_code) == 0; prev = &at) {
-			if (next_code.pid == pid)
-				stale.push_back(next_code);
-			at = next_code;
-		}
-		for (const python_code_key &code : stale)
-			bpf_map_delete_elem(maps.codes, &code);
+		static_assert(sizeof(python_code_key) == sizeof(runtime_code_key) &&
+			      offsetof(python_code_key, pid) == offsetof(runtime_code_key, pid));
+		forget_runtime_codes(maps.codes, pid);
 		processes[pid] = Process{found.layout, value.code_type};
 		stats.processes++;
 	} else {

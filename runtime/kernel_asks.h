@@ -28,8 +28,9 @@ struct RuntimeMaps {
 // taken out of the hash: one asked again meanwhile is not asked twice.
 void answer_asked_pids(int map_fd, const std::function<void(uint32_t pid)> &answer);
 
-// Takes out of a runtime's map of objects told to user space (RUNTIME_CODES_MAP) those of
-// process pid: a new image under the same pid (exec) has its objects told afresh.
+// Takes out of a runtime's map of objects told to user space (RUNTIME_CODES_MAP, or one whose
+// key starts as struct runtime_code_key's, pid first, 16 bytes) those of process pid: a new
+// image under the same pid (exec) has its objects told afresh.
 void forget_runtime_codes(int map_fd, uint32_t pid);
 
 // The ring buffer of records the walk met for the first time.
