@@ -88,12 +88,15 @@ std::optional<uint64_t> find_hotspot_blob(const HotSpotHeaps &heaps, const HotSp
 	return std::nullopt;
 }
 
-std::optional<std::string> read_hotspot_blob_name(const HotSpotLayout &layout, const ReadMemory &read, uint64_t blob)
+std::optional<std::string> read_hotspot_blob_name(const HotSpotLayout &layout, const ReadMemory &read, uint64_t blob,
+						  uint64_t *first_bytes)
 {
 	uint64_t name = 0;
 	char text[64];
 	if (!read_value(read, blob + layout.blob_name, name) || !read(name, text, sizeof(text)))
 		return std::nullopt;
+	if (first_bytes)
+		std::memcpy(first_bytes, text, sizeof(*first_bytes));
 	const size_t length = std::find(text, text + sizeof(text), '\0') - text;
 	if (length == sizeof(text))
 		return std::nullopt;

@@ -33,8 +33,10 @@ std::optional<uint64_t> find_hotspot_blob(const HotSpotHeaps &heaps, const HotSp
 					  const ReadMemory &read, uint64_t pc);
 constexpr int kMaxSegmapSteps = 64;
 
-// A code blob's name, as the JVM gives it ("nmethod", "Interpreter", "StubRoutines (1)").
-std::optional<std::string> read_hotspot_blob_name(const HotSpotLayout &layout, const ReadMemory &read, uint64_t blob);
+// A code blob's name, as the JVM gives it ("nmethod", "Interpreter", "StubRoutines (1)"),
+// and its first 8 bytes as a word (as the walk reads them) when first_bytes is given.
+std::optional<std::string> read_hotspot_blob_name(const HotSpotLayout &layout, const ReadMemory &read, uint64_t blob,
+						  uint64_t *first_bytes = nullptr);
 
 // A method's compressed line table (hotspot/scopes.h), its end mark included; empty when it
 // has none, or it cannot be read within kMaxHotSpotLineTable bytes.

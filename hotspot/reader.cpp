@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <linux/types.h>
 
@@ -75,19 +76,24 @@ struct HotSpotReader::Impl {
 	};
 	std::unordered_map<uint32_t, Process> processes; // JVMs, by pid
 	std::set<std::string> said;                        // notes already printed
-	// A method as the reports name it, with its line table; by pid and Method*.
+	// A method as the reports name it, with its line table; by pid and Method* (null: it
+	// could not be read).
 	struct Method {
 		HotSpotMethodName name;
 		std::vector<uint8_t> lines;
 	};
-	mutable std::map<std::pair<uint32_t, uint64_t>, std::optional<Method>> methods;
-	// What the walk met, by its id (unique in the run): an interpreted method, by its
-	// Method*; a compiled one, with its debug information; a stub, by its name.
+	using MethodRef = std::shared_ptr<const Method>;
+	mutable std::map<std::pair<uint32_t, uint64_t>, MethodRef> methods;
+	// What the walk met, by its id (unique in the run), read while its JVM lived and kept
+	// whole (another image under the pid reads other things at those addresses): a stub by
+	// its name; an interpreted method; a compiled one, with its debug information and every
+	// method its scopes name, by Method*.
 	struct Met {
 		uint32_t pid;
-		uint64_t method;
-		std::optional<HotSpotCompiled> code;
 		std::string stub;
+		MethodRef method;
+		std::optional<HotSpotCompiled> code;
+		std::unordered_map<uint64_t, MethodRef> inlined;
 	};
 	std::unordered_map<uint64_t, Met> met_ids;
 	mutable std::map<std::pair<uint32_t, uint64_t>, std::optional<RuntimeFrameName>> named;
@@ -98,7 +104,7 @@ struct HotSpotReader::Impl {
 
 	void classify(uint32_t pid);
 	void learn(const runtime_code &met);
-	const Method *method(uint32_t pid, uint64_t address) const;
+	MethodRef method(uint32_t pid, uint64_t address) const;
 	std::optional<RuntimeFrameName> read_name(uint32_t pid, uint64_t frame) const;
 };
 
@@ -123,12 +129,10 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 				diagnostics::say("Java frames not shown for PID %u: its code blobs' or interpreter frames' "
 						 "fields lie past what the walk reads of each", pid);
 			value = hotspot_process{};
-			processes.erase(pid);
-			bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
-			return;
 		}
-		auto mem = std::make_shared<UniqueFd>(open_process_memory(pid));
-		processes[pid] = Process{found.layout, mem};
+	}
+	if (value.is_java) {
+		processes[pid] = Process{found.layout, found.mem};
 		forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
 	} else {
 		processes.erase(pid);
@@ -139,7 +143,7 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 	bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
 }
 
-const HotSpotReader::Impl::Method *HotSpotReader::Impl::method(uint32_t pid, uint64_t address) const
+HotSpotReader::Impl::MethodRef HotSpotReader::Impl::method(uint32_t pid, uint64_t address) const
 {
 	auto [at, added] = methods.try_emplace({pid, address});
 	if (added) {
@@ -148,10 +152,11 @@ const HotSpotReader::Impl::Method *HotSpotReader::Impl::method(uint32_t pid, uin
 			return nullptr;
 		const ReadMemory read = it->second.read();
 		if (auto name = read_hotspot_method(it->second.layout, read, address))
-			at->second = Method{std::move(*name), read_hotspot_line_table(it->second.layout, read, address)};
+			at->second = std::make_shared<const Method>(
+				Method{std::move(*name), read_hotspot_line_table(it->second.layout, read, address)});
 		(at->second ? methods_named : unnamed)++;
 	}
-	return at->second ? &*at->second : nullptr;
+	return at->second;
 }
 
 // A method or compiled method the walk met, read now, while the JVM lives (the code cache
@@ -166,40 +171,36 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 	}
 	const HotSpotLayout &layout = it->second.layout;
 	const ReadMemory read = it->second.read();
+	Met known{met.pid, "", nullptr, std::nullopt, {}};
 	if (met.kind == HOTSPOT_CODE_METHOD) {
 		uint64_t const_method = 0;
-		if (!read(met.object + layout.method_const, &const_method, sizeof(const_method)) ||
-		    hotspot_fingerprint(met.object, const_method) != met.fingerprint || !method(met.pid, met.object)) {
-			met_unread++;
-			return;
-		}
-		interpreted_read++;
-		met_ids.emplace(met.id, Met{met.pid, met.object, std::nullopt, ""});
-		return;
+		if (read(met.object + layout.method_const, &const_method, sizeof(const_method)) &&
+		    hotspot_fingerprint(met.object, const_method) == met.fingerprint)
+			known.method = method(met.pid, met.object);
+		interpreted_read += bool(known.method);
+	} else if (met.kind == HOTSPOT_CODE_STUB) {
+		uint64_t name_start = 0; // the name's first 8 bytes, as the walk read them
+		const auto name = read_hotspot_blob_name(layout, read, met.object, &name_start);
+		if (name && hotspot_fingerprint(met.object, name_start) == met.fingerprint)
+			known.stub = "[" + *name + "]";
+		stubs_read += !known.stub.empty();
+	} else if ((known.code = read_hotspot_compiled(layout, read, met.object, met.fingerprint))) {
+		known.method = method(met.pid, known.code->method);
+		// PcDescs share their scopes: each chain is read once.
+		std::unordered_set<uint32_t> scopes;
+		for (const auto &[pc, scope] : known.code->scopes.pcs)
+			if (scopes.insert(scope).second)
+				for (const HotSpotScope &inlined :
+				     hotspot_scope_chain(known.code->scopes, scope, layout.unsigned5_excluded))
+					if (!known.inlined.contains(inlined.method))
+						known.inlined.emplace(inlined.method, method(met.pid, inlined.method));
+		compiled_read += bool(known.method);
 	}
-	if (met.kind == HOTSPOT_CODE_STUB) {
-		uint64_t name_at = 0, name_start = 0; // the name's first 8 bytes, as the walk read them
-		const auto name = read_hotspot_blob_name(layout, read, met.object);
-		if (!name || !read(met.object + layout.blob_name, &name_at, 8) || !read(name_at, &name_start, 8) ||
-		    hotspot_fingerprint(met.object, name_start) != met.fingerprint) {
-			met_unread++;
-			return;
-		}
-		stubs_read++;
-		met_ids.emplace(met.id, Met{met.pid, 0, std::nullopt, "[" + *name + "]"});
-		return;
-	}
-	std::optional<HotSpotCompiled> code = read_hotspot_compiled(layout, read, met.object, met.fingerprint);
-	if (!code) {
+	if (!known.method && known.stub.empty()) {
 		met_unread++;
 		return;
 	}
-	compiled_read++;
-	method(met.pid, code->method);
-	for (const auto &[pc, scope] : code->scopes.pcs)
-		for (const HotSpotScope &inlined : hotspot_scope_chain(code->scopes, scope, layout.unsigned5_excluded))
-			method(met.pid, inlined.method);
-	met_ids.emplace(met.id, Met{met.pid, code->method, std::move(code), ""});
+	met_ids.emplace(met.id, std::move(known));
 }
 
 std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uint64_t frame) const
@@ -210,57 +211,46 @@ std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uin
 	const HotSpotLayout &layout = it->second.layout;
 	const uint64_t kind = HOTSPOT_FRAME_KIND(frame), at = HOTSPOT_FRAME_BCI(frame);
 	// A method's frame; its line and -v's bytecode index when the frame has one.
-	auto name_of = [&](const Method &m, uint32_t bci, bool has_bci) {
-		RuntimeFrameName name{m.name.qualified(), m.name.file,
-				      has_bci ? hotspot_line_of(m.lines, bci, layout.unsigned5_excluded) : 0};
-		name.detail = m.name.signature + (has_bci ? " bci " + std::to_string(bci) : "");
-		return name;
-	};
-	if (kind == HOTSPOT_STUB) {
-		const auto name = read_hotspot_blob_name(layout, it->second.read(), HOTSPOT_FRAME_ADDRESS(frame));
-		if (!name)
-			return std::nullopt;
-		return RuntimeFrameName{"[" + *name + "]", "", 0};
-	}
-	if (kind != HOTSPOT_BY_ID) {
-		const Method *m = method(pid, HOTSPOT_FRAME_ADDRESS(frame));
+	auto name_of = [&](const MethodRef &m, uint32_t bci, bool has_bci) -> std::optional<RuntimeFrameName> {
 		if (!m)
 			return std::nullopt;
-		return name_of(*m, uint32_t(at), kind == HOTSPOT_INTERPRETED && at != HOTSPOT_NO_BCI);
+		RuntimeFrameName name{m->name.qualified(), m->name.file,
+				      has_bci ? hotspot_line_of(m->lines, bci, layout.unsigned5_excluded) : 0};
+		name.detail = m->name.signature + (has_bci ? " bci " + std::to_string(bci) : "");
+		return name;
+	};
+	// Named at the end, not by id (the kernel's map of them was full).
+	if (kind == HOTSPOT_STUB) {
+		const auto name = read_hotspot_blob_name(layout, it->second.read(), HOTSPOT_FRAME_ADDRESS(frame));
+		return name ? std::optional<RuntimeFrameName>({"[" + *name + "]", "", 0}) : std::nullopt;
 	}
+	if (kind != HOTSPOT_BY_ID)
+		return name_of(method(pid, HOTSPOT_FRAME_ADDRESS(frame)), uint32_t(at),
+			       kind == HOTSPOT_INTERPRETED && at != HOTSPOT_NO_BCI);
 	const auto found = met_ids.find(HOTSPOT_FRAME_ID(frame));
 	if (found == met_ids.end() || found->second.pid != pid)
 		return std::nullopt;
-	if (!found->second.stub.empty())
-		return RuntimeFrameName{found->second.stub, "", 0};
-	if (!found->second.code) { // interpreted
-		const Method *m = method(pid, found->second.method);
-		if (!m)
-			return std::nullopt;
-		return name_of(*m, uint32_t(at), at != HOTSPOT_NO_BCI);
-	}
+	const Met &met = found->second;
+	if (!met.stub.empty())
+		return RuntimeFrameName{met.stub, "", 0};
+	if (!met.code) // interpreted
+		return name_of(met.method, uint32_t(at), at != HOTSPOT_NO_BCI);
 	// Innermost first: each inlined into the next; the last is the compiled method itself.
 	const std::vector<HotSpotScope> chain =
 		at == HOTSPOT_NO_BCI ? std::vector<HotSpotScope>{}
-				     : hotspot_scopes_at(found->second.code->scopes, uint32_t(at), layout.unsigned5_excluded);
-	if (chain.empty()) {
-		const Method *m = method(pid, found->second.method);
-		if (!m)
+				     : hotspot_scopes_at(met.code->scopes, uint32_t(at), layout.unsigned5_excluded);
+	if (chain.empty())
+		return name_of(met.method, 0, false);
+	const auto inlined = [&](const HotSpotScope &scope) {
+		const auto it = met.inlined.find(scope.method);
+		return name_of(it == met.inlined.end() ? nullptr : it->second, scope.bci, true);
+	};
+	std::optional<RuntimeFrameName> out = inlined(chain.back());
+	for (size_t i = 0; out && i + 1 < chain.size(); i++) {
+		const auto callee = inlined(chain[i]);
+		if (!callee)
 			return std::nullopt;
-		return name_of(*m, 0, false);
-	}
-	std::optional<RuntimeFrameName> out;
-	for (size_t i = chain.size(); i-- > 0;) {
-		const Method *m = method(pid, chain[i].method);
-		if (!m)
-			return std::nullopt;
-		RuntimeFrameName name = name_of(*m, chain[i].bci, true);
-		if (!out) {
-			out = std::move(name);
-		} else {
-			name.inlined = true;
-			out->inlined_here.insert(out->inlined_here.begin(), std::move(name));
-		}
+		out->inlined_here.push_back(std::move(*callee));
 	}
 	return out;
 }

@@ -48,11 +48,11 @@ HotSpotDetection detect_hotspot(uint32_t pid)
 		return found;
 	}
 	found.bias = first->start - *first_address;
-	UniqueFd mem = open_read_only((proc + "/mem").c_str());
-	if (!mem)
+	found.mem = std::make_shared<UniqueFd>(open_process_memory(pid));
+	if (!*found.mem)
 		return found;
 	const ReadMemory read = [&](uint64_t address, void *out, size_t size) {
-		return read_process_memory(mem.get(), address, out, size);
+		return read_process_memory(found.mem->get(), address, out, size);
 	};
 	const HotSpotSymbolAddress symbol = [&](std::string_view name) -> std::optional<uint64_t> {
 		const auto value = find_elf_symbol(*elf, "gHotSpot" + std::string(name));

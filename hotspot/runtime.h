@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "base/fd.h"
 #include "hotspot/layout.h"
 
 // What a process turned out to be.
@@ -22,6 +24,8 @@ struct HotSpotDetection {
 	HotSpotHeaps heaps{};
 	std::string version; // "17.0.13", when known
 	std::string note;
+	std::shared_ptr<UniqueFd> mem; // its /proc/PID/mem, kept for the names
+
 	double read_ms = 0; // time spent reading its tables
 };
 

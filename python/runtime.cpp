@@ -271,7 +271,7 @@ PythonDetection detect_python(uint32_t pid)
 		found.note = chosen->path + " lacks the symbols needed (_PyRuntime, _PyEval_EvalFrameDefault, PyCode_Type)";
 		return found;
 	}
-	UniqueFd mem = open_read_only((proc + "/mem").c_str());
+	UniqueFd mem = open_process_memory(pid);
 	if (!mem)
 		return found;
 	// 3.11 on say which version they are; the file name says it for the others.
