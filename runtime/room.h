@@ -15,13 +15,11 @@
 
 // A runtime's frame as the reports show it: its function, the source file and the line, what
 // -v adds (the runtime's own: a Java method's signature and bytecode index), and the
-// functions its optimizing compiler inlined into it there, innermost first (each marked
-// inlined).
+// functions its optimizing compiler inlined into it there, innermost first.
 struct RuntimeFrameName {
 	std::string function;
 	std::string file;
 	uint32_t line = 0;
-	bool inlined = false;
 	std::string detail = {};
 	std::vector<RuntimeFrameName> inlined_here = {};
 };

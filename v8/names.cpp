@@ -75,13 +75,26 @@ std::vector<V8Position> v8_positions(std::span<const uint8_t> table, size_t max_
 	return out;
 }
 
-std::optional<uint32_t> v8_script_offset(const std::vector<V8Position> &positions, uint32_t code_offset)
+namespace {
+
+// The source position in force at code_offset: the last entry at or before it.
+std::optional<uint64_t> position_at(const std::vector<V8Position> &positions, uint32_t code_offset)
 {
 	auto after = std::upper_bound(positions.begin(), positions.end(), code_offset,
 				      [](uint32_t offset, const V8Position &p) { return offset < p.code_offset; });
 	if (after == positions.begin())
 		return std::nullopt;
-	const uint64_t position = std::prev(after)->position;
+	return std::prev(after)->position;
+}
+
+} // namespace
+
+std::optional<uint32_t> v8_script_offset(const std::vector<V8Position> &positions, uint32_t code_offset)
+{
+	const auto found = position_at(positions, code_offset);
+	if (!found)
+		return std::nullopt;
+	const uint64_t position = *found;
 	const uint32_t script = uint32_t(position >> 1) & ((1u << 30) - 1);
 	if ((position & 1) || (position >> kInlinedShift) != 0 || script == 0)
 		return std::nullopt;
@@ -91,11 +104,10 @@ std::optional<uint32_t> v8_script_offset(const std::vector<V8Position> &position
 std::vector<V8InlinedAt> v8_inlined_chain(const std::vector<V8Position> &positions,
 					  const std::vector<uint64_t> &inlinings, uint32_t code_offset)
 {
-	auto after = std::upper_bound(positions.begin(), positions.end(), code_offset,
-				      [](uint32_t offset, const V8Position &p) { return offset < p.code_offset; });
-	if (after == positions.begin())
+	const auto found = position_at(positions, code_offset);
+	if (!found)
 		return {};
-	uint64_t position = std::prev(after)->position;
+	uint64_t position = *found;
 	std::vector<V8InlinedAt> chain;
 	while (chain.size() < kMaxV8Inlining) {
 		const uint32_t script = uint32_t(position >> 1) & ((1u << 30) - 1);
@@ -375,6 +387,7 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 		const auto positions = deopt ? memory.element(*deopt, layout.deopt_inlining_positions) : std::nullopt;
 		const auto literals = deopt ? memory.element(*deopt, layout.deopt_literals) : std::nullopt;
 		const auto bytes = positions ? memory.bytes(*positions, kMaxInlinings * kInliningSize) : std::nullopt;
+		std::unordered_map<int32_t, std::optional<Function>> by_literal; // a function inlined at several calls
 		for (size_t at = 0; bytes && literals && at + kInliningSize <= bytes->size(); at += kInliningSize) {
 			// InliningPosition: the call's SourcePosition, the inlined function's index
 			// into the literals.
@@ -382,6 +395,11 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 			int32_t literal;
 			std::memcpy(&position, bytes->data() + at, sizeof(position));
 			std::memcpy(&literal, bytes->data() + at + 8, sizeof(literal));
+			code.inlining_positions.push_back(position);
+			if (const auto known = by_literal.find(literal); known != by_literal.end()) {
+				code.inlined.push_back(known->second);
+				continue;
+			}
 			std::optional<Function> function;
 			uint64_t shared = 0;
 			if (const auto element = literal >= 0 ? memory.element(*literals, uint32_t(literal)) : std::nullopt)
@@ -390,7 +408,7 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 				shared = memory.field(shared, layout.wrapper_shared).value_or(0);
 			if (const auto words = shared ? shared_words(memory, layout, shared) : std::nullopt)
 				function = read_function(memory, layout, seen.pid, *words);
-			code.inlining_positions.push_back(position);
+			by_literal.emplace(literal, function);
 			code.inlined.push_back(std::move(function));
 		}
 	}
@@ -410,11 +428,6 @@ bool V8Names::name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName 
 	out.line = own.start_line;
 	if (!own.script || offset == V8_NO_OFFSET)
 		return true;
-	if (code.inlining_positions.empty()) {
-		if (const auto script = v8_script_offset(code.positions, offset))
-			out.line = v8_line(own.script->line_ends, *script);
-		return true;
-	}
 	// Innermost first: each inlined into the next, the last the code's own function. One
 	// whose function could not be read leaves the chain out (the start line stands).
 	const std::vector<V8InlinedAt> chain = v8_inlined_chain(code.positions, code.inlining_positions, offset);
@@ -428,7 +441,6 @@ bool V8Names::name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName 
 		}
 		const Function &inlined = *code.inlined[size_t(at.inlining)];
 		RuntimeFrameName frame{inlined.name, inlined.script ? inlined.script->file : "", line_of(inlined, at.script_offset)};
-		frame.inlined = true;
 		out.inlined_here.push_back(std::move(frame));
 	}
 	return true;
