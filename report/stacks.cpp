@@ -66,42 +66,39 @@ std::string label(const Frame &frame, const ReportOptions &options)
 
 std::string verbose_line(const Frame &frame, const ReportOptions &options)
 {
-	// A runtime's function has no address of its own: its whole file, and the line.
-	if (const FrameKindRule &rule = frame_kind_rule(frame.kind); rule.runtime) {
-		std::string line = "    " + frame.name + " (" + frame.source_file;
-		if (frame.line)
-			line += ':' + std::to_string(frame.line);
-		line += ')';
+	const FrameKindRule &rule = frame_kind_rule(frame.kind);
+	const std::string place = frame.line ? frame.source_file + ':' + std::to_string(frame.line) : frame.source_file;
+	std::string line;
+	if (rule.runtime) {
+		// A runtime's function has no address of its own: its whole file, the line, and
+		// what its runtime adds.
+		line = "    " + frame.name + " (" + place + ')';
 		if (!frame.detail.empty())
 			line += ' ' + frame.detail;
-		if (frame.inlined)
-			line += " [inlined]";
-		return line + " [" + rule.name + "]\n";
-	}
-	// A frame with no address of its own ("[truncated]", a thread's state): its text alone.
-	if (!frame.address && frame.module.empty() && frame.kind != FrameKind::Kernel)
+	} else if (!frame.address && frame.module.empty() && frame.kind != FrameKind::Kernel) {
+		// A frame with no address of its own ("[truncated]", a thread's state): its text alone.
 		return "    " + label(frame, options) + '\n';
-	char number[32];
-	std::snprintf(number, sizeof(number), "    0x%" PRIx64 " ", frame.address);
-	std::string line = number + label(frame, options);
-	// An inlined function has no symbol of its own to count an offset from.
-	if (frame.named() && !frame.inlined) {
-		std::snprintf(number, sizeof(number), "+0x%" PRIx64, frame.symbol_offset);
-		line += number;
-	}
-	if (frame.kind == FrameKind::Kernel)
-		line += " [" + (frame.module.empty() ? std::string("kernel") : frame.module) + ']';
-	else if (!frame.module.empty())
-		line += " (" + frame.module + ')';
-	if (!frame.source_file.empty()) {
-		line += ' ' + frame.source_file;
-		if (frame.line)
-			line += ':' + std::to_string(frame.line);
+	} else {
+		char number[32];
+		std::snprintf(number, sizeof(number), "    0x%" PRIx64 " ", frame.address);
+		line = number + label(frame, options);
+		// An inlined function has no symbol of its own to count an offset from.
+		if (frame.named() && !frame.inlined) {
+			std::snprintf(number, sizeof(number), "+0x%" PRIx64, frame.symbol_offset);
+			line += number;
+		}
+		if (frame.kind == FrameKind::Kernel)
+			line += " [" + (frame.module.empty() ? std::string("kernel") : frame.module) + ']';
+		else if (!frame.module.empty())
+			line += " (" + frame.module + ')';
+		if (!frame.source_file.empty())
+			line += ' ' + place;
 	}
 	if (frame.inlined)
 		line += " [inlined]";
-	line += '\n';
-	return line;
+	if (rule.runtime)
+		line += std::string(" [") + rule.name + ']';
+	return line + '\n';
 }
 
 // Folded lines are split on ';' and on the last space: keep names from breaking that.
