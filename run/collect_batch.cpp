@@ -81,12 +81,11 @@ void collect_batch(const RawProfile &batch, Symbolizer &symbolizer, Collected &c
 				RuntimeFrameName name = runtimes ? runtimes->name(*room, pid, address)
 								 : RuntimeFrameName{room->unnamed, "", 0};
 				// Inlined by the runtime's compiler: frames of their own, as native
-				// inlines are (--no-inline: none).
-				if (symbolizer.options().want_inlined)
-					for (RuntimeFrameName &inlined : name.inlined_here)
-						ids.push_back(collected.runtime_frame(
-							room->kind, std::move(inlined.function), std::move(inlined.file),
-							inlined.line, true, std::move(inlined.detail)));
+				// inlines are.
+				for (RuntimeFrameName &inlined : name.inlined_here)
+					ids.push_back(collected.runtime_frame(room->kind, std::move(inlined.function),
+									      std::move(inlined.file), inlined.line, true,
+									      std::move(inlined.detail)));
 				ids.push_back(collected.runtime_frame(room->kind, std::move(name.function),
 								      std::move(name.file), name.line, false,
 								      std::move(name.detail)));

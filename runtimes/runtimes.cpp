@@ -26,7 +26,7 @@ const RuntimeRoom *runtime_room_of_frame(uint64_t value)
 	return nullptr;
 }
 
-Runtimes::Runtimes(uint32_t on, const MapFdByName &map_fd)
+Runtimes::Runtimes(uint32_t on, const MapFdByName &map_fd, bool inlined) : inlined_(inlined)
 {
 	for (const RuntimeRoom *room : rooms)
 		if (on & RUNTIME_BIT(room->tag))
@@ -50,8 +50,11 @@ RuntimeFrameName Runtimes::name(const RuntimeRoom &room, uint32_t pid, uint64_t 
 {
 	RuntimeFrameName name;
 	for (const Followed &followed : readers_)
-		if (followed.room == &room && followed.reader->name(pid, frame, name))
+		if (followed.room == &room && followed.reader->name(pid, frame, name)) {
+			if (!inlined_)
+				name.inlined_here.clear();
 			return name;
+		}
 	return {room.unnamed, "", 0};
 }
 

@@ -21,14 +21,16 @@ const RuntimeRoom *runtime_room_of_frame(uint64_t value);
 class Runtimes {
 public:
 	// A reader for each runtime in `on` (RUNTIME_BIT of its tag) whose maps the loaded
-	// program has.
-	Runtimes(uint32_t on, const MapFdByName &map_fd);
+	// program has; inlined: the functions a runtime's compiler inlined are frames of their
+	// own (off with --no-inline).
+	Runtimes(uint32_t on, const MapFdByName &map_fd, bool inlined = true);
 
 	bool empty() const { return readers_.empty(); }
 	void prepare(const std::vector<uint32_t> &pids);
 	void tick();
-	// A runtime's frame of process pid, named; its room's `unnamed` when its reader never
-	// named it or the runtime is not followed.
+	// A runtime's frame of process pid, named (with what was inlined there, unless inlined
+	// frames are off); its room's `unnamed` when its reader never named it or the runtime is
+	// not followed.
 	RuntimeFrameName name(const RuntimeRoom &room, uint32_t pid, uint64_t frame) const;
 	// Each reader's -v line.
 	std::vector<std::string> stats() const;
@@ -39,4 +41,5 @@ private:
 		std::unique_ptr<RuntimeReader> reader;
 	};
 	std::vector<Followed> readers_;
+	bool inlined_ = true;
 };

@@ -23,11 +23,6 @@ struct Symbolizer::Impl {
 
 Symbolizer::Symbolizer(SymbolizerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 
-const SymbolizerOptions &Symbolizer::options() const
-{
-	return impl_->options;
-}
-
 Symbolizer::~Symbolizer() = default;
 
 void Symbolizer::set_process_history(const ProcessHistory *history)

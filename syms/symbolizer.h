@@ -22,7 +22,6 @@ struct KernelSymbolRecord;
 class Symbolizer {
 public:
 	explicit Symbolizer(SymbolizerOptions options = {});
-	const SymbolizerOptions &options() const;
 	~Symbolizer();
 	Symbolizer(const Symbolizer &) = delete;
 	Symbolizer &operator=(const Symbolizer &) = delete;
