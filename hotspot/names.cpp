@@ -163,7 +163,10 @@ std::optional<HotSpotCompiled> read_hotspot_compiled(const HotSpotLayout &layout
 	    hotspot_fingerprint(out.method, uint32_t(compile_id)) != fingerprint)
 		return std::nullopt;
 	const int64_t pcs_offset = int32_at(read, nmethod + layout.nmethod_scopes_pcs, ok);
-	std::optional<std::vector<uint8_t>> pcs, scopes, metadata;
+	// Where the three lie, [begin, end) each, by the JVM's layout; read alike after.
+	struct Span {
+		uint64_t begin = 0, end = 0;
+	} pcs_at, scopes_at, metadata_at;
 	if (!layout.nmethod_immutable) {
 		// [metadata][scopes' data][scopes' pcs][dependencies], from the nmethod's start.
 		uint64_t data_begin = 0;
@@ -175,9 +178,9 @@ std::optional<HotSpotCompiled> read_hotspot_compiled(const HotSpotLayout &layout
 		if (!(0 < metadata_offset && metadata_offset <= data_offset && data_offset <= pcs_offset &&
 		      pcs_offset <= dependencies))
 			return std::nullopt;
-		metadata = read_range(read, nmethod + metadata_offset, nmethod + data_offset);
-		scopes = read_range(read, nmethod + data_offset, nmethod + pcs_offset);
-		pcs = read_range(read, nmethod + pcs_offset, nmethod + dependencies);
+		metadata_at = {nmethod + metadata_offset, nmethod + data_offset};
+		scopes_at = {nmethod + data_offset, nmethod + pcs_offset};
+		pcs_at = {nmethod + pcs_offset, nmethod + dependencies};
 	} else {
 		// Scopes' pcs then data in the immutable data; the metadata apart.
 		uint64_t immutable = 0;
@@ -186,26 +189,29 @@ std::optional<HotSpotCompiled> read_hotspot_compiled(const HotSpotLayout &layout
 		if (!ok || !read_value(read, nmethod + layout.nmethod_immutable, immutable) ||
 		    !(0 <= pcs_offset && pcs_offset <= data_offset && data_offset <= immutable_size))
 			return std::nullopt;
-		pcs = read_range(read, immutable + pcs_offset, immutable + data_offset);
-		scopes = read_range(read, immutable + data_offset, immutable + immutable_size);
-		if (layout.blob_mutable) {
+		pcs_at = {immutable + pcs_offset, immutable + data_offset};
+		scopes_at = {immutable + data_offset, immutable + immutable_size};
+		if (layout.blob_mutable) { // JDK 25 on: after the relocations in the mutable data
 			uint64_t mutable_data = 0;
 			const int64_t relocations = int32_at(read, nmethod + layout.blob_relocation_size, ok);
 			const int64_t mutable_size = int32_at(read, nmethod + layout.blob_mutable_size, ok);
 			if (!ok || !read_value(read, nmethod + layout.blob_mutable, mutable_data) || relocations < 0 ||
 			    mutable_size < relocations)
 				return std::nullopt;
-			metadata = read_range(read, mutable_data + relocations, mutable_data + mutable_size);
-		} else {
+			metadata_at = {mutable_data + relocations, mutable_data + mutable_size};
+		} else { // JDK 23, 24: at an offset from the nmethod's data, to its end
 			int16_t metadata_offset = 0;
 			const int64_t data = int32_at(read, nmethod + layout.blob_data_offset, ok);
 			const int64_t size = int32_at(read, nmethod + layout.blob_size, ok);
 			if (!ok || !read_value(read, nmethod + layout.nmethod_metadata, metadata_offset) ||
 			    data + metadata_offset < 0 || size < data + metadata_offset)
 				return std::nullopt;
-			metadata = read_range(read, nmethod + data + metadata_offset, nmethod + size);
+			metadata_at = {nmethod + data + metadata_offset, nmethod + size};
 		}
 	}
+	const auto pcs = read_range(read, pcs_at.begin, pcs_at.end);
+	auto scopes = read_range(read, scopes_at.begin, scopes_at.end);
+	const auto metadata = read_range(read, metadata_at.begin, metadata_at.end);
 	if (!pcs || !scopes || !metadata)
 		return std::nullopt;
 	out.scopes.metadata.resize(metadata->size() / 8);
