@@ -57,6 +57,7 @@ struct hotspot_walk {
 	__u8 active; /* a JVM's thread */
 	__u8 pad[3];
 	__u64 code_low, code_high; /* from the lowest code heap's start to the highest's end */
+	__u64 unloaded;            /* its count of classes unloaded, as the walk started */
 };
 
 /* Starts the HotSpot side of a walk; a process not classified yet is asked about. */
@@ -75,6 +76,9 @@ static __always_inline int hotspot_start(struct hotspot_walk *h, __u32 tgid)
 		return RUNTIME_NOT;
 	h->pid = tgid;
 	h->active = 1;
+	h->unloaded = 0;
+	if (jvm->unloaded)
+		bpf_probe_read_user(&h->unloaded, sizeof(h->unloaded), (void *)jvm->unloaded);
 	h->code_low = ~0ULL;
 	for (__u32 i = 0; i < HOTSPOT_MAX_HEAPS; i++)
 		if (i < jvm->heaps) {
@@ -225,7 +229,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		key.kind = HOTSPOT_CODE_METHOD;
 		key.object = method;
 		id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, method,
-				     hotspot_fingerprint(method, const_method));
+				     hotspot_fingerprint(method, const_method, h->unloaded));
 		value = id ? HOTSPOT_ID_FRAME(bci, id) : HOTSPOT_FRAME(HOTSPOT_INTERPRETED, bci, method);
 		caller_sp = r->bp + 16;
 		/* The caller's own sp, below the arguments an adapter may have pushed. */
@@ -249,7 +253,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			key.kind = HOTSPOT_CODE_NMETHOD;
 			key.object = blob;
 			id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, method,
-					     hotspot_fingerprint(method, compile_id));
+					     hotspot_fingerprint(method, compile_id, h->unloaded));
 			if (id)
 				value = HOTSPOT_ID_FRAME(pc >= begin && pc - begin < HOTSPOT_NO_BCI ? pc - begin
 													 : HOTSPOT_NO_BCI,
@@ -260,7 +264,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			key.kind = HOTSPOT_CODE_STUB;
 			key.object = blob;
 			id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, 0,
-					     hotspot_fingerprint(blob, name));
+					     hotspot_fingerprint(blob, name, 0));
 			value = id ? HOTSPOT_ID_FRAME(HOTSPOT_NO_BCI, id) : HOTSPOT_FRAME(HOTSPOT_STUB, HOTSPOT_NO_BCI, blob);
 		}
 		if (frame_size <= 0 || frame_size > 4096) {

@@ -44,12 +44,16 @@ enum hotspot_code_kind {
 
 /* What tells one from another that later took its address: a compiled method's Method* and
  * compile id (a running number of the JVM's); a method's Method* and ConstMethod*; a stub's
- * code blob and the first 8 bytes of its name. */
-static inline __u64 hotspot_fingerprint(__u64 method, __u64 second)
+ * code blob and the first 8 bytes of its name. And for a method, compiled or not, the JVM's
+ * count of classes unloaded when the walk met it (its perf data's java.cls.unloadedClasses;
+ * 0 without): a class unloaded frees its methods, and a class loaded after it may take
+ * their very addresses, Method* and ConstMethod* alike (a class loader's metadata is laid
+ * out again in the same chunks). A method met before an unloading is met again as new. */
+static inline __u64 hotspot_fingerprint(__u64 method, __u64 second, __u64 unloaded)
 {
-	__u64 parts[2] = {method, second};
+	__u64 parts[3] = {method, second, unloaded};
 
-	return runtime_fingerprint(parts, 2);
+	return runtime_fingerprint(parts, 3);
 }
 
 #define HOTSPOT_MAX_HEAPS 4
@@ -78,6 +82,7 @@ struct hotspot_process {
 	__s16 interpreter_method, interpreter_bcp; /* bytes from the frame pointer */
 	__u16 header_read; /* bytes of a blob read at once, at most HOTSPOT_HEADER_READ */
 	__u16 pad2;
+	__u64 unloaded; /* where its count of classes unloaded is (hotspot_fingerprint); 0: none */
 };
 
 #endif /* HOTSPOT_HOTSPOT_H */

@@ -154,13 +154,13 @@ int64_t int32_at(const ReadMemory &read, uint64_t address, bool &ok)
 } // namespace
 
 std::optional<HotSpotCompiled> read_hotspot_compiled(const HotSpotLayout &layout, const ReadMemory &read,
-						     uint64_t nmethod, uint64_t fingerprint)
+						     uint64_t nmethod, uint64_t fingerprint, uint64_t unloaded)
 {
 	HotSpotCompiled out;
 	bool ok = true;
 	const int64_t compile_id = int32_at(read, nmethod + layout.nmethod_compile_id, ok);
 	if (!layout.scopes || !ok || !read_value(read, nmethod + layout.nmethod_method, out.method) ||
-	    hotspot_fingerprint(out.method, uint32_t(compile_id)) != fingerprint)
+	    hotspot_fingerprint(out.method, uint32_t(compile_id), unloaded) != fingerprint)
 		return std::nullopt;
 	const int64_t pcs_offset = int32_at(read, nmethod + layout.nmethod_scopes_pcs, ok);
 	// Where the three lie, [begin, end) each, by the JVM's layout; read alike after.

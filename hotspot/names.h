@@ -44,13 +44,13 @@ std::vector<uint8_t> read_hotspot_line_table(const HotSpotLayout &layout, const 
 constexpr size_t kMaxHotSpotLineTable = 64 * 1024;
 
 // A compiled method's Method* and debug information, when the nmethod at `nmethod` is still
-// the one the walk met (hotspot_fingerprint of its method and compile id); nothing when it
-// is not, the JVM has no scopes the layout reads, or they are larger than kMaxHotSpotScopes
-// bytes.
+// the one the walk met (hotspot_fingerprint of its method and compile id, and `unloaded`,
+// the JVM's count of classes unloaded now); nothing when it is not, the JVM has no scopes
+// the layout reads, or they are larger than kMaxHotSpotScopes bytes.
 struct HotSpotCompiled {
 	uint64_t method = 0;
 	HotSpotCompiledScopes scopes;
 };
 std::optional<HotSpotCompiled> read_hotspot_compiled(const HotSpotLayout &layout, const ReadMemory &read,
-						     uint64_t nmethod, uint64_t fingerprint);
+						     uint64_t nmethod, uint64_t fingerprint, uint64_t unloaded);
 constexpr size_t kMaxHotSpotScopesBytes = 1024 * 1024;

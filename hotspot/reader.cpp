@@ -54,6 +54,7 @@ hotspot_process process_of(const HotSpotDetection &found)
 					       l.nmethod_method, l.nmethod_compile_id}));
 	p.interpreter_method = int16_t(8 * l.interpreter_method);
 	p.interpreter_bcp = int16_t(8 * l.interpreter_bcp);
+	p.unloaded = found.unloaded_classes;
 	return p;
 }
 
@@ -66,6 +67,8 @@ struct HotSpotReader::Impl {
 	struct Process {
 		HotSpotLayout layout;
 		std::shared_ptr<UniqueFd> mem;
+		uint64_t unloaded_at = 0; // where its count of classes unloaded is (0: none)
+		uint64_t unloaded = 0;    // that count when its methods were last read
 		ReadMemory read() const
 		{
 			const int fd = mem && *mem ? mem->get() : -1;
@@ -132,7 +135,7 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		}
 	}
 	if (value.is_java) {
-		processes[pid] = Process{found.layout, found.mem};
+		processes[pid] = Process{found.layout, found.mem, found.unloaded_classes};
 		forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
 	} else {
 		processes.erase(pid);
@@ -169,22 +172,36 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 		met_unread++;
 		return;
 	}
-	const HotSpotLayout &layout = it->second.layout;
-	const ReadMemory read = it->second.read();
+	Process &process = it->second;
+	const HotSpotLayout &layout = process.layout;
+	const ReadMemory read = process.read();
+	// The count of classes unloaded, before and after the reads: a method is read only if no
+	// class was unloaded since the walk met it (its fingerprint holds the count then), nor
+	// while it is read. Methods read before an unloading are read again.
+	uint64_t unloaded = 0;
+	const auto count_unloaded = [&](uint64_t &out) { return !process.unloaded_at || read_value(read, process.unloaded_at, out); };
+	if (!count_unloaded(unloaded)) {
+		met_unread++;
+		return;
+	}
+	if (unloaded != process.unloaded) {
+		std::erase_if(methods, [&](const auto &entry) { return entry.first.first == met.pid; });
+		process.unloaded = unloaded;
+	}
 	Met known{met.pid, "", nullptr, std::nullopt, {}};
 	if (met.kind == HOTSPOT_CODE_METHOD) {
 		uint64_t const_method = 0;
 		if (read(met.object + layout.method_const, &const_method, sizeof(const_method)) &&
-		    hotspot_fingerprint(met.object, const_method) == met.fingerprint)
+		    hotspot_fingerprint(met.object, const_method, unloaded) == met.fingerprint)
 			known.method = method(met.pid, met.object);
 		interpreted_read += bool(known.method);
 	} else if (met.kind == HOTSPOT_CODE_STUB) {
 		uint64_t name_start = 0; // the name's first 8 bytes, as the walk read them
 		const auto name = read_hotspot_blob_name(layout, read, met.object, &name_start);
-		if (name && hotspot_fingerprint(met.object, name_start) == met.fingerprint)
+		if (name && hotspot_fingerprint(met.object, name_start, 0) == met.fingerprint)
 			known.stub = "[" + *name + "]";
 		stubs_read += !known.stub.empty();
-	} else if ((known.code = read_hotspot_compiled(layout, read, met.object, met.fingerprint))) {
+	} else if ((known.code = read_hotspot_compiled(layout, read, met.object, met.fingerprint, unloaded))) {
 		known.method = method(met.pid, known.code->method);
 		// PcDescs share their scopes: each chain is read once.
 		std::unordered_set<uint32_t> scopes;
@@ -196,7 +213,8 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 						known.inlined.emplace(inlined.method, method(met.pid, inlined.method));
 		compiled_read += bool(known.method);
 	}
-	if (!known.method && known.stub.empty()) {
+	uint64_t after = 0;
+	if ((!known.method && known.stub.empty()) || !count_unloaded(after) || (known.stub.empty() && after != unloaded)) {
 		met_unread++;
 		return;
 	}

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "base/fd.h"
 #include "elf/elf.h"
@@ -84,6 +86,54 @@ HotSpotDetection detect_hotspot(uint32_t pid)
 		return found;
 	}
 	found.heaps = *heaps;
+	// Its perf data, by the tables or by libjvm's own symbol (the tables of some JDKs omit it).
+	uint64_t prologue_at = tables->field("PerfMemory", "_prologue").value_or(0), prologue = 0;
+	if (const auto symbol = !prologue_at ? find_elf_symbol(*elf, "_ZN10PerfMemory9_prologueE") : std::nullopt)
+		prologue_at = found.bias + symbol->address;
+	if (prologue_at && read_value(read, prologue_at, prologue))
+		found.unloaded_classes = hotspot_perf_counter(prologue, read, "java.cls.unloadedClasses");
 	found.kind = HotSpotDetection::Java;
 	return found;
+}
+
+uint64_t hotspot_perf_counter(uint64_t prologue, const ReadMemory &read, std::string_view name)
+{
+	// PerfDataPrologue: magic 0xcafec0c0 (big-endian), byte order (1: little), major and
+	// minor version, accessible; used bytes, overflow; a time stamp; where the entries
+	// start and how many there are.
+	struct {
+		uint8_t magic[4], byte_order, major, minor, accessible;
+		uint32_t used, overflow;
+		uint64_t mod_time_stamp;
+		uint32_t entry_offset, num_entries;
+	} head;
+	static_assert(sizeof(head) == 32);
+	if (!prologue || !read(prologue, &head, sizeof(head)) || std::memcmp(head.magic, "\xca\xfe\xc0\xc0", 4) ||
+	    head.byte_order != 1 || head.used > kMaxHotSpotPerfData || head.entry_offset < sizeof(head) ||
+	    head.entry_offset > head.used)
+		return 0;
+	std::vector<uint8_t> data(head.used);
+	if (!read(prologue, data.data(), data.size()))
+		return 0;
+	// PerfDataEntry: its length, its name's offset, a vector's length (0: a scalar), its type
+	// ('J': a jlong), flags, units, variability, its data's offset; the name, NUL-ended.
+	struct {
+		uint32_t entry_length, name_offset, vector_length;
+		uint8_t data_type, flags, data_units, data_variability;
+		uint32_t data_offset;
+	} entry;
+	static_assert(sizeof(entry) == 20);
+	for (uint32_t at = head.entry_offset, i = 0; i < head.num_entries && data.size() - at >= sizeof(entry); i++) {
+		std::memcpy(&entry, &data[at], sizeof(entry));
+		if (entry.entry_length < sizeof(entry) || entry.entry_length > data.size() - at)
+			break;
+		const char *text = reinterpret_cast<const char *>(&data[at]);
+		if (entry.data_type == 'J' && entry.vector_length == 0 && entry.name_offset >= sizeof(entry) &&
+		    entry.name_offset < entry.entry_length && entry.data_offset <= entry.entry_length - 8 &&
+		    std::string_view(text + entry.name_offset, strnlen(text + entry.name_offset, entry.entry_length - entry.name_offset)) ==
+			    name)
+			return prologue + at + entry.data_offset;
+		at += entry.entry_length;
+	}
+	return 0;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/fd.h"
 #include "hotspot/layout.h"
@@ -25,6 +26,9 @@ struct HotSpotDetection {
 	std::string version; // "17.0.13", when known
 	std::string note;
 	std::shared_ptr<UniqueFd> mem; // its /proc/PID/mem, kept for the names
+	// Where its count of classes unloaded is (hotspot_fingerprint in hotspot/hotspot.h): 0
+	// when it keeps no perf data (-XX:-UsePerfData).
+	uint64_t unloaded_classes = 0;
 
 	double read_ms = 0; // time spent reading its tables
 };
@@ -32,3 +36,10 @@ struct HotSpotDetection {
 // Looks at /proc/PID/maps, the libjvm.so mapped there (through /proc/PID/root), and the
 // process's memory. Never throws; a process gone meanwhile is NotJava.
 HotSpotDetection detect_hotspot(uint32_t pid);
+
+// The address of the 64-bit counter `name` ("java.cls.unloadedClasses") in a JVM's perf data
+// at `prologue` (PerfMemory::_prologue: a PerfDataPrologue, then its entries, as HotSpot's
+// perfMemory.hpp lays them out, little-endian); 0 when there is none of that name, or the
+// data does not read as such. Reads at most kMaxHotSpotPerfData bytes.
+uint64_t hotspot_perf_counter(uint64_t prologue, const ReadMemory &read, std::string_view name);
+constexpr uint32_t kMaxHotSpotPerfData = 1 << 20;

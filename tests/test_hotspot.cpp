@@ -1,6 +1,8 @@
 // tests/test_hotspot.cpp: HotSpot JVMs: the Serviceability Agent's tables read from fake
 // memory (their bad forms too), and from each JDK on this machine running holdout.Split:
-// its layout, version and code heaps, and its compiled methods found and named.
+// its layout, version and code heaps, and its compiled methods found and named; profiled,
+// Split's methods in the split it measured, and holdout.Churn's classes, made, compiled and
+// unloaded as it runs, never named as another's.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -253,6 +256,68 @@ TEST_CASE("hotspot: bad VM tables give a reason, never a read without end")
 	}
 }
 
+TEST_CASE("hotspot: a counter of the perf data is found by its name, and bad perf data gives none, never a read without end")
+{
+	// A prologue at 0x20000, then entries as HotSpot writes them: a vector, a counter of
+	// another name, the counter.
+	const uint64_t at = 0x20000;
+	std::vector<uint8_t> data(32);
+	const auto entry = [&](const std::string &name, char type, uint32_t vector_length, uint64_t value) {
+		const uint32_t begin = uint32_t(data.size()), name_offset = 20, data_offset = uint32_t((20 + name.size() + 1 + 7) & ~7u);
+		data.resize(begin + data_offset + 8);
+		const uint32_t length = uint32_t(data.size()) - begin;
+		std::memcpy(&data[begin], &length, 4);
+		std::memcpy(&data[begin + 4], &name_offset, 4);
+		std::memcpy(&data[begin + 8], &vector_length, 4);
+		data[begin + 12] = uint8_t(type);
+		std::memcpy(&data[begin + 16], &data_offset, 4);
+		std::memcpy(&data[begin + name_offset], name.c_str(), name.size() + 1);
+		std::memcpy(&data[begin + data_offset], &value, 8);
+		return at + begin + data_offset;
+	};
+	entry("sun.rt.javaCommand", 'B', 8, 0);
+	const uint64_t loaded = entry("java.cls.loadedClasses", 'J', 0, 700);
+	const uint64_t unloaded = entry("java.cls.unloadedClasses", 'J', 0, 42);
+	const auto prologue = [&](const std::vector<uint8_t> &bytes, uint32_t entries) {
+		std::vector<uint8_t> out = bytes;
+		const uint8_t magic[8] = {0xca, 0xfe, 0xc0, 0xc0, 1, 2, 0, 1};
+		const uint32_t used = uint32_t(out.size()), entry_offset = 32;
+		std::memcpy(&out[0], magic, 8);
+		std::memcpy(&out[8], &used, 4);
+		std::memcpy(&out[24], &entry_offset, 4);
+		std::memcpy(&out[28], &entries, 4);
+		return out;
+	};
+	const auto found = [&](const std::vector<uint8_t> &bytes, const std::string &name) {
+		FakeMemory memory;
+		memory.put(at, bytes.data(), bytes.size());
+		return hotspot_perf_counter(at, memory.reader(), name);
+	};
+	const std::vector<uint8_t> good = prologue(data, 3);
+	CHECK(found(good, "java.cls.unloadedClasses") == unloaded);
+	CHECK(found(good, "java.cls.loadedClasses") == loaded);
+	CHECK(found(good, "java.cls.unloadedClass") == 0);
+	CHECK(found(good, "sun.rt.javaCommand") == 0); // a vector, not a counter
+	CHECK(found(prologue(data, 2), "java.cls.unloadedClasses") == 0); // past the entries counted
+	std::vector<uint8_t> bad = good;
+	bad[0] = 0;
+	CHECK(found(bad, "java.cls.unloadedClasses") == 0); // no magic
+	bad = good;
+	bad[4] = 0;
+	CHECK(found(bad, "java.cls.unloadedClasses") == 0); // big-endian
+	bad = good;
+	std::memset(&bad[32], 0, 4); // an entry of length 0: the walk stops
+	CHECK(found(bad, "java.cls.unloadedClasses") == 0);
+	bad = good;
+	const uint32_t huge = kMaxHotSpotPerfData + 1;
+	std::memcpy(&bad[8], &huge, 4); // more used than is read
+	CHECK(found(bad, "java.cls.unloadedClasses") == 0);
+	bad = good;
+	std::memcpy(&bad[8], "\x40\x00\x00\x00", 4); // used ends within the entries
+	CHECK(found(bad, "java.cls.unloadedClasses") == 0);
+	CHECK(hotspot_perf_counter(0, FakeMemory().reader(), "java.cls.unloadedClasses") == 0);
+}
+
 TEST_CASE("hotspot: UNSIGNED5 numbers decode as HotSpot writes them, before and after JDK 20")
 {
 	for (const uint8_t excluded : {0, 1}) {
@@ -362,11 +427,11 @@ std::vector<Jdk> jdks()
 	return found;
 }
 
-// holdout/Split.class, compiled once per run of the tests into a folder of its own under
-// /tmp, removed at the run's end (not in the tree: the tests run as root, and a user's
-// `make clean` could not remove what root left there); for Java 11, which every JDK here
-// runs; "" after saying the test skips without javac.
-std::string split_classes()
+// The holdout classes (Split, Churn and its template G0000), compiled once per run of the
+// tests into a folder of its own under /tmp, removed at the run's end (not in the tree: the
+// tests run as root, and a user's `make clean` could not remove what root left there); for
+// Java 11, which every JDK here runs; "" after saying the test skips without javac.
+std::string holdout_classes()
 {
 	static std::string classes;
 	if (!classes.empty())
@@ -379,7 +444,8 @@ std::string split_classes()
 	static TempDir compiled;
 	const std::string dir = compiled.path().string();
 	const std::string javac = std::filesystem::path(found.front().java).parent_path() / "javac";
-	CommandResult r = run_command({javac, "--release", "11", "-g", "-d", dir, "tests/workloads/java/holdout/Split.java"});
+	CommandResult r = run_command({javac, "--release", "11", "-g", "-d", dir, "tests/workloads/java/holdout/Split.java",
+				       "tests/workloads/java/holdout/Churn.java", "tests/workloads/java/holdout/G0000.java"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	classes = dir;
 	return classes;
@@ -444,7 +510,7 @@ Compiled compiled_methods(const HotSpotDetection &jvm, int mem)
 					if (auto name = read_hotspot_method(l, read, method))
 						out.names.insert(name->qualified() + name->signature + " " + name->file);
 				const auto code = read(blob + l.nmethod_compile_id, &compile_id, 4)
-							  ? read_hotspot_compiled(l, read, blob, hotspot_fingerprint(method, uint32_t(compile_id)))
+							  ? read_hotspot_compiled(l, read, blob, hotspot_fingerprint(method, uint32_t(compile_id), 0), 0)
 							  : std::nullopt;
 				out.scoped += code && code->method == method;
 				const auto name = read_hotspot_method(l, read, method);
@@ -472,7 +538,7 @@ TEST_SUITE("component") {
 TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, and its compiled methods by name")
 {
 	require_root();
-	const std::string classes = split_classes();
+	const std::string classes = holdout_classes();
 	if (classes.empty())
 		return;
 	for (const Jdk &jdk : jdks()) {
@@ -497,6 +563,7 @@ TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, a
 		CHECK(found.version.starts_with(std::to_string(jdk.major) + "."));
 		CHECK(!found.heaps.heaps.empty());
 		CHECK(found.read_ms < 50);
+		CHECK(found.unloaded_classes != 0); // its perf data's count of classes unloaded
 		MESSAGE(jdk.label << " " << found.version << ": tables read in " << found.read_ms << " ms, "
 				  << found.heaps.heaps.size() << " code heaps, " << compiled.blobs << " nmethods");
 		CHECK(compiled.names.count("holdout.Split.hotA(J)J Split.java"));
@@ -556,10 +623,10 @@ TEST_SUITE("integration") {
 TEST_CASE("hotspot: each JDK's two methods sharing the main thread, by name, in the split the JVM measured, under their caller and the thread's root")
 {
 	require_root();
-	const std::string classes = split_classes();
+	const std::string classes = holdout_classes();
 	if (classes.empty())
 		return;
-	// Each JDK present (split_classes skipped without any): Debian's 17, which the test
+	// Each JDK present (holdout_classes skipped without any): Debian's 17, which the test
 	// set-up installs, and Temurin 25 where it is.
 	const std::vector<Jdk> found = jdks();
 	// Every JDK's JVM in one run that tells them apart (-E), and a second, short, with
@@ -667,6 +734,81 @@ TEST_CASE("hotspot: each JDK's two methods sharing the main thread, by name, in 
 	REQUIRE_MESSAGE(off.status == 0, off.err);
 	CHECK(off.out.find("holdout.Split") == std::string::npos);
 	CHECK(off.out.find("java") != std::string::npos);
+}
+
+TEST_CASE("hotspot: a JVM that churns compiled code and unloads its classes has every Java frame named as its own "
+	  "method, or [java JIT]")
+{
+	require_root();
+	const std::string classes = holdout_classes();
+	if (classes.empty())
+		return;
+	// Each JDK's JVM at once, sampled by one run, apart by their root frames.
+	const std::vector<Jdk> found = jdks();
+	std::vector<std::unique_ptr<Background>> jvms;
+	std::string pids;
+	for (const Jdk &jdk : found) {
+		jvms.push_back(std::make_unique<Background>(
+			std::vector<std::string>{jdk.java, "-cp", classes, "holdout.Churn", "4"}));
+		REQUIRE(jvms.back()->read_line() == "ready");
+		pids += (pids.empty() ? "" : ",") + std::to_string(jvms.back()->pid());
+	}
+	const auto r = profile({"-p", pids, "-E", "-f", "999", "--folded", "2"});
+	REQUIRE_MESSAGE(r.status == 0, r.err);
+	const auto lines = parse_folded(r.out);
+	// "holdout.Churn.even (Churn.java:48)", "holdout.G0012.applyAsLong (G0012.java:11)_[i]".
+	const std::regex java(R"(([\w$.]+)\.([\w$<>]+) \(([\w$]+)\.java(?::(\d+))?\)(?:_\[i\])?)");
+	const std::set<std::string> churn_methods = {"main", "even", "odd", "renamed", "define", "<init>"};
+	for (size_t k = 0; k < jvms.size(); k++) {
+		CAPTURE(found[k].label);
+		const std::string root = "java-" + std::to_string(jvms[k]->pid());
+		// The classes the JVM unloaded by its end: their compiled code was freed as it ran.
+		const std::string unloaded = jvms[k]->read_line();
+		CHECK(jvms[k]->wait() == 0);
+		CHECK_MESSAGE(std::stoul(unloaded.substr(unloaded.find(' ') + 1)) >= 20, unloaded);
+		uint64_t frames = 0, in_generated = 0, wrong = 0;
+		std::string wrong_ones;
+		for (const FoldedLine &l : lines) {
+			if (l.frames.empty() || l.frames[0] != root)
+				continue;
+			std::string caller; // the Java method last met, root to leaf ("" past a cut)
+			for (const std::string &f : l.frames) {
+				std::smatch m;
+				if (f == "[truncated]")
+					caller.clear();
+				if (!std::regex_match(f, m, java))
+					continue;
+				const std::string klass = m[1], method = m[2], file = m[3];
+				bool right = !klass.starts_with("holdout.");
+				if (std::regex_match(klass, std::regex(R"(holdout\.G\d{4})"))) {
+					// Its own class's file; its method called by even or odd as its number is
+					// (its constructor, by reflection), where the walk was not cut short
+					// between them.
+					const std::string called_by = std::stoul(klass.substr(9)) % 2 ? "holdout.Churn.odd" : "holdout.Churn.even";
+					right = file == klass.substr(8) &&
+						(method == "<init>" || (method == "applyAsLong" && (caller == called_by || caller.empty())));
+					in_generated += l.count;
+				} else if (klass == "holdout.Churn" || klass == "holdout.Churn$Loader") {
+					right = file == "Churn" && churn_methods.count(method);
+				}
+				frames += l.count;
+				caller = klass + "." + method;
+				if (!right) {
+					wrong += l.count;
+					wrong_ones += f + ", in:";
+					for (const std::string &g : l.frames)
+						wrong_ones += " " + g + ";";
+					wrong_ones += "\n";
+				}
+			}
+		}
+		INFO(frames << " Java frames, " << in_generated << " in generated classes; wrong:\n" << wrong_ones);
+		MESSAGE(found[k].label << ": " << frames << " Java frames, " << in_generated << " in generated classes, "
+				       << unloaded);
+		CHECK(frames > 200);
+		CHECK(in_generated > 20);
+		CHECK(wrong == 0);
+	}
 }
 
 } // TEST_SUITE("integration")
