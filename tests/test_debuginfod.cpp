@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "elf/elf.h"
@@ -182,7 +183,8 @@ TEST_CASE("debuginfod: a stripped program, its library and libc named from debug
 	ScopedEnv urls("DEBUGINFOD_URLS", server.url().c_str());
 	ScopedEnv cache("DEBUGINFOD_CACHE_PATH", (dir / "cache").c_str());
 	ScopedEnv debug("PROFILE_DEBUG", "1");
-	const std::vector<std::string> args = {"-p", std::to_string(fetched.pid()), "--folded", "2"};
+	// A second at 199 Hz: each of the three hot functions takes a third of some 200 samples.
+	const std::vector<std::string> args = {"-p", std::to_string(fetched.pid()), "-f", "199", "--folded", "1"};
 
 	CommandResult r = profile(args);
 	REQUIRE_MESSAGE(r.status == 0, r.err);
@@ -198,7 +200,7 @@ TEST_CASE("debuginfod: a stripped program, its library and libc named from debug
 	// -v: file:line from the DWARF of the same files.
 	std::vector<std::string> verbose = {"-v"};
 	verbose.insert(verbose.end(), args.begin(), args.end() - 2);
-	verbose.push_back("2");
+	verbose.push_back("1");
 	r = profile(verbose);
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	CHECK(contains(r.out, "/tests/workloads/fetched.c:"));
@@ -249,31 +251,59 @@ TEST_CASE("debuginfod: a server gone wrong costs one line and at most --debuginf
 		{"no server listening", "", "", "debug files not used"},
 		{"a cache that cannot be written", "404", dir / "a-file/cache", "debug files not used"},
 	};
-	for (const Fault &fault : faults) {
-		CAPTURE(fault.what);
-		std::optional<FaultyServer> server;
-		std::string url = "http://127.0.0.1:" + std::to_string(free_port());
-		if (!fault.answer.empty()) {
-			server.emplace(fault.answer);
-			url = server->url();
+	// Four runs at a time, each with its own server and cache (their servers' answers and the
+	// bound are what each run waits for, not the CPU).
+	constexpr size_t at_once = 4;
+	for (size_t first = 0; first < faults.size(); first += at_once) {
+		struct Run {
+			const Fault *fault;
+			std::unique_ptr<FaultyServer> server;
+			std::unique_ptr<PipedProcess> process;
+			double start = 0, seconds = 0;
+			std::string out, err;
+		};
+		std::vector<Run> runs;
+		for (size_t i = first; i < std::min(faults.size(), first + at_once); i++) {
+			Run run;
+			run.fault = &faults[i];
+			std::string url = "http://127.0.0.1:" + std::to_string(free_port());
+			if (!faults[i].answer.empty()) {
+				run.server = std::make_unique<FaultyServer>(faults[i].answer);
+				url = run.server->url();
+			}
+			const std::string cache = !faults[i].cache.empty() ? faults[i].cache : dir / ("cache-" + std::to_string(i));
+			ScopedEnv urls("DEBUGINFOD_URLS", url.c_str());
+			ScopedEnv cache_path("DEBUGINFOD_CACHE_PATH", cache.c_str());
+			run.start = now();
+			run.process = std::make_unique<PipedProcess>(profile_command(
+				{"-p", std::to_string(fetched.pid()), "--folded", "--debuginfod-timeout", "2", "1"}));
+			runs.push_back(std::move(run));
 		}
-		const std::string cache = !fault.cache.empty() ? fault.cache : dir / ("cache-" + std::to_string(&fault - &faults[0]));
-		ScopedEnv urls("DEBUGINFOD_URLS", url.c_str());
-		ScopedEnv cache_path("DEBUGINFOD_CACHE_PATH", cache.c_str());
-		const double start = now();
-		CommandResult r = profile({"-p", std::to_string(fetched.pid()), "--folded", "--debuginfod-timeout", "2", "1"});
-		const double seconds = now() - start;
-		INFO("stderr:\n" << r.err);
-		REQUIRE(r.status == 0);
-		const std::vector<FoldedLine> lines = parse_folded(r.out);
-		CHECK(total(lines) > 0);
-		CHECK(samples_with_unnamed(lines) > 0);
-		CHECK(samples_with(lines, "fetched_hot") == 0);
-		const std::vector<std::string> said = debuginfod_lines(r.err);
-		REQUIRE(said.size() == 1);
-		CHECK(contains(said[0], fault.says));
-		// A second of sampling, the loading around it (well under 3 s here), and the bound.
-		CHECK(seconds < 1 + 3 + 2);
+		for (bool running = true; running;) {
+			running = false;
+			for (Run &run : runs)
+				if (run.process->open()) {
+					run.process->pump(20, &run.out, &run.err);
+					if (!run.process->open())
+						run.seconds = now() - run.start;
+					running = true;
+				}
+		}
+		for (Run &run : runs) {
+			CAPTURE(run.fault->what);
+			INFO("stderr:\n" << run.err);
+			REQUIRE(run.process->wait() == 0);
+			const std::vector<FoldedLine> lines = parse_folded(run.out);
+			CHECK(total(lines) > 0);
+			CHECK(samples_with_unnamed(lines) > 0);
+			CHECK(samples_with(lines, "fetched_hot") == 0);
+			const std::vector<std::string> said = debuginfod_lines(run.err);
+			REQUIRE(said.size() == 1);
+			CHECK(contains(said[0], run.fault->says));
+			// A second of sampling, the loading around it (well under 3 s here, four at a
+			// time), and the bound.
+			CHECK(run.seconds < 1 + 3 + 2);
+		}
 	}
 }
 

@@ -900,13 +900,13 @@ TEST_CASE("python: a whole-machine run names three interpreters' functions, one 
 	for (size_t i = 0; i < three.size(); i++) {
 		const std::string script = dir / ("machine" + std::to_string(i) + ".py");
 		write_file(script, split);
-		// The first exits after 6 seconds, within the run (whose start takes a second or two
+		// The first exits after 3 seconds, within the run (whose start takes a second or two
 		// on a busy machine).
 		programs.push_back(std::make_unique<Background>(std::vector<std::string>{
-			three[i].path, script, i == 0 ? "6" : "30", dir / ("truth" + std::to_string(i))}));
+			three[i].path, script, i == 0 ? "3" : "30", dir / ("truth" + std::to_string(i))}));
 		REQUIRE(programs.back()->read_line() == "ready");
 	}
-	auto r = profile({"-f", "49", "-U", "--folded", "9"});
+	auto r = profile({"-f", "99", "-U", "--folded", "5"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	const auto lines = parse_folded(r.out);
 	INFO("stderr:\n" << r.err);
