@@ -12,6 +12,10 @@
 # followed the API, the pusher's time per window, how many user addresses were named from
 # the names earlier windows kept and how many from their files, and whether RSS at the end
 # is within 2 % of its value a third of the way in (30 and 10 minutes by default).
+# RUNTIMES=1 keeps a Node.js service and a JVM running beside the churn all along, each
+# twice: one hot loop (tests/workloads/node/split.js, holdout.Split) and one that churns its
+# compiled code (churn.js forcing GCs, holdout.Churn unloading classes), so that the
+# profiler keeps naming JS and Java frames, new ones all the time, for the whole run.
 # Not part of `make test`: run it by hand (as root, or it uses sudo) after `make`.
 set -u
 cd "$(dirname "$0")/.."
@@ -40,6 +44,23 @@ churn() {
 		wait
 	done
 }
+
+runtimes=""
+if [ -n "${RUNTIMES:-}" ]; then
+	JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+	NODE=${NODE:-node}
+	rm -rf "$OUT/classes"
+	"$JAVA_HOME/bin/javac" --release 11 -d "$OUT/classes" tests/workloads/java/holdout/*.java || exit 1
+	"$NODE" tests/workloads/node/split.js "$DURATION" "$OUT/node-truth" >/dev/null &
+	runtimes="$runtimes $!"
+	"$NODE" --max-semi-space-size=1 --expose-gc tests/workloads/node/churn.js "$DURATION" >/dev/null &
+	runtimes="$runtimes $!"
+	"$JAVA_HOME/bin/java" -cp "$OUT/classes" holdout.Split "$DURATION" "$OUT/java-truth" >/dev/null &
+	runtimes="$runtimes $!"
+	"$JAVA_HOME/bin/java" -cp "$OUT/classes" holdout.Churn "$DURATION" >/dev/null &
+	runtimes="$runtimes $!"
+	echo "soak: Node ($("$NODE" --version)) and Java ($JAVA_HOME) running:$runtimes"
+fi
 
 receiver=""
 if [ -n "$AGENT" ]; then
@@ -107,6 +128,8 @@ wait "$launcher"
 rc=$?
 kill "$churner" 2>/dev/null
 wait "$churner" 2>/dev/null
+# shellcheck disable=SC2086 # a list of pids
+[ -n "$runtimes" ] && { kill $runtimes 2>/dev/null; wait $runtimes 2>/dev/null; }
 [ -n "$receiver" ] && { sleep 1; kill "$receiver" 2>/dev/null; wait "$receiver" 2>/dev/null; }
 
 echo "soak: exit status $rc; report phase $(($(date +%s) - sampling_ended)) s; report $(wc -l <"$OUT/report") lines," \
@@ -168,4 +191,11 @@ received=$(find "$OUT/received" -name '*.json' | wc -l)
 bad=$(grep -L '"verdict": \[\]' "$OUT/received"/*.json 2>/dev/null | wc -l)
 echo "soak: ${windows:-?} windows closed, $received requests received, $bad not following the API"
 grep -E '^profile: (push|windows|named)' "$OUT/stderr"
+if [ -n "$runtimes" ]; then
+	# The windows' profiles (gunzipped pprof: names in their string tables) naming each.
+	java_named=$(grep -l -a -F 'holdout.Split.hotA' "$OUT/received"/*.pb 2>/dev/null | wc -l)
+	churned=$(grep -l -a -E 'holdout\.G[0-9]{4}' "$OUT/received"/*.pb 2>/dev/null | wc -l)
+	js_named=$(grep -l -a -F 'split.js' "$OUT/received"/*.pb 2>/dev/null | wc -l)
+	echo "soak: of $received windows, $java_named name holdout.Split.hotA, $churned holdout.GNNNN, $js_named split.js"
+fi
 [ "$rc" = 0 ] && [ "$flat" = 0 ] && [ "$two_percent" = 0 ] && [ "$cpu_ok" = 0 ] && [ "${windows:-x}" = "$received" ] && [ "$bad" = 0 ]
