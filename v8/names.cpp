@@ -317,11 +317,12 @@ V8Names::Function V8Names::read_function(const V8Memory &memory, const V8Layout 
 		function.name = "(anonymous)";
 
 	if (memory.type_of(words.script) == layout.type_script) {
-		const uint64_t key = (uint64_t(pid) << 48) ^ words.script;
-		auto &script = scripts_[key];
+		const auto file = memory.field(words.script, layout.script_name);
+		auto &script = scripts_[{pid, words.script, file.value_or(0),
+					 memory.field(words.script, layout.script_source).value_or(0)}];
 		if (!script) {
 			auto made = std::make_shared<Script>();
-			if (const auto file = memory.field(words.script, layout.script_name))
+			if (file)
 				made->file = memory.string(*file, 4096).value_or("");
 			const auto ends = memory.field(words.script, layout.script_line_ends);
 			if (auto lines = ends ? memory.small_integers(*ends, kMaxLines) : std::nullopt) {

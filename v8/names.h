@@ -4,7 +4,9 @@
 // time after.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -112,5 +114,7 @@ private:
 	// A script offset's line in the function's script; its first line when unknown.
 	static uint32_t line_of(const Function &function, std::optional<uint32_t> script_offset);
 	std::unordered_map<uint64_t, Code> codes_; // by pid << 36 | id
-	std::unordered_map<uint64_t, std::shared_ptr<const Script>> scripts_; // by pid and address
+	// By pid, address and the words that hold its name and source: a GC may free a script
+	// (an eval's) and put another at its address, which the cache must not take for it.
+	std::map<std::array<uint64_t, 4>, std::shared_ptr<const Script>> scripts_;
 };
