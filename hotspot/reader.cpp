@@ -97,8 +97,10 @@ struct HotSpotReader::Impl {
 		MethodRef method;
 		std::optional<HotSpotCompiled> code;
 		std::unordered_map<uint64_t, MethodRef> inlined;
+		KeptCode kept;
 	};
 	std::unordered_map<uint64_t, Met> met_ids;
+	uint64_t window = 0; // the continuous run's windows closed
 	mutable std::map<std::pair<uint32_t, uint64_t>, std::optional<RuntimeFrameName>> named;
 	mutable uint64_t methods_named = 0, unnamed = 0;
 	uint64_t compiled_read = 0, interpreted_read = 0, stubs_read = 0, met_unread = 0;
@@ -188,7 +190,7 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 		std::erase_if(methods, [&](const auto &entry) { return entry.first.first == met.pid; });
 		process.unloaded = unloaded;
 	}
-	Met known{met.pid, "", nullptr, std::nullopt, {}};
+	Met known{met.pid, "", nullptr, std::nullopt, {}, {}};
 	if (met.kind == HOTSPOT_CODE_METHOD) {
 		uint64_t const_method = 0;
 		if (read(met.object + layout.method_const, &const_method, sizeof(const_method)) &&
@@ -218,6 +220,7 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 		met_unread++;
 		return;
 	}
+	known.kept = {{met.pid, met.kind, met.object}, window};
 	met_ids.emplace(met.id, std::move(known));
 }
 
@@ -249,6 +252,7 @@ std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uin
 	if (found == met_ids.end() || found->second.pid != pid)
 		return std::nullopt;
 	const Met &met = found->second;
+	met.kept.window = window;
 	if (!met.stub.empty())
 		return RuntimeFrameName{met.stub, "", 0};
 	if (!met.code) // interpreted
@@ -294,6 +298,15 @@ void HotSpotReader::tick()
 	for (const runtime_code &met : fresh)
 		d.learn(met);
 	d.naming_ms += clocks::thread_cpu_ms() - start;
+}
+
+void HotSpotReader::end_window()
+{
+	Impl &d = *impl_;
+	forget_unnamed_codes(d.met_ids, ++d.window, d.maps.codes);
+	// What named the frames of the ids forgotten, and the methods only they held.
+	d.named.clear();
+	std::erase_if(d.methods, [](const auto &entry) { return entry.second.use_count() <= 1; });
 }
 
 bool HotSpotReader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const

@@ -28,6 +28,7 @@ public:
 	bool name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const override;
 	// "java: 1 JVM followed, ...".
 	std::string stats() const override;
+	void end_window() override;
 
 private:
 	struct Impl;

@@ -244,8 +244,14 @@ bool PythonNames::learn(const python_code &seen, uint64_t code_type, const Pytho
 	if (!read_code(mem_fd, seen.code, code_type, object) || !fingerprint_of(mem_fd, object, layout, after) ||
 	    after != fingerprint)
 		return false;
+	named.kept = {{seen.pid, 0, seen.code}, window_};
 	codes_.insert_or_assign(Key{seen.pid, seen.id}, std::move(named));
 	return true;
+}
+
+void PythonNames::end_window(int codes_map_fd)
+{
+	forget_unnamed_codes(codes_, ++window_, codes_map_fd);
 }
 
 bool PythonNames::name(uint32_t pid, uint64_t id, uint32_t index, PythonFrameName &out) const
@@ -254,6 +260,7 @@ bool PythonNames::name(uint32_t pid, uint64_t id, uint32_t index, PythonFrameNam
 	if (it == codes_.end())
 		return false;
 	const Code &c = it->second;
+	c.kept.window = window_;
 	out.function = c.function;
 	out.file = c.file;
 	out.line = index == PYTHON_NO_INDEX ? 0 : python_line(c.lines, c.table, c.first_line, index);

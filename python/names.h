@@ -37,6 +37,9 @@ public:
 	bool name(uint32_t pid, uint64_t id, uint32_t index, PythonFrameName &out) const;
 
 	size_t size() const { return codes_.size(); }
+	// After a continuous run's window: forgets the ids no recent window named, and their code
+	// objects in the kernel's map codes_map_fd (forget_unnamed_codes).
+	void end_window(int codes_map_fd);
 
 private:
 	struct Key {
@@ -52,6 +55,8 @@ private:
 		int first_line = 0;
 		LineTable lines = LineTable::Locations;
 		std::vector<uint8_t> table;
+		KeptCode kept;
 	};
 	std::unordered_map<Key, Code, KeyHash> codes_;
+	uint64_t window_ = 0; // the continuous run's windows closed
 };

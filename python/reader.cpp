@@ -108,6 +108,11 @@ void PythonReader::tick()
 	d.name_fresh(take_seen<python_code>(d.seen));
 }
 
+void PythonReader::end_window()
+{
+	impl_->names.end_window(impl_->maps.codes);
+}
+
 const PythonNames &PythonReader::names() const
 {
 	return impl_->names;

@@ -40,6 +40,7 @@ public:
 	Stats counts() const;
 	// "python: 2 processes followed, ...".
 	std::string stats() const override;
+	void end_window() override;
 
 private:
 	struct Impl;

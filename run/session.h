@@ -62,6 +62,7 @@ public:
 	const Unwinder::Stats &tables() const { return tables_; }
 	// The readers of the language runtimes whose frames are walked; nullptr when none is.
 	const Runtimes *runtimes() const { return runtimes_ ? &*runtimes_ : nullptr; }
+	Runtimes *runtimes() { return runtimes_ ? &*runtimes_ : nullptr; }
 	double kernel_symbols_cpu_ms() const { return kernel_symbols_cpu_ms_; }
 
 private:

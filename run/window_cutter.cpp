@@ -56,6 +56,8 @@ void WindowCutter::close(int64_t end_mono, int64_t end_real)
 		fetch_missing_debug_files(session_.symbolizer(), options_.debuginfod_timeout_s, fetched_);
 	Profile named = window_->collected.name(session_.symbolizer());
 	session_.symbolizer().end_window();
+	if (Runtimes *runtimes = session_.runtimes())
+		runtimes->end_window();
 	// How the run was made, as planned; then the window's own: the rate sampled at now
 	// (which may be lower than -f asked, sampler/rate.h), its times, its one process.
 	profile_ = plan_.header;

@@ -44,6 +44,11 @@ void forget_runtime_codes(int map_fd, uint32_t pid)
 		bpf_map_delete_elem(map_fd, &gone);
 }
 
+void forget_runtime_code(int map_fd, const runtime_code_key &key)
+{
+	bpf_map_delete_elem(map_fd, &key);
+}
+
 SeenRecords::SeenRecords(int map_fd, size_t record_size) : record_size_(record_size)
 {
 	auto on_record = [](void *context, void *data, size_t size) {

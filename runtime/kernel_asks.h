@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <linux/types.h>
+
+#include "runtime/runtime.h"
+
 // A kernel map's fd by its name in the sampling program, -1 when it has none.
 using MapFdByName = std::function<int(const char *name)>;
 
@@ -61,4 +65,34 @@ std::vector<Record> take_seen(SeenRecords &seen)
 		std::memcpy(&records.back(), bytes.data(), sizeof(Record));
 	}
 	return records;
+}
+
+// What a runtime's user half keeps with the name of each id the walk told it of: its
+// object's key in the kernel's map (RUNTIME_CODES_MAP, or one keyed alike), and the window
+// of a continuous run in which a frame was last named by it.
+struct KeptCode {
+	runtime_code_key key{};
+	mutable uint64_t window = 0;
+};
+
+// Windows an id is kept unnamed by any frame: a minute of the agent's 15 s windows.
+constexpr uint64_t kKeptWindows = 4;
+
+// Takes an object out of a runtime's map of objects told to user space: the walk tells of it
+// again, under a new id, when it meets it next.
+void forget_runtime_code(int map_fd, const runtime_code_key &key);
+
+// After a continuous run's window `window`: takes out of `names` (by id, each value with a
+// KeptCode `kept`) those no frame was named by in the last kKeptWindows windows, and their
+// objects out of the kernel's map (map_fd), so that a long run's memory stays flat while
+// its processes make code and drop it.
+template <typename Map>
+void forget_unnamed_codes(Map &names, uint64_t window, int map_fd)
+{
+	std::erase_if(names, [&](const auto &entry) {
+		if (entry.second.kept.window + kKeptWindows >= window)
+			return false;
+		forget_runtime_code(map_fd, entry.second.kept.key);
+		return true;
+	});
 }

@@ -39,6 +39,9 @@ public:
 	virtual bool name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const = 0;
 	// The run's last -v lines: what it followed and named, at what cost.
 	virtual std::string stats() const = 0;
+	// After each window of a continuous run (its frames named): forgets what names no frame
+	// of its last kKeptWindows windows (runtime/kernel_asks.h).
+	virtual void end_window() = 0;
 };
 
 // A runtime, as the run and the command line know it.

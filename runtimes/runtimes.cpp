@@ -58,6 +58,12 @@ RuntimeFrameName Runtimes::name(const RuntimeRoom &room, uint32_t pid, uint64_t 
 	return {room.unnamed, "", 0};
 }
 
+void Runtimes::end_window()
+{
+	for (const Followed &followed : readers_)
+		followed.reader->end_window();
+}
+
 std::vector<std::string> Runtimes::stats() const
 {
 	std::vector<std::string> lines;

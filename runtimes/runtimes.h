@@ -34,6 +34,8 @@ public:
 	RuntimeFrameName name(const RuntimeRoom &room, uint32_t pid, uint64_t frame) const;
 	// Each reader's -v line.
 	std::vector<std::string> stats() const;
+	// After each window of a continuous run: each reader forgets what no recent window named.
+	void end_window();
 
 private:
 	struct Followed {

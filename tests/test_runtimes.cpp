@@ -2,15 +2,21 @@
 // native addresses by their tag, its --no-NAME switch, and a run's readers.
 #include <doctest/doctest.h>
 
+#include <bpf/bpf.h>
 #include <linux/types.h>
+#include <unistd.h>
 
 #include <set>
+#include <string>
+#include <unordered_map>
 
 #include "cli/options.h"
 #include "profile.h"
 #include "python/python.h"
 #include "python/room.h"
+#include "runtime/kernel_asks.h"
 #include "runtimes/runtimes.h"
+#include "tests/support.h"
 
 TEST_SUITE("unit") {
 
@@ -77,6 +83,52 @@ TEST_CASE("runtimes: a run follows a runtime only when it is on and the program 
 	});
 	CHECK(off.empty());
 	CHECK(asked.empty());
+}
+
+TEST_CASE("runtimes: a continuous run forgets the ids no frame of its last windows was named by, in user space and in "
+	  "the kernel's map")
+{
+	// A kernel map of objects told, as RUNTIME_CODES_MAP's (a plain hash here).
+	const int map = bpf_map_create(BPF_MAP_TYPE_HASH, "test_codes", sizeof(runtime_code_key), sizeof(runtime_code),
+				       16, nullptr);
+	if (map < 0) {
+		skip_test("cannot create a BPF map (not root)");
+		return;
+	}
+	struct Named {
+		std::string name;
+		KeptCode kept;
+	};
+	std::unordered_map<uint64_t, Named> names;
+	for (uint64_t id = 1; id <= 3; id++) {
+		const runtime_code_key key{7, 0, 0x1000 * id};
+		const runtime_code value{7, 0, key.object, 0, 0, id};
+		REQUIRE(bpf_map_update_elem(map, &key, &value, BPF_ANY) == 0);
+		names[id] = {"f" + std::to_string(id), {key, 0}};
+	}
+	uint64_t window = 0;
+	for (; window < kKeptWindows; window++) {
+		names[2].kept.window = window; // named in every window
+		forget_unnamed_codes(names, window + 1, map);
+	}
+	CHECK(names.size() == 3); // none unnamed for more than kKeptWindows windows yet
+	names[2].kept.window = window;
+	names[3].kept.window = 1;
+	forget_unnamed_codes(names, ++window, map);
+	CHECK(names.count(1) == 0); // last named in window 0
+	CHECK(names.count(2) == 1);
+	CHECK(names.count(3) == 1); // in window 1: kept to window 1 + kKeptWindows
+	runtime_code value{};
+	for (uint64_t id = 1; id <= 3; id++) {
+		const runtime_code_key key{7, 0, 0x1000 * id};
+		CAPTURE(id);
+		CHECK((bpf_map_lookup_elem(map, &key, &value) == 0) == (id != 1));
+	}
+	forget_unnamed_codes(names, ++window, map);
+	forget_unnamed_codes(names, ++window, map);
+	CHECK(names.count(3) == 0);
+	CHECK(names.count(2) == 1);
+	close(map);
 }
 
 } // TEST_SUITE("unit")

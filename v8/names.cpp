@@ -413,8 +413,16 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 			code.inlined.push_back(std::move(function));
 		}
 	}
+	code.kept = {{seen.pid, seen.kind, seen.object}, window_};
 	codes_[uint64_t(seen.pid) << 36 | (seen.id & V8_ID_MASK)] = std::move(code);
 	return true;
+}
+
+void V8Names::end_window(int codes_map_fd)
+{
+	forget_unnamed_codes(codes_, ++window_, codes_map_fd);
+	// The scripts no function kept holds any more.
+	std::erase_if(scripts_, [](const auto &entry) { return entry.second.use_count() == 1; });
 }
 
 bool V8Names::name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName &out) const
@@ -423,6 +431,7 @@ bool V8Names::name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName 
 	if (it == codes_.end())
 		return false;
 	const Code &code = it->second;
+	code.kept.window = window_;
 	const Function &own = code.function;
 	out.function = own.name;
 	out.file = own.script ? own.script->file : "";

@@ -85,6 +85,9 @@ public:
 	// The frame's names (id and offset: what V8_FRAME_ID and V8_FRAME_OFFSET give).
 	bool name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName &out) const;
 	size_t size() const { return codes_.size(); }
+	// After a continuous run's window: forgets the ids no recent window named, and their
+	// objects in the kernel's map codes_map_fd (forget_unnamed_codes).
+	void end_window(int codes_map_fd);
 
 private:
 	struct Script {
@@ -103,6 +106,7 @@ private:
 		// there (nothing when it could not be read).
 		std::vector<uint64_t> inlining_positions;
 		std::vector<std::optional<Function>> inlined;
+		KeptCode kept;
 	};
 	// A SharedFunctionInfo's name_or_scope_info and script words, when it reads as one.
 	struct SharedWords {
@@ -117,4 +121,5 @@ private:
 	// By pid, address and the words that hold its name and source: a GC may free a script
 	// (an eval's) and put another at its address, which the cache must not take for it.
 	std::map<std::array<uint64_t, 4>, std::shared_ptr<const Script>> scripts_;
+	uint64_t window_ = 0; // the continuous run's windows closed
 };

@@ -90,6 +90,11 @@ bool V8Reader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const
 	return impl_->names.name(pid, V8_FRAME_ID(frame), uint32_t(V8_FRAME_OFFSET(frame)), out);
 }
 
+void V8Reader::end_window()
+{
+	impl_->names.end_window(impl_->maps.codes);
+}
+
 std::string V8Reader::stats() const
 {
 	std::string versions;

@@ -24,6 +24,7 @@ public:
 	bool name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const override;
 	// "js: 1 process followed (V8 11.3.244), ...".
 	std::string stats() const override;
+	void end_window() override;
 
 private:
 	struct Impl;
