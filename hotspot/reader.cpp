@@ -303,7 +303,8 @@ void HotSpotReader::tick()
 void HotSpotReader::end_window()
 {
 	Impl &d = *impl_;
-	forget_unnamed_codes(d.met_ids, ++d.window, d.maps.codes);
+	const int codes = d.maps.codes;
+	forget_unnamed_codes(d.met_ids, ++d.window, [codes](const runtime_code_key &key) { forget_runtime_code(codes, key); });
 	// What named the frames of the ids forgotten, and the methods only they held.
 	d.named.clear();
 	std::erase_if(d.methods, [](const auto &entry) { return entry.second.use_count() <= 1; });

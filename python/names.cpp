@@ -249,9 +249,9 @@ bool PythonNames::learn(const python_code &seen, uint64_t code_type, const Pytho
 	return true;
 }
 
-void PythonNames::end_window(int codes_map_fd)
+void PythonNames::end_window(const ForgetCode &forget)
 {
-	forget_unnamed_codes(codes_, ++window_, codes_map_fd);
+	forget_unnamed_codes(codes_, ++window_, forget);
 }
 
 bool PythonNames::name(uint32_t pid, uint64_t id, uint32_t index, PythonFrameName &out) const

@@ -38,8 +38,8 @@ public:
 
 	size_t size() const { return codes_.size(); }
 	// After a continuous run's window: forgets the ids no recent window named, and their code
-	// objects in the kernel's map codes_map_fd (forget_unnamed_codes).
-	void end_window(int codes_map_fd);
+	// objects in the kernel's map (forget_unnamed_codes).
+	void end_window(const ForgetCode &forget);
 
 private:
 	struct Key {

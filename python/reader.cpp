@@ -110,7 +110,8 @@ void PythonReader::tick()
 
 void PythonReader::end_window()
 {
-	impl_->names.end_window(impl_->maps.codes);
+	const int codes = impl_->maps.codes;
+	impl_->names.end_window([codes](const runtime_code_key &key) { forget_runtime_code(codes, key); });
 }
 
 const PythonNames &PythonReader::names() const

@@ -82,17 +82,20 @@ constexpr uint64_t kKeptWindows = 4;
 // again, under a new id, when it meets it next.
 void forget_runtime_code(int map_fd, const runtime_code_key &key);
 
+// What forgets an object in the kernel's map (forget_runtime_code on the runtime's map).
+using ForgetCode = std::function<void(const runtime_code_key &key)>;
+
 // After a continuous run's window `window`: takes out of `names` (by id, each value with a
-// KeptCode `kept`) those no frame was named by in the last kKeptWindows windows, and their
-// objects out of the kernel's map (map_fd), so that a long run's memory stays flat while
-// its processes make code and drop it.
+// KeptCode `kept`) those no frame was named by in the last kKeptWindows windows, and forgets
+// their objects in the kernel's map, so that a long run's memory stays flat while its
+// processes make code and drop it.
 template <typename Map>
-void forget_unnamed_codes(Map &names, uint64_t window, int map_fd)
+void forget_unnamed_codes(Map &names, uint64_t window, const ForgetCode &forget)
 {
 	std::erase_if(names, [&](const auto &entry) {
 		if (entry.second.kept.window + kKeptWindows >= window)
 			return false;
-		forget_runtime_code(map_fd, entry.second.kept.key);
+		forget(entry.second.kept.key);
 		return true;
 	});
 }

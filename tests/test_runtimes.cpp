@@ -106,15 +106,16 @@ TEST_CASE("runtimes: a continuous run forgets the ids no frame of its last windo
 		REQUIRE(bpf_map_update_elem(map, &key, &value, BPF_ANY) == 0);
 		names[id] = {"f" + std::to_string(id), {key, 0}};
 	}
+	const ForgetCode forget = [map](const runtime_code_key &key) { forget_runtime_code(map, key); };
 	uint64_t window = 0;
 	for (; window < kKeptWindows; window++) {
 		names[2].kept.window = window; // named in every window
-		forget_unnamed_codes(names, window + 1, map);
+		forget_unnamed_codes(names, window + 1, forget);
 	}
 	CHECK(names.size() == 3); // none unnamed for more than kKeptWindows windows yet
 	names[2].kept.window = window;
 	names[3].kept.window = 1;
-	forget_unnamed_codes(names, ++window, map);
+	forget_unnamed_codes(names, ++window, forget);
 	CHECK(names.count(1) == 0); // last named in window 0
 	CHECK(names.count(2) == 1);
 	CHECK(names.count(3) == 1); // in window 1: kept to window 1 + kKeptWindows
@@ -124,8 +125,8 @@ TEST_CASE("runtimes: a continuous run forgets the ids no frame of its last windo
 		CAPTURE(id);
 		CHECK((bpf_map_lookup_elem(map, &key, &value) == 0) == (id != 1));
 	}
-	forget_unnamed_codes(names, ++window, map);
-	forget_unnamed_codes(names, ++window, map);
+	forget_unnamed_codes(names, ++window, forget);
+	forget_unnamed_codes(names, ++window, forget);
 	CHECK(names.count(3) == 0);
 	CHECK(names.count(2) == 1);
 	close(map);

@@ -418,9 +418,9 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 	return true;
 }
 
-void V8Names::end_window(int codes_map_fd)
+void V8Names::end_window(const ForgetCode &forget)
 {
-	forget_unnamed_codes(codes_, ++window_, codes_map_fd);
+	forget_unnamed_codes(codes_, ++window_, forget);
 	// The scripts no function kept holds any more.
 	std::erase_if(scripts_, [](const auto &entry) { return entry.second.use_count() == 1; });
 }

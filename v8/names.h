@@ -86,8 +86,8 @@ public:
 	bool name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName &out) const;
 	size_t size() const { return codes_.size(); }
 	// After a continuous run's window: forgets the ids no recent window named, and their
-	// objects in the kernel's map codes_map_fd (forget_unnamed_codes).
-	void end_window(int codes_map_fd);
+	// objects in the kernel's map (forget_unnamed_codes).
+	void end_window(const ForgetCode &forget);
 
 private:
 	struct Script {

@@ -92,7 +92,8 @@ bool V8Reader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const
 
 void V8Reader::end_window()
 {
-	impl_->names.end_window(impl_->maps.codes);
+	const int codes = impl_->maps.codes;
+	impl_->names.end_window([codes](const runtime_code_key &key) { forget_runtime_code(codes, key); });
 }
 
 std::string V8Reader::stats() const
