@@ -61,10 +61,11 @@ static __always_inline int runtimes_frame(struct runtime_walk *r, struct runtime
 }
 
 /* At a native frame the walk steps through by its frame pointer fp (code without a table):
- * a runtime's frame to record in its place, or 0. */
-static __always_inline __u64 runtimes_frame_at_fp(struct runtime_walk *r, __u64 pc, __u64 fp)
+ * a runtime's frame to record in its place, or 0. leaf: the stack's first frame, whose pc
+ * is where it ran (any other's is a return address). */
+static __always_inline __u64 runtimes_frame_at_fp(struct runtime_walk *r, __u64 pc, __u64 fp, bool leaf)
 {
-	return r->v8.active ? v8_frame(&r->v8, pc, fp) : 0;
+	return r->v8.active ? v8_frame(&r->v8, pc, fp, leaf) : 0;
 }
 
 /* Whether the native frame at hand was shown as a runtime's frames, and is not recorded

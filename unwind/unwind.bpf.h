@@ -295,7 +295,7 @@ fp:
 	}
 	/* A runtime's frame in the place of the native one just recorded: a JIT's code has no
 	 * table. */
-	__u64 runtime_frame = runtimes_frame_at_fp(&w->rt, w->pc, w->bp);
+	__u64 runtime_frame = runtimes_frame_at_fp(&w->rt, w->pc, w->bp, w->n == 1);
 
 	if (runtime_frame && frames->ip[(w->n - 1) & UNWIND_MAX_DEPTH] == w->pc) {
 		frames->ip[(w->n - 1) & UNWIND_MAX_DEPTH] = runtime_frame;

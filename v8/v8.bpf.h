@@ -125,11 +125,13 @@ static __always_inline __u64 v8_slot(const struct v8_scratch *s, __u8 index)
 	return s->slots[index & (V8_FRAME_SLOTS - 1)];
 }
 
-/* At a native frame the walk steps through by its frame pointer fp (pc: where it runs):
- * the JS frame to record in its place, or 0 when it is none (a typed frame, native code, or
- * objects that do not read as a function's). Global, so the verifier checks it once, apart
- * from the walk's step. */
-__noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
+/* At a native frame the walk steps through by its frame pointer fp (pc: where it runs, a
+ * return address unless it is the leaf): the JS frame to record in its place, or 0 when it
+ * is none (a typed frame, native code, or objects that do not read as a function's). A
+ * caller's offset into machine code is its call's, the byte before the return address, as
+ * V8 looks its source positions up: the return address may already be the next inlined
+ * function's. Global, so the verifier checks it once, apart from the walk's step. */
+__noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp, bool leaf)
 {
 	struct runtime_code_key key = {};
 	struct v8_process *proc;
@@ -140,6 +142,8 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp)
 
 	if (!v || !v->active || fp < 8 * V8_FRAME_SLOTS)
 		return 0;
+	if (!leaf)
+		pc--;
 	proc = bpf_map_lookup_elem(&v8_processes, &v->pid);
 	s = bpf_map_lookup_elem(&v8_scratch, &zero);
 	if (!proc || !s || bpf_probe_read_user(s->slots, sizeof(s->slots), (void *)(fp - 8 * V8_FRAME_SLOTS)))
