@@ -54,10 +54,11 @@ static __always_inline __s32 hotspot_s32(const struct hotspot_scratch *s, __u16 
 /* The HotSpot side of one stack walk. */
 struct hotspot_walk {
 	__u32 pid;
-	__u8 active; /* a JVM's thread */
-	__u8 pad[3];
+	__u8 active;        /* a JVM's thread */
+	__u8 unloaded_read; /* unloaded is read */
+	__u8 pad[2];
 	__u64 code_low, code_high; /* from the lowest code heap's start to the highest's end */
-	__u64 unloaded;            /* its count of classes unloaded, as the walk started */
+	__u64 unloaded;            /* its count of classes unloaded, from its first blob met */
 };
 
 /* Starts the HotSpot side of a walk; a process not classified yet is asked about. */
@@ -76,9 +77,8 @@ static __always_inline int hotspot_start(struct hotspot_walk *h, __u32 tgid)
 		return RUNTIME_NOT;
 	h->pid = tgid;
 	h->active = 1;
+	h->unloaded_read = 0;
 	h->unloaded = 0;
-	if (jvm->unloaded)
-		bpf_probe_read_user(&h->unloaded, sizeof(h->unloaded), (void *)jvm->unloaded);
 	h->code_low = ~0ULL;
 	for (__u32 i = 0; i < HOTSPOT_MAX_HEAPS; i++)
 		if (i < jvm->heaps) {
@@ -98,6 +98,18 @@ static __always_inline bool hotspot_may_own(const struct hotspot_walk *h, __u64 
 static __always_inline int hotspot_read(void *out, __u32 size, __u64 at)
 {
 	return bpf_probe_read_user(out, size, (void *)at);
+}
+
+/* The JVM's count of classes unloaded (hotspot_fingerprint), read at the walk's first frame
+ * in the code heaps: a sample of its threads in native code alone reads none. */
+static __always_inline __u64 hotspot_unloaded(struct hotspot_walk *h, const struct hotspot_process *jvm)
+{
+	if (!h->unloaded_read) {
+		h->unloaded_read = 1;
+		if (jvm->unloaded)
+			hotspot_read(&h->unloaded, sizeof(h->unloaded), jvm->unloaded);
+	}
+	return h->unloaded;
 }
 
 /* The code blob holding pc in heap i, through its segment map: 0 when none (a free block,
@@ -188,7 +200,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	struct stored_stack *frames;
 	struct hotspot_scratch *s;
 	struct runtime_code_key key = {};
-	__u64 pc, blob = 0, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {}, id;
+	__u64 pc, blob = 0, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {}, id, unloaded;
 	__s32 frame_size = 0;
 	__u32 user = 1, zero = 0, i, size;
 	__u8 keep_bp = 0; /* the frame left rbp as its caller's */
@@ -211,6 +223,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	if (!blob || size < 8 || size > HOTSPOT_HEADER_READ || hotspot_read(s->header, size, blob) ||
 	    hotspot_read(&name, 8, hotspot_u64(s, jvm->blob_name)))
 		return RUNTIME_NATIVE;
+	unloaded = hotspot_unloaded(h, jvm);
 	frame_size = hotspot_s32(s, jvm->blob_frame_size);
 	if (name == 0x6572707265746e49ULL) { /* "Interpre": the interpreter, its frame from rbp */
 		__u64 const_method = 0, bcp, bci = HOTSPOT_NO_BCI;
@@ -229,7 +242,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		key.kind = HOTSPOT_CODE_METHOD;
 		key.object = method;
 		id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, method,
-				     hotspot_fingerprint(method, const_method, h->unloaded));
+				     hotspot_fingerprint(method, const_method, unloaded));
 		value = id ? HOTSPOT_ID_FRAME(bci, id) : HOTSPOT_FRAME(HOTSPOT_INTERPRETED, bci, method);
 		caller_sp = r->bp + 16;
 		/* The caller's own sp, below the arguments an adapter may have pushed. */
@@ -253,7 +266,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			key.kind = HOTSPOT_CODE_NMETHOD;
 			key.object = blob;
 			id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, method,
-					     hotspot_fingerprint(method, compile_id, h->unloaded));
+					     hotspot_fingerprint(method, compile_id, unloaded));
 			if (id)
 				value = HOTSPOT_ID_FRAME(pc >= begin && pc - begin < HOTSPOT_NO_BCI ? pc - begin
 													 : HOTSPOT_NO_BCI,
