@@ -303,8 +303,7 @@ void HotSpotReader::tick()
 void HotSpotReader::end_window()
 {
 	Impl &d = *impl_;
-	const int codes = d.maps.codes;
-	forget_unnamed_codes(d.met_ids, ++d.window, [codes](const runtime_code_key &key) { forget_runtime_code(codes, key); });
+	forget_unnamed_codes(d.met_ids, ++d.window, forgetting_in(d.maps.codes));
 	// What named the frames of the ids forgotten, and the methods only they held.
 	d.named.clear();
 	std::erase_if(d.methods, [](const auto &entry) { return entry.second.use_count() <= 1; });

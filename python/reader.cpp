@@ -110,8 +110,7 @@ void PythonReader::tick()
 
 void PythonReader::end_window()
 {
-	const int codes = impl_->maps.codes;
-	impl_->names.end_window([codes](const runtime_code_key &key) { forget_runtime_code(codes, key); });
+	impl_->names.end_window(forgetting_in(impl_->maps.codes));
 }
 
 const PythonNames &PythonReader::names() const

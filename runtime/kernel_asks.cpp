@@ -49,6 +49,11 @@ void forget_runtime_code(int map_fd, const runtime_code_key &key)
 	bpf_map_delete_elem(map_fd, &key);
 }
 
+ForgetCode forgetting_in(int map_fd)
+{
+	return [map_fd](const runtime_code_key &key) { forget_runtime_code(map_fd, key); };
+}
+
 SeenRecords::SeenRecords(int map_fd, size_t record_size) : record_size_(record_size)
 {
 	auto on_record = [](void *context, void *data, size_t size) {

@@ -82,8 +82,10 @@ constexpr uint64_t kKeptWindows = 4;
 // again, under a new id, when it meets it next.
 void forget_runtime_code(int map_fd, const runtime_code_key &key);
 
-// What forgets an object in the kernel's map (forget_runtime_code on the runtime's map).
+// What forgets an object in the kernel's map: forget_runtime_code on the runtime's map
+// (forgetting_in), as its reader hands it to its names, which call no BPF function.
 using ForgetCode = std::function<void(const runtime_code_key &key)>;
+ForgetCode forgetting_in(int map_fd);
 
 // After a continuous run's window `window`: takes out of `names` (by id, each value with a
 // KeptCode `kept`) those no frame was named by in the last kKeptWindows windows, and forgets

@@ -106,7 +106,7 @@ TEST_CASE("runtimes: a continuous run forgets the ids no frame of its last windo
 		REQUIRE(bpf_map_update_elem(map, &key, &value, BPF_ANY) == 0);
 		names[id] = {"f" + std::to_string(id), {key, 0}};
 	}
-	const ForgetCode forget = [map](const runtime_code_key &key) { forget_runtime_code(map, key); };
+	const ForgetCode forget = forgetting_in(map);
 	uint64_t window = 0;
 	for (; window < kKeptWindows; window++) {
 		names[2].kept.window = window; // named in every window

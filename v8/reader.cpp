@@ -92,8 +92,7 @@ bool V8Reader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const
 
 void V8Reader::end_window()
 {
-	const int codes = impl_->maps.codes;
-	impl_->names.end_window([codes](const runtime_code_key &key) { forget_runtime_code(codes, key); });
+	impl_->names.end_window(forgetting_in(impl_->maps.codes));
 }
 
 std::string V8Reader::stats() const
