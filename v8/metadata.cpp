@@ -95,21 +95,21 @@ Status fill_walk(const Names &names, V8Layout &layout)
 	walk.code_start = names.get({"class_Code__instruction_start__uintptr_t", "class_Code__instruction_start__Address"});
 	walk.code_size = names.get({"class_Code__instruction_size__int"});
 	walk.code_flags = names.get({"class_Code__flags__uint32_t"});
-	layout.code_positions = names.get({"class_Code__source_position_table__ByteArray",
+	walk.code_positions = names.get({"class_Code__source_position_table__ByteArray",
 					   "class_Code__source_position_table__Tagged_ByteArray_"});
-	if (walk.code_size && !layout.code_positions && names.get({"type_CodeWrapper__CODE_WRAPPER_TYPE"}))
-		layout.code_positions = walk.code_start - 3 * kPointer;
-	else if (!walk.code_size && layout.code_positions) {
+	if (walk.code_size && !walk.code_positions && names.get({"type_CodeWrapper__CODE_WRAPPER_TYPE"}))
+		walk.code_positions = walk.code_start - 3 * kPointer;
+	else if (!walk.code_size && walk.code_positions) {
 		// V8 11.x lost Code's metadata: its fields follow the position table.
-		walk.code_start = layout.code_positions + 2 * kPointer;
+		walk.code_start = walk.code_positions + 2 * kPointer;
 		walk.code_flags = walk.code_start + kPointer;
 		walk.code_size = walk.code_flags + 4 + (layout.at_least(11, 4, 59) ? 0 : 4);
 	}
 	// The DeoptimizationData's field: named up to V8 11; from V8 12 the one before the
 	// position table (code.h's kDeoptimizationDataOrInterpreterDataOffset).
-	layout.code_deopt_data = names.get({"class_Code__deoptimization_data__FixedArray"});
-	if (!layout.code_deopt_data && layout.code_positions && names.get({"type_CodeWrapper__CODE_WRAPPER_TYPE"}))
-		layout.code_deopt_data = layout.code_positions - kPointer;
+	walk.code_deopt_data = names.get({"class_Code__deoptimization_data__FixedArray"});
+	if (!walk.code_deopt_data && walk.code_positions && names.get({"type_CodeWrapper__CODE_WRAPPER_TYPE"}))
+		walk.code_deopt_data = walk.code_positions - kPointer;
 	layout.deopt_inlining_positions = names.get({"DeoptimizationDataInliningPositionsIndex"});
 	layout.deopt_literals = names.get({"DeoptimizationDataLiteralArrayIndex"});
 	layout.type_shared_wrapper = names.get({"type_SharedFunctionInfoWrapper__SHARED_FUNCTION_INFO_WRAPPER_TYPE"});
@@ -135,7 +135,8 @@ Status fill_walk(const Names &names, V8Layout &layout)
 	// Where the instructions start is read from Code's header from V8 11.1; before, they
 	// follow the header, code_start bytes in.
 	if ((walk.code_start_pointer && walk.code_start >= 64 - 8) || walk.code_size >= 64 - 4 ||
-	    walk.code_flags >= 64 - 4)
+	    walk.code_flags >= 64 - 4 || walk.code_positions > 64 - 8 || walk.code_positions % 8 ||
+	    walk.code_deopt_data > 64 - 8 || walk.code_deopt_data % 8)
 		return Error("its Code layout is not one this profiler reads");
 	// The walk reads a JSFunction's and a SharedFunctionInfo's first 64 bytes (V8_CODE_READ).
 	for (const uint16_t field : {walk.function_shared, walk.function_code, walk.shared_name, walk.shared_script})
@@ -172,6 +173,14 @@ Status fill_naming(const Names &names, V8Layout &layout)
 	layout.script_source = names.get({"class_Script__source__Object"});
 	if (!layout.script_source && layout.script_name)
 		layout.script_source = layout.script_name - kPointer;
+	// A Script's id (a small integer the isolate gives each script in turn) is not in the
+	// metadata: it lies between line_ends and eval_from_shared_or_wrapped_arguments (V8 10.2
+	// to 13.6), which the walk checks.
+	const uint16_t after_id = names.get({"class_Script__eval_from_shared_or_wrapped_arguments__Object",
+					     "class_Script__eval_from_shared_or_wrapped_arguments__Tagged_Object_",
+					     "class_Script__eval_from_shared_or_wrapped_arguments_or_sfi_table__Object"});
+	if (layout.script_line_ends && after_id == layout.script_line_ends + 2 * kPointer)
+		layout.walk.script_id = layout.script_line_ends + kPointer;
 	layout.array_length = names.get({"class_FixedArrayBase__length__SMI"});
 	layout.fixed_array_data = names.get({"class_FixedArray__data__uintptr_t"});
 	// Not in the metadata since V8 9.4; moved with the array to trusted space in 12.
@@ -184,6 +193,8 @@ Status fill_naming(const Names &names, V8Layout &layout)
 	if (!layout.type_script || !layout.script_name || !layout.string_length || !layout.seq_one_byte_chars ||
 	    !layout.first_nonstring_type || !layout.array_length || !layout.fixed_array_data)
 		return Error("its V8 metadata lacks what names a script");
+	if (!layout.walk.script_id)
+		return Error("its V8 metadata does not place a Script's id, which tells a script from another");
 	return {};
 }
 

@@ -29,12 +29,12 @@ struct V8Layout {
 	uint16_t script_name = 0, script_line_ends = 0, script_source = 0;
 	uint16_t array_length = 0, fixed_array_data = 0;
 	uint16_t bytecode_positions = 0; // BytecodeArray's source position table
-	uint16_t code_positions = 0;     // Code's
-	// Optimized code's inlining: Code's DeoptimizationData (a FixedArray), the indexes there
-	// of its InliningPositions and of its literals (where an inlined function's
-	// SharedFunctionInfo is; wrapped from V8 13: type_shared_wrapper, wrapper_shared). 0:
-	// this V8's metadata does not say, and inlined functions are not shown.
-	uint16_t code_deopt_data = 0, deopt_inlining_positions = 0, deopt_literals = 0;
+	// Code's is walk.code_positions.
+	// Optimized code's inlining: Code's DeoptimizationData (a FixedArray: walk.code_deopt_data),
+	// the indexes there of its InliningPositions and of its literals (where an inlined
+	// function's SharedFunctionInfo is; wrapped from V8 13: type_shared_wrapper,
+	// wrapper_shared). 0: this V8's metadata does not say, and inlined functions are not shown.
+	uint16_t deopt_inlining_positions = 0, deopt_literals = 0;
 	uint16_t type_shared_wrapper = 0, wrapper_shared = 0;
 	uint16_t scope_info_data = 0;    // where a ScopeInfo's slots start
 	uint16_t scope_first_vars = 0, scope_context_locals = 0; // its slots' indices

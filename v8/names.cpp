@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "proc/memory.h"
 
@@ -277,7 +278,9 @@ std::optional<V8Names::SharedWords> V8Names::shared_words(const V8Memory &memory
 	const auto script_word = memory.field(shared, walk.shared_script);
 	if (memory.type_of(shared) != walk.type_shared || !name_word || !script_word)
 		return std::nullopt;
-	return SharedWords{*name_word, *script_word};
+	// As the walk reads it: whatever lies there, when the word is a heap object.
+	const uint64_t script_id = (*script_word & 3) == 1 ? memory.field(*script_word, walk.script_id).value_or(0) : 0;
+	return SharedWords{*name_word, *script_word, script_id};
 }
 
 V8Names::Function V8Names::read_function(const V8Memory &memory, const V8Layout &layout, uint32_t pid,
@@ -318,7 +321,7 @@ V8Names::Function V8Names::read_function(const V8Memory &memory, const V8Layout 
 
 	if (memory.type_of(words.script) == layout.type_script) {
 		const auto file = memory.field(words.script, layout.script_name);
-		auto &script = scripts_[{pid, words.script, file.value_or(0),
+		auto &script = scripts_[{pid, words.script, words.script_id, file.value_or(0),
 					 memory.field(words.script, layout.script_source).value_or(0)}];
 		if (!script) {
 			auto made = std::make_shared<Script>();
@@ -356,37 +359,47 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 	if ((seen.kind == V8_CODE_BYTECODE && memory.type_of(seen.object) != walk.type_bytecode) ||
 	    (seen.kind == V8_CODE_MACHINE && memory.type_of(seen.object) != walk.type_code))
 		return false;
-	uint64_t extra = 0;
+	// Machine code's size and kind, and the addresses of its tables, as the walk read them
+	// (a word not in this V8's layout stays 0).
+	v8_code_words code_words{};
 	bool baseline = false;
 	if (seen.kind == V8_CODE_MACHINE) {
 		const auto size = memory.field(seen.object, walk.code_size), flags = memory.field(seen.object, walk.code_flags);
 		if (!size || !flags)
 			return false;
 		const uint32_t kind = (uint32_t(*flags) & walk.code_kind_mask) >> walk.code_kind_shift;
-		extra = uint64_t(uint32_t(*size)) << 8 | kind;
+		code_words.size_kind = uint64_t(uint32_t(*size)) << 8 | kind;
 		baseline = kind == walk.code_kind_baseline;
+		for (auto [offset, word] : {std::pair{walk.code_positions, &code_words.positions},
+					    std::pair{walk.code_deopt_data, &code_words.deopt_data}}) {
+			const auto value = offset ? memory.field(seen.object, offset) : std::optional<uint64_t>(0);
+			if (!value)
+				return false;
+			*word = *value;
+		}
 	}
-	if (v8_fingerprint(shared, words->name, words->script, extra) != seen.fingerprint)
+	if (v8_fingerprint(shared, words->name, words->script, words->script_id, &code_words) != seen.fingerprint)
 		return false;
 
 	Code code;
 	code.function = read_function(memory, layout, seen.pid, *words);
 
-	uint16_t table_at = 0;
-	if (seen.kind == V8_CODE_BYTECODE)
-		table_at = layout.bytecode_positions;
-	else if (seen.kind == V8_CODE_MACHINE && !baseline) // baseline code maps to bytecode offsets
-		table_at = layout.code_positions;
-	if (table_at)
-		if (const auto table = memory.field(seen.object, table_at))
-			if (const auto bytes = memory.bytes(*table, kMaxTable))
-				code.positions = v8_positions(*bytes);
+	// The position table: a bytecode array's, or optimized code's (baseline code maps to
+	// bytecode offsets); the one the walk's fingerprint has, for machine code.
+	std::optional<uint64_t> table;
+	if (seen.kind == V8_CODE_BYTECODE && layout.bytecode_positions)
+		table = memory.field(seen.object, layout.bytecode_positions);
+	else if (seen.kind == V8_CODE_MACHINE && !baseline && walk.code_positions)
+		table = code_words.positions;
+	if (table)
+		if (const auto bytes = memory.bytes(*table, kMaxTable))
+			code.positions = v8_positions(*bytes);
 	// Optimized code: the functions inlined into it, read now, while the process lives.
-	if (table_at == layout.code_positions && layout.code_deopt_data && layout.deopt_inlining_positions &&
-	    layout.deopt_literals) {
-		const auto deopt = memory.field(seen.object, layout.code_deopt_data);
-		const auto positions = deopt ? memory.element(*deopt, layout.deopt_inlining_positions) : std::nullopt;
-		const auto literals = deopt ? memory.element(*deopt, layout.deopt_literals) : std::nullopt;
+	if (seen.kind == V8_CODE_MACHINE && !baseline && walk.code_positions && walk.code_deopt_data &&
+	    layout.deopt_inlining_positions && layout.deopt_literals) {
+		const uint64_t deopt = code_words.deopt_data;
+		const auto positions = memory.element(deopt, layout.deopt_inlining_positions);
+		const auto literals = memory.element(deopt, layout.deopt_literals);
 		const auto bytes = positions ? memory.bytes(*positions, kMaxInlinings * kInliningSize) : std::nullopt;
 		std::unordered_map<int32_t, std::optional<Function>> by_literal; // a function inlined at several calls
 		for (size_t at = 0; bytes && literals && at + kInliningSize <= bytes->size(); at += kInliningSize) {

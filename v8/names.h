@@ -108,9 +108,10 @@ private:
 		std::vector<std::optional<Function>> inlined;
 		KeptCode kept;
 	};
-	// A SharedFunctionInfo's name_or_scope_info and script words, when it reads as one.
+	// A SharedFunctionInfo's name_or_scope_info and script words, when it reads as one, and
+	// its script's id (0 when none is read).
 	struct SharedWords {
-		uint64_t name, script;
+		uint64_t name, script, script_id;
 	};
 	static std::optional<SharedWords> shared_words(const V8Memory &memory, const V8Layout &layout, uint64_t shared);
 	// Its function's name, script and first line, from those words.
@@ -118,8 +119,8 @@ private:
 	// A script offset's line in the function's script; its first line when unknown.
 	static uint32_t line_of(const Function &function, std::optional<uint32_t> script_offset);
 	std::unordered_map<uint64_t, Code> codes_; // by pid << 36 | id
-	// By pid, address and the words that hold its name and source: a GC may free a script
-	// (an eval's) and put another at its address, which the cache must not take for it.
-	std::map<std::array<uint64_t, 4>, std::shared_ptr<const Script>> scripts_;
+	// By pid, address, id and the words that hold its name and source: a GC may free a
+	// script (an eval's) and put another at its address, which the cache must not take for it.
+	std::map<std::array<uint64_t, 5>, std::shared_ptr<const Script>> scripts_;
 	uint64_t window_ = 0; // the continuous run's windows closed
 };

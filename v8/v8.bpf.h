@@ -136,7 +136,8 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp, bool leaf)
 	struct runtime_code_key key = {};
 	struct v8_process *proc;
 	struct v8_scratch *s;
-	__u64 function, shared, bytecode, saved, code, extra = 0, offset = V8_NO_OFFSET;
+	struct v8_code_words words = {};
+	__u64 function, shared, script, script_id = 0, bytecode, saved, code, offset = V8_NO_OFFSET;
 	__u32 zero = 0;
 	__u16 type;
 
@@ -180,7 +181,11 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp, bool leaf)
 
 		key.kind = V8_CODE_MACHINE;
 		key.object = code;
-		extra = (__u64)size << 8 | ((flags & proc->code_kind_mask) >> (proc->code_kind_shift & 31));
+		words.size_kind = (__u64)size << 8 | ((flags & proc->code_kind_mask) >> (proc->code_kind_shift & 31));
+		if (proc->code_positions)
+			words.positions = v8_word(s->code, proc->code_positions);
+		if (proc->code_deopt_data)
+			words.deopt_data = v8_word(s->code, proc->code_deopt_data);
 		if (pc >= start && pc - start < size && pc - start < V8_NO_OFFSET)
 			offset = pc - start;
 		else
@@ -190,12 +195,15 @@ __noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp, bool leaf)
 	}
 	if (key.kind == V8_CODE_FUNCTION) {
 		key.object = shared;
-		extra = 0;
+		words = (struct v8_code_words){};
 		offset = V8_NO_OFFSET;
 	}
+	script = v8_word(s->shared, proc->shared_script);
+	if ((script & 3) == 1)
+		bpf_probe_read_user(&script_id, sizeof(script_id), (void *)(script - 1 + proc->script_id));
 	return V8_FRAME(runtime_code_id(&v8_codes, &v8_seen, &v8_last_id, &key, shared,
-				   v8_fingerprint(shared, v8_word(s->shared, proc->shared_name),
-						  v8_word(s->shared, proc->shared_script), extra)),
+				   v8_fingerprint(shared, v8_word(s->shared, proc->shared_name), script, script_id,
+						  &words)),
 			offset);
 }
 

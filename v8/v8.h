@@ -45,19 +45,36 @@ struct v8_process {
 	__u16 map_instance_type;                       /* Map: instance_type */
 	__u16 function_shared, function_code;          /* JSFunction; code 0: none (Node 24) */
 	__u16 code_start, code_size, code_flags;       /* Code */
+	/* Code's source position table and DeoptimizationData (0: not known): tables made for
+	 * each compilation, whose addresses tell one code object from another of the same
+	 * function and size that a GC put at its address. */
+	__u16 code_positions, code_deopt_data;
 	__u16 shared_name, shared_script;              /* SharedFunctionInfo: its fingerprint's */
+	__u16 script_id;                               /* Script: its id (a small integer) */
 	__u16 bytecode_data;                           /* BytecodeArray: where its bytecodes start */
 };
 
 /* The code objects the walk met are runtime_code records (runtime/runtime.h): kind is an
  * enum v8_code_kind, object the code object, extra its SharedFunctionInfo (tagged). The
- * fingerprint tells it from another object that took its address after a GC: the function's
- * SharedFunctionInfo, its name and script (and, for machine code, the code's size and kind). */
-static inline __u64 v8_fingerprint(__u64 shared, __u64 name, __u64 script, __u64 extra)
-{
-	__u64 parts[4] = {shared, name, script, extra};
+ * fingerprint tells it from another object that took its address after a GC. Addresses alone
+ * do not: code that makes and drops functions of one shape allocates the same objects in the
+ * same order, and after a GC a later function's SharedFunctionInfo, name, Script and
+ * bytecode may each take the address of an earlier one's. So the fingerprint has, beside the
+ * function's SharedFunctionInfo and its name and script words, the script's id (which the
+ * isolate gives each script in turn) and, for machine code, the code's size and kind and its
+ * tables (another compilation of the same function, even of the same size, has tables of its
+ * own, and may have inlined other functions). */
+struct v8_code_words {
+	__u64 size_kind; /* size << 8 | kind */
+	__u64 positions, deopt_data;
+};
 
-	return runtime_fingerprint(parts, 4);
+static inline __u64 v8_fingerprint(__u64 shared, __u64 name, __u64 script, __u64 script_id,
+				   const struct v8_code_words *code)
+{
+	__u64 parts[7] = {shared, name, script, script_id, code->size_kind, code->positions, code->deopt_data};
+
+	return runtime_fingerprint(parts, 7);
 }
 
 #endif /* V8_V8_H */

@@ -29,7 +29,7 @@ V8Layout small_layout()
 	l.walk.is_v8 = 1;
 	l.walk.map_instance_type = 8;
 	l.walk.type_shared = 0x90, l.walk.type_code = 0x91, l.walk.type_bytecode = 0x92;
-	l.walk.shared_name = 8, l.walk.shared_script = 16;
+	l.walk.shared_name = 8, l.walk.shared_script = 16, l.walk.script_id = 32;
 	l.walk.code_size = 16, l.walk.code_flags = 24, l.walk.code_kind_mask = 0xf, l.walk.code_kind_baseline = 3;
 	l.type_script = 0x93, l.type_scope_info = 0x94, l.type_fixed_array = 0x95, l.type_byte_array = 0x96;
 	l.type_trusted_byte_array = 0x97;
@@ -40,7 +40,7 @@ V8Layout small_layout()
 	l.cons_first = 16, l.cons_second = 24, l.thin_actual = 16, l.sliced_parent = 16, l.sliced_offset = 24;
 	l.script_name = 8, l.script_line_ends = 16, l.script_source = 24;
 	l.array_length = 8, l.fixed_array_data = 16;
-	l.bytecode_positions = 32, l.code_positions = 32;
+	l.bytecode_positions = 32, l.walk.code_positions = 32, l.walk.code_deopt_data = 40;
 	l.scope_info_data = 16, l.scope_first_vars = 5, l.scope_context_locals = 2;
 	return l;
 }
@@ -95,13 +95,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		runtime_code seen{};
 		seen.pid = 1, seen.kind = kind, seen.id = 1 + kind;
 		seen.extra = tagged_at(tail, size), seen.object = tagged_at(tail >> 32, size); // extra: the SFI
-		uint64_t name = 0, script = 0, code_size = 0, flags = 0;
+		uint64_t name = 0, script = 0, script_id = 0, code_size = 0, flags = 0;
+		v8_code_words words{};
 		(void)pread(mem.get(), &name, 8, off_t(seen.extra - 1 + layout.walk.shared_name));
 		(void)pread(mem.get(), &script, 8, off_t(seen.extra - 1 + layout.walk.shared_script));
-		(void)pread(mem.get(), &code_size, 8, off_t(seen.object - 1 + layout.walk.code_size));
-		(void)pread(mem.get(), &flags, 8, off_t(seen.object - 1 + layout.walk.code_flags));
-		const uint64_t extra = kind == V8_CODE_MACHINE ? uint64_t(uint32_t(code_size)) << 8 | (uint32_t(flags) & 0xf) : 0;
-		seen.fingerprint = v8_fingerprint(seen.extra, name, script, extra);
+		if ((script & 3) == 1)
+			(void)pread(mem.get(), &script_id, 8, off_t(script - 1 + layout.walk.script_id));
+		if (kind == V8_CODE_MACHINE) {
+			(void)pread(mem.get(), &code_size, 8, off_t(seen.object - 1 + layout.walk.code_size));
+			(void)pread(mem.get(), &flags, 8, off_t(seen.object - 1 + layout.walk.code_flags));
+			(void)pread(mem.get(), &words.positions, 8, off_t(seen.object - 1 + layout.walk.code_positions));
+			(void)pread(mem.get(), &words.deopt_data, 8, off_t(seen.object - 1 + layout.walk.code_deopt_data));
+			words.size_kind = uint64_t(uint32_t(code_size)) << 8 | (uint32_t(flags) & 0xf);
+		}
+		seen.fingerprint = v8_fingerprint(seen.extra, name, script, script_id, &words);
 		V8Names names;
 		if (names.learn(seen, layout, mem.get())) {
 			RuntimeFrameName out;

@@ -2,8 +2,11 @@
 // functions (their own SharedFunctionInfo, script and code each: eval'd source, named
 // genN, in a script named genN.js by its sourceURL), runs them hot enough to be compiled,
 // drops them and makes garbage, so that the young generation is collected and objects move
-// and freed addresses are taken by new ones. Run with --max-semi-space-size=1 (and
-// --expose-gc: a full GC every few rounds). Prints "ready" once it churns.
+// and freed addresses are taken by new ones: every round allocates the same objects in the
+// same order, so a later round's may take an earlier one's addresses, all of them at once.
+// An even round's function is called by evenCalls, an odd one's by oddCalls. Run with
+// --max-semi-space-size=1 (and --expose-gc: a full GC every few rounds). Prints "ready" once
+// it churns.
 'use strict';
 
 function makeGenerated(n) {
@@ -16,11 +19,26 @@ function makeClosure(k) {
 	return (x) => captured[x & 63] + x;
 }
 
+// An even round's generated function is called from evenCalls, an odd one's from oddCalls:
+// a frame named as the round before or after it would stand under the wrong one.
+function evenCalls(f) {
+	let sink = 0;
+	for (let i = 0; i < 200; i++)
+		sink += f(200);
+	return sink;
+}
+
+function oddCalls(f) {
+	let sink = 0;
+	for (let i = 0; i < 200; i++)
+		sink += f(200);
+	return sink;
+}
+
 function churnRound(n) {
 	let sink = 0;
 	const f = makeGenerated(n);
-	for (let i = 0; i < 200; i++)
-		sink += f(200);
+	sink += n % 2 == 0 ? evenCalls(f) : oddCalls(f);
 	for (let i = 0; i < 2000; i++)
 		sink += makeClosure(i)(i);
 	return sink;
