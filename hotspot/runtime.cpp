@@ -32,7 +32,7 @@ HotSpotDetection detect_hotspot(uint32_t pid)
 	if (!ProcessMaps::load(proc + "/maps", maps))
 		return found;
 	for (const MapEntry &m : maps.entries())
-		if (is_libjvm(m) && (!first || (m.inode == first->inode && m.offset < first->offset)))
+		if (is_libjvm(m) && maps.executes(m) && (!first || (m.inode == first->inode && m.offset < first->offset)))
 			first = &m;
 	if (!first)
 		return found;

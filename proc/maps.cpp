@@ -119,6 +119,13 @@ const MapEntry *ProcessMaps::find(uint64_t address) const
 	return address < it->end ? &*it : nullptr;
 }
 
+bool ProcessMaps::executes(const MapEntry &m) const
+{
+	const FileKey file = FileKey::of(m);
+	return std::any_of(entries_.begin(), entries_.end(),
+			   [&](const MapEntry &e) { return e.executable() && FileKey::of(e) == file && e.path == m.path; });
+}
+
 std::string map_files_path(const std::string &pid_dir, uint64_t start, uint64_t end)
 {
 	char range[64];

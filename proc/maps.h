@@ -53,6 +53,10 @@ public:
 	// The mapping holding address, or nullptr. Binary search over sorted, disjoint entries.
 	const MapEntry *find(uint64_t address) const;
 	const std::vector<MapEntry> &entries() const { return entries_; }
+	// Whether the process runs code of the file the mapping maps: some mapping of it is
+	// executable. A process that only reads a file mapped (a profiler, a debugger reading
+	// libjvm.so or node) does not run it.
+	bool executes(const MapEntry &m) const;
 
 private:
 	std::vector<MapEntry> entries_;

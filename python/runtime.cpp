@@ -222,7 +222,7 @@ PythonDetection detect_python(uint32_t pid)
 			return found;
 		}
 		const int file_minor = python_minor_of_file_name(name);
-		if (file_minor < 0)
+		if (file_minor < 0 || !maps.executes(m))
 			continue;
 		const bool library = name.starts_with("lib");
 		if (!chosen || (library && !base_name(chosen->path).starts_with("lib"))) {

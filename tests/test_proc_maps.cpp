@@ -113,6 +113,21 @@ TEST_SUITE("unit")
 		CHECK(ProcessMaps::parse("").entries().empty());
 	}
 
+	TEST_CASE("maps: a file is executed when some mapping of it, the same file, is executable")
+	{
+		const ProcessMaps maps = ProcessMaps::parse(
+			"7f0000000000-7f0000001000 r--p 00000000 08:01 100 /usr/lib/libjvm.so\n"
+			"7f0000001000-7f0000002000 r-xp 00001000 08:01 100 /usr/lib/libjvm.so\n"
+			"7f0000010000-7f0000011000 r--p 00000000 08:01 200 /usr/bin/node\n"
+			"7f0000020000-7f0000021000 r--p 00000000 08:02 300 /opt/python3.11\n"
+			"7f0000021000-7f0000022000 r-xp 00001000 08:02 301 /opt/python3.11 (deleted)\n");
+		REQUIRE(maps.entries().size() == 5);
+		CHECK(maps.executes(maps.entries()[0])); // its text is mapped beside it
+		CHECK(maps.executes(maps.entries()[1]));
+		CHECK(!maps.executes(maps.entries()[2])); // read, not run
+		CHECK(!maps.executes(maps.entries()[3])); // another file of that path (its inode) runs
+	}
+
 	TEST_CASE("maps: this process's own maps hold its code")
 	{
 		ProcessMaps maps;

@@ -4,19 +4,26 @@
 
 #include <bpf/bpf.h>
 #include <linux/types.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "base/fd.h"
 #include "cli/options.h"
+#include "hotspot/runtime.h"
 #include "profile.h"
 #include "python/python.h"
 #include "python/room.h"
+#include "python/runtime.h"
 #include "runtime/kernel_asks.h"
 #include "runtimes/runtimes.h"
 #include "tests/support.h"
+#include "v8/runtime.h"
 
 TEST_SUITE("unit") {
 
@@ -133,3 +140,38 @@ TEST_CASE("runtimes: a continuous run forgets the ids no frame of its last windo
 }
 
 } // TEST_SUITE("unit")
+
+TEST_SUITE("component") {
+
+TEST_CASE("runtimes: a process that maps node, libjvm.so or python3.11 only to read them runs none of them; mapped "
+	  "executable, each is found")
+{
+	const std::vector<std::string> files = {"/usr/bin/node", "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so",
+						"/usr/bin/python3.11"};
+	for (const std::string &file : files)
+		if (access(file.c_str(), R_OK) != 0)
+			skip_test("needs " + file);
+	for (const int protection : {PROT_READ, PROT_READ | PROT_EXEC}) {
+		CAPTURE(protection);
+		// Each file's first page, as a profiler or a debugger maps it to read its symbols.
+		std::vector<std::pair<void *, UniqueFd>> mapped;
+		for (const std::string &file : files) {
+			UniqueFd fd = open_read_only(file.c_str());
+			REQUIRE(fd);
+			void *at = mmap(nullptr, 4096, protection, MAP_PRIVATE, fd.get(), 0);
+			REQUIRE(at != MAP_FAILED);
+			mapped.emplace_back(at, std::move(fd));
+		}
+		const bool runs = protection & PROT_EXEC;
+		V8Files node;
+		CHECK(node.detect(uint32_t(getpid())).has_value() == runs);
+		CHECK((detect_hotspot(uint32_t(getpid())).kind != HotSpotDetection::NotJava) == runs);
+		// Its version is read from the file's name once the file is taken for Python's (its
+		// _PyRuntime, in memory not mapped here, is not).
+		CHECK(!detect_python(uint32_t(getpid())).version.empty() == runs);
+		for (auto &[at, fd] : mapped)
+			munmap(at, 4096);
+	}
+}
+
+} // TEST_SUITE("component")

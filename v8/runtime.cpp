@@ -27,7 +27,8 @@ std::optional<Result<V8Layout>> V8Files::detect(uint32_t pid)
 	// libnode.so where one is mapped (the node beside it is a shim), else the executable.
 	const MapEntry *chosen = nullptr;
 	for (const MapEntry &m : maps.entries())
-		if (m.file_backed() && v8_file_name(m.path) && (!chosen || m.path.find("libnode") != std::string::npos))
+		if (m.file_backed() && v8_file_name(m.path) && maps.executes(m) &&
+		    (!chosen || m.path.find("libnode") != std::string::npos))
 			chosen = &m;
 	if (!chosen)
 		return std::nullopt;
