@@ -239,10 +239,17 @@ TEST_CASE("v8: a Node script's two functions on its main thread are named with t
 		pids += "," + std::to_string(program->pid());
 	}
 	usleep(500000); // past the start: the main scripts run
+	ScopedEnv debug("PROFILE_DEBUG", "1"); // the readers' counts at the end
 	const auto r = profile({"-p", pids, "-U", "-f", "499", "--folded", "-E", "3"});
 	REQUIRE_MESSAGE(r.status == 0, r.err);
 	for (auto &program : programs)
 		program->wait();
+	// The walk learned V8's read-only maps (SharedFunctionInfo's, ...) in every process, and
+	// took objects with them as of their types without reading the maps.
+	std::smatch counts;
+	REQUIRE_MESSAGE(std::regex_search(r.err, counts, std::regex(R"(js: (\d+) processes followed.*the walk knows the read-only maps of (\d+))")), r.err);
+	CHECK(counts[1] == std::to_string(programs.size() + inlining.size()));
+	CHECK(counts[2] == counts[1]);
 	// Inlined functions are frames of their own, at the line of their call: outer at its
 	// call of middle, middle (inlined into it) at its call of leaf.
 	auto line_of = [](const std::string &marker) {

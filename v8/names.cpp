@@ -143,9 +143,13 @@ std::optional<uint64_t> V8Memory::field(uint64_t tagged, uint32_t offset) const
 uint16_t V8Memory::type_of(uint64_t tagged) const
 {
 	const auto map = field(tagged, 0);
+	return map ? map_type(*map) : 0;
+}
+
+uint16_t V8Memory::map_type(uint64_t map) const
+{
 	uint16_t type = 0;
-	if (!map || (*map & 3) != 1 ||
-	    !read_process_memory(fd_, *map - 1 + layout_.walk.map_instance_type, &type, sizeof(type)))
+	if ((map & 3) != 1 || !read_process_memory(fd_, map - 1 + layout_.walk.map_instance_type, &type, sizeof(type)))
 		return 0;
 	return type;
 }
@@ -346,7 +350,7 @@ V8Names::Function V8Names::read_function(const V8Memory &memory, const V8Layout 
 	return function;
 }
 
-bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd)
+bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd, V8RootMaps *maps)
 {
 	const V8Memory memory(mem_fd, layout);
 	const v8_process &walk = layout.walk;
@@ -425,6 +429,19 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 			by_literal.emplace(literal, function);
 			code.inlined.push_back(std::move(function));
 		}
+	}
+	// The maps of the objects met, where they still read as their types: the walk takes
+	// them as known from now on.
+	if (maps) {
+		const auto record = [&](uint64_t object, uint16_t type, uint64_t &into) {
+			if (const auto map = memory.field(object, 0); map && memory.map_type(*map) == type)
+				into = *map;
+		};
+		record(shared, walk.type_shared, maps->shared);
+		if (seen.kind == V8_CODE_BYTECODE)
+			record(seen.object, walk.type_bytecode, maps->bytecode);
+		else if (seen.kind == V8_CODE_MACHINE)
+			record(seen.object, walk.type_code, maps->code);
 	}
 	code.kept = {{seen.pid, seen.kind, seen.object}, window_};
 	codes_[uint64_t(seen.pid) << 36 | (seen.id & V8_ID_MASK)] = std::move(code);

@@ -56,6 +56,8 @@ public:
 	std::optional<uint64_t> field(uint64_t tagged, uint32_t offset) const;
 	// The instance type of the object a tagged pointer points at; 0 for none.
 	uint16_t type_of(uint64_t tagged) const;
+	// The instance type a map (tagged) gives its objects; 0 for none.
+	uint16_t map_type(uint64_t map) const;
 	// A string object's text (one- or two-byte, cons, thin, sliced), at most max_bytes of it,
 	// from at most 256 objects.
 	std::optional<std::string> string(uint64_t tagged, size_t max_bytes = 1024, int depth = 16) const;
@@ -76,12 +78,19 @@ private:
 	const V8Layout &layout_;
 };
 
+// The maps of SharedFunctionInfo, BytecodeArray and Code (tagged; 0: not met), V8's
+// read-only roots, which the walk takes as known (struct v8_process).
+struct V8RootMaps {
+	uint64_t shared = 0, bytecode = 0, code = 0;
+};
+
 class V8Names {
 public:
 	// Reads the code object the walk met (seen: its process, kind, address, function and
 	// fingerprint) and names its id; false when it does not read as what the walk met (its
-	// fingerprint differs: moved or freed by a GC, and another took its address).
-	bool learn(const runtime_code &seen, const V8Layout &layout, int mem_fd);
+	// fingerprint differs: moved or freed by a GC, and another took its address). maps, when
+	// given, gets the maps of the objects it met (where they read as their types).
+	bool learn(const runtime_code &seen, const V8Layout &layout, int mem_fd, V8RootMaps *maps = nullptr);
 	// The frame's names (id and offset: what V8_FRAME_ID and V8_FRAME_OFFSET give).
 	bool name(uint32_t pid, uint64_t id, uint32_t offset, RuntimeFrameName &out) const;
 	size_t size() const { return codes_.size(); }

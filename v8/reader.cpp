@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <utility>
 #include <unordered_map>
 
 #include "base/clock.h"
@@ -59,12 +60,30 @@ struct V8Reader::Impl {
 				mem = open_process_memory(code.pid);
 				open_pid = code.pid;
 			}
-			if (process != processes.end() && mem && names.learn(code, process->second, mem.get()))
+			V8RootMaps met;
+			if (process != processes.end() && mem && names.learn(code, process->second, mem.get(), &met)) {
 				named++;
-			else
+				take_maps(code.pid, process->second.walk, met);
+			} else {
 				unnamed++;
+			}
 		}
 		naming_ms += clocks::thread_cpu_ms() - start;
+	}
+
+	// The walk's entry for the process gets the read-only maps met that it lacks (the first
+	// met: a process whose isolates each had maps of their own would read the others').
+	void take_maps(uint32_t pid, v8_process &walk, const V8RootMaps &met)
+	{
+		bool changed = false;
+		for (auto [known, seen] : {std::pair{&walk.map_shared, met.shared}, std::pair{&walk.map_bytecode, met.bytecode},
+					   std::pair{&walk.map_code, met.code}})
+			if (seen && !*known) {
+				*known = seen;
+				changed = true;
+			}
+		if (changed)
+			bpf_map_update_elem(maps.processes, &pid, &walk, BPF_ANY);
 	}
 };
 
@@ -100,10 +119,13 @@ std::string V8Reader::stats() const
 	std::string versions;
 	for (const std::string &version : impl_->versions)
 		versions += (versions.empty() ? " (V8 " : ", ") + version;
-	char line[320];
+	size_t maps_known = 0;
+	for (const auto &[pid, layout] : impl_->processes)
+		maps_known += layout.walk.map_shared != 0;
+	char line[384];
 	snprintf(line, sizeof(line), "js: %zu processes followed%s, metadata of %zu files read in %.1f ms, %" PRIu64
-		 " code objects named (%" PRIu64 " not), naming CPU %.1f ms", impl_->processes.size(),
-		 versions.empty() ? "" : (versions + ")").c_str(), impl_->files.files(), impl_->files.read_ms(),
-		 impl_->named, impl_->unnamed, impl_->naming_ms);
+		 " code objects named (%" PRIu64 " not), naming CPU %.1f ms; the walk knows the read-only maps of %zu",
+		 impl_->processes.size(), versions.empty() ? "" : (versions + ")").c_str(), impl_->files.files(),
+		 impl_->files.read_ms(), impl_->named, impl_->unnamed, impl_->naming_ms, maps_known);
 	return line;
 }

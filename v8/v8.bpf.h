@@ -82,28 +82,36 @@ static __always_inline bool v8_none_in(__u32 tgid)
 	return !runtime_on(V8_FRAME_TAG) | (proc && !proc->is_v8);
 }
 
-/* The instance type of the heap object a tagged pointer points at; 0 when it is none. V8's
- * objects start with their map (HeapObject.map at 0, user space checks). */
-static __always_inline __u16 v8_type_of(const struct v8_process *proc, __u64 tagged)
+/* The instance type a map gives its objects; 0 when it is no map. The maps of
+ * SharedFunctionInfo, BytecodeArray and Code are V8's read-only roots, which never move nor
+ * go: once user space has seen them (struct v8_process), an object with one of them is of
+ * its type without a read of its map. */
+static __always_inline __u16 v8_map_type(const struct v8_process *proc, __u64 map)
 {
-	__u64 map = 0;
 	__u16 type = 0;
 
-	if ((tagged & 3) != 1 || bpf_probe_read_user(&map, sizeof(map), (void *)(tagged - 1)) || (map & 3) != 1)
+	if ((map & 3) != 1)
 		return 0;
+	if (map == proc->map_shared)
+		return proc->type_shared;
+	if (map == proc->map_bytecode)
+		return proc->type_bytecode;
+	if (map == proc->map_code)
+		return proc->type_code;
 	if (bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + proc->map_instance_type)))
 		return 0;
 	return type;
 }
 
-/* The instance type a map gives its objects; 0 when it is no map. */
-static __always_inline __u16 v8_map_type(const struct v8_process *proc, __u64 map)
+/* The instance type of the heap object a tagged pointer points at; 0 when it is none. V8's
+ * objects start with their map (HeapObject.map at 0, user space checks). */
+static __always_inline __u16 v8_type_of(const struct v8_process *proc, __u64 tagged)
 {
-	__u16 type = 0;
+	__u64 map = 0;
 
-	if ((map & 3) != 1 || bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + proc->map_instance_type)))
+	if ((tagged & 3) != 1 || bpf_probe_read_user(&map, sizeof(map), (void *)(tagged - 1)))
 		return 0;
-	return type;
+	return v8_map_type(proc, map);
 }
 
 /* A heap object's first V8_CODE_READ bytes, read at once into out: false when it is no heap

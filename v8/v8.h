@@ -52,6 +52,9 @@ struct v8_process {
 	__u16 shared_name, shared_script;              /* SharedFunctionInfo: its fingerprint's */
 	__u16 script_id;                               /* Script: its id (a small integer) */
 	__u16 bytecode_data;                           /* BytecodeArray: where its bytecodes start */
+	/* The maps of SharedFunctionInfo, BytecodeArray and Code (tagged), as user space met
+	 * them; 0 until then. */
+	__u64 map_shared, map_bytecode, map_code;
 };
 
 /* The code objects the walk met are runtime_code records (runtime/runtime.h): kind is an
