@@ -1,7 +1,8 @@
 #!/bin/sh
 # scripts/soak.sh: ./profile system-wide at 999 Hz for DURATION seconds (default 600) while
 # short-lived processes come and go; every INTERVAL seconds (default 10) it samples the
-# profiler's memory (VmRSS, VmHWM) and open fds, then says whether both stayed flat.
+# profiler's memory (VmRSS, VmHWM; RSS's anonymous and file-backed parts) and open fds,
+# then says whether both stayed flat.
 # FORMAT_ARGS (default --folded) picks the report: e.g. FORMAT_ARGS=-v for the stacks with
 # addresses, which keep every process apart. PROFILE_DEBUG=1 ends its stderr with what
 # the profiler kept (keys, stacks, processes followed).
@@ -103,7 +104,10 @@ if [ -n "$AGENT" ]; then
 else
 	echo "soak: pid $pid, ${DURATION} s at 999 Hz system-wide, sampled every ${INTERVAL} s"
 fi
-printf '%8s %10s %10s %6s %10s\n' "seconds" "rss_kb" "hwm_kb" "fds" "cpu_ticks" | tee "$OUT/samples"
+# RSS is also split into its anonymous part (the heap) and its file-backed part (the
+# binaries and the ELF files mapped to name frames, whose pages count once touched).
+printf '%8s %10s %10s %6s %10s %10s %10s\n' "seconds" "rss_kb" "hwm_kb" "fds" "cpu_ticks" "anon_kb" "file_kb" |
+	tee "$OUT/samples"
 # VmHWM is read every second until the profiler exits: the report phase after sampling
 # (read the maps, symbolize, write) has its own peak.
 start=$(date +%s)
@@ -117,8 +121,8 @@ while kill -0 "$pid" 2>/dev/null; do
 	if [ "$now" -ge "$DURATION" ]; then
 		[ -n "$sampling_ended" ] || sampling_ended=$(date +%s)
 	elif [ "$now" -ge "$next" ]; then
-		printf '%8s %10s %10s %6s %10s\n' "$now" "$(status_kb VmRSS)" "$hwm" "$(fds)" "$(cpu_ticks)" |
-			tee -a "$OUT/samples"
+		printf '%8s %10s %10s %6s %10s %10s %10s\n' "$now" "$(status_kb VmRSS)" "$hwm" "$(fds)" "$(cpu_ticks)" \
+			"$(status_kb RssAnon)" "$(status_kb RssFile)" | tee -a "$OUT/samples"
 		next=$((next + INTERVAL))
 	fi
 	sleep 1
@@ -166,11 +170,15 @@ flat=$?
 		if ($1 <= full) { bt = $1; b = $2 }
 		if ($1 <= 2 * third) { mt = $1; m = $2 }
 	}
+	NR > 1 && $2 != "" && $1 <= third { aa = $6; af = $7 }
+	NR > 1 && $2 != "" && $1 <= full { ba = $6; bf = $7 }
 	END {
 		if (!a || !b || bt <= at) { print "soak: too few samples for the 2 % target"; exit 1 }
 		d = (b - a) / a * 100
 		printf "soak: RSS %d kB at %d s, %d kB at %d s, %d kB at %d s: %+.2f %% (%s the 2 %% target)\n",
 			a, at, m, mt, b, bt, d, (d <= 2 && d >= -2) ? "within" : "OUTSIDE"
+		printf "soak: of it anonymous %d to %d kB (%+d), file-backed %d to %d kB (%+d)\n",
+			aa, ba, ba - aa, af, bf, bf - af
 		exit !(d <= 2 && d >= -2)
 	}' "$OUT/samples"
 two_percent=$?
