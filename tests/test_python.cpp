@@ -855,11 +855,12 @@ TEST_CASE("python: a corrupt libpython in a process gives native stacks and one 
 		std::filesystem::create_directories(dir / what);
 		const std::string mapped = dir / (what + "/libpython3.11.so.1.0");
 		write_file(mapped, bytes.empty() ? std::string(1, '\0') : bytes);
-		// The process maps it as a library would be (a libpython is preferred to the binary).
+		// The process maps it as a library would be, executable (a libpython is preferred to
+		// the binary; one mapped only to be read is none the process runs).
 		Background program({python, "-c",
 				    "import mmap, sys\n"
 				    "f = open(sys.argv[1], 'rb')\n"
-				    "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
+				    "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ | mmap.PROT_EXEC)\n"
 				    "def spin():\n"
 				    "    t = 0\n"
 				    "    while True:\n"
