@@ -96,7 +96,7 @@ Status fill_walk(const Names &names, V8Layout &layout)
 	walk.code_size = names.get({"class_Code__instruction_size__int"});
 	walk.code_flags = names.get({"class_Code__flags__uint32_t"});
 	walk.code_positions = names.get({"class_Code__source_position_table__ByteArray",
-					   "class_Code__source_position_table__Tagged_ByteArray_"});
+					 "class_Code__source_position_table__Tagged_ByteArray_"});
 	if (walk.code_size && !walk.code_positions && names.get({"type_CodeWrapper__CODE_WRAPPER_TYPE"}))
 		walk.code_positions = walk.code_start - 3 * kPointer;
 	else if (!walk.code_size && walk.code_positions) {
