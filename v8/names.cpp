@@ -278,13 +278,14 @@ std::optional<V8Names::SharedWords> V8Names::shared_words(const V8Memory &memory
 							    uint64_t shared)
 {
 	const v8_process &walk = layout.walk;
+	const auto map = memory.field(shared, 0);
 	const auto name_word = memory.field(shared, walk.shared_name);
 	const auto script_word = memory.field(shared, walk.shared_script);
-	if (memory.type_of(shared) != walk.type_shared || !name_word || !script_word)
+	if (!map || memory.map_type(*map) != walk.type_shared || !name_word || !script_word)
 		return std::nullopt;
 	// As the walk reads it: whatever lies there, when the word is a heap object.
 	const uint64_t script_id = (*script_word & 3) == 1 ? memory.field(*script_word, walk.script_id).value_or(0) : 0;
-	return SharedWords{*name_word, *script_word, script_id};
+	return SharedWords{*map, *name_word, *script_word, script_id};
 }
 
 V8Names::Function V8Names::read_function(const V8Memory &memory, const V8Layout &layout, uint32_t pid,
@@ -360,8 +361,9 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 		return false;
 	// The code object is still of the type the walk met there: not moved, with another
 	// object (another function's, or none) in its place, whose table would give wrong lines.
-	if ((seen.kind == V8_CODE_BYTECODE && memory.type_of(seen.object) != walk.type_bytecode) ||
-	    (seen.kind == V8_CODE_MACHINE && memory.type_of(seen.object) != walk.type_code))
+	const uint64_t object_map = seen.kind == V8_CODE_FUNCTION ? 0 : memory.field(seen.object, 0).value_or(0);
+	if ((seen.kind == V8_CODE_BYTECODE && memory.map_type(object_map) != walk.type_bytecode) ||
+	    (seen.kind == V8_CODE_MACHINE && memory.map_type(object_map) != walk.type_code))
 		return false;
 	// Machine code's size and kind, and the addresses of its tables, as the walk read them
 	// (a word not in this V8's layout stays 0).
@@ -430,18 +432,14 @@ bool V8Names::learn(const runtime_code &seen, const V8Layout &layout, int mem_fd
 			code.inlined.push_back(std::move(function));
 		}
 	}
-	// The maps of the objects met, where they still read as their types: the walk takes
-	// them as known from now on.
+	// The maps of the objects met, read as their types above: the walk takes them as known
+	// from now on.
 	if (maps) {
-		const auto record = [&](uint64_t object, uint16_t type, uint64_t &into) {
-			if (const auto map = memory.field(object, 0); map && memory.map_type(*map) == type)
-				into = *map;
-		};
-		record(shared, walk.type_shared, maps->shared);
+		maps->shared = words->map;
 		if (seen.kind == V8_CODE_BYTECODE)
-			record(seen.object, walk.type_bytecode, maps->bytecode);
+			maps->bytecode = object_map;
 		else if (seen.kind == V8_CODE_MACHINE)
-			record(seen.object, walk.type_code, maps->code);
+			maps->code = object_map;
 	}
 	code.kept = {{seen.pid, seen.kind, seen.object}, window_};
 	codes_[uint64_t(seen.pid) << 36 | (seen.id & V8_ID_MASK)] = std::move(code);

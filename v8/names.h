@@ -117,10 +117,10 @@ private:
 		std::vector<std::optional<Function>> inlined;
 		KeptCode kept;
 	};
-	// A SharedFunctionInfo's name_or_scope_info and script words, when it reads as one, and
-	// its script's id (0 when none is read).
+	// A SharedFunctionInfo's map, name_or_scope_info and script words, when it reads as one,
+	// and its script's id (0 when none is read).
 	struct SharedWords {
-		uint64_t name, script, script_id;
+		uint64_t map, name, script, script_id;
 	};
 	static std::optional<SharedWords> shared_words(const V8Memory &memory, const V8Layout &layout, uint64_t shared);
 	// Its function's name, script and first line, from those words.
