@@ -69,6 +69,11 @@ struct HotSpotReader::Impl {
 		std::shared_ptr<UniqueFd> mem;
 		uint64_t unloaded_at = 0; // where its count of classes unloaded is (0: none)
 		uint64_t unloaded = 0;    // that count when its methods were last read
+		// That count before the first sample of the window the reports name now, and before
+		// the next one's (read when a window ends: the next window's samples began when its
+		// maps were drained, before that): a frame named at the end by its Method* is named
+		// only when no class was unloaded since (raw_name).
+		uint64_t raw_since = 0, raw_next = 0;
 		ReadMemory read() const
 		{
 			const int fd = mem && *mem ? mem->get() : -1;
@@ -110,6 +115,10 @@ struct HotSpotReader::Impl {
 	void classify(uint32_t pid);
 	void learn(const runtime_code &met);
 	MethodRef method(uint32_t pid, uint64_t address) const;
+	MethodRef read_method(const Process &process, uint64_t address) const;
+	std::optional<RuntimeFrameName> raw_name(uint32_t pid, uint64_t frame) const;
+	static std::optional<RuntimeFrameName> method_frame(const MethodRef &m, const HotSpotLayout &layout, uint32_t bci,
+							    bool has_bci);
 	std::optional<RuntimeFrameName> read_name(uint32_t pid, uint64_t frame) const;
 };
 
@@ -137,7 +146,16 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		}
 	}
 	if (value.is_java) {
-		processes[pid] = Process{found.layout, found.mem, found.unloaded_classes};
+		Process &process = processes[pid] = Process{found.layout, found.mem, found.unloaded_classes};
+		if (!process.unloaded_at && said.insert("no perf data").second)
+			diagnostics::say("Java frames of PID %u are checked without its count of classes unloaded "
+					 "(it keeps no perf data: -XX:-UsePerfData): a method whose class is unloaded "
+					 "just after a sample may be named as the one in its place, and frames named at "
+					 "the end are shown [java]", pid);
+		// Read before the walk is told of the JVM: before its first sample.
+		if (!process.unloaded_at || !read_value(process.read(), process.unloaded_at, process.raw_next))
+			process.raw_next = ~0ULL; // not known: no frame is named at the end
+		process.raw_since = process.raw_next;
 		forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
 	} else {
 		processes.erase(pid);
@@ -148,6 +166,16 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 	bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
 }
 
+HotSpotReader::Impl::MethodRef HotSpotReader::Impl::read_method(const Process &process, uint64_t address) const
+{
+	const ReadMemory read = process.read();
+	auto name = read_hotspot_method(process.layout, read, address);
+	(name ? methods_named : unnamed)++;
+	return name ? std::make_shared<const Method>(
+			      Method{std::move(*name), read_hotspot_line_table(process.layout, read, address)})
+		    : nullptr;
+}
+
 HotSpotReader::Impl::MethodRef HotSpotReader::Impl::method(uint32_t pid, uint64_t address) const
 {
 	auto [at, added] = methods.try_emplace({pid, address});
@@ -155,13 +183,50 @@ HotSpotReader::Impl::MethodRef HotSpotReader::Impl::method(uint32_t pid, uint64_
 		auto it = processes.find(pid);
 		if (it == processes.end())
 			return nullptr;
-		const ReadMemory read = it->second.read();
-		if (auto name = read_hotspot_method(it->second.layout, read, address))
-			at->second = std::make_shared<const Method>(
-				Method{std::move(*name), read_hotspot_line_table(it->second.layout, read, address)});
-		(at->second ? methods_named : unnamed)++;
+		at->second = read_method(it->second, address);
 	}
 	return at->second;
+}
+
+// A method's frame; its line and -v's bytecode index when the frame has one.
+std::optional<RuntimeFrameName> HotSpotReader::Impl::method_frame(const MethodRef &m, const HotSpotLayout &layout,
+								  uint32_t bci, bool has_bci)
+{
+	if (!m)
+		return std::nullopt;
+	RuntimeFrameName name{m->name.qualified(), m->name.file,
+			      has_bci ? hotspot_line_of(m->lines, bci, layout.unsigned5_excluded) : 0};
+	name.detail = m->name.signature + (has_bci ? " bci " + std::to_string(bci) : "");
+	return name;
+}
+
+// A frame whose id the walk did not have (its ring or map full), named at the end by its
+// Method* or code blob as they are now. A Method* may be another method's by now, in the
+// memory of a class unloaded since the sample: it is read, afresh, only when the JVM counts
+// no class unloaded since before the window's first sample, before nor after the read
+// (nothing is named without the count: -XX:-UsePerfData).
+std::optional<RuntimeFrameName> HotSpotReader::Impl::raw_name(uint32_t pid, uint64_t frame) const
+{
+	auto it = processes.find(pid);
+	if (it == processes.end())
+		return std::nullopt;
+	const Process &process = it->second;
+	const ReadMemory read = process.read();
+	if (HOTSPOT_FRAME_KIND(frame) == HOTSPOT_STUB) {
+		const auto name = read_hotspot_blob_name(process.layout, read, HOTSPOT_FRAME_ADDRESS(frame));
+		return name ? std::optional<RuntimeFrameName>({"[" + *name + "]", "", 0}) : std::nullopt;
+	}
+	const auto unchanged = [&] {
+		uint64_t now = 0;
+		return process.unloaded_at && read_value(read, process.unloaded_at, now) && now == process.raw_since;
+	};
+	if (!unchanged())
+		return std::nullopt;
+	const MethodRef m = read_method(process, HOTSPOT_FRAME_ADDRESS(frame));
+	if (!unchanged())
+		return std::nullopt;
+	const uint64_t bci = HOTSPOT_FRAME_BCI(frame);
+	return method_frame(m, process.layout, uint32_t(bci), HOTSPOT_FRAME_KIND(frame) == HOTSPOT_INTERPRETED && bci != HOTSPOT_NO_BCI);
 }
 
 // A method or compiled method the walk met, read now, while the JVM lives (the code cache
@@ -231,23 +296,11 @@ std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uin
 		return std::nullopt;
 	const HotSpotLayout &layout = it->second.layout;
 	const uint64_t kind = HOTSPOT_FRAME_KIND(frame), at = HOTSPOT_FRAME_BCI(frame);
-	// A method's frame; its line and -v's bytecode index when the frame has one.
-	auto name_of = [&](const MethodRef &m, uint32_t bci, bool has_bci) -> std::optional<RuntimeFrameName> {
-		if (!m)
-			return std::nullopt;
-		RuntimeFrameName name{m->name.qualified(), m->name.file,
-				      has_bci ? hotspot_line_of(m->lines, bci, layout.unsigned5_excluded) : 0};
-		name.detail = m->name.signature + (has_bci ? " bci " + std::to_string(bci) : "");
-		return name;
+	const auto name_of = [&](const MethodRef &m, uint32_t bci, bool has_bci) {
+		return method_frame(m, layout, bci, has_bci);
 	};
-	// Named at the end, not by id (the kernel's map of them was full).
-	if (kind == HOTSPOT_STUB) {
-		const auto name = read_hotspot_blob_name(layout, it->second.read(), HOTSPOT_FRAME_ADDRESS(frame));
-		return name ? std::optional<RuntimeFrameName>({"[" + *name + "]", "", 0}) : std::nullopt;
-	}
 	if (kind != HOTSPOT_BY_ID)
-		return name_of(method(pid, HOTSPOT_FRAME_ADDRESS(frame)), uint32_t(at),
-			       kind == HOTSPOT_INTERPRETED && at != HOTSPOT_NO_BCI);
+		return raw_name(pid, frame);
 	const auto found = met_ids.find(HOTSPOT_FRAME_ID(frame));
 	if (found == met_ids.end() || found->second.pid != pid)
 		return std::nullopt;
@@ -304,6 +357,11 @@ void HotSpotReader::end_window()
 {
 	Impl &d = *impl_;
 	forget_unnamed_codes(d.met_ids, ++d.window, forgetting_in(d.maps.codes));
+	for (auto &[pid, process] : d.processes) {
+		process.raw_since = process.raw_next;
+		if (process.unloaded_at && !read_value(process.read(), process.unloaded_at, process.raw_next))
+			process.raw_next = ~0ULL;
+	}
 	// What named the frames of the ids forgotten, and the methods only they held.
 	d.named.clear();
 	std::erase_if(d.methods, [](const auto &entry) { return entry.second.use_count() <= 1; });

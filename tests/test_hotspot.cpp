@@ -19,10 +19,14 @@
 #include <sstream>
 #include <thread>
 
+#include <bpf/bpf.h>
+
+#include "base/diagnostics.h"
 #include "base/fd.h"
 #include "hotspot/hotspot.h"
 #include "hotspot/layout.h"
 #include "hotspot/names.h"
+#include "hotspot/reader.h"
 #include "hotspot/runtime.h"
 #include "hotspot/scopes.h"
 #include "hotspot/vmstructs.h"
@@ -467,6 +471,7 @@ struct SplitJvm {
 // method, named; and whether the segment map finds each from a pc inside it.
 struct Compiled {
 	std::set<std::string> names; // "holdout.Split.hotA(J)J Split.java"
+	std::map<std::string, uint64_t> methods; // the Method* of each, by class and name: "holdout.Split.hotA"
 	size_t blobs = 0, found_by_map = 0;
 	size_t scoped = 0; // whose debug information reads
 	// Every method and line of every scope of hotA's and hotB's compiled code:
@@ -507,8 +512,10 @@ Compiled compiled_methods(const HotSpotDetection &jvm, int mem)
 				uint64_t method = 0;
 				int32_t compile_id = 0;
 				if (read(blob + l.nmethod_method, &method, 8))
-					if (auto name = read_hotspot_method(l, read, method))
+					if (auto name = read_hotspot_method(l, read, method)) {
 						out.names.insert(name->qualified() + name->signature + " " + name->file);
+						out.methods[name->qualified()] = method;
+					}
 				const auto code = read(blob + l.nmethod_compile_id, &compile_id, 4)
 							  ? read_hotspot_compiled(l, read, blob, hotspot_fingerprint(method, uint32_t(compile_id), 0), 0)
 							  : std::nullopt;
@@ -589,6 +596,99 @@ TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, a
 		CHECK(a_lines > 0);
 		CHECK(b_lines > 0);
 	}
+}
+
+TEST_CASE("hotspot: a frame named at the end by its Method* is named only while its JVM has unloaded no class since "
+	  "before the window's samples, and a JVM without perf data gets one line")
+{
+	require_root();
+	const std::string classes = holdout_classes();
+	if (classes.empty())
+		return;
+	const Jdk jdk = jdks().front();
+	std::vector<std::string> said;
+	struct Sink {
+		explicit Sink(std::vector<std::string> &lines)
+		{
+			diagnostics::set_sink([&lines](const std::string &line) { lines.push_back(line); });
+		}
+		~Sink() { diagnostics::set_sink({}); }
+	} sink(said);
+	// Three JVMs, started at once: Split, Split without perf data, Churn.
+	TempDir dir;
+	Background split({jdk.java, "-cp", classes, "holdout.Split", "20", dir / "split"});
+	Background quiet({jdk.java, "-XX:-UsePerfData", "-cp", classes, "holdout.Split", "20", dir / "quiet"});
+	Background churn({jdk.java, "-cp", classes, "holdout.Churn", "20"});
+	for (Background *jvm : {&split, &quiet, &churn})
+		REQUIRE(jvm->read_line() == "ready");
+	// A method's Method*, once the JVM compiled it.
+	const auto compiled = [](pid_t pid, const std::string &method) {
+		for (int i = 0; i < 100; i++) {
+			const HotSpotDetection found = detect_hotspot(uint32_t(pid));
+			if (found.kind == HotSpotDetection::Java) {
+				UniqueFd mem = open_read_only(("/proc/" + std::to_string(pid) + "/mem").c_str());
+				const Compiled c = compiled_methods(found, mem.get());
+				if (const auto it = c.methods.find(method); it != c.methods.end())
+					return std::pair{it->second, found.unloaded_classes};
+			}
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		}
+		FAIL(method << " not compiled in PID " << pid);
+		return std::pair<uint64_t, uint64_t>{};
+	};
+	const uint64_t hot_a = compiled(split.pid(), "holdout.Split.hotA").first;
+	const uint64_t quiet_hot_a = compiled(quiet.pid(), "holdout.Split.hotA").first;
+	const auto [even, unloaded_at] = compiled(churn.pid(), "holdout.Churn.even");
+	REQUIRE(unloaded_at != 0);
+	UniqueFd churn_mem = open_read_only(("/proc/" + std::to_string(churn.pid()) + "/mem").c_str());
+	const auto unloaded = [&] {
+		uint64_t count = 0;
+		REQUIRE(read_process_memory(churn_mem.get(), unloaded_at, &count, sizeof(count)));
+		return count;
+	};
+
+	// The maps the reader answers the walk through, as the sampling program has them.
+	const auto map = [](bpf_map_type type, uint32_t key, uint32_t value, uint32_t entries) {
+		UniqueFd fd(bpf_map_create(type, nullptr, key, value, entries, nullptr));
+		REQUIRE(fd);
+		return fd;
+	};
+	const UniqueFd processes = map(BPF_MAP_TYPE_HASH, 4, sizeof(hotspot_process), 16),
+		       wanted = map(BPF_MAP_TYPE_HASH, 4, 1, 16),
+		       codes = map(BPF_MAP_TYPE_LRU_HASH, sizeof(runtime_code_key), sizeof(runtime_code), 64),
+		       seen = map(BPF_MAP_TYPE_RINGBUF, 0, 0, 4096);
+	HotSpotReader reader(RuntimeMaps{processes.get(), wanted.get(), codes.get(), seen.get()});
+	reader.prepare({uint32_t(split.pid()), uint32_t(quiet.pid()), uint32_t(churn.pid())});
+	const uint64_t before = unloaded(); // no less than when the reader met the JVM
+	const auto frame = [](uint64_t method) { return HOTSPOT_FRAME(HOTSPOT_COMPILED, HOTSPOT_NO_BCI, method); };
+
+	// Split unloads no class: its frame is named, window after window.
+	for (int window = 0; window < 3; window++) {
+		CAPTURE(window);
+		RuntimeFrameName name;
+		REQUIRE(reader.name(uint32_t(split.pid()), frame(hot_a), name));
+		CHECK(name.function == "holdout.Split.hotA");
+		CHECK(name.file == "Split.java");
+		reader.end_window();
+	}
+	// Churn unloads classes every 20 rounds. Once it has since the JVM was met, its frames
+	// are not named, though Churn.even is still itself: nothing tells it from a method laid
+	// out where an unloaded one was.
+	for (int i = 0; i < 100 && unloaded() == before; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	REQUIRE(unloaded() != before);
+	RuntimeFrameName name;
+	CHECK_FALSE(reader.name(uint32_t(churn.pid()), frame(even), name));
+	// Without perf data there is no count to check: nothing is named at the end, and one
+	// line says so.
+	CHECK_FALSE(reader.name(uint32_t(quiet.pid()), frame(quiet_hot_a), name));
+	const auto no_perf_data = std::count_if(said.begin(), said.end(), [](const std::string &line) {
+		return contains(line, "-XX:-UsePerfData");
+	});
+	CHECK(no_perf_data == 1);
+	CHECK(std::any_of(said.begin(), said.end(), [&](const std::string &line) {
+		return contains(line, "PID " + std::to_string(quiet.pid()) + " ");
+	}));
 }
 
 } // TEST_SUITE("component")
