@@ -128,9 +128,18 @@ $(PLAIN)/tests/%.o: tests/%.cpp $(TEST_PCH) | $(PLAIN)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(TEST_CXXFLAGS) $(COMMON_CXXFLAGS) -Winvalid-pch -include $(PLAIN)/tests/precompiled.h -c $< -o $@
 
-$(OUTPUT)/%.o: %.cpp | $(OUTPUT) $(MODULE_DIRS)
+# The standard headers most of the profiler's files include, compiled once per build
+# (base/precompiled.h), as the tests' are above: PROFILE_VERSION, which changes with each
+# commit, appears in none of them, so the header stays valid from one to the next.
+PCH := $(OUTPUT)/precompiled.h.gch
+$(PCH): base/precompiled.h | $(OUTPUT)
+	$(call msg,PCH,$@)
+	$(Q)cp $< $(OUTPUT)/precompiled.h
+	$(Q)$(CXX) $(filter-out $(VERSION_FLAG),$(CXXFLAGS)) -x c++-header $< -o $@
+
+$(OUTPUT)/%.o: %.cpp $(PCH) | $(OUTPUT) $(MODULE_DIRS)
 	$(call msg,CXX,$@)
-	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) -Winvalid-pch -include $(OUTPUT)/precompiled.h -c $< -o $@
 
 $(PROFILE): $(OUTPUT)/profile.o $(MODULE_OBJS)
 	$(call msg,BINARY,$@)

@@ -478,7 +478,8 @@ PushRequest build_push_request(const PushConfig &config, const PushWindow &windo
 {
 	PushRequest request;
 	push_backend(config.format)->encode(request, config, window);
-	request.headers.push_back(std::string("User-Agent: profile/") + PROFILE_VERSION);
+	static const std::string user_agent = "User-Agent: profile/" PROFILE_VERSION;
+	request.headers.push_back(user_agent);
 	request.headers.insert(request.headers.end(), config.headers.begin(), config.headers.end());
 	return request;
 }
