@@ -27,10 +27,17 @@ FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_OUTPUT)/%.o)
 # Objects stay after a link, so the next build recompiles only what changed.
 .SECONDARY: $(FUZZ_LIB_OBJS) $(FUZZ_NAMES:%=$(FUZZ_OUTPUT)/tests/fuzz/fuzz_%.o)
 
-$(FUZZ_OUTPUT)/%.o: %.cpp
+# The standard headers, precompiled as the other builds' are (base/precompiled.h).
+FUZZ_PCH := $(FUZZ_OUTPUT)/precompiled.h.pch
+$(FUZZ_PCH): base/precompiled.h
+	$(call msg,PCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -x c++-header $< -o $@
+
+$(FUZZ_OUTPUT)/%.o: %.cpp $(FUZZ_PCH)
 	$(call msg,FUZZ-CXX,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -c $< -o $@
+	$(Q)$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -include-pch $(FUZZ_PCH) -c $< -o $@
 
 $(FUZZ_OUTPUT)/fuzz_%: $(FUZZ_OUTPUT)/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
 	$(call msg,FUZZER,$@)
