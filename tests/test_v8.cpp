@@ -387,9 +387,8 @@ TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named
 	  "[v8 JIT]")
 {
 	require_root();
-	const std::vector<Node> all = nodes_or_skip();
-	// The oldest and the newest Node at once, sampled by one run, apart by their root frames.
-	const std::vector<Node> churned = {all.front(), all.back()};
+	// Every Node at once, sampled by one run, apart by their root frames.
+	const std::vector<Node> churned = nodes_or_skip();
 	std::vector<std::unique_ptr<Background>> programs;
 	std::vector<pid_t> pid_of;
 	std::string pids;
@@ -462,8 +461,8 @@ TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named
 			    << " under their parity's caller; wrong:\n" << wrong_ones);
 		CHECK(frames > 200);
 		CHECK(in_generated > 20);
-		// Node 20 expands what its optimized code inlined: there the parity is checked.
-		if (churned[i].label == "Node 20")
+		// Node 20 and 22 expand what their optimized code inlined: there the parity is checked.
+		if (churned[i].label == "Node 20" || churned[i].label == "Node 22")
 			CHECK(by_parity * 2 > in_generated);
 		CHECK(wrong == 0);
 	}
