@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <linux/types.h>
 
@@ -18,6 +19,7 @@
 #include "base/diagnostics.h"
 #include "base/fd.h"
 #include "hotspot/hotspot.h"
+#include "hotspot/metadata_pages.h"
 #include "hotspot/names.h"
 #include "hotspot/runtime.h"
 #include "proc/memory.h"
@@ -114,8 +116,9 @@ struct HotSpotReader::Impl {
 
 	void classify(uint32_t pid);
 	void learn(const runtime_code &met);
-	MethodRef method(uint32_t pid, uint64_t address) const;
-	MethodRef read_method(const Process &process, uint64_t address) const;
+	MetadataPages metadata; // what learn reads of methods, through one tick
+	MethodRef method(uint32_t pid, uint64_t address, const ReadMemory &read) const;
+	MethodRef read_method(const Process &process, uint64_t address, const ReadMemory &read) const;
 	std::optional<RuntimeFrameName> raw_name(uint32_t pid, uint64_t frame) const;
 	static std::optional<RuntimeFrameName> method_frame(const MethodRef &m, const HotSpotLayout &layout, uint32_t bci,
 							    bool has_bci);
@@ -166,9 +169,9 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 	bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
 }
 
-HotSpotReader::Impl::MethodRef HotSpotReader::Impl::read_method(const Process &process, uint64_t address) const
+HotSpotReader::Impl::MethodRef HotSpotReader::Impl::read_method(const Process &process, uint64_t address,
+								 const ReadMemory &read) const
 {
-	const ReadMemory read = process.read();
 	auto name = read_hotspot_method(process.layout, read, address);
 	(name ? methods_named : unnamed)++;
 	return name ? std::make_shared<const Method>(
@@ -176,14 +179,15 @@ HotSpotReader::Impl::MethodRef HotSpotReader::Impl::read_method(const Process &p
 		    : nullptr;
 }
 
-HotSpotReader::Impl::MethodRef HotSpotReader::Impl::method(uint32_t pid, uint64_t address) const
+HotSpotReader::Impl::MethodRef HotSpotReader::Impl::method(uint32_t pid, uint64_t address,
+							    const ReadMemory &read) const
 {
 	auto [at, added] = methods.try_emplace({pid, address});
 	if (added) {
 		auto it = processes.find(pid);
 		if (it == processes.end())
 			return nullptr;
-		at->second = read_method(it->second, address);
+		at->second = read_method(it->second, address, read);
 	}
 	return at->second;
 }
@@ -222,7 +226,7 @@ std::optional<RuntimeFrameName> HotSpotReader::Impl::raw_name(uint32_t pid, uint
 	};
 	if (!unchanged())
 		return std::nullopt;
-	const MethodRef m = read_method(process, HOTSPOT_FRAME_ADDRESS(frame));
+	const MethodRef m = read_method(process, HOTSPOT_FRAME_ADDRESS(frame), read);
 	if (!unchanged())
 		return std::nullopt;
 	const uint64_t bci = HOTSPOT_FRAME_BCI(frame);
@@ -255,12 +259,14 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 		std::erase_if(methods, [&](const auto &entry) { return entry.first.first == met.pid; });
 		process.unloaded = unloaded;
 	}
+	metadata.start(met.pid, unloaded);
+	const ReadMemory paged = metadata.reader(read);
 	Met known{met.pid, "", nullptr, std::nullopt, {}, {}};
 	if (met.kind == HOTSPOT_CODE_METHOD) {
 		uint64_t const_method = 0;
 		if (read(met.object + layout.method_const, &const_method, sizeof(const_method)) &&
 		    hotspot_fingerprint(met.object, const_method, unloaded) == met.fingerprint)
-			known.method = method(met.pid, met.object);
+			known.method = method(met.pid, met.object, paged);
 		interpreted_read += bool(known.method);
 	} else if (met.kind == HOTSPOT_CODE_STUB) {
 		uint64_t name_start = 0; // the name's first 8 bytes, as the walk read them
@@ -269,7 +275,7 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 			known.stub = "[" + *name + "]";
 		stubs_read += !known.stub.empty();
 	} else if ((known.code = read_hotspot_compiled(layout, read, met.object, met.fingerprint, unloaded))) {
-		known.method = method(met.pid, known.code->method);
+		known.method = method(met.pid, known.code->method, paged);
 		// PcDescs share their scopes: each chain is read once.
 		std::unordered_set<uint32_t> scopes;
 		for (const auto &[pc, scope] : known.code->scopes.pcs)
@@ -277,7 +283,7 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 				for (const HotSpotScope &inlined :
 				     hotspot_scope_chain(known.code->scopes, scope, layout.unsigned5_excluded))
 					if (!known.inlined.contains(inlined.method))
-						known.inlined.emplace(inlined.method, method(met.pid, inlined.method));
+						known.inlined.emplace(inlined.method, method(met.pid, inlined.method, paged));
 		compiled_read += bool(known.method);
 	}
 	uint64_t after = 0;
@@ -350,6 +356,7 @@ void HotSpotReader::tick()
 	const double start = clocks::thread_cpu_ms();
 	for (const runtime_code &met : fresh)
 		d.learn(met);
+	d.metadata.clear();
 	d.naming_ms += clocks::thread_cpu_ms() - start;
 }
 

@@ -25,6 +25,7 @@
 #include "base/fd.h"
 #include "hotspot/hotspot.h"
 #include "hotspot/layout.h"
+#include "hotspot/metadata_pages.h"
 #include "hotspot/names.h"
 #include "hotspot/reader.h"
 #include "hotspot/runtime.h"
@@ -258,6 +259,58 @@ TEST_CASE("hotspot: bad VM tables give a reason, never a read without end")
 		jvm.memory.put_word(0x200000, 0x900000);
 		CHECK(jvm.read().error() == "its VM tables' names cannot be read");
 	}
+}
+
+TEST_CASE("hotspot: metadata read a page at a time reads as the memory does, each page once, until classes are unloaded")
+{
+	FakeMemory memory;
+	for (uint64_t i = 0; i < 1024; i++) // two pages, 0x10000 and 0x11000, of words 0, 1, ...
+		memory.put_word(0x10000 + 8 * i, i);
+	size_t direct_reads = 0;
+	const ReadMemory direct = [&](uint64_t address, void *out, size_t size) {
+		direct_reads++;
+		return memory.reader()(address, out, size);
+	};
+	MetadataPages pages;
+	pages.start(7, 0);
+	const ReadMemory paged = pages.reader(direct);
+	// Fields of both pages, one across their boundary: two reads of the process in all.
+	uint64_t word = 0;
+	for (uint64_t i : {3, 0, 511, 1000, 2, 700}) {
+		REQUIRE(read_value(paged, 0x10000 + 8 * i, word));
+		CHECK(word == i);
+	}
+	uint8_t across[16];
+	REQUIRE(paged(0x10ff8, across, sizeof(across)));
+	CHECK(std::memcmp(across, "\xff\x01\0\0\0\0\0\0\0\x02\0\0\0\0\0\0", 16) == 0);
+	CHECK(direct_reads == 2);
+	CHECK(pages.size() == 2);
+	// A read onto a page the process does not map goes to it as asked, and fails or not as
+	// the memory does.
+	memory.put_word(0x20ff8, 42);
+	REQUIRE(read_value(paged, 0x20ff8, word));
+	CHECK(word == 42);
+	CHECK_FALSE(paged(0x20ff8, across, sizeof(across)));
+	// The memory changes: the pages kept still read as they were, until the count of classes
+	// unloaded moves (or another process is read), and every page is read again.
+	memory.put_word(0x10000, 99);
+	REQUIRE(read_value(paged, 0x10000, word));
+	CHECK(word == 0);
+	pages.start(7, 0);
+	REQUIRE(read_value(paged, 0x10000, word));
+	CHECK(word == 0);
+	pages.start(7, 1);
+	REQUIRE(read_value(paged, 0x10000, word));
+	CHECK(word == 99);
+	memory.put_word(0x10000, 100);
+	pages.start(8, 1);
+	REQUIRE(read_value(paged, 0x10000, word));
+	CHECK(word == 100);
+	// Reads larger than a page go to the process as they are.
+	std::vector<uint8_t> big(2 * 4096);
+	const size_t before = direct_reads;
+	REQUIRE(paged(0x10000, big.data(), big.size()));
+	CHECK(direct_reads == before + 1);
 }
 
 TEST_CASE("hotspot: a counter of the perf data is found by its name, and bad perf data gives none, never a read without end")
