@@ -546,7 +546,9 @@ TEST_CASE("processes running poisoned ELF files: no crash, no hang, every other 
 	auto r = profile({"--folded", "-f", "199", "3"}, 40); // every process
 	INFO("stderr: " << r.err);
 	REQUIRE(r.status == 0);
-	CHECK(r.seconds < 20);
+	// No hang: a 3 s run, then every process's files named. Not a speed check: under ASan
+	// it took 11 to 13 s as root, and 22 s run by a user on a busier hour (2026-11-29).
+	CHECK(r.seconds < 30);
 	check_clean_stderr(r.err);
 	auto lines = parse_folded(r.out);
 	for (const Poison &poison : all)
