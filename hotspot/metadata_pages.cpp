@@ -26,7 +26,7 @@ bool MetadataPages::read(const ReadMemory &direct, uint64_t address, void *out, 
 		return direct(address, out, size);
 	auto *to = static_cast<uint8_t *>(out);
 	for (uint64_t at = address; at < address + size;) {
-		const uint64_t page = at & ~(kPage - 1), upto = std::min(address + size, page + kPage);
+		const uint64_t page = at & ~(kPage - 1), upto = at + std::min(address + size - at, kPage - (at - page));
 		auto found = pages_.find(page);
 		if (found == pages_.end()) {
 			if (pages_.size() >= kMaxPages)

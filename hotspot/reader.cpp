@@ -149,16 +149,19 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		}
 	}
 	if (value.is_java) {
+		const bool again = processes.contains(pid); // a new image (exec), mid-window
 		Process &process = processes[pid] = Process{found.layout, found.mem, found.unloaded_classes};
 		if (!process.unloaded_at && said.insert("no perf data").second)
 			diagnostics::say("Java frames of PID %u are checked without its count of classes unloaded "
 					 "(it keeps no perf data: -XX:-UsePerfData): a method whose class is unloaded "
-					 "just after a sample may be named as the one in its place, and frames named at "
-					 "the end are shown [java]", pid);
-		// Read before the walk is told of the JVM: before its first sample.
+					 "just after a sample may be named as the one in its place, and methods' frames "
+					 "named at the end are shown [java]", pid);
+		// Read before the walk is told of the JVM: before its first sample. Not known: no
+		// method's frame is named at the end; nor, this window, the frames of the image
+		// before an exec, which this JVM's memory does not hold.
 		if (!process.unloaded_at || !read_value(process.read(), process.unloaded_at, process.raw_next))
-			process.raw_next = ~0ULL; // not known: no frame is named at the end
-		process.raw_since = process.raw_next;
+			process.raw_next = ~0ULL;
+		process.raw_since = again ? ~0ULL : process.raw_next;
 		forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
 	} else {
 		processes.erase(pid);
@@ -377,6 +380,18 @@ void HotSpotReader::end_window()
 bool HotSpotReader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const
 {
 	const Impl &d = *impl_;
+	// A method's frame named by its Method* is checked against the JVM's count of classes
+	// unloaded every time: it is not kept (a class unloaded since may have put another
+	// method at that address, and frames are named batch by batch through a window).
+	const uint64_t kind = HOTSPOT_FRAME_KIND(frame);
+	if (kind == HOTSPOT_INTERPRETED || kind == HOTSPOT_COMPILED) {
+		const double start = clocks::thread_cpu_ms();
+		const std::optional<RuntimeFrameName> name = d.raw_name(pid, frame);
+		d.naming_ms += clocks::thread_cpu_ms() - start;
+		if (name)
+			out = *name;
+		return bool(name);
+	}
 	auto [at, added] = d.named.try_emplace({pid, frame});
 	if (added) {
 		const double start = clocks::thread_cpu_ms();
