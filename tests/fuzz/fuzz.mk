@@ -27,8 +27,10 @@ FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_OUTPUT)/%.o)
 # Objects stay after a link, so the next build recompiles only what changed.
 .SECONDARY: $(FUZZ_LIB_OBJS) $(FUZZ_NAMES:%=$(FUZZ_OUTPUT)/tests/fuzz/fuzz_%.o)
 
-# The standard headers, precompiled as the other builds' are (base/precompiled.h).
-FUZZ_PCH := $(FUZZ_OUTPUT)/precompiled.h.pch
+# The standard headers, precompiled as the other builds' are (base/precompiled.h), one file
+# per optimization level: clang refuses a header precompiled at another (make fuzz's -O1,
+# make test's -O0).
+FUZZ_PCH := $(FUZZ_OUTPUT)/precompiled$(FUZZ_OPT).h.pch
 $(FUZZ_PCH): base/precompiled.h
 	$(call msg,PCH,$@)
 	$(Q)mkdir -p $(@D)
