@@ -392,11 +392,12 @@ TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named
 	std::vector<std::unique_ptr<Background>> programs;
 	std::vector<pid_t> pid_of;
 	std::string pids;
-	for (const Node &node : churned) {
+	for (const Node &node : churned)
 		programs.push_back(std::make_unique<Background>(std::vector<std::string>{
-			node.path, "--max-semi-space-size=1", "--expose-gc", "tests/workloads/node/churn.js", "3"}));
-		REQUIRE(programs.back()->read_line() == "ready");
-		pid_of.push_back(programs.back()->pid());
+			node.path, "--max-semi-space-size=1", "--expose-gc", "tests/workloads/node/churn.js", "4"}));
+	for (auto &program : programs) {
+		REQUIRE(program->read_line() == "ready");
+		pid_of.push_back(program->pid());
 		pids += (pids.empty() ? "" : ",") + std::to_string(pid_of.back());
 	}
 	const auto r = profile({"-p", pids, "-f", "999", "--folded", "-E", "2"});
