@@ -83,6 +83,18 @@ struct HotSpotReader::Impl {
 				return fd >= 0 && read_process_memory(fd, address, out, size);
 			};
 		}
+		// The count of classes unloaded now: 0 without one; nothing when it cannot be read.
+		std::optional<uint64_t> unloaded_now() const
+		{
+			uint64_t count = 0;
+			if (unloaded_at && !read_value(read(), unloaded_at, count))
+				return std::nullopt;
+			return count;
+		}
+		// What raw_since and raw_next hold: that count, or one no count equals when there is
+		// none or it cannot be read (no method's frame is named at the end then).
+		uint64_t raw_mark() const { return unloaded_at ? unloaded_now().value_or(kNoMark) : kNoMark; }
+		static constexpr uint64_t kNoMark = ~0ULL;
 	};
 	std::unordered_map<uint32_t, Process> processes; // JVMs, by pid
 	std::set<std::string> said;                        // notes already printed
@@ -108,6 +120,7 @@ struct HotSpotReader::Impl {
 	};
 	std::unordered_map<uint64_t, Met> met_ids;
 	uint64_t window = 0; // the continuous run's windows closed
+	// The names of frames by id this window, by pid and frame.
 	mutable std::map<std::pair<uint32_t, uint64_t>, std::optional<RuntimeFrameName>> named;
 	mutable uint64_t methods_named = 0, unnamed = 0;
 	uint64_t compiled_read = 0, interpreted_read = 0, stubs_read = 0, met_unread = 0;
@@ -156,12 +169,11 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 					 "(it keeps no perf data: -XX:-UsePerfData): a method whose class is unloaded "
 					 "just after a sample may be named as the one in its place, and methods' frames "
 					 "named at the end are shown [java]", pid);
-		// Read before the walk is told of the JVM: before its first sample. Not known: no
-		// method's frame is named at the end; nor, this window, the frames of the image
-		// before an exec, which this JVM's memory does not hold.
-		if (!process.unloaded_at || !read_value(process.read(), process.unloaded_at, process.raw_next))
-			process.raw_next = ~0ULL;
-		process.raw_since = again ? ~0ULL : process.raw_next;
+		// Read before the walk is told of the JVM: before its first sample. This window's
+		// frames of the image before an exec are not named: this JVM's memory does not hold
+		// them.
+		process.raw_next = process.raw_mark();
+		process.raw_since = again ? Process::kNoMark : process.raw_next;
 		forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
 	} else {
 		processes.erase(pid);
@@ -223,10 +235,7 @@ std::optional<RuntimeFrameName> HotSpotReader::Impl::raw_name(uint32_t pid, uint
 		const auto name = read_hotspot_blob_name(process.layout, read, HOTSPOT_FRAME_ADDRESS(frame));
 		return name ? std::optional<RuntimeFrameName>({"[" + *name + "]", "", 0}) : std::nullopt;
 	}
-	const auto unchanged = [&] {
-		uint64_t now = 0;
-		return process.unloaded_at && read_value(read, process.unloaded_at, now) && now == process.raw_since;
-	};
+	const auto unchanged = [&] { return process.raw_since != Process::kNoMark && process.raw_mark() == process.raw_since; };
 	if (!unchanged())
 		return std::nullopt;
 	const MethodRef m = read_method(process, HOTSPOT_FRAME_ADDRESS(frame), read);
@@ -252,12 +261,12 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 	// The count of classes unloaded, before and after the reads: a method is read only if no
 	// class was unloaded since the walk met it (its fingerprint holds the count then), nor
 	// while it is read. Methods read before an unloading are read again.
-	uint64_t unloaded = 0;
-	const auto count_unloaded = [&](uint64_t &out) { return !process.unloaded_at || read_value(read, process.unloaded_at, out); };
-	if (!count_unloaded(unloaded)) {
+	const std::optional<uint64_t> before = process.unloaded_now();
+	if (!before) {
 		met_unread++;
 		return;
 	}
+	const uint64_t unloaded = *before;
 	if (unloaded != process.unloaded) {
 		std::erase_if(methods, [&](const auto &entry) { return entry.first.first == met.pid; });
 		process.unloaded = unloaded;
@@ -289,8 +298,8 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 						known.inlined.emplace(inlined.method, method(met.pid, inlined.method, paged));
 		compiled_read += bool(known.method);
 	}
-	uint64_t after = 0;
-	if ((!known.method && known.stub.empty()) || !count_unloaded(after) || (known.stub.empty() && after != unloaded)) {
+	const std::optional<uint64_t> after = process.unloaded_now();
+	if ((!known.method && known.stub.empty()) || !after || (known.stub.empty() && *after != unloaded)) {
 		met_unread++;
 		return;
 	}
@@ -304,12 +313,10 @@ std::optional<RuntimeFrameName> HotSpotReader::Impl::read_name(uint32_t pid, uin
 	if (it == processes.end())
 		return std::nullopt;
 	const HotSpotLayout &layout = it->second.layout;
-	const uint64_t kind = HOTSPOT_FRAME_KIND(frame), at = HOTSPOT_FRAME_BCI(frame);
+	const uint64_t at = HOTSPOT_FRAME_BCI(frame);
 	const auto name_of = [&](const MethodRef &m, uint32_t bci, bool has_bci) {
 		return method_frame(m, layout, bci, has_bci);
 	};
-	if (kind != HOTSPOT_BY_ID)
-		return raw_name(pid, frame);
 	const auto found = met_ids.find(HOTSPOT_FRAME_ID(frame));
 	if (found == met_ids.end() || found->second.pid != pid)
 		return std::nullopt;
@@ -369,8 +376,7 @@ void HotSpotReader::end_window()
 	forget_unnamed_codes(d.met_ids, ++d.window, forgetting_in(d.maps.codes));
 	for (auto &[pid, process] : d.processes) {
 		process.raw_since = process.raw_next;
-		if (process.unloaded_at && !read_value(process.read(), process.unloaded_at, process.raw_next))
-			process.raw_next = ~0ULL;
+		process.raw_next = process.raw_mark();
 	}
 	// What named the frames of the ids forgotten, and the methods only they held.
 	d.named.clear();
@@ -380,27 +386,29 @@ void HotSpotReader::end_window()
 bool HotSpotReader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const
 {
 	const Impl &d = *impl_;
-	// A method's frame named by its Method* is checked against the JVM's count of classes
-	// unloaded every time: it is not kept (a class unloaded since may have put another
-	// method at that address, and frames are named batch by batch through a window).
-	const uint64_t kind = HOTSPOT_FRAME_KIND(frame);
-	if (kind == HOTSPOT_INTERPRETED || kind == HOTSPOT_COMPILED) {
+	const auto timed = [&](auto read) {
 		const double start = clocks::thread_cpu_ms();
-		const std::optional<RuntimeFrameName> name = d.raw_name(pid, frame);
+		std::optional<RuntimeFrameName> name = read();
 		d.naming_ms += clocks::thread_cpu_ms() - start;
-		if (name)
-			out = *name;
-		return bool(name);
+		return name;
+	};
+	// A frame named by id: once a window. One named by its Method* or code blob is read each
+	// time, and a method's checked against the JVM's count of classes unloaded each time:
+	// frames are named batch by batch through a window, and a class unloaded since may have
+	// put another method at that address.
+	std::optional<RuntimeFrameName> fresh;
+	const std::optional<RuntimeFrameName> *name = &fresh;
+	if (HOTSPOT_FRAME_KIND(frame) != HOTSPOT_BY_ID) {
+		fresh = timed([&] { return d.raw_name(pid, frame); });
+	} else {
+		auto [at, added] = d.named.try_emplace({pid, frame});
+		if (added)
+			at->second = timed([&] { return d.read_name(pid, frame); });
+		name = &at->second;
 	}
-	auto [at, added] = d.named.try_emplace({pid, frame});
-	if (added) {
-		const double start = clocks::thread_cpu_ms();
-		at->second = d.read_name(pid, frame);
-		d.naming_ms += clocks::thread_cpu_ms() - start;
-	}
-	if (!at->second)
+	if (!*name)
 		return false;
-	out = *at->second;
+	out = **name;
 	return true;
 }
 
