@@ -2,6 +2,7 @@
 // output, for the integration tests.
 #include "tests/support.h"
 
+#include "base/diagnostics.h"
 #include "proc/cgroup.h"
 
 #include <doctest/doctest.h>
@@ -319,6 +320,16 @@ std::vector<std::string> split_lines(const std::string &text)
 bool contains(const std::string &text, const std::string &part)
 {
 	return text.find(part) != std::string::npos;
+}
+
+CaughtLines::CaughtLines()
+{
+	diagnostics::set_sink([this](const std::string &line) { lines.push_back(line); });
+}
+
+CaughtLines::~CaughtLines()
+{
+	diagnostics::set_sink({});
 }
 
 void require_root()

@@ -118,6 +118,16 @@ std::string workload(const std::string &name);
 std::vector<std::string> split_lines(const std::string &text);
 bool contains(const std::string &text, const std::string &part);
 
+// The lines the profiler's code says (base/diagnostics.h) while it lives, caught instead
+// of written to stderr (which they go to again after it), each whole, without a newline.
+struct CaughtLines {
+	std::vector<std::string> lines;
+	CaughtLines();
+	~CaughtLines();
+	CaughtLines(const CaughtLines &) = delete;
+	CaughtLines &operator=(const CaughtLines &) = delete;
+};
+
 // --- running the profiler ------------------------------------------------------------------
 
 // The test suite of the integration tests that the ASan+UBSan pass of `make test` runs as

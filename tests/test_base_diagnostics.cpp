@@ -35,16 +35,6 @@ const ChildWork last_words_on_a_full_pipe("diagnostics: last words on a full pip
 
 TEST_SUITE("unit") {
 
-// Lines go to the sink set (stderr again once it is unset), each whole, without a newline.
-struct CaughtLines {
-	std::vector<std::string> lines;
-	CaughtLines()
-	{
-		diagnostics::set_sink([this](const std::string &line) { lines.push_back(line); });
-	}
-	~CaughtLines() { diagnostics::set_sink({}); }
-};
-
 TEST_CASE("diagnostics: say() writes 'profile: ' and the formatted text as one line; line() as it is")
 {
 	CaughtLines caught;

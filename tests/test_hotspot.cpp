@@ -13,15 +13,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <bpf/bpf.h>
 
-#include "base/diagnostics.h"
 #include "base/fd.h"
 #include "hotspot/hotspot.h"
 #include "hotspot/layout.h"
@@ -592,6 +593,25 @@ Compiled compiled_methods(const HotSpotDetection &jvm, int mem)
 	return out;
 }
 
+// A JVM's detection and compiled methods, read every 100 ms until `done` holds of them, for
+// 10 s at most: the last read.
+std::pair<HotSpotDetection, Compiled> compiled_until(pid_t pid, const std::function<bool(const Compiled &)> &done)
+{
+	HotSpotDetection found;
+	Compiled compiled;
+	for (int i = 0; i < 100; i++) {
+		found = detect_hotspot(uint32_t(pid));
+		if (found.kind == HotSpotDetection::Java) {
+			UniqueFd mem = open_read_only(("/proc/" + std::to_string(pid) + "/mem").c_str());
+			compiled = compiled_methods(found, mem.get());
+			if (done(compiled))
+				break;
+		}
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	}
+	return {std::move(found), std::move(compiled)};
+}
+
 } // namespace
 
 TEST_SUITE("component") {
@@ -606,19 +626,9 @@ TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, a
 		CAPTURE(jdk.label);
 		SplitJvm split(jdk, classes, 20);
 		// hotA and hotB are compiled within their first rounds.
-		HotSpotDetection found;
-		Compiled compiled;
-		for (int i = 0; i < 100; i++) {
-			found = detect_hotspot(uint32_t(split.jvm->pid()));
-			if (found.kind == HotSpotDetection::Java) {
-				UniqueFd mem = open_read_only(("/proc/" + std::to_string(split.jvm->pid()) + "/mem").c_str());
-				compiled = compiled_methods(found, mem.get());
-				if (compiled.names.count("holdout.Split.hotA(J)J Split.java") &&
-				    compiled.names.count("holdout.Split.hotB(J)J Split.java"))
-					break;
-			}
-			std::this_thread::sleep_for(std::chrono::milliseconds(100));
-		}
+		const auto [found, compiled] = compiled_until(split.jvm->pid(), [](const Compiled &c) {
+			return c.names.count("holdout.Split.hotA(J)J Split.java") && c.names.count("holdout.Split.hotB(J)J Split.java");
+		});
 		REQUIRE_MESSAGE(found.kind == HotSpotDetection::Java, found.note);
 		CHECK(found.libjvm.ends_with("/libjvm.so"));
 		CHECK(found.version.starts_with(std::to_string(jdk.major) + "."));
@@ -660,14 +670,8 @@ TEST_CASE("hotspot: a frame named at the end by its Method* is named only while 
 	if (classes.empty())
 		return;
 	const Jdk jdk = jdks().front();
-	std::vector<std::string> said;
-	struct Sink {
-		explicit Sink(std::vector<std::string> &lines)
-		{
-			diagnostics::set_sink([&lines](const std::string &line) { lines.push_back(line); });
-		}
-		~Sink() { diagnostics::set_sink({}); }
-	} sink(said);
+	CaughtLines caught;
+	const std::vector<std::string> &said = caught.lines;
 	// Three JVMs, started at once: Split, Split without perf data, Churn.
 	TempDir dir;
 	Background split({jdk.java, "-cp", classes, "holdout.Split", "20", dir / "split"});
@@ -677,18 +681,11 @@ TEST_CASE("hotspot: a frame named at the end by its Method* is named only while 
 		REQUIRE(jvm->read_line() == "ready");
 	// A method's Method*, once the JVM compiled it.
 	const auto compiled = [](pid_t pid, const std::string &method) {
-		for (int i = 0; i < 100; i++) {
-			const HotSpotDetection found = detect_hotspot(uint32_t(pid));
-			if (found.kind == HotSpotDetection::Java) {
-				UniqueFd mem = open_read_only(("/proc/" + std::to_string(pid) + "/mem").c_str());
-				const Compiled c = compiled_methods(found, mem.get());
-				if (const auto it = c.methods.find(method); it != c.methods.end())
-					return std::pair{it->second, found.unloaded_classes};
-			}
-			std::this_thread::sleep_for(std::chrono::milliseconds(100));
-		}
-		FAIL(method << " not compiled in PID " << pid);
-		return std::pair<uint64_t, uint64_t>{};
+		const auto [found, c] = compiled_until(pid, [&](const Compiled &read) { return read.methods.contains(method); });
+		const auto it = c.methods.find(method);
+		if (it == c.methods.end())
+			FAIL(method << " not compiled in PID " << pid);
+		return std::pair{it->second, found.unloaded_classes};
 	};
 	const uint64_t hot_a = compiled(split.pid(), "holdout.Split.hotA").first;
 	const uint64_t quiet_hot_a = compiled(quiet.pid(), "holdout.Split.hotA").first;
