@@ -11,10 +11,58 @@
 const volatile __u32 runtimes_on = 0;
 
 /* The walk's registers at a frame, which a runtime's hook moves past code that has no
- * unwind table (RUNTIME_STEPPED). */
+ * unwind table (RUNTIME_STEPPED); and the user addresses the stack window holds,
+ * [window_start, window_end). */
 struct runtime_regs {
 	__u64 pc, sp, bp;
+	__u64 window_start, window_end;
 };
+
+/* A copy of a run of the sampled stack, per CPU: one read of up to a kilobyte serves the
+ * next frames' saved registers, where a read each costs a helper call and a user copy. */
+#define STACK_WINDOW_WORDS 128
+struct stack_window {
+	__u64 words[STACK_WINDOW_WORDS];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct stack_window);
+	__uint(max_entries, 1);
+} stack_window SEC(".maps");
+
+/* Reads `words` 8-byte words of the user stack at `at` into out, through the stack window,
+ * loading the window from `at` first when they are not in it; 0, or an error. The window
+ * never crosses a page boundary: the page holding `at` is mapped, the next may not be.
+ * Inlined, `words` a constant at each call. */
+static __always_inline int runtime_stack_read(struct runtime_regs *r, __u64 at, __u64 *out, const __u32 words)
+{
+	__u32 zero = 0;
+	struct stack_window *window = bpf_map_lookup_elem(&stack_window, &zero);
+	__u64 index, room;
+
+	if (!window || (at & 7))
+		goto direct;
+	if (at < r->window_start || at + 8 * words > r->window_end) {
+		room = 4096 - (at & 4095);
+		if (room > sizeof(window->words))
+			room = sizeof(window->words);
+		if (room < 8 * words || bpf_probe_read_user(window->words, room, (void *)at)) {
+			r->window_end = 0;
+			goto direct;
+		}
+		r->window_start = at;
+		r->window_end = at + room;
+	}
+	index = (at - r->window_start) / 8;
+	if (index > STACK_WINDOW_WORDS - words)
+		goto direct;
+	for (__u32 k = 0; k < words; k++)
+		out[k] = window->words[(index + k) & (STACK_WINDOW_WORDS - 1)];
+	return 0;
+direct:
+	return bpf_probe_read_user(out, 8 * words, (void *)at);
+}
 
 static __always_inline bool runtime_on(__u64 tag)
 {

@@ -11,7 +11,7 @@
  *                                      it (hotspot/hotspot.bpf.h);
  *   NAME_forget(tgid)                  an exec or an exit: the process is asked about again.
  * A runtime whose JIT code keeps frame pointers shows its frames where the walk steps
- * through them by those, through runtimes_frame_at_fp: its hook NAME_frame(state, pc, fp)
+ * through them by those, through runtimes_frame_at_fp: its hook NAME_frame(state, regs, leaf)
  * gives the value to record in the native frame's place, or 0 (v8/v8.bpf.h).
  * A runtime added is its include, its state in struct runtime_walk and a line in each
  * function below. */
@@ -60,12 +60,12 @@ static __always_inline int runtimes_frame(struct runtime_walk *r, struct runtime
 	return shown;
 }
 
-/* At a native frame the walk steps through by its frame pointer fp (code without a table):
- * a runtime's frame to record in its place, or 0. leaf: the stack's first frame, whose pc
- * is where it ran (any other's is a return address). */
-static __always_inline __u64 runtimes_frame_at_fp(struct runtime_walk *r, __u64 pc, __u64 fp, bool leaf)
+/* At a native frame the walk steps through by its frame pointer (regs: its pc, sp and bp,
+ * and the stack window): a runtime's frame to record in its place, or 0. leaf: the stack's
+ * first frame, whose pc is where it ran (any other's is a return address). */
+static __always_inline __u64 runtimes_frame_at_fp(struct runtime_walk *r, struct runtime_regs *regs, bool leaf)
 {
-	return r->v8.active ? v8_frame(&r->v8, pc, fp, leaf) : 0;
+	return r->v8.active ? v8_frame(&r->v8, regs, leaf) : 0;
 }
 
 /* Whether the native frame at hand was shown as a runtime's frames, and is not recorded

@@ -103,19 +103,6 @@ struct {
 	__uint(max_entries, 1);
 } recent_mappings SEC(".maps");
 
-/* A copy of a run of the sampled stack, per CPU: one read of up to a kilobyte serves the
- * next frames' saved registers, where a read each costs a helper call and a user copy. */
-#define STACK_WINDOW_WORDS 128
-struct stack_window {
-	__u64 words[STACK_WINDOW_WORDS];
-};
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct stack_window);
-	__uint(max_entries, 1);
-} stack_window SEC(".maps");
-
 #if defined(__TARGET_ARCH_x86)
 
 /* The stack memory a walk of a thread leaving the CPU read (--off-cpu), per CPU: the walk
@@ -156,8 +143,10 @@ struct walk {
 	union {
 		struct {
 			__u64 pc, sp, bp;
+			/* The user addresses the stack window holds: [window_start, window_end). */
+			__u64 window_start, window_end;
 		};
-		struct runtime_regs regs; /* as a runtime's hook steps them */
+		struct runtime_regs regs; /* as a runtime's hook steps them, and reads the stack */
 	};
 	/* The mapping the last pc was in (end 0: none yet), and its object. */
 	__u64 map_start, map_end;
@@ -167,8 +156,6 @@ struct walk {
 	__u32 seq; /* of the process's list when the walk began, and after its own changes */
 	__u32 serial; /* of that list */
 	struct stack_hash hash; /* of the frames so far */
-	/* The user addresses the stack window holds: [window_start, window_end). */
-	__u64 window_start, window_end;
 	bool process_known;
 	bool asked_area, learned_area; /* learn_mapping was tried (one area a sample); it added one */
 	bool pending, fp_no_table, cut, done;

@@ -60,41 +60,18 @@ __noinline int record_read(__u64 at, __u32 len, __u64 a, __u64 b)
 	return 0;
 }
 
-/* Reads the pair at user address `at` from the stack window, loading the window from `at`
- * first when the pair is not in it; 0, or an error. The window never crosses a page
- * boundary: the page holding `at` is mapped, the next may not be. Inlined in the walk's
- * step, which the verifier checks once on its own: a call and a return a frame cost more
- * than the verifier's work (on CPUs whose returns go through a mitigation's thunk, most). */
+/* Reads the pair at user address `at` through the stack window (runtime_stack_read).
+ * Inlined in the walk's step, which the verifier checks once on its own: a call and a
+ * return a frame cost more than the verifier's work (on CPUs whose returns go through a
+ * mitigation's thunk, most). */
 static __always_inline int read_pair(struct walk *w, __u64 at, struct stack_pair *out)
 {
-	__u32 zero = 0;
-	struct stack_window *window = bpf_map_lookup_elem(&stack_window, &zero);
-	__u64 index, room;
+	__u64 pair[2];
 
-	if (!window || (at & 7))
-		goto direct;
-	if (at < w->window_start || at + sizeof(*out) > w->window_end) {
-		room = 4096 - (at & 4095);
-		if (room > sizeof(window->words))
-			room = sizeof(window->words);
-		if (room < sizeof(*out) || bpf_probe_read_user(window->words, room, (void *)at)) {
-			w->window_end = 0;
-			goto direct;
-		}
-		w->window_start = at;
-		w->window_end = at + room;
-	}
-	index = (at - w->window_start) / 8;
-	if (index > STACK_WINDOW_WORDS - 2)
-		goto direct;
-	out->bp = window->words[index];
-	out->ra = window->words[index + 1];
-	if (w->record)
-		record_read(at, 16, out->bp, out->ra);
-	return 0;
-direct:
-	if (bpf_probe_read_user(out, sizeof(*out), (void *)at))
+	if (runtime_stack_read(&w->regs, at, pair, 2))
 		return -1;
+	out->bp = pair[0];
+	out->ra = pair[1];
 	if (w->record)
 		record_read(at, 16, out->bp, out->ra);
 	return 0;
@@ -295,7 +272,7 @@ fp:
 	}
 	/* A runtime's frame in the place of the native one just recorded: a JIT's code has no
 	 * table. */
-	__u64 runtime_frame = runtimes_frame_at_fp(&w->rt, w->pc, w->bp, w->n == 1);
+	__u64 runtime_frame = runtimes_frame_at_fp(&w->rt, &w->regs, w->n == 1);
 
 	if (runtime_frame && frames->ip[(w->n - 1) & UNWIND_MAX_DEPTH] == w->pc) {
 		frames->ip[(w->n - 1) & UNWIND_MAX_DEPTH] = runtime_frame;

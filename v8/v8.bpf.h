@@ -133,29 +133,29 @@ static __always_inline __u64 v8_slot(const struct v8_scratch *s, __u8 index)
 	return s->slots[index & (V8_FRAME_SLOTS - 1)];
 }
 
-/* At a native frame the walk steps through by its frame pointer fp (pc: where it runs, a
- * return address unless it is the leaf): the JS frame to record in its place, or 0 when it
+/* At a native frame the walk steps through by its frame pointer (r's bp; r's pc: where it
+ * runs, a return address unless it is the leaf): the JS frame to record in its place, or 0 when it
  * is none (a typed frame, native code, or objects that do not read as a function's). A
  * caller's offset into machine code is its call's, the byte before the return address, as
  * V8 looks its source positions up: the return address may already be the next inlined
  * function's. Global, so the verifier checks it once, apart from the walk's step. */
-__noinline __u64 v8_frame(struct v8_walk *v, __u64 pc, __u64 fp, bool leaf)
+__noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 {
 	struct runtime_code_key key = {};
 	struct v8_process *proc;
 	struct v8_scratch *s;
 	struct v8_code_words words = {};
-	__u64 function, shared, script, script_id = 0, bytecode, saved, code, offset = V8_NO_OFFSET;
+	__u64 pc, function, shared, script, script_id = 0, bytecode, saved, code, offset = V8_NO_OFFSET;
 	__u32 zero = 0;
 	__u16 type;
 
-	if (!v || !v->active || fp < 8 * V8_FRAME_SLOTS)
+	if (!v || !r || !v->active || r->bp < 8 * V8_FRAME_SLOTS)
 		return 0;
-	if (!leaf)
-		pc--;
+	pc = leaf ? r->pc : r->pc - 1;
 	proc = bpf_map_lookup_elem(&v8_processes, &v->pid);
 	s = bpf_map_lookup_elem(&v8_scratch, &zero);
-	if (!proc || !s || bpf_probe_read_user(s->slots, sizeof(s->slots), (void *)(fp - 8 * V8_FRAME_SLOTS)))
+	/* Through the stack window: the frame-pointer step after it reads the words above. */
+	if (!proc || !s || runtime_stack_read(r, r->bp - 8 * V8_FRAME_SLOTS, s->slots, V8_FRAME_SLOTS))
 		return 0;
 	/* A small integer (tag bit 0) in the context's slot marks a typed frame. */
 	if (!(v8_slot(s, proc->slot_context) & 1))
