@@ -32,6 +32,10 @@ RUNTIME_CODES_MAP(hotspot_codes, hotspot_seen, hotspot_last_id);
 struct hotspot_scratch {
 	__u8 header[HOTSPOT_HEADER_READ + 8];
 	__u64 words[16];
+	__u8 segmap[HOTSPOT_SEGMAP_READ]; /* a run of a segment map */
+	/* The last blob name read in a JVM's libjvm image (immutable text there), by the JVM's
+	 * serial and the name's address: every compiled method's is the same "nmethod". */
+	__u64 name_serial, name_at, name_value;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -40,15 +44,44 @@ struct {
 	__uint(max_entries, 1);
 } hotspot_scratch SEC(".maps");
 
-/* A field of the header read, by its offset (under HOTSPOT_HEADER_READ: user space checks). */
-static __always_inline __u64 hotspot_u64(const struct hotspot_scratch *s, __u16 offset)
+static __always_inline int hotspot_read(void *out, __u32 size, __u64 at)
 {
-	return *(const __u64 *)&s->header[offset & (HOTSPOT_HEADER_READ - 1)];
+	return bpf_probe_read_user(out, size, (void *)at);
 }
 
-static __always_inline __s32 hotspot_s32(const struct hotspot_scratch *s, __u16 offset)
+/* "Interpre": the first 8 bytes of the interpreter's blob's name. */
+#define HOTSPOT_INTERPRETER_NAME 0x6572707265746e49ULL
+
+/* A field of the blob's header read (after its block's header), by its offset in the blob
+ * (the two under HOTSPOT_HEADER_READ: user space checks). */
+static __always_inline __u64 hotspot_u64(const struct hotspot_scratch *s, const struct hotspot_process *jvm,
+					 __u16 offset)
 {
-	return *(const __s32 *)&s->header[offset & (HOTSPOT_HEADER_READ - 1)];
+	return *(const __u64 *)&s->header[(jvm->block_size + offset) & (HOTSPOT_HEADER_READ - 1)];
+}
+
+static __always_inline __s32 hotspot_s32(const struct hotspot_scratch *s, const struct hotspot_process *jvm,
+					 __u16 offset)
+{
+	return *(const __s32 *)&s->header[(jvm->block_size + offset) & (HOTSPOT_HEADER_READ - 1)];
+}
+
+/* The first 8 bytes of the blob's name, at `at`: kept per CPU when libjvm's image holds it. */
+static __always_inline int hotspot_name(struct hotspot_scratch *s, const struct hotspot_process *jvm, __u64 at,
+					__u64 *name)
+{
+	if (at && s->name_at == at && s->name_serial == jvm->serial) {
+		*name = s->name_value;
+		return 0;
+	}
+	if (hotspot_read(name, 8, at))
+		return -1;
+	if (at >= jvm->image_low && at < jvm->image_high && jvm->image_high - at >= 8) {
+		s->name_serial = jvm->serial;
+		s->name_at = at;
+		s->name_value = *name;
+	}
+	return 0;
 }
 
 /* The HotSpot side of one stack walk. */
@@ -95,11 +128,6 @@ static __always_inline bool hotspot_may_own(const struct hotspot_walk *h, __u64 
 	return h->active && pc >= h->code_low && pc < h->code_high;
 }
 
-static __always_inline int hotspot_read(void *out, __u32 size, __u64 at)
-{
-	return bpf_probe_read_user(out, size, (void *)at);
-}
-
 /* The JVM's count of classes unloaded (hotspot_fingerprint), read at the walk's first frame
  * in the code heaps: a sample of its threads in native code alone reads none. */
 static __always_inline __u64 hotspot_unloaded(struct hotspot_walk *h, const struct hotspot_process *jvm)
@@ -112,17 +140,36 @@ static __always_inline __u64 hotspot_unloaded(struct hotspot_walk *h, const stru
 	return h->unloaded;
 }
 
-/* The code blob holding pc in heap i, through its segment map: 0 when none (a free block,
- * a map longer than the steps taken). */
-static __always_inline __u64 hotspot_blob(const struct hotspot_process *jvm, __u32 i, __u64 pc)
+/* The block holding pc in heap i (its header, the code blob after it), through the heap's
+ * segment map: 0 when none (a free block, a map longer than the steps taken). The map's
+ * bytes up to pc's segment are read at once, up to HOTSPOT_SEGMAP_READ of them in its page
+ * (a blob that long, a step or two), those before one a step. Whether the block is used is
+ * read with the blob's header. */
+static __always_inline __u64 hotspot_block(struct hotspot_scratch *s, const struct hotspot_process *jvm, __u32 i,
+					   __u64 pc)
 {
-	__u64 low = jvm->low[i & (HOTSPOT_MAX_HEAPS - 1)], segment, block;
-	__u8 back = 0, used = 0;
+	__u64 low = jvm->low[i & (HOTSPOT_MAX_HEAPS - 1)], map = jvm->segmap[i & (HOTSPOT_MAX_HEAPS - 1)];
+	__u64 segment, first, room;
+	__u8 back = 0;
 	__u32 step;
 
 	segment = (pc - low) >> (jvm->log2_segment & 31);
+	room = ((map + segment) & 4095) + 1;
+	if (room > segment + 1)
+		room = segment + 1;
+	if (room > HOTSPOT_SEGMAP_READ)
+		room = HOTSPOT_SEGMAP_READ;
+	if (room == 0)
+		return 0;
+	first = segment + 1 - room;
+	if (hotspot_read(s->segmap, room, map + first))
+		return 0;
 	for (step = 0; step < HOTSPOT_SEGMAP_STEPS; step++) {
-		if (hotspot_read(&back, 1, jvm->segmap[i & (HOTSPOT_MAX_HEAPS - 1)] + segment) || back == 0xff)
+		if (segment >= first)
+			back = s->segmap[(segment - first) & (HOTSPOT_SEGMAP_READ - 1)];
+		else if (hotspot_read(&back, 1, map + segment))
+			return 0;
+		if (back == 0xff)
 			return 0;
 		if (back == 0)
 			break;
@@ -132,10 +179,7 @@ static __always_inline __u64 hotspot_blob(const struct hotspot_process *jvm, __u
 	}
 	if (back != 0)
 		return 0;
-	block = low + (segment << (jvm->log2_segment & 31));
-	if (hotspot_read(&used, 1, block + jvm->block_used) || !used)
-		return 0;
-	return block + jvm->block_size;
+	return low + (segment << (jvm->log2_segment & 31));
 }
 
 /* Where the return address is, from sp, at pc in a compiled frame's prologue (before
@@ -200,7 +244,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	struct stored_stack *frames;
 	struct hotspot_scratch *s;
 	struct runtime_code_key key = {};
-	__u64 pc, blob = 0, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {}, id, unloaded;
+	__u64 pc, block = 0, blob, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {}, id, unloaded;
 	__s32 frame_size = 0;
 	__u32 user = 1, zero = 0, i, size;
 	__u8 keep_bp = 0; /* the frame left rbp as its caller's */
@@ -214,24 +258,36 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	if (!jvm || !frames || !s || !jvm->is_java)
 		return RUNTIME_NATIVE;
 	pc = r->pc;
-	for (i = 0; i < HOTSPOT_MAX_HEAPS; i++)
-		if (i < jvm->heaps && pc >= jvm->low[i] && pc < jvm->high[i]) {
-			blob = hotspot_blob(jvm, i, pc);
+	/* The interpreter and the call stub, in every Java thread's stack, by their ranges: the
+	 * interpreter's blob is long, its segment map many steps. */
+	for (i = 0; i < HOTSPOT_FIXED_BLOBS; i++)
+		if (pc >= jvm->fixed_low[i] && pc < jvm->fixed_high[i]) {
+			block = jvm->fixed_low[i] - jvm->block_size;
+			name = jvm->fixed_name[i];
 			break;
 		}
-	size = jvm->header_read;
-	if (!blob || size < 8 || size > HOTSPOT_HEADER_READ || hotspot_read(s->header, size, blob) ||
-	    hotspot_read(&name, 8, hotspot_u64(s, jvm->blob_name)))
+	for (i = 0; !block && i < HOTSPOT_MAX_HEAPS; i++)
+		if (i < jvm->heaps && pc >= jvm->low[i] && pc < jvm->high[i]) {
+			block = hotspot_block(s, jvm, i, pc);
+			break;
+		}
+	/* The block's header and the blob's, in one read, unless it is the interpreter known by
+	 * its range (its frame is read from rbp); the blob's name when not known. */
+	size = jvm->block_size + jvm->header_read;
+	if (!block || (name != HOTSPOT_INTERPRETER_NAME &&
+		       (size < 8 || size > HOTSPOT_HEADER_READ || hotspot_read(s->header, size, block) ||
+			!s->header[jvm->block_used & (HOTSPOT_HEADER_READ - 1)] ||
+			(!name && hotspot_name(s, jvm, hotspot_u64(s, jvm, jvm->blob_name), &name)))))
 		return RUNTIME_NATIVE;
+	blob = block + jvm->block_size;
 	unloaded = hotspot_unloaded(h, jvm);
-	frame_size = hotspot_s32(s, jvm->blob_frame_size);
-	if (name == 0x6572707265746e49ULL) { /* "Interpre": the interpreter, its frame from rbp */
+	if (name == HOTSPOT_INTERPRETER_NAME) { /* the interpreter: its frame from rbp */
 		__u64 const_method = 0, bcp, bci = HOTSPOT_NO_BCI;
 
 		/* words[i] is at rbp + 8 * (i - HOTSPOT_FRAME_WORDS): the method's and bcp's
 		 * slots (user space checks they are within), the sender's sp, rbp, return. */
 		if (r->bp < r->sp || r->bp - r->sp > (1 << 20) || r->bp < 8 * HOTSPOT_FRAME_WORDS ||
-		    hotspot_read(s->words, 8 * (HOTSPOT_FRAME_WORDS + 2), r->bp - 8 * HOTSPOT_FRAME_WORDS))
+		    runtime_stack_read(r, r->bp - 8 * HOTSPOT_FRAME_WORDS, s->words, HOTSPOT_FRAME_WORDS + 2))
 			return RUNTIME_NATIVE;
 		method = s->words[(HOTSPOT_FRAME_WORDS + (jvm->interpreter_method >> 3)) & 15];
 		bcp = s->words[(HOTSPOT_FRAME_WORDS + (jvm->interpreter_bcp >> 3)) & 15];
@@ -252,15 +308,16 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		saved[0] = s->words[HOTSPOT_FRAME_WORDS & 15];
 		saved[1] = s->words[(HOTSPOT_FRAME_WORDS + 1) & 15];
 	} else {
-		__u64 begin = jvm->code_begin_is_offset ? blob + hotspot_s32(s, jvm->blob_code_begin)
-						       : hotspot_u64(s, jvm->blob_code_begin);
+		frame_size = hotspot_s32(s, jvm, jvm->blob_frame_size);
+		__u64 begin = jvm->code_begin_is_offset ? blob + hotspot_s32(s, jvm, jvm->blob_code_begin)
+						       : hotspot_u64(s, jvm, jvm->blob_code_begin);
 		__s32 complete = 0;
 
 		/* "nmethod\0", and "native n(method)": a native method's wrapper, compiled too. */
 		if (name == 0x646f6874656d6eULL || name == 0x6e2065766974616eULL) {
-			__u32 compile_id = (__u32)hotspot_s32(s, jvm->nmethod_compile_id);
+			__u32 compile_id = (__u32)hotspot_s32(s, jvm, jvm->nmethod_compile_id);
 
-			method = hotspot_u64(s, jvm->nmethod_method);
+			method = hotspot_u64(s, jvm, jvm->nmethod_method);
 			if (!method)
 				return RUNTIME_NATIVE;
 			key.kind = HOTSPOT_CODE_NMETHOD;
@@ -300,7 +357,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 					return RUNTIME_NATIVE;
 			}
 		} else {
-			complete = hotspot_s32(s, jvm->blob_frame_complete);
+			complete = hotspot_s32(s, jvm, jvm->blob_frame_complete);
 			if (jvm->frame_complete_is_short)
 				complete = (__s16)complete;
 			/* The leaf before its frame is made (the return address where the prologue
@@ -323,7 +380,8 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	/* The return address at the caller's sp, and rbp saved just below it, as every HotSpot
 	 * frame keeps it (an interpreted frame's read with its words); a leaf whose frame is not
 	 * made, or a dispatch stub, left rbp as the caller's. */
-	if (!saved[1] && (keep_bp ? hotspot_read(&saved[1], 8, caller_sp - 8) : hotspot_read(saved, 16, caller_sp - 16)))
+	if (!saved[1] && (keep_bp ? runtime_stack_read(r, caller_sp - 8, &saved[1], 1)
+				  : runtime_stack_read(r, caller_sp - 16, saved, 2)))
 		return RUNTIME_NATIVE;
 	frames->ip[n & UNWIND_MAX_DEPTH] = value;
 	if (!keep_bp)

@@ -62,6 +62,10 @@ static inline __u64 hotspot_fingerprint(__u64 method, __u64 second, __u64 unload
 #define HOTSPOT_HEADER_READ 512
 /* An interpreted frame's words read below its rbp: its method's and bcp's slots lie there. */
 #define HOTSPOT_FRAME_WORDS 10
+/* Code blobs that never move or go (the interpreter's, the call stub's), found by range. */
+#define HOTSPOT_FIXED_BLOBS 2
+/* Bytes of a segment map read at once, up to a pc's segment. */
+#define HOTSPOT_SEGMAP_READ 128
 /* Steps back through a segment map (each up to 254 segments) before a blob is given up. */
 #define HOTSPOT_SEGMAP_STEPS 16
 
@@ -80,9 +84,16 @@ struct hotspot_process {
 	__u16 blob_name, blob_frame_size, blob_code_begin, blob_frame_complete;
 	__u16 nmethod_method, nmethod_compile_id, method_const, const_size;
 	__s16 interpreter_method, interpreter_bcp; /* bytes from the frame pointer */
-	__u16 header_read; /* bytes of a blob read at once, at most HOTSPOT_HEADER_READ */
+	__u16 header_read; /* bytes of a blob read at once, with its block's header (block_size) at most HOTSPOT_HEADER_READ */
 	__u16 pad2;
 	__u64 unloaded; /* where its count of classes unloaded is (hotspot_fingerprint); 0: none */
+	/* Blobs the walk takes by their range, not through the segment map: from the blob's
+	 * start to its end (0, 0: none), and its name's first 8 bytes. */
+	__u64 fixed_low[HOTSPOT_FIXED_BLOBS], fixed_high[HOTSPOT_FIXED_BLOBS], fixed_name[HOTSPOT_FIXED_BLOBS];
+	/* libjvm's image that is never written (its text, its read-only data): blob names read
+	 * there are kept; and this classification's number, unique in the run. */
+	__u64 image_low, image_high;
+	__u64 serial;
 };
 
 #endif /* HOTSPOT_HOTSPOT_H */

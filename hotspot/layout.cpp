@@ -27,6 +27,8 @@ public:
 		const auto value = tables_.size_of(type);
 		return value && *value < (1u << 16) ? uint32_t(*value) : uint32_t(missing(std::string("sizeof ") + type));
 	}
+	// A static field's address some JDKs have: 0 when this one has none.
+	uint64_t optional_static(const char *type, const char *name) const { return first({type}, {name}).value_or(0); }
 	// A field some JDKs have: 0 when this one has none under any of its names.
 	uint32_t optional(std::initializer_list<const char *> types, std::initializer_list<const char *> names)
 	{
@@ -122,6 +124,10 @@ Result<HotSpotLayout> hotspot_layout(const HotSpotTables &tables)
 	l.klass_name = find.offset({"Klass"}, {"_name"});
 	l.symbol_length = find.offset({"Symbol"}, {"_length"});
 	l.symbol_body = find.offset({"Symbol"}, {"_body"});
+	l.interpreter_code = find.optional_static("AbstractInterpreter", "_code");
+	l.queue_buffer = find.optional({"StubQueue"}, {"_stub_buffer"});
+	l.queue_limit = find.optional({"StubQueue"}, {"_buffer_limit"});
+	l.call_stub_return = find.optional_static("StubRoutines", "_call_stub_return_address");
 	// x86-64's interpreter frame (frame_x86.hpp), where the tables do not state it.
 	l.interpreter_method = find.constant("frame::interpreter_frame_method_offset", -3);
 	l.interpreter_bcp = find.constant("frame::interpreter_frame_bcp_offset", -8);

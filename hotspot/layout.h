@@ -45,6 +45,11 @@ struct HotSpotLayout {
 	uint32_t pool_size = 0;                  // sizeof(ConstantPool): its slots follow it
 	uint32_t klass_name = 0;                 // Klass::_name
 	uint32_t symbol_length = 0, symbol_body = 0; // Symbol's
+	// Where the code that never moves is (hotspot_fixed_blobs), each 0 when not in the tables:
+	// the interpreter's StubQueue* (a static field's address) and its buffer's start and
+	// length (int) in it; the call stub's return address (a static field's address).
+	uint64_t interpreter_code = 0, call_stub_return = 0;
+	uint32_t queue_buffer = 0, queue_limit = 0;
 	// An interpreted frame's slots, in words from its frame pointer.
 	int32_t interpreter_method = 0, interpreter_bcp = 0;
 };
@@ -66,6 +71,13 @@ struct HotSpotHeaps {
 	uint32_t log2_segment = 0;
 };
 constexpr size_t kMaxHotSpotHeaps = 8;
+
+// A code blob that never moves or goes: the walk finds a pc in it by its range, without
+// the segment map (struct hotspot_process's fixed_*).
+struct HotSpotFixedBlob {
+	uint64_t low = 0, high = 0; // the blob, from its start (its header) to its end
+	uint64_t name = 0;          // its name's first 8 bytes, as the walk reads them
+};
 
 // An error when the heaps are not set up yet (a JVM starting) or not readable.
 Result<HotSpotHeaps> hotspot_heaps(const HotSpotLayout &layout, const ReadMemory &read);

@@ -88,6 +88,34 @@ std::optional<uint64_t> find_hotspot_blob(const HotSpotHeaps &heaps, const HotSp
 	return std::nullopt;
 }
 
+std::vector<HotSpotFixedBlob> hotspot_fixed_blobs(const HotSpotHeaps &heaps, const HotSpotLayout &layout,
+						  const ReadMemory &read, bool *generated)
+{
+	// A pc in each: the interpreter's first codelet, the call stub's return address.
+	uint64_t queue = 0, interpreter = 0, call_stub = 0;
+	if (layout.interpreter_code && layout.queue_buffer && read_value(read, layout.interpreter_code, queue) && queue)
+		read_value(read, queue + layout.queue_buffer, interpreter);
+	if (layout.call_stub_return)
+		read_value(read, layout.call_stub_return, call_stub);
+	if (generated)
+		*generated = (!layout.interpreter_code || interpreter) && (!layout.call_stub_return || call_stub);
+	std::vector<HotSpotFixedBlob> out;
+	for (const uint64_t pc : {interpreter, call_stub}) {
+		const std::optional<uint64_t> blob = pc ? find_hotspot_blob(heaps, layout, read, pc) : std::nullopt;
+		int32_t size = 0;
+		HotSpotFixedBlob fixed;
+		if (!blob || !read_value(read, *blob + layout.blob_size, size) || size <= 0 ||
+		    uint64_t(size) > kMaxFixedBlob || pc - *blob >= uint64_t(size) ||
+		    !read_hotspot_blob_name(layout, read, *blob, &fixed.name))
+			continue;
+		fixed.low = *blob;
+		fixed.high = *blob + uint64_t(size);
+		if (std::none_of(out.begin(), out.end(), [&](const HotSpotFixedBlob &f) { return f.low == fixed.low; }))
+			out.push_back(fixed);
+	}
+	return out;
+}
+
 std::optional<std::string> read_hotspot_blob_name(const HotSpotLayout &layout, const ReadMemory &read, uint64_t blob,
 						  uint64_t *first_bytes)
 {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hotspot/layout.h"
 #include "hotspot/scopes.h"
@@ -32,6 +33,13 @@ std::optional<HotSpotMethodName> read_hotspot_method(const HotSpotLayout &layout
 std::optional<uint64_t> find_hotspot_blob(const HotSpotHeaps &heaps, const HotSpotLayout &layout,
 					  const ReadMemory &read, uint64_t pc);
 constexpr int kMaxSegmapSteps = 64;
+
+// The interpreter's blob and the call stub's (the initial stubs'), those found: every Java
+// thread's stack holds both. Nothing when the tables name neither or the JVM has not
+// generated them yet (then `generated` is false).
+std::vector<HotSpotFixedBlob> hotspot_fixed_blobs(const HotSpotHeaps &heaps, const HotSpotLayout &layout,
+						  const ReadMemory &read, bool *generated = nullptr);
+constexpr uint64_t kMaxFixedBlob = 16 << 20; // bytes: a blob stated longer is none
 
 // A code blob's name, as the JVM gives it ("nmethod", "Interpreter", "StubRoutines (1)"),
 // and its first 8 bytes as a word (as the walk reads them) when first_bytes is given.

@@ -57,6 +57,13 @@ hotspot_process process_of(const HotSpotDetection &found)
 	p.interpreter_method = int16_t(8 * l.interpreter_method);
 	p.interpreter_bcp = int16_t(8 * l.interpreter_bcp);
 	p.unloaded = found.unloaded_classes;
+	p.image_low = found.image_low;
+	p.image_high = found.image_high;
+	for (size_t i = 0; i < std::min<size_t>(found.fixed.size(), HOTSPOT_FIXED_BLOBS); i++) {
+		p.fixed_low[i] = found.fixed[i].low;
+		p.fixed_high[i] = found.fixed[i].high;
+		p.fixed_name[i] = found.fixed[i].name;
+	}
 	return p;
 }
 
@@ -130,6 +137,7 @@ struct HotSpotReader::Impl {
 	void classify(uint32_t pid);
 	void learn(const runtime_code &met);
 	MetadataPages metadata; // what learn reads of methods, through one tick
+	uint64_t serials = 0;   // JVMs classified (hotspot_process's serial)
 	MethodRef method(uint32_t pid, uint64_t address, const ReadMemory &read) const;
 	MethodRef read_method(const Process &process, uint64_t address, const ReadMemory &read) const;
 	std::optional<RuntimeFrameName> raw_name(uint32_t pid, uint64_t frame) const;
@@ -153,7 +161,8 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 	if (found.kind == HotSpotDetection::Java) {
 		value = process_of(found);
 		const auto in_frame = [](int16_t bytes) { return bytes < 0 && bytes >= -8 * HOTSPOT_FRAME_WORDS && !(bytes % 8); };
-		if (value.header_read > HOTSPOT_HEADER_READ || !in_frame(value.interpreter_method) ||
+		value.serial = ++serials;
+		if (value.block_size + value.header_read > HOTSPOT_HEADER_READ || !in_frame(value.interpreter_method) ||
 		    !in_frame(value.interpreter_bcp)) {
 			if (said.insert("header").second)
 				diagnostics::say("Java frames not shown for PID %u: its code blobs' or interpreter frames' "

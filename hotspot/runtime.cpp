@@ -10,6 +10,7 @@
 
 #include "base/fd.h"
 #include "elf/elf.h"
+#include "hotspot/names.h"
 #include "hotspot/vmstructs.h"
 #include "proc/maps.h"
 #include "proc/memory.h"
@@ -37,6 +38,15 @@ HotSpotDetection detect_hotspot(uint32_t pid)
 	if (!first)
 		return found;
 	found.libjvm = first->path;
+	// From libjvm's first mapping (its lowest) up to the first written or not its own.
+	const MapEntry *lowest = nullptr;
+	for (const MapEntry &m : maps.entries())
+		if (m.inode == first->inode && FileKey::of(m) == FileKey::of(*first) && (!lowest || m.start < lowest->start))
+			lowest = &m;
+	found.image_low = found.image_high = lowest->start;
+	for (const MapEntry &m : maps.entries())
+		if (m.start == found.image_high && FileKey::of(m) == FileKey::of(*first) && m.perms[1] != 'w')
+			found.image_high = m.end;
 	const auto started = std::chrono::steady_clock::now();
 
 	UniqueFd fd = open_read_only((proc + "/root" + first->path).c_str());
@@ -86,6 +96,13 @@ HotSpotDetection detect_hotspot(uint32_t pid)
 		return found;
 	}
 	found.heaps = *heaps;
+	bool generated = false;
+	found.fixed = hotspot_fixed_blobs(found.heaps, found.layout, read, &generated);
+	if (!generated) {
+		found.kind = HotSpotDetection::NotYet;
+		found.note = first->path + ": its interpreter is not generated yet";
+		return found;
+	}
 	// Its perf data, by the tables or by libjvm's own symbol (the tables of some JDKs omit it).
 	uint64_t prologue_at = tables->field("PerfMemory", "_prologue").value_or(0), prologue = 0;
 	if (const auto symbol = !prologue_at ? find_elf_symbol(*elf, "_ZN10PerfMemory9_prologueE") : std::nullopt)

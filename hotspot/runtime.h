@@ -21,8 +21,12 @@ struct HotSpotDetection {
 	Kind kind = NotJava;
 	std::string libjvm; // its path, as the process maps it
 	uint64_t bias = 0;  // libjvm's load bias
+	// libjvm's mappings never written, from its first on (its text and read-only data):
+	// what lies there is the same for the process's life.
+	uint64_t image_low = 0, image_high = 0;
 	HotSpotLayout layout{};
 	HotSpotHeaps heaps{};
+	std::vector<HotSpotFixedBlob> fixed; // the interpreter's blob and the call stub's
 	std::string version; // "17.0.13", when known
 	std::string note;
 	std::shared_ptr<UniqueFd> mem; // its /proc/PID/mem, kept for the names

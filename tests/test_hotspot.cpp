@@ -635,6 +635,21 @@ TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, a
 		CHECK(!found.heaps.heaps.empty());
 		CHECK(found.read_ms < 50);
 		CHECK(found.unloaded_classes != 0); // its perf data's count of classes unloaded
+		// The blobs the walk takes by range: the interpreter's and the call stub's, each in a
+		// code heap, and libjvm's image never written around its code.
+		REQUIRE(found.fixed.size() == 2);
+		const auto named = [&](const HotSpotFixedBlob &fixed, const char *name) {
+			return std::memcmp(&fixed.name, name, 8) == 0;
+		};
+		CHECK(named(found.fixed[0], "Interpre"));
+		CHECK(named(found.fixed[1], "StubRout"));
+		for (const HotSpotFixedBlob &fixed : found.fixed) {
+			CHECK(fixed.low < fixed.high);
+			CHECK(std::any_of(found.heaps.heaps.begin(), found.heaps.heaps.end(), [&](const HotSpotHeap &heap) {
+				return fixed.low >= heap.low && fixed.high <= heap.high;
+			}));
+		}
+		CHECK(found.image_low < found.image_high);
 		MESSAGE(jdk.label << " " << found.version << ": tables read in " << found.read_ms << " ms, "
 				  << found.heaps.heaps.size() << " code heaps, " << compiled.blobs << " nmethods");
 		CHECK(compiled.names.count("holdout.Split.hotA(J)J Split.java"));
