@@ -36,6 +36,9 @@ struct hotspot_scratch {
 	/* The last blob name read in a JVM's libjvm image (immutable text there), by the JVM's
 	 * serial and the name's address: every compiled method's is the same "nmethod". */
 	__u64 name_serial, name_at, name_value;
+	/* The walk's JVM, copied from hotspot_processes at its first frame in the code heaps:
+	 * the walk's next Java frames look nothing up. */
+	struct hotspot_process jvm;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -89,7 +92,8 @@ struct hotspot_walk {
 	__u32 pid;
 	__u8 active;        /* a JVM's thread */
 	__u8 unloaded_read; /* unloaded is read */
-	__u8 pad[2];
+	__u8 copied;        /* its process's entry is copied into hotspot_scratch */
+	__u8 pad;
 	__u64 code_low, code_high; /* from the lowest code heap's start to the highest's end */
 	__u64 unloaded;            /* its count of classes unloaded, from its first blob met */
 };
@@ -111,6 +115,7 @@ static __always_inline int hotspot_start(struct hotspot_walk *h, __u32 tgid)
 	h->pid = tgid;
 	h->active = 1;
 	h->unloaded_read = 0;
+	h->copied = 0;
 	h->unloaded = 0;
 	h->code_low = ~0ULL;
 	for (__u32 i = 0; i < HOTSPOT_MAX_HEAPS; i++)
@@ -252,10 +257,19 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	if (!h || !r || !h->active)
 		return RUNTIME_NATIVE;
 	key.pid = h->pid;
-	jvm = bpf_map_lookup_elem(&hotspot_processes, &h->pid);
 	frames = bpf_map_lookup_elem(&scratch, &user);
 	s = bpf_map_lookup_elem(&hotspot_scratch, &zero);
-	if (!jvm || !frames || !s || !jvm->is_java)
+	if (!frames || !s)
+		return RUNTIME_NATIVE;
+	if (!h->copied) {
+		jvm = bpf_map_lookup_elem(&hotspot_processes, &h->pid);
+		if (!jvm)
+			return RUNTIME_NATIVE;
+		s->jvm = *jvm;
+		h->copied = 1;
+	}
+	jvm = &s->jvm;
+	if (!jvm->is_java)
 		return RUNTIME_NATIVE;
 	pc = r->pc;
 	/* The interpreter and the call stub, in every Java thread's stack, by their ranges: the
