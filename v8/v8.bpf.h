@@ -39,6 +39,9 @@ struct v8_scratch {
 	/* The frame's JSFunction's and SharedFunctionInfo's first words: their map and the
 	 * fields the walk reads (user space checks they lie there). */
 	__u8 function[V8_CODE_READ], shared[V8_CODE_READ];
+	/* The walk's process, copied from v8_processes at its first frame the walk asks about:
+	 * its next frames look nothing up. */
+	struct v8_process proc;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -47,12 +50,13 @@ struct {
 	__uint(max_entries, 1);
 } v8_scratch SEC(".maps");
 
-/* The V8 side of one stack walk: the process's entry is looked up at each frame that
- * needs it, so that the walk's state stays small. */
+/* The V8 side of one stack walk: the process's entry is looked up at the first frame that
+ * needs it and copied per CPU, so that the walk's state stays small. */
 struct v8_walk {
 	__u32 pid;
 	__u8 active; /* a process with V8 that the walk can read */
-	__u8 pad[3];
+	__u8 copied; /* its entry is copied into v8_scratch */
+	__u8 pad[2];
 };
 
 /* Starts the V8 side of a walk. A process not classified yet is asked about. */
@@ -71,6 +75,7 @@ static __always_inline int v8_start(struct v8_walk *v, __u32 tgid)
 		return RUNTIME_NOT;
 	v->pid = tgid;
 	v->active = 1;
+	v->copied = 0;
 	return RUNTIME_MAYBE;
 }
 
@@ -152,10 +157,19 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	if (!v || !r || !v->active || r->bp < 8 * V8_FRAME_SLOTS)
 		return 0;
 	pc = leaf ? r->pc : r->pc - 1;
-	proc = bpf_map_lookup_elem(&v8_processes, &v->pid);
 	s = bpf_map_lookup_elem(&v8_scratch, &zero);
+	if (!s)
+		return 0;
+	if (!v->copied) {
+		proc = bpf_map_lookup_elem(&v8_processes, &v->pid);
+		if (!proc)
+			return 0;
+		s->proc = *proc;
+		v->copied = 1;
+	}
+	proc = &s->proc;
 	/* Through the stack window: the frame-pointer step after it reads the words above. */
-	if (!proc || !s || runtime_stack_read(r, r->bp - 8 * V8_FRAME_SLOTS, s->slots, V8_FRAME_SLOTS))
+	if (runtime_stack_read(r, r->bp - 8 * V8_FRAME_SLOTS, s->slots, V8_FRAME_SLOTS))
 		return 0;
 	/* A small integer (tag bit 0) in the context's slot marks a typed frame. */
 	if (!(v8_slot(s, proc->slot_context) & 1))
