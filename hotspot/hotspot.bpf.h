@@ -1,7 +1,8 @@
 /* hotspot/hotspot.bpf.h: the kernel's walk of HotSpot frames, registered in
  * runtimes/runtimes.bpf.h. HotSpot's compiled code has no unwind tables and, by default, no
  * frame pointers: where the table walk meets a pc in a JVM's code heaps, this walk finds the
- * code blob through the heap's segment map, records the frame (a method and its bytecode
+ * code blob (the interpreter's and the call stub's by their ranges, any other through the
+ * heap's segment map), records the frame (a method and its bytecode
  * index, a compiled method, a stub) and steps the registers past it itself: an interpreted
  * frame by its fixed layout from rbp, a compiled frame or a stub by its blob's frame size.
  * The table walk then goes on from the caller (JVM code, or more Java). */
@@ -27,8 +28,8 @@ RUNTIME_ASKED_MAP(hotspot_wanted);
 /* Compiled methods already told to user space (struct runtime_code). */
 RUNTIME_CODES_MAP(hotspot_codes, hotspot_seen, hotspot_last_id);
 
-/* A code blob's header, and an interpreted frame's words (HOTSPOT_FRAME_WORDS below its rbp,
- * then its saved rbp and return address), each read at once, per CPU. */
+/* A code block's header and its blob's, and an interpreted frame's words (HOTSPOT_FRAME_WORDS
+ * below its rbp, then its saved rbp and return address), each read at once, per CPU. */
 struct hotspot_scratch {
 	__u8 header[HOTSPOT_HEADER_READ + 8];
 	__u64 words[16];

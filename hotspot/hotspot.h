@@ -57,8 +57,8 @@ static inline __u64 hotspot_fingerprint(__u64 method, __u64 second, __u64 unload
 }
 
 #define HOTSPOT_MAX_HEAPS 4
-/* A code blob's header is read at once, up to this many bytes: through the last field the
- * walk reads of it (struct hotspot_process's header_read). */
+/* A code block's header and its blob's are read at once, up to this many bytes: through the
+ * last field the walk reads of the blob (struct hotspot_process's block_size + header_read). */
 #define HOTSPOT_HEADER_READ 512
 /* An interpreted frame's words read below its rbp: its method's and bcp's slots lie there. */
 #define HOTSPOT_FRAME_WORDS 10

@@ -91,14 +91,16 @@ std::optional<uint64_t> find_hotspot_blob(const HotSpotHeaps &heaps, const HotSp
 std::vector<HotSpotFixedBlob> hotspot_fixed_blobs(const HotSpotHeaps &heaps, const HotSpotLayout &layout,
 						  const ReadMemory &read, bool *generated)
 {
-	// A pc in each: the interpreter's first codelet, the call stub's return address.
+	// A pc in each: the interpreter's first codelet, the call stub's return address. Not
+	// generated yet: a field read as null (one that cannot be read is no sign of that).
 	uint64_t queue = 0, interpreter = 0, call_stub = 0;
-	if (layout.interpreter_code && layout.queue_buffer && read_value(read, layout.interpreter_code, queue) && queue)
-		read_value(read, queue + layout.queue_buffer, interpreter);
-	if (layout.call_stub_return)
-		read_value(read, layout.call_stub_return, call_stub);
+	bool pending = false;
+	if (layout.interpreter_code && layout.queue_buffer && read_value(read, layout.interpreter_code, queue))
+		pending |= !queue || (read_value(read, queue + layout.queue_buffer, interpreter) && !interpreter);
+	if (layout.call_stub_return && read_value(read, layout.call_stub_return, call_stub))
+		pending |= !call_stub;
 	if (generated)
-		*generated = (!layout.interpreter_code || interpreter) && (!layout.call_stub_return || call_stub);
+		*generated = !pending;
 	std::vector<HotSpotFixedBlob> out;
 	for (const uint64_t pc : {interpreter, call_stub}) {
 		const std::optional<uint64_t> blob = pc ? find_hotspot_blob(heaps, layout, read, pc) : std::nullopt;

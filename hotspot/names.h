@@ -36,7 +36,7 @@ constexpr int kMaxSegmapSteps = 64;
 
 // The interpreter's blob and the call stub's (the initial stubs'), those found: every Java
 // thread's stack holds both. Nothing when the tables name neither or the JVM has not
-// generated them yet (then `generated` is false).
+// generated them yet (then `generated` is false: their fields read as null).
 std::vector<HotSpotFixedBlob> hotspot_fixed_blobs(const HotSpotHeaps &heaps, const HotSpotLayout &layout,
 						  const ReadMemory &read, bool *generated = nullptr);
 constexpr uint64_t kMaxFixedBlob = 16 << 20; // bytes: a blob stated longer is none

@@ -162,7 +162,7 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		value = process_of(found);
 		const auto in_frame = [](int16_t bytes) { return bytes < 0 && bytes >= -8 * HOTSPOT_FRAME_WORDS && !(bytes % 8); };
 		value.serial = ++serials;
-		if (value.block_size + value.header_read > HOTSPOT_HEADER_READ || !in_frame(value.interpreter_method) ||
+		if (value.block_size + value.header_read > HOTSPOT_HEADER_READ || value.block_used >= value.block_size || !in_frame(value.interpreter_method) ||
 		    !in_frame(value.interpreter_bcp)) {
 			if (said.insert("header").second)
 				diagnostics::say("Java frames not shown for PID %u: its code blobs' or interpreter frames' "

@@ -2,6 +2,7 @@
 // few words of its memory that say its version and where its compiled code lies.
 #include "hotspot/runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -38,15 +39,21 @@ HotSpotDetection detect_hotspot(uint32_t pid)
 	if (!first)
 		return found;
 	found.libjvm = first->path;
-	// From libjvm's first mapping (its lowest) up to the first written or not its own.
-	const MapEntry *lowest = nullptr;
-	for (const MapEntry &m : maps.entries())
-		if (m.inode == first->inode && FileKey::of(m) == FileKey::of(*first) && (!lowest || m.start < lowest->start))
-			lowest = &m;
-	found.image_low = found.image_high = lowest->start;
-	for (const MapEntry &m : maps.entries())
-		if (m.start == found.image_high && FileKey::of(m) == FileKey::of(*first) && m.perms[1] != 'w')
-			found.image_high = m.end;
+	// libjvm's image never written: the run of its mappings, none writable and each where
+	// the one before ends, that holds its code (a copy of the file mapped elsewhere, to be
+	// read, is not it: that memory may be let go and used again).
+	const auto unwritten = [&](const MapEntry &m) { return FileKey::of(m) == FileKey::of(*first) && m.perms[1] != 'w'; };
+	found.image_low = first->start;
+	found.image_high = first->end;
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (const MapEntry &m : maps.entries())
+			if (unwritten(m) && (m.end == found.image_low || m.start == found.image_high)) {
+				found.image_low = std::min(found.image_low, m.start);
+				found.image_high = std::max(found.image_high, m.end);
+				grew = true;
+			}
+	}
 	const auto started = std::chrono::steady_clock::now();
 
 	UniqueFd fd = open_read_only((proc + "/root" + first->path).c_str());

@@ -315,6 +315,78 @@ TEST_CASE("hotspot: metadata read a page at a time reads as the memory does, eac
 	CHECK(direct_reads == before + 1);
 }
 
+TEST_CASE("hotspot: the interpreter's blob and the call stub's are found by their pcs through the segment map, and "
+	  "fields read as null mean not generated yet")
+{
+	// One code heap at 0x10000 of 64-byte segments, its map at 0x8000; each blob after a
+	// 16-byte block header whose byte 8 says it is used; a blob's name at 0, size at 8.
+	HotSpotLayout l;
+	l.interpreter_code = 0x2000;   // AbstractInterpreter::_code: a StubQueue*
+	l.queue_buffer = 8;            // StubQueue::_stub_buffer
+	l.call_stub_return = 0x2100;   // StubRoutines::_call_stub_return_address
+	l.heap_block_size = 16;
+	l.block_used = 8;
+	l.blob_name = 0;
+	l.blob_size = 8;
+	HotSpotHeaps heaps;
+	heaps.log2_segment = 6;
+	heaps.heaps.push_back({0x10000, 0x20000, 0x8000, 0x8400});
+	FakeMemory memory;
+	// Blocks: the interpreter's, segments 0 to 9 (a 624-byte blob), and the stubs', 10 to 12.
+	const auto block = [&](uint64_t first, uint64_t count, uint64_t name, int32_t size) {
+		for (uint64_t i = 0; i < count; i++) {
+			const uint8_t back = uint8_t(i);
+			memory.put(0x8000 + first + i, &back, 1);
+		}
+		const uint64_t at = 0x10000 + (first << 6);
+		const uint8_t used = 1;
+		memory.put(at + 8, &used, 1);
+		memory.put_word(at + 16, name);
+		memory.put(at + 16 + 8, &size, 4);
+	};
+	memory.put_text(0x3000, "Interpreter");
+	memory.put_text(0x3100, "StubRoutines (1)");
+	block(0, 10, 0x3000, 10 * 64 - 16);
+	block(10, 3, 0x3100, 3 * 64 - 16);
+	memory.put_word(0x2000, 0x4000);               // the StubQueue
+	memory.put_word(0x4008, 0x10000 + 16 + 0x100); // its buffer, in the interpreter's blob
+	memory.put_word(0x2100, 0x10000 + (11 << 6) + 5); // the call stub's return, in the stubs'
+	bool generated = false;
+	const std::vector<HotSpotFixedBlob> fixed = hotspot_fixed_blobs(heaps, l, memory.reader(), &generated);
+	CHECK(generated);
+	REQUIRE(fixed.size() == 2);
+	CHECK(fixed[0].low == 0x10010);
+	CHECK(fixed[0].high == 0x10000 + 10 * 64);
+	CHECK(std::memcmp(&fixed[0].name, "Interpre", 8) == 0);
+	CHECK(fixed[1].low == 0x10000 + (10 << 6) + 16);
+	CHECK(fixed[1].high == 0x10000 + 13 * 64);
+	CHECK(std::memcmp(&fixed[1].name, "StubRout", 8) == 0);
+
+	// The call stub not generated yet: its field reads as null.
+	memory.put_word(0x2100, 0);
+	CHECK(hotspot_fixed_blobs(heaps, l, memory.reader(), &generated).size() == 1);
+	CHECK(!generated);
+	// Neither: the interpreter's queue null too.
+	memory.put_word(0x2000, 0);
+	CHECK(hotspot_fixed_blobs(heaps, l, memory.reader(), &generated).empty());
+	CHECK(!generated);
+	// Fields that cannot be read say nothing of it; a JDK without them has no fixed blobs.
+	HotSpotLayout unreadable = l;
+	unreadable.interpreter_code = 0x7000;
+	unreadable.call_stub_return = 0x7100;
+	CHECK(hotspot_fixed_blobs(heaps, unreadable, memory.reader(), &generated).empty());
+	CHECK(generated);
+	HotSpotLayout none = l;
+	none.interpreter_code = none.call_stub_return = 0;
+	CHECK(hotspot_fixed_blobs(heaps, none, memory.reader(), &generated).empty());
+	CHECK(generated);
+	// A blob that states a size not holding its pc, or none, is not taken.
+	memory.put_word(0x2000, 0x4000);
+	const int32_t short_size = 0x80;
+	memory.put(0x10000 + 16 + 8, &short_size, 4);
+	CHECK(hotspot_fixed_blobs(heaps, l, memory.reader(), &generated).empty());
+}
+
 TEST_CASE("hotspot: a counter of the perf data is found by its name, and bad perf data gives none, never a read without end")
 {
 	// A prologue at 0x20000, then entries as HotSpot writes them: a vector, a counter of
