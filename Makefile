@@ -79,7 +79,7 @@ TEST_OBJS := $(TEST_SRCS:%.cpp=$(PLAIN)/%.o)
 # TEST_CXXFLAGS="-O0 -g"` for a debugger's view of a test's variables.
 TEST_CXXFLAGS ?= -O0 -g1
 
-.PHONY: all clean test check fixtures workloads install uninstall FORCE
+.PHONY: all clean test check fixtures workloads install uninstall
 .DELETE_ON_ERROR:
 
 all: $(PROFILE)
@@ -110,7 +110,7 @@ $(OUTPUT)/profile.o $(OUTPUT)/push/push.o $(OUTPUT)/report/otlp.o: $(VERSION_STA
 $(PLAIN)/tests/test_push.o: $(PLAIN)/version.stamp
 # Only there among the tests: the precompiled header, built without it, stays valid from one
 # commit to the next.
-$(PLAIN)/tests/test_push.o: override TEST_CXXFLAGS += $(VERSION_FLAG)
+$(PLAIN)/tests/test_push.o: private override TEST_CXXFLAGS += $(VERSION_FLAG)
 
 # Everything that includes the skeleton waits for it.
 $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $(PLAIN)/profile.skel.h
@@ -119,14 +119,11 @@ $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $
 # looks for $(PLAIN)/tests/precompiled.h.gch where -include names the header, and uses
 # it when the flags match; -Winvalid-pch says so when they do not.
 TEST_PCH := $(PLAIN)/tests/precompiled.h.gch
-# The flags a header was compiled with, rewritten when they change: another CXXFLAGS or
-# TEST_CXXFLAGS compiles the header again (g++ would pass over the old one, slowly).
-define flags_file
-	$(Q)echo '$(2)' | cmp -s - $(1) || echo '$(2)' > $(1)
-endef
-FORCE:
-$(PLAIN)/tests/precompiled.flags: FORCE | $(PLAIN)/tests
-	$(call flags_file,$@,$(TEST_CXXFLAGS) $(COMMON_CXXFLAGS))
+# The flags a header was compiled with, rewritten as make reads this file when they change
+# (no rule, as the version stamp): another CXXFLAGS or TEST_CXXFLAGS compiles the header
+# again (g++ would pass over the old one, slowly).
+flags_file = $(shell mkdir -p $(dir $(1)) && { printf '%s\n' '$(2)' | cmp -s - $(1) || printf '%s\n' '$(2)' > $(1); })
+$(call flags_file,$(PLAIN)/tests/precompiled.flags,$(TEST_CXXFLAGS) $(COMMON_CXXFLAGS))
 $(TEST_PCH): tests/precompiled.h $(PLAIN)/tests/precompiled.flags | $(PLAIN)/tests
 	$(call msg,PCH,$@)
 	$(Q)cp $< $(PLAIN)/tests/precompiled.h
@@ -140,8 +137,7 @@ $(PLAIN)/tests/%.o: tests/%.cpp $(TEST_PCH) | $(PLAIN)/tests
 # (base/precompiled.h), as the tests' are above: PROFILE_VERSION, which changes with each
 # commit, appears in none of them, so the header stays valid from one to the next.
 PCH := $(OUTPUT)/precompiled.h.gch
-$(OUTPUT)/precompiled.flags: FORCE | $(OUTPUT)
-	$(call flags_file,$@,$(filter-out $(VERSION_FLAG),$(CXXFLAGS)))
+$(call flags_file,$(OUTPUT)/precompiled.flags,$(filter-out $(VERSION_FLAG),$(CXXFLAGS)))
 $(PCH): base/precompiled.h $(OUTPUT)/precompiled.flags | $(OUTPUT)
 	$(call msg,PCH,$@)
 	$(Q)cp $< $(OUTPUT)/precompiled.h
