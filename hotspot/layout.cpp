@@ -126,7 +126,6 @@ Result<HotSpotLayout> hotspot_layout(const HotSpotTables &tables)
 	l.symbol_body = find.offset({"Symbol"}, {"_body"});
 	l.interpreter_code = find.optional_static("AbstractInterpreter", "_code");
 	l.queue_buffer = find.optional({"StubQueue"}, {"_stub_buffer"});
-	l.queue_limit = find.optional({"StubQueue"}, {"_buffer_limit"});
 	l.call_stub_return = find.optional_static("StubRoutines", "_call_stub_return_address");
 	// x86-64's interpreter frame (frame_x86.hpp), where the tables do not state it.
 	l.interpreter_method = find.constant("frame::interpreter_frame_method_offset", -3);

@@ -46,10 +46,10 @@ struct HotSpotLayout {
 	uint32_t klass_name = 0;                 // Klass::_name
 	uint32_t symbol_length = 0, symbol_body = 0; // Symbol's
 	// Where the code that never moves is (hotspot_fixed_blobs), each 0 when not in the tables:
-	// the interpreter's StubQueue* (a static field's address) and its buffer's start and
-	// length (int) in it; the call stub's return address (a static field's address).
+	// the interpreter's StubQueue* (a static field's address) and its buffer's start in it;
+	// the call stub's return address (a static field's address).
 	uint64_t interpreter_code = 0, call_stub_return = 0;
-	uint32_t queue_buffer = 0, queue_limit = 0;
+	uint32_t queue_buffer = 0;
 	// An interpreted frame's slots, in words from its frame pointer.
 	int32_t interpreter_method = 0, interpreter_bcp = 0;
 };

@@ -112,8 +112,7 @@ std::vector<HotSpotFixedBlob> hotspot_fixed_blobs(const HotSpotHeaps &heaps, con
 			continue;
 		fixed.low = *blob;
 		fixed.high = *blob + uint64_t(size);
-		if (std::none_of(out.begin(), out.end(), [&](const HotSpotFixedBlob &f) { return f.low == fixed.low; }))
-			out.push_back(fixed);
+		out.push_back(fixed);
 	}
 	return out;
 }

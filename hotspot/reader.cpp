@@ -401,24 +401,21 @@ bool HotSpotReader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) co
 		d.naming_ms += clocks::thread_cpu_ms() - start;
 		return name;
 	};
+	const auto give = [&](const std::optional<RuntimeFrameName> &name) {
+		if (name)
+			out = *name;
+		return name.has_value();
+	};
 	// A frame named by id: once a window. One named by its Method* or code blob is read each
 	// time, and a method's checked against the JVM's count of classes unloaded each time:
 	// frames are named batch by batch through a window, and a class unloaded since may have
 	// put another method at that address.
-	std::optional<RuntimeFrameName> fresh;
-	const std::optional<RuntimeFrameName> *name = &fresh;
-	if (HOTSPOT_FRAME_KIND(frame) != HOTSPOT_BY_ID) {
-		fresh = timed([&] { return d.raw_name(pid, frame); });
-	} else {
-		auto [at, added] = d.named.try_emplace({pid, frame});
-		if (added)
-			at->second = timed([&] { return d.read_name(pid, frame); });
-		name = &at->second;
-	}
-	if (!*name)
-		return false;
-	out = **name;
-	return true;
+	if (HOTSPOT_FRAME_KIND(frame) != HOTSPOT_BY_ID)
+		return give(timed([&] { return d.raw_name(pid, frame); }));
+	auto [at, added] = d.named.try_emplace({pid, frame});
+	if (added)
+		at->second = timed([&] { return d.read_name(pid, frame); });
+	return give(at->second);
 }
 
 std::string HotSpotReader::stats() const

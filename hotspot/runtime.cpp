@@ -2,7 +2,6 @@
 // few words of its memory that say its version and where its compiled code lies.
 #include "hotspot/runtime.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -40,20 +39,17 @@ HotSpotDetection detect_hotspot(uint32_t pid)
 		return found;
 	found.libjvm = first->path;
 	// libjvm's image never written: the run of its mappings, none writable and each where
-	// the one before ends, that holds its code (a copy of the file mapped elsewhere, to be
-	// read, is not it: that memory may be let go and used again).
-	const auto unwritten = [&](const MapEntry &m) { return FileKey::of(m) == FileKey::of(*first) && m.perms[1] != 'w'; };
-	found.image_low = first->start;
-	found.image_high = first->end;
-	for (bool grew = true; grew;) {
-		grew = false;
-		for (const MapEntry &m : maps.entries())
-			if (unwritten(m) && (m.end == found.image_low || m.start == found.image_high)) {
-				found.image_low = std::min(found.image_low, m.start);
-				found.image_high = std::max(found.image_high, m.end);
-				grew = true;
-			}
-	}
+	// the one before ends, around its code (a copy of the file mapped elsewhere, to be read,
+	// is not it: that memory may be let go and used again). The entries are sorted.
+	const std::vector<MapEntry> &all = maps.entries();
+	const auto unwritten = [&](size_t i) { return FileKey::of(all[i]) == FileKey::of(*first) && all[i].perms[1] != 'w'; };
+	size_t low = size_t(first - all.data()), high = low;
+	while (low > 0 && unwritten(low - 1) && all[low - 1].end == all[low].start)
+		low--;
+	while (high + 1 < all.size() && unwritten(high + 1) && all[high + 1].start == all[high].end)
+		high++;
+	found.image_low = all[low].start;
+	found.image_high = all[high].end;
 	const auto started = std::chrono::steady_clock::now();
 
 	UniqueFd fd = open_read_only((proc + "/root" + first->path).c_str());
