@@ -262,15 +262,8 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	s = bpf_map_lookup_elem(&hotspot_scratch, &zero);
 	if (!frames || !s)
 		return RUNTIME_NATIVE;
-	if (!h->copied) {
-		jvm = bpf_map_lookup_elem(&hotspot_processes, &h->pid);
-		if (!jvm)
-			return RUNTIME_NATIVE;
-		s->jvm = *jvm;
-		h->copied = 1;
-	}
-	jvm = &s->jvm;
-	if (!jvm->is_java)
+	jvm = runtime_walk_entry(&hotspot_processes, h->pid, &s->jvm, sizeof(s->jvm), &h->copied);
+	if (!jvm || !jvm->is_java)
 		return RUNTIME_NATIVE;
 	pc = r->pc;
 	/* The interpreter and the call stub, in every Java thread's stack, by their ranges: the

@@ -215,10 +215,8 @@ __noinline int same_user_stack(struct walk_reads *last, __u32 tgid)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct unwind_process *proc;
 	struct pt_regs *regs;
-	struct stack_window *window;
-	__u64 start = 0, end = 0;
+	struct runtime_regs window = {}; /* only its window's bounds */
 	struct stack_hash h;
-	__u32 zero = 0;
 
 	if (!last || !last->same_again || last->n > WALK_READS_MAX || !task->mm || (__u64)task->mm != last->mm)
 		return 0;
@@ -231,37 +229,15 @@ __noinline int same_user_stack(struct walk_reads *last, __u32 tgid)
 	/* Found to be a runtime's since (a runtime initialized): a walk now shows its frames. */
 	if (!runtimes_none_in(tgid))
 		return 0;
-	window = bpf_map_lookup_elem(&stack_window, &zero);
-	if (!window)
-		return 0;
-	/* The words, read a window at a time as the walk read them: most frames are near the
-	 * one below, and one read serves several. */
+	/* The words, read through the stack window as the walk read them: most frames are near
+	 * the one below, and one read serves several. */
 	hash_start(&h);
 	for (__u32 i = 0; i < WALK_READS_MAX && i < last->n; i++) {
-		__u64 at = last->at[i] & ~1ULL, len = last->at[i] & 1 ? 16 : 8, index, room;
+		__u64 at = last->at[i] & ~1ULL, len = last->at[i] & 1 ? 16 : 8;
 		__u64 words[2] = {};
 
-		if (at < start || at + len > end) {
-			room = 4096 - (at & 4095);
-			if (room > sizeof(window->words))
-				room = sizeof(window->words);
-			if (room >= len && !bpf_probe_read_user(window->words, room, (void *)at)) {
-				start = at;
-				end = at + room;
-			} else {
-				/* At a page's end, as the walk read it: the word(s) alone. */
-				start = end = 0;
-				if (bpf_probe_read_user(words, len == 16 ? 16 : 8, (void *)at))
-					return 0;
-			}
-		}
-		if (end) {
-			index = (at - start) / 8;
-			if (index > STACK_WINDOW_WORDS - 2)
-				return 0;
-			words[0] = window->words[index];
-			words[1] = window->words[index + 1];
-		}
+		if (len == 16 ? runtime_stack_read(&window, at, words, 2) : runtime_stack_read(&window, at, words, 1))
+			return 0;
 		hash_frame(&h, words[0]);
 		if (len == 16)
 			hash_frame(&h, words[1]);

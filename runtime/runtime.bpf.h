@@ -64,6 +64,24 @@ direct:
 	return bpf_probe_read_user(out, 8 * words, (void *)at);
 }
 
+/* A runtime's entry for the walk's process (its map `processes`, by pid), looked up at the
+ * walk's first frame that needs it and copied into `copy` (its per-CPU scratch): the walk's
+ * next frames look nothing up. *copied is the walk's, 0 at its start. Null when there is
+ * no entry. Inlined, `size` a constant at each call. */
+static __always_inline void *runtime_walk_entry(void *processes, __u32 pid, void *copy, const __u32 size,
+						__u8 *copied)
+{
+	if (!*copied) {
+		void *entry = bpf_map_lookup_elem(processes, &pid);
+
+		if (!entry)
+			return NULL;
+		__builtin_memcpy(copy, entry, size);
+		*copied = 1;
+	}
+	return copy;
+}
+
 static __always_inline bool runtime_on(__u64 tag)
 {
 	return runtimes_on & RUNTIME_BIT(tag);

@@ -160,14 +160,9 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	s = bpf_map_lookup_elem(&v8_scratch, &zero);
 	if (!s)
 		return 0;
-	if (!v->copied) {
-		proc = bpf_map_lookup_elem(&v8_processes, &v->pid);
-		if (!proc)
-			return 0;
-		s->proc = *proc;
-		v->copied = 1;
-	}
-	proc = &s->proc;
+	proc = runtime_walk_entry(&v8_processes, v->pid, &s->proc, sizeof(s->proc), &v->copied);
+	if (!proc)
+		return 0;
 	/* Through the stack window: the frame-pointer step after it reads the words above. */
 	if (runtime_stack_read(r, r->bp - 8 * V8_FRAME_SLOTS, s->slots, V8_FRAME_SLOTS))
 		return 0;
