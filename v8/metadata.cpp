@@ -127,6 +127,7 @@ Status fill_walk(const Names &names, V8Layout &layout)
 					"class_SharedFunctionInfo__script_or_debug_info__Object",
 					"class_SharedFunctionInfo__script__Tagged_HeapObject_"});
 	walk.bytecode_data = names.get({"class_BytecodeArray__data__uintptr_t"});
+	walk.shared_function_data = names.get({"class_SharedFunctionInfo__function_data__Object"});
 
 	if (!walk.type_shared || !walk.type_code || !walk.type_bytecode || !walk.type_function_first ||
 	    !walk.map_instance_type || !walk.function_shared || !walk.shared_name || !walk.shared_script ||
@@ -139,7 +140,8 @@ Status fill_walk(const Names &names, V8Layout &layout)
 	    walk.code_deopt_data > 64 - 8 || walk.code_deopt_data % 8)
 		return Error("its Code layout is not one this profiler reads");
 	// The walk reads a JSFunction's and a SharedFunctionInfo's first 64 bytes (V8_CODE_READ).
-	for (const uint16_t field : {walk.function_shared, walk.function_code, walk.shared_name, walk.shared_script})
+	for (const uint16_t field :
+	     {walk.function_shared, walk.function_code, walk.shared_name, walk.shared_script, walk.shared_function_data})
 		if (field > 64 - 8 || field % 8)
 			return Error("its JSFunction or SharedFunctionInfo layout is not one this profiler reads");
 	return {};

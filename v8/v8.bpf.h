@@ -51,12 +51,19 @@ struct {
 } v8_scratch SEC(".maps");
 
 /* The V8 side of one stack walk: the process's entry is looked up at the first frame that
- * needs it and copied per CPU, so that the walk's state stays small. */
+ * needs it and copied per CPU, so that the walk's state stays small. What one frame's reads
+ * proved holds for the walk's next frames: the thread stands still while its stack is
+ * walked, and a GC that would move its objects is the thread's own. So the JSFunction maps
+ * met (a context's functions share a few) and the ids of the scripts met (a module's
+ * functions call each other) are read once a walk, two of each kept. */
+#define V8_WALK_KEPT 2
 struct v8_walk {
 	__u32 pid;
 	__u8 active; /* a process with V8 that the walk can read */
 	__u8 copied; /* its entry is copied into v8_scratch */
-	__u8 pad[2];
+	__u8 next_map, next_script; /* the entry the next one met replaces */
+	__u64 function_maps[V8_WALK_KEPT];
+	__u64 scripts[V8_WALK_KEPT], script_ids[V8_WALK_KEPT];
 };
 
 /* Starts the V8 side of a walk. A process not classified yet is asked about. */
@@ -73,9 +80,7 @@ static __always_inline int v8_start(struct v8_walk *v, __u32 tgid)
 	}
 	if (!proc->is_v8)
 		return RUNTIME_NOT;
-	v->pid = tgid;
-	v->active = 1;
-	v->copied = 0;
+	*v = (struct v8_walk){.pid = tgid, .active = 1};
 	return RUNTIME_MAYBE;
 }
 
@@ -119,6 +124,40 @@ static __always_inline __u16 v8_type_of(const struct v8_process *proc, __u64 tag
 	return v8_map_type(proc, map);
 }
 
+/* Whether map is a JSFunction's: met before in the walk, or read so (and kept). */
+static __always_inline bool v8_function_map(struct v8_walk *v, const struct v8_process *proc, __u64 map)
+{
+	__u16 type;
+
+	if ((map & 3) != 1)
+		return false;
+	if (map == v->function_maps[0] || map == v->function_maps[1])
+		return true;
+	type = v8_map_type(proc, map);
+	if (type < proc->type_function_first || type > proc->type_function_last)
+		return false;
+	v->function_maps[v->next_map++ & (V8_WALK_KEPT - 1)] = map;
+	return true;
+}
+
+/* A script's id (0 when it cannot be read): met before in the walk, or read so (and kept). */
+static __always_inline __u64 v8_script_id(struct v8_walk *v, const struct v8_process *proc, __u64 script)
+{
+	__u64 id = 0;
+
+	if ((script & 3) != 1)
+		return 0;
+	if (script == v->scripts[0])
+		return v->script_ids[0];
+	if (script == v->scripts[1])
+		return v->script_ids[1];
+	if (bpf_probe_read_user(&id, sizeof(id), (void *)(script - 1 + proc->script_id)))
+		return 0;
+	v->scripts[v->next_script & (V8_WALK_KEPT - 1)] = script;
+	v->script_ids[v->next_script++ & (V8_WALK_KEPT - 1)] = id;
+	return id;
+}
+
 /* A heap object's first V8_CODE_READ bytes, read at once into out: false when it is no heap
  * object or cannot be read. */
 static __always_inline bool v8_read_object(__u8 *out, __u64 tagged)
@@ -130,6 +169,16 @@ static __always_inline bool v8_read_object(__u8 *out, __u64 tagged)
 static __always_inline __u64 v8_word(const __u8 *object, __u16 offset)
 {
 	return *(const __u64 *)&object[offset & (V8_CODE_READ - 8)];
+}
+
+/* Whether the frame's bytecode slot holds a BytecodeArray: the one its SharedFunctionInfo
+ * (read into shared) holds, the array of a function compiled and not tiered up (up to V8
+ * 11); else by the map it has. */
+static __always_inline bool v8_is_bytecode(const struct v8_process *proc, const __u8 *shared, __u64 bytecode)
+{
+	if (proc->shared_function_data && (bytecode & 3) == 1 && v8_word(shared, proc->shared_function_data) == bytecode)
+		return true;
+	return v8_type_of(proc, bytecode) == proc->type_bytecode;
 }
 
 /* A frame slot by its index (struct v8_process). */
@@ -150,9 +199,8 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	struct v8_process *proc;
 	struct v8_scratch *s;
 	struct v8_code_words words = {};
-	__u64 pc, function, shared, script, script_id = 0, bytecode, saved, code, offset = V8_NO_OFFSET;
+	__u64 pc, function, shared, script, bytecode, saved, code, offset = V8_NO_OFFSET;
 	__u32 zero = 0;
-	__u16 type;
 
 	if (!v || !r || !v->active || r->bp < 8 * V8_FRAME_SLOTS)
 		return 0;
@@ -172,8 +220,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	function = v8_slot(s, proc->slot_function);
 	if (!v8_read_object(s->function, function))
 		return 0;
-	type = v8_map_type(proc, v8_word(s->function, 0));
-	if (type < proc->type_function_first || type > proc->type_function_last)
+	if (!v8_function_map(v, proc, v8_word(s->function, 0)))
 		return 0;
 	shared = v8_word(s->function, proc->function_shared);
 	if (!v8_read_object(s->shared, shared) || v8_map_type(proc, v8_word(s->shared, 0)) != proc->type_shared)
@@ -181,7 +228,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	key.pid = v->pid;
 	bytecode = v8_slot(s, proc->slot_bytecode_array);
 	saved = v8_slot(s, proc->slot_bytecode_offset);
-	if (!(saved & 1) && v8_type_of(proc, bytecode) == proc->type_bytecode) {
+	if (!(saved & 1) && v8_is_bytecode(proc, s->shared, bytecode)) {
 		/* Interpreted: the offset it saved counts from the array's tagged address. */
 		__s64 at = (__s64)saved >> 32;
 
@@ -216,11 +263,9 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 		offset = V8_NO_OFFSET;
 	}
 	script = v8_word(s->shared, proc->shared_script);
-	if ((script & 3) == 1)
-		bpf_probe_read_user(&script_id, sizeof(script_id), (void *)(script - 1 + proc->script_id));
 	return V8_FRAME(runtime_code_id(&v8_codes, &v8_seen, &v8_last_id, &key, shared,
-				   v8_fingerprint(shared, v8_word(s->shared, proc->shared_name), script, script_id,
-						  &words)),
+				   v8_fingerprint(shared, v8_word(s->shared, proc->shared_name), script,
+						  v8_script_id(v, proc, script), &words)),
 			offset);
 }
 
