@@ -26,7 +26,7 @@ struct {
 RUNTIME_ASKED_MAP(hotspot_wanted);
 
 /* Compiled methods already told to user space (struct runtime_code). */
-RUNTIME_CODES_MAP(hotspot_codes, hotspot_seen, hotspot_last_id);
+RUNTIME_CODES_MAP(hotspot);
 
 /* A code block's header and its blob's, and an interpreted frame's words (HOTSPOT_FRAME_WORDS
  * below its rbp, then its saved rbp and return address), each read at once, per CPU. */
@@ -305,7 +305,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			bci = bcp - const_method - jvm->const_size;
 		key.kind = HOTSPOT_CODE_METHOD;
 		key.object = method;
-		id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, method,
+		id = runtime_code_id(RUNTIME_CODES(hotspot), &key, method,
 				     hotspot_fingerprint(method, const_method, unloaded));
 		value = id ? HOTSPOT_ID_FRAME(bci, id) : HOTSPOT_FRAME(HOTSPOT_INTERPRETED, bci, method);
 		caller_sp = r->bp + 16;
@@ -330,7 +330,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 				return RUNTIME_NATIVE;
 			key.kind = HOTSPOT_CODE_NMETHOD;
 			key.object = blob;
-			id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, method,
+			id = runtime_code_id(RUNTIME_CODES(hotspot), &key, method,
 					     hotspot_fingerprint(method, compile_id, unloaded));
 			if (id)
 				value = HOTSPOT_ID_FRAME(pc >= begin && pc - begin < HOTSPOT_NO_BCI ? pc - begin
@@ -341,7 +341,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		} else {
 			key.kind = HOTSPOT_CODE_STUB;
 			key.object = blob;
-			id = runtime_code_id(&hotspot_codes, &hotspot_seen, &hotspot_last_id, &key, 0,
+			id = runtime_code_id(RUNTIME_CODES(hotspot), &key, 0,
 					     hotspot_fingerprint(blob, name, 0));
 			value = id ? HOTSPOT_ID_FRAME(HOTSPOT_NO_BCI, id) : HOTSPOT_FRAME(HOTSPOT_STUB, HOTSPOT_NO_BCI, blob);
 		}

@@ -183,7 +183,7 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		// them.
 		process.raw_next = process.raw_mark();
 		process.raw_since = again ? Process::kNoMark : process.raw_next;
-		forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
+		forget_runtime_codes(maps, pid); // a new image under the same pid (exec)
 	} else {
 		processes.erase(pid);
 	}
@@ -382,7 +382,7 @@ void HotSpotReader::tick()
 void HotSpotReader::end_window()
 {
 	Impl &d = *impl_;
-	forget_unnamed_codes(d.met_ids, ++d.window, forgetting_in(d.maps.codes));
+	forget_unnamed_codes(d.met_ids, ++d.window, forgetting_in(d.maps));
 	for (auto &[pid, process] : d.processes) {
 		process.raw_since = process.raw_next;
 		process.raw_next = process.raw_mark();

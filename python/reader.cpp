@@ -57,7 +57,7 @@ void PythonReader::Impl::classify(uint32_t pid)
 		// afresh. What was named of the old image stays, for the samples taken before.
 		static_assert(sizeof(python_code_key) == sizeof(runtime_code_key) &&
 			      offsetof(python_code_key, pid) == offsetof(runtime_code_key, pid));
-		forget_runtime_codes(maps.codes, pid);
+		forget_runtime_codes(maps, pid);
 		processes[pid] = Process{found.layout, value.code_type};
 		stats.processes++;
 	} else {
@@ -110,7 +110,7 @@ void PythonReader::tick()
 
 void PythonReader::end_window()
 {
-	impl_->names.end_window(forgetting_in(impl_->maps.codes));
+	impl_->names.end_window(forgetting_in(impl_->maps));
 }
 
 const PythonNames &PythonReader::names() const

@@ -28,11 +28,24 @@ std::optional<RuntimeMaps> RuntimeMaps::named(const MapFdByName &map_fd, const s
 	maps.seen = map_fd((prefix + "_seen").c_str());
 	if (maps.processes < 0 || maps.wanted < 0 || maps.codes < 0 || maps.seen < 0)
 		return std::nullopt;
+	maps.generation = map_fd((prefix + "_generation").c_str());
 	return maps;
 }
 
-void forget_runtime_codes(int map_fd, uint32_t pid)
+// After objects left the codes map: the generation its front's entries must hold, one on.
+static void move_generation_on(const RuntimeMaps &maps)
 {
+	const uint32_t zero = 0;
+	uint64_t generation = 0;
+	if (maps.generation >= 0 && bpf_map_lookup_elem(maps.generation, &zero, &generation) == 0) {
+		generation++;
+		bpf_map_update_elem(maps.generation, &zero, &generation, BPF_ANY);
+	}
+}
+
+void forget_runtime_codes(const RuntimeMaps &maps, uint32_t pid)
+{
+	const int map_fd = maps.codes;
 	std::vector<runtime_code_key> stale;
 	runtime_code_key key, next;
 	for (runtime_code_key *prev = nullptr; bpf_map_get_next_key(map_fd, prev, &next) == 0; prev = &key) {
@@ -42,16 +55,18 @@ void forget_runtime_codes(int map_fd, uint32_t pid)
 	}
 	for (const runtime_code_key &gone : stale)
 		bpf_map_delete_elem(map_fd, &gone);
+	move_generation_on(maps);
 }
 
-void forget_runtime_code(int map_fd, const runtime_code_key &key)
+void forget_runtime_code(const RuntimeMaps &maps, const runtime_code_key &key)
 {
-	bpf_map_delete_elem(map_fd, &key);
+	bpf_map_delete_elem(maps.codes, &key);
+	move_generation_on(maps);
 }
 
-ForgetCode forgetting_in(int map_fd)
+ForgetCode forgetting_in(const RuntimeMaps &maps)
 {
-	return [map_fd](const runtime_code_key &key) { forget_runtime_code(map_fd, key); };
+	return [maps](const runtime_code_key &key) { forget_runtime_code(maps, key); };
 }
 
 SeenRecords::SeenRecords(int map_fd, size_t record_size) : record_size_(record_size)

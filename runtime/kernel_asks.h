@@ -21,9 +21,10 @@ using MapFdByName = std::function<int(const char *name)>;
 // A runtime's kernel maps, as every runtime's walk has them, each named for the runtime
 // ("python_processes"): the processes as user space classified them, those the walk asked
 // about, what it told user space of (RUNTIME_CODES_MAP, or the runtime's own), and the ring
-// of what it met for the first time.
+// of what it met for the first time; and, for a RUNTIME_CODES_MAP, the generation of the codes
+// map that its per-CPU front of it checks (-1 for a runtime's own map, which has none).
 struct RuntimeMaps {
-	int processes = -1, wanted = -1, codes = -1, seen = -1;
+	int processes = -1, wanted = -1, codes = -1, seen = -1, generation = -1;
 	// The maps named for `prefix`; nothing when the program lacks one of them.
 	static std::optional<RuntimeMaps> named(const MapFdByName &map_fd, const std::string &prefix);
 };
@@ -34,8 +35,9 @@ void answer_asked_pids(int map_fd, const std::function<void(uint32_t pid)> &answ
 
 // Takes out of a runtime's map of objects told to user space (RUNTIME_CODES_MAP, or one whose
 // key starts as struct runtime_code_key's, pid first, 16 bytes) those of process pid: a new
-// image under the same pid (exec) has its objects told afresh.
-void forget_runtime_codes(int map_fd, uint32_t pid);
+// image under the same pid (exec) has its objects told afresh. Then moves the map's
+// generation on: the kernel's front of the map forgets them too.
+void forget_runtime_codes(const RuntimeMaps &maps, uint32_t pid);
 
 // The ring buffer of records the walk met for the first time.
 class SeenRecords {
@@ -78,14 +80,14 @@ struct KeptCode {
 // Windows an id is kept unnamed by any frame: a minute of the agent's 15 s windows.
 constexpr uint64_t kKeptWindows = 4;
 
-// Takes an object out of a runtime's map of objects told to user space: the walk tells of it
-// again, under a new id, when it meets it next.
-void forget_runtime_code(int map_fd, const runtime_code_key &key);
+// Takes an object out of a runtime's map of objects told to user space, and moves the map's
+// generation on: the walk tells of it again, under a new id, when it meets it next.
+void forget_runtime_code(const RuntimeMaps &maps, const runtime_code_key &key);
 
-// What forgets an object in the kernel's map: forget_runtime_code on the runtime's map
+// What forgets an object in the kernel's map: forget_runtime_code on the runtime's maps
 // (forgetting_in), as its reader hands it to its names, which call no BPF function.
 using ForgetCode = std::function<void(const runtime_code_key &key)>;
-ForgetCode forgetting_in(int map_fd);
+ForgetCode forgetting_in(const RuntimeMaps &maps);
 
 // After a continuous run's window `window`: takes out of `names` (by id, each value with a
 // KeptCode `kept`) those no frame was named by in the last kKeptWindows windows, and forgets

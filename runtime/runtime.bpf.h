@@ -109,33 +109,77 @@ static __always_inline void runtime_ask(void *asked, __u32 tgid)
  * once, and a hash map that allocates as it goes has only a few elements at hand per CPU in
  * a context that cannot sleep (sched_switch, NMI) until the kernel refills it: the rest
  * failed, and their frames were left unnamed. LRU: one evicted is sent again, with a new
- * id, the next time the walk meets it. */
-#define RUNTIME_CODES_MAP(codes, seen, last_id)                                                    \
+ * id, the next time the walk meets it.
+ * Before the map, per CPU, a front of the objects a CPU met lately, each in the slot its
+ * address gives: a frame met again (a stack's callers, sample after sample) is answered by an
+ * index, where the hash costs as much as a read of the process. An entry holds the map's
+ * generation, which user space moves on after it takes objects out of the map
+ * (runtime/kernel_asks.h): the front's older entries then answer nothing. */
+#define RUNTIME_FRONT_SLOTS 256
+struct runtime_front_entry {
+	struct runtime_code_key key;
+	__u64 fingerprint, id, generation;
+};
+struct runtime_front {
+	struct runtime_front_entry slots[RUNTIME_FRONT_SLOTS];
+};
+
+#define RUNTIME_CODES_MAP(runtime)                                                                 \
 	struct {                                                                                   \
 		__uint(type, BPF_MAP_TYPE_LRU_HASH);                                               \
 		__type(key, struct runtime_code_key);                                              \
 		__type(value, struct runtime_code);                                                \
 		__uint(max_entries, 16384);                                                        \
-	} codes SEC(".maps");                                                                      \
+	} runtime##_codes SEC(".maps");                                                            \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                           \
+		__type(key, __u32);                                                                \
+		__type(value, struct runtime_front);                                               \
+		__uint(max_entries, 1);                                                            \
+	} runtime##_front SEC(".maps");                                                            \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+		__type(key, __u32);                                                                \
+		__type(value, __u64);                                                              \
+		__uint(max_entries, 1);                                                            \
+	} runtime##_generation SEC(".maps");                                                       \
 	struct {                                                                                   \
 		__uint(type, BPF_MAP_TYPE_RINGBUF);                                                \
 		__uint(max_entries, 256 * 1024);                                                   \
-	} seen SEC(".maps");                                                                       \
-	__u64 last_id = 0
+	} runtime##_seen SEC(".maps");                                                             \
+	__u64 runtime##_last_id = 0
+
+/* The maps RUNTIME_CODES_MAP(runtime) made, as runtime_code_id takes them. */
+#define RUNTIME_CODES(runtime)                                                                     \
+	&runtime##_codes, &runtime##_front, &runtime##_generation, &runtime##_seen, &runtime##_last_id
 
 /* The id of the object `key` with this fingerprint, told to user space (the ring seen) the
  * first time the walk meets it. 0 when the ring is full or the map is: the frame then reads
  * as the runtime's unnamed frame. Two CPUs meeting it at once each give it an id: both are
- * named, alike. */
-static __always_inline __u64 runtime_code_id(void *codes, void *seen, __u64 *last_id,
-					     const struct runtime_code_key *key, __u64 extra, __u64 fingerprint)
+ * named, alike. Called with RUNTIME_CODES(runtime) first. */
+static __always_inline __u64 runtime_code_id(void *codes, void *front, void *generation, void *seen,
+					     __u64 *last_id, const struct runtime_code_key *key, __u64 extra,
+					     __u64 fingerprint)
 {
+	struct runtime_front_entry *slot = NULL;
 	struct runtime_code *known, *sent;
-	__u64 id;
+	struct runtime_front *lately;
+	__u64 id, *now;
+	__u32 zero = 0;
 
+	lately = bpf_map_lookup_elem(front, &zero);
+	now = bpf_map_lookup_elem(generation, &zero);
+	if (lately && now) {
+		slot = &lately->slots[runtime_fingerprint(&key->object, 1) % RUNTIME_FRONT_SLOTS];
+		if (slot->id && slot->generation == *now && slot->key.object == key->object &&
+		    slot->key.pid == key->pid && slot->key.kind == key->kind && slot->fingerprint == fingerprint)
+			return slot->id;
+	}
 	known = bpf_map_lookup_elem(codes, key);
-	if (known && known->fingerprint == fingerprint)
-		return known->id;
+	if (known && known->fingerprint == fingerprint) {
+		id = known->id;
+		goto front;
+	}
 	sent = bpf_ringbuf_reserve(seen, sizeof(*sent), 0);
 	if (!sent)
 		return 0;
@@ -151,6 +195,13 @@ static __always_inline __u64 runtime_code_id(void *codes, void *seen, __u64 *las
 		return 0;
 	}
 	bpf_ringbuf_submit(sent, 0);
+front:
+	if (slot) {
+		slot->key = *key;
+		slot->fingerprint = fingerprint;
+		slot->id = id;
+		slot->generation = *now;
+	}
 	return id;
 }
 

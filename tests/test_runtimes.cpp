@@ -113,13 +113,26 @@ TEST_CASE("runtimes: a continuous run forgets the ids no frame of its last windo
 		REQUIRE(bpf_map_update_elem(map, &key, &value, BPF_ANY) == 0);
 		names[id] = {"f" + std::to_string(id), {key, 0}};
 	}
-	const ForgetCode forget = forgetting_in(map);
+	// And its front's generation (an array of one word, as RUNTIME_CODES_MAP's).
+	RuntimeMaps maps;
+	maps.codes = map;
+	maps.generation = bpf_map_create(BPF_MAP_TYPE_ARRAY, "test_generation", sizeof(uint32_t), sizeof(uint64_t), 1,
+					 nullptr);
+	REQUIRE(maps.generation >= 0);
+	const auto generation = [&] {
+		const uint32_t zero = 0;
+		uint64_t value = 0;
+		REQUIRE(bpf_map_lookup_elem(maps.generation, &zero, &value) == 0);
+		return value;
+	};
+	const ForgetCode forget = forgetting_in(maps);
 	uint64_t window = 0;
 	for (; window < kKeptWindows; window++) {
 		names[2].kept.window = window; // named in every window
 		forget_unnamed_codes(names, window + 1, forget);
 	}
 	CHECK(names.size() == 3); // none unnamed for more than kKeptWindows windows yet
+	CHECK(generation() == 0); // nothing forgotten: the kernel's front of the map holds
 	names[2].kept.window = window;
 	names[3].kept.window = 1;
 	forget_unnamed_codes(names, ++window, forget);
@@ -132,10 +145,17 @@ TEST_CASE("runtimes: a continuous run forgets the ids no frame of its last windo
 		CAPTURE(id);
 		CHECK((bpf_map_lookup_elem(map, &key, &value) == 0) == (id != 1));
 	}
+	CHECK(generation() == 1); // one forgotten: the front's entries answer nothing now
 	forget_unnamed_codes(names, ++window, forget);
 	forget_unnamed_codes(names, ++window, forget);
 	CHECK(names.count(3) == 0);
 	CHECK(names.count(2) == 1);
+	CHECK(generation() == 2);
+	// An exec: the process's objects go, and the generation moves on again.
+	forget_runtime_codes(maps, 7);
+	CHECK(bpf_map_get_next_key(map, nullptr, &value) != 0);
+	CHECK(generation() == 3);
+	close(maps.generation);
 	close(map);
 }
 

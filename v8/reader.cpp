@@ -41,7 +41,7 @@ struct V8Reader::Impl {
 				entry = found->value().walk;
 				processes.emplace(pid, found->value());
 				versions.insert(found->value().version());
-				forget_runtime_codes(maps.codes, pid); // a new image under the same pid (exec)
+				forget_runtime_codes(maps, pid); // a new image under the same pid (exec)
 			} else if (said.insert(found->error()).second) {
 				diagnostics::say("JavaScript frames not named in PID %u: %s", pid, found->error().c_str());
 			}
@@ -111,7 +111,7 @@ bool V8Reader::name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const
 
 void V8Reader::end_window()
 {
-	impl_->names.end_window(forgetting_in(impl_->maps.codes));
+	impl_->names.end_window(forgetting_in(impl_->maps));
 }
 
 std::string V8Reader::stats() const

@@ -29,7 +29,7 @@ struct {
 RUNTIME_ASKED_MAP(v8_wanted);
 
 /* Code objects already sent to user space (shared = the SharedFunctionInfo, in extra). */
-RUNTIME_CODES_MAP(v8_codes, v8_seen, v8_last_id);
+RUNTIME_CODES_MAP(v8);
 
 /* A frame's slots and a Code object's header, read in one go each, per CPU. */
 #define V8_CODE_READ 64
@@ -263,7 +263,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 		offset = V8_NO_OFFSET;
 	}
 	script = v8_word(s->shared, proc->shared_script);
-	return V8_FRAME(runtime_code_id(&v8_codes, &v8_seen, &v8_last_id, &key, shared,
+	return V8_FRAME(runtime_code_id(RUNTIME_CODES(v8), &key, shared,
 				   v8_fingerprint(shared, v8_word(s->shared, proc->shared_name), script,
 						  v8_script_id(v, proc, script), &words)),
 			offset);
