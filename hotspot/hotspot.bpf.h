@@ -40,6 +40,13 @@ struct hotspot_scratch {
 	/* The walk's JVM, copied from hotspot_processes at its first frame in the code heaps:
 	 * the walk's next Java frames look nothing up. */
 	struct hotspot_process jvm;
+	/* Blocks the segment map found lately (struct hotspot_kept), the next one replacing
+	 * kept[next_kept % HOTSPOT_KEPT_BLOCKS]. */
+	struct hotspot_kept {
+		__u64 serial, low, high; /* a JVM's block, from its header to its end */
+		__u64 check;             /* hotspot_check of its header then */
+	} kept[HOTSPOT_KEPT_BLOCKS];
+	__u32 next_kept;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -188,6 +195,68 @@ static __always_inline __u64 hotspot_block(struct hotspot_scratch *s, const stru
 	return low + (segment << (jvm->log2_segment & 31));
 }
 
+/* Reads the block's header and its blob's into s->header (jvm->header_read bytes of the
+ * blob): false when they cannot be read, or the block is not in use. */
+static __always_inline bool hotspot_header(struct hotspot_scratch *s, const struct hotspot_process *jvm, __u64 block)
+{
+	__u32 size = jvm->block_size + jvm->header_read;
+
+	return size >= 8 && size <= HOTSPOT_HEADER_READ && !hotspot_read(s->header, size, block) &&
+	       s->header[jvm->block_used & (HOTSPOT_HEADER_READ - 1)];
+}
+
+/* The fields of the header read that the walk goes by: the block's length, the blob's name,
+ * frame size, code start, frame_complete, and a compiled method's Method and compile id
+ * (unique in the JVM's life). */
+static __always_inline __u64 hotspot_check(const struct hotspot_scratch *s, const struct hotspot_process *jvm)
+{
+	__u64 parts[7] = {
+		*(const __u64 *)&s->header[jvm->block_length & (HOTSPOT_HEADER_READ - 1)],
+		hotspot_u64(s, jvm, jvm->blob_name),
+		(__u32)hotspot_s32(s, jvm, jvm->blob_frame_size),
+		hotspot_u64(s, jvm, jvm->blob_code_begin),
+		(__u32)hotspot_s32(s, jvm, jvm->blob_frame_complete),
+		hotspot_u64(s, jvm, jvm->nmethod_method),
+		(__u32)hotspot_s32(s, jvm, jvm->nmethod_compile_id),
+	};
+
+	return runtime_fingerprint(parts, 7);
+}
+
+/* A block the segment map found lately that holds pc, its header read again into s->header
+ * and the same in every field the walk goes by: 0 when there is none. Code blobs never move;
+ * one freed, its space may be another's: a block starting there is then pc's all the same (pc
+ * is live), and the header's fields tell it from the one kept (its compile id); one that
+ * starts elsewhere has no header where the kept one had, but code or data, which would have
+ * to repeat the kept one's fields byte for byte. */
+static __always_inline __u64 hotspot_kept_block(struct hotspot_scratch *s, const struct hotspot_process *jvm,
+						__u64 pc)
+{
+	for (__u32 i = 0; i < HOTSPOT_KEPT_BLOCKS; i++) {
+		struct hotspot_kept *kept = &s->kept[i];
+
+		if (kept->serial == jvm->serial && pc >= kept->low && pc < kept->high)
+			return hotspot_header(s, jvm, kept->low) && hotspot_check(s, jvm) == kept->check ? kept->low
+													 : 0;
+	}
+	return 0;
+}
+
+/* Keeps the block the segment map found, its header in s->header. */
+static __always_inline void hotspot_keep_block(struct hotspot_scratch *s, const struct hotspot_process *jvm,
+					       __u64 block)
+{
+	__u64 length = *(const __u64 *)&s->header[jvm->block_length & (HOTSPOT_HEADER_READ - 1)];
+	struct hotspot_kept *kept = &s->kept[s->next_kept++ % HOTSPOT_KEPT_BLOCKS];
+
+	if (length > (1 << 24))
+		return;
+	kept->serial = jvm->serial;
+	kept->low = block;
+	kept->high = block + (length << (jvm->log2_segment & 31));
+	kept->check = hotspot_check(s, jvm);
+}
+
 /* Where the return address is, from sp, at pc in a compiled frame's prologue (before
  * frame_complete): at sp until the stack moves; above rbp once C1 pushed it; at the frame's
  * top once its `sub rsp` ran (its rbp saved or not, rbp is still the caller's). A stack
@@ -252,8 +321,10 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	struct runtime_code_key key = {};
 	__u64 pc, block = 0, blob, name = 0, value, method = 0, caller_sp, next_sp, saved[2] = {}, id, unloaded;
 	__s32 frame_size = 0;
-	__u32 user = 1, zero = 0, i, size;
-	__u8 keep_bp = 0; /* the frame left rbp as its caller's */
+	__u32 user = 1, zero = 0, i;
+	__u8 keep_bp = 0;  /* the frame left rbp as its caller's */
+	__u8 by_map = 0;   /* the block was found through the segment map */
+	__u8 have_header = 0;
 
 	if (!h || !r || !h->active)
 		return RUNTIME_NATIVE;
@@ -274,19 +345,23 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			name = jvm->fixed_name[i];
 			break;
 		}
+	/* A block found lately, its header read with the check; else the segment map's. */
+	if (!block && (block = hotspot_kept_block(s, jvm, pc)))
+		have_header = 1;
 	for (i = 0; !block && i < HOTSPOT_MAX_HEAPS; i++)
 		if (i < jvm->heaps && pc >= jvm->low[i] && pc < jvm->high[i]) {
 			block = hotspot_block(s, jvm, i, pc);
+			by_map = 1;
 			break;
 		}
 	/* The block's header and the blob's, in one read, unless it is the interpreter known by
 	 * its range (its frame is read from rbp); the blob's name when not known. */
-	size = jvm->block_size + jvm->header_read;
 	if (!block || (name != HOTSPOT_INTERPRETER_NAME &&
-		       (size < 8 || size > HOTSPOT_HEADER_READ || hotspot_read(s->header, size, block) ||
-			!s->header[jvm->block_used & (HOTSPOT_HEADER_READ - 1)] ||
+		       ((!have_header && !hotspot_header(s, jvm, block)) ||
 			(!name && hotspot_name(s, jvm, hotspot_u64(s, jvm, jvm->blob_name), &name)))))
 		return RUNTIME_NATIVE;
+	if (by_map)
+		hotspot_keep_block(s, jvm, block);
 	blob = block + jvm->block_size;
 	unloaded = hotspot_unloaded(h, jvm);
 	if (name == HOTSPOT_INTERPRETER_NAME) { /* the interpreter: its frame from rbp */

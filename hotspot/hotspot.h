@@ -68,6 +68,7 @@ static inline __u64 hotspot_fingerprint(__u64 method, __u64 second, __u64 unload
 #define HOTSPOT_SEGMAP_READ 128
 /* Steps back through a segment map (each up to 254 segments) before a blob is given up. */
 #define HOTSPOT_SEGMAP_STEPS 16
+#define HOTSPOT_KEPT_BLOCKS 4
 
 /* A process as user space classified it, with what the walk reads of a JVM: its code heaps
  * and the offsets of the fields it reads (hotspot/layout.h says what each is). */
@@ -85,7 +86,7 @@ struct hotspot_process {
 	__u16 nmethod_method, nmethod_compile_id, method_const, const_size;
 	__s16 interpreter_method, interpreter_bcp; /* bytes from the frame pointer */
 	__u16 header_read; /* bytes of a blob read at once, with its block's header (block_size) at most HOTSPOT_HEADER_READ */
-	__u16 pad2;
+	__u16 block_length; /* the block's length in segments, in its header */
 	__u64 unloaded; /* where its count of classes unloaded is (hotspot_fingerprint); 0: none */
 	/* Blobs the walk takes by their range, not through the segment map: from the blob's
 	 * start to its end (0, 0: none), and its name's first 8 bytes. */

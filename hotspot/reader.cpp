@@ -43,6 +43,7 @@ hotspot_process process_of(const HotSpotDetection &found)
 	p.code_begin_is_offset = l.code_begin_is_offset;
 	p.frame_complete_is_short = l.frame_complete_is_short;
 	p.block_used = uint16_t(l.block_used);
+	p.block_length = uint16_t(l.block_length);
 	p.block_size = uint16_t(l.heap_block_size);
 	p.blob_name = uint16_t(l.blob_name);
 	p.blob_frame_size = uint16_t(l.blob_frame_size);
@@ -162,7 +163,8 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		value = process_of(found);
 		const auto in_frame = [](int16_t bytes) { return bytes < 0 && bytes >= -8 * HOTSPOT_FRAME_WORDS && !(bytes % 8); };
 		value.serial = ++serials;
-		if (value.block_size + value.header_read > HOTSPOT_HEADER_READ || value.block_used >= value.block_size || !in_frame(value.interpreter_method) ||
+		if (value.block_size + value.header_read > HOTSPOT_HEADER_READ || value.block_used >= value.block_size ||
+		    value.block_length + 8 > value.block_size || value.block_length % 8 || !in_frame(value.interpreter_method) ||
 		    !in_frame(value.interpreter_bcp)) {
 			if (said.insert("header").second)
 				diagnostics::say("Java frames not shown for PID %u: its code blobs' or interpreter frames' "
