@@ -325,6 +325,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 	__u8 keep_bp = 0;  /* the frame left rbp as its caller's */
 	__u8 by_map = 0;   /* the block was found through the segment map */
 	__u8 have_header = 0;
+	__u8 frameless = 0; /* a fixed blob of frame size 0: its header is not read */
 
 	if (!h || !r || !h->active)
 		return RUNTIME_NATIVE;
@@ -343,6 +344,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		if (pc >= jvm->fixed_low[i] && pc < jvm->fixed_high[i]) {
 			block = jvm->fixed_low[i] - jvm->block_size;
 			name = jvm->fixed_name[i];
+			frameless = jvm->fixed_frameless[i];
 			break;
 		}
 	/* A block found lately, its header read with the check; else the segment map's. */
@@ -355,8 +357,9 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 			break;
 		}
 	/* The block's header and the blob's, in one read, unless it is the interpreter known by
-	 * its range (its frame is read from rbp); the blob's name when not known. */
-	if (!block || (name != HOTSPOT_INTERPRETER_NAME &&
+	 * its range (its frame is read from rbp) or a frameless one so known (the call stub); the
+	 * blob's name when not known. */
+	if (!block || (name != HOTSPOT_INTERPRETER_NAME && !frameless &&
 		       ((!have_header && !hotspot_header(s, jvm, block)) ||
 			(!name && hotspot_name(s, jvm, hotspot_u64(s, jvm, jvm->blob_name), &name)))))
 		return RUNTIME_NATIVE;
@@ -391,7 +394,7 @@ __noinline int hotspot_frame(struct hotspot_walk *h, struct runtime_regs *r, __u
 		saved[0] = s->words[HOTSPOT_FRAME_WORDS & 15];
 		saved[1] = s->words[(HOTSPOT_FRAME_WORDS + 1) & 15];
 	} else {
-		frame_size = hotspot_s32(s, jvm, jvm->blob_frame_size);
+		frame_size = frameless ? 0 : hotspot_s32(s, jvm, jvm->blob_frame_size);
 		__u64 begin = jvm->code_begin_is_offset ? blob + hotspot_s32(s, jvm, jvm->blob_code_begin)
 						       : hotspot_u64(s, jvm, jvm->blob_code_begin);
 		__s32 complete = 0;

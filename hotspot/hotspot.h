@@ -80,7 +80,7 @@ struct hotspot_process {
 	__u8 log2_segment;
 	__u8 code_begin_is_offset;
 	__u8 frame_complete_is_short; /* an int16_t, not an int */
-	__u8 pad[2];
+	__u8 fixed_frameless[HOTSPOT_FIXED_BLOBS]; /* below: a fixed blob of frame size 0 */
 	__u16 block_used, block_size;
 	__u16 blob_name, blob_frame_size, blob_code_begin, blob_frame_complete;
 	__u16 nmethod_method, nmethod_compile_id, method_const, const_size;

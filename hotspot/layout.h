@@ -77,6 +77,7 @@ constexpr size_t kMaxHotSpotHeaps = 8;
 struct HotSpotFixedBlob {
 	uint64_t low = 0, high = 0; // the blob, from its start (its header) to its end
 	uint64_t name = 0;          // its name's first 8 bytes, as the walk reads them
+	bool frameless = false;     // its frame size is 0 (the call stub's): stepped by rbp, no header read
 };
 
 // An error when the heaps are not set up yet (a JVM starting) or not readable.

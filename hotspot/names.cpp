@@ -104,7 +104,7 @@ std::vector<HotSpotFixedBlob> hotspot_fixed_blobs(const HotSpotHeaps &heaps, con
 	std::vector<HotSpotFixedBlob> out;
 	for (const uint64_t pc : {interpreter, call_stub}) {
 		const std::optional<uint64_t> blob = pc ? find_hotspot_blob(heaps, layout, read, pc) : std::nullopt;
-		int32_t size = 0;
+		int32_t size = 0, frame_size = -1;
 		HotSpotFixedBlob fixed;
 		if (!blob || !read_value(read, *blob + layout.blob_size, size) || size <= 0 ||
 		    uint64_t(size) > kMaxFixedBlob || pc - *blob >= uint64_t(size) ||
@@ -112,6 +112,8 @@ std::vector<HotSpotFixedBlob> hotspot_fixed_blobs(const HotSpotHeaps &heaps, con
 			continue;
 		fixed.low = *blob;
 		fixed.high = *blob + uint64_t(size);
+		fixed.frameless = layout.blob_frame_size && read_value(read, *blob + layout.blob_frame_size, frame_size) &&
+				  frame_size == 0;
 		out.push_back(fixed);
 	}
 	return out;

@@ -64,6 +64,7 @@ hotspot_process process_of(const HotSpotDetection &found)
 		p.fixed_low[i] = found.fixed[i].low;
 		p.fixed_high[i] = found.fixed[i].high;
 		p.fixed_name[i] = found.fixed[i].name;
+		p.fixed_frameless[i] = found.fixed[i].frameless;
 	}
 	return p;
 }

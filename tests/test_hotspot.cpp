@@ -316,7 +316,7 @@ TEST_CASE("hotspot: metadata read a page at a time reads as the memory does, eac
 }
 
 TEST_CASE("hotspot: the interpreter's blob and the call stub's are found by their pcs through the segment map, and "
-	  "fields read as null mean not generated yet")
+	  "fields read as null mean not generated yet; the call stub's has no frame of its own")
 {
 	// One code heap at 0x10000 of 64-byte segments, its map at 0x8000; each blob after a
 	// 16-byte block header whose byte 8 says it is used; a blob's name at 0, size at 8.
@@ -328,12 +328,13 @@ TEST_CASE("hotspot: the interpreter's blob and the call stub's are found by thei
 	l.block_used = 8;
 	l.blob_name = 0;
 	l.blob_size = 8;
+	l.blob_frame_size = 12;
 	HotSpotHeaps heaps;
 	heaps.log2_segment = 6;
 	heaps.heaps.push_back({0x10000, 0x20000, 0x8000, 0x8400});
 	FakeMemory memory;
 	// Blocks: the interpreter's, segments 0 to 9 (a 624-byte blob), and the stubs', 10 to 12.
-	const auto block = [&](uint64_t first, uint64_t count, uint64_t name, int32_t size) {
+	const auto block = [&](uint64_t first, uint64_t count, uint64_t name, int32_t size, int32_t frame_size) {
 		for (uint64_t i = 0; i < count; i++) {
 			const uint8_t back = uint8_t(i);
 			memory.put(0x8000 + first + i, &back, 1);
@@ -343,11 +344,12 @@ TEST_CASE("hotspot: the interpreter's blob and the call stub's are found by thei
 		memory.put(at + 8, &used, 1);
 		memory.put_word(at + 16, name);
 		memory.put(at + 16 + 8, &size, 4);
+		memory.put(at + 16 + 12, &frame_size, 4);
 	};
 	memory.put_text(0x3000, "Interpreter");
 	memory.put_text(0x3100, "StubRoutines (1)");
-	block(0, 10, 0x3000, 10 * 64 - 16);
-	block(10, 3, 0x3100, 3 * 64 - 16);
+	block(0, 10, 0x3000, 10 * 64 - 16, 4);
+	block(10, 3, 0x3100, 3 * 64 - 16, 0);
 	memory.put_word(0x2000, 0x4000);               // the StubQueue
 	memory.put_word(0x4008, 0x10000 + 16 + 0x100); // its buffer, in the interpreter's blob
 	memory.put_word(0x2100, 0x10000 + (11 << 6) + 5); // the call stub's return, in the stubs'
@@ -361,6 +363,9 @@ TEST_CASE("hotspot: the interpreter's blob and the call stub's are found by thei
 	CHECK(fixed[1].low == 0x10000 + (10 << 6) + 16);
 	CHECK(fixed[1].high == 0x10000 + 13 * 64);
 	CHECK(std::memcmp(&fixed[1].name, "StubRout", 8) == 0);
+	// The stubs' blob has no frame of its own: the walk reads no header of it.
+	CHECK(!fixed[0].frameless);
+	CHECK(fixed[1].frameless);
 
 	// The call stub not generated yet: its field reads as null.
 	memory.put_word(0x2100, 0);
@@ -715,6 +720,7 @@ TEST_CASE("hotspot: each JDK's tables give its layout, version and code heaps, a
 		};
 		CHECK(named(found.fixed[0], "Interpre"));
 		CHECK(named(found.fixed[1], "StubRout"));
+		CHECK(found.fixed[1].frameless); // the call stub's frame is rbp's
 		for (const HotSpotFixedBlob &fixed : found.fixed) {
 			CHECK(fixed.low < fixed.high);
 			CHECK(std::any_of(found.heaps.heaps.begin(), found.heaps.heaps.end(), [&](const HotSpotHeap &heap) {
