@@ -7,7 +7,10 @@
 # under a named method, those with main above them and the thread's root at the top, the
 # source file and line on the frame, the time to read the JVM's tables; then the sampling program's
 # ns per run (kernel.bpf_stats_enabled) with Java frames and with --no-java, both attached
-# at once at 997 Hz (-U), in turns (each attached first once).
+# at once at 997 Hz (-U), in turns (each attached first once). --no-java stops at the first
+# compiled frame (no frame pointer there); so the same pair runs again on a JVM started with
+# -XX:+PreserveFramePointer, whose whole stack --no-java walks too: what naming Java frames
+# costs beyond walking them.
 # Needs root, ./profile and bpftool. Not part of `make test`. Usage: scripts/bench-java.sh [SECONDS] (default 10)
 set -eu
 
@@ -55,6 +58,16 @@ for java in /usr/lib/jvm/java-17-openjdk-amd64/bin/java /usr/lib/jvm/temurin-25-
 	read -r n2 j2 < <(cost_pair "$jvm" --no-java "")
 	kill "$jvm" 2>/dev/null || true
 	wait "$jvm" 2>/dev/null || true
+	rm -f "$WORK/ready" "$WORK/fp-truth"
+	"$java" -XX:+PreserveFramePointer -cp "$WORK/classes" holdout.Split 45 "$WORK/fp-truth" >"$WORK/ready" &
+	jvm=$!
+	PIDS+=("$jvm")
+	while [ ! -s "$WORK/ready" ] || [ ! -s "$WORK/fp-truth" ]; do sleep 0.1; done
+	sleep 1
+	read -r fj1 fn1 < <(cost_pair "$jvm" "" --no-java)
+	read -r fn2 fj2 < <(cost_pair "$jvm" --no-java "")
+	kill "$jvm" 2>/dev/null || true
+	wait "$jvm" 2>/dev/null || true
 	echo "== $("$java" -version 2>&1 | head -1)"
 	# A folded line is "frame;frame;...;frame COUNT": the count becomes a field of its own.
 	sed 's/ \([0-9]*\)$/;\1/' "$WORK/on.folded" >"$WORK/on.fields"
@@ -86,4 +99,8 @@ for java in /usr/lib/jvm/java-17-openjdk-amd64/bin/java /usr/lib/jvm/temurin-25-
 	echo "  ns per sample: Java frames $j1, --no-java $n1 (Java attached first); Java $j2, --no-java $n2 (--no-java first);" \
 		"$(awk -v j1="$j1" -v n1="$n1" -v j2="$j2" -v n2="$n2" \
 			'BEGIN { printf "%.2fx", (n1 > 0 && n2 > 0) ? sqrt((j1 / n1) * (j2 / n2)) : 0 }') (target: <= 1.5x)"
+	echo "  with -XX:+PreserveFramePointer (--no-java walks the whole stack too): Java $fj1, --no-java $fn1 (Java first);" \
+		"Java $fj2, --no-java $fn2 (--no-java first);" \
+		"$(awk -v j1="$fj1" -v n1="$fn1" -v j2="$fj2" -v n2="$fn2" \
+			'BEGIN { printf "%.2fx", (n1 > 0 && n2 > 0) ? sqrt((j1 / n1) * (j2 / n2)) : 0 }')"
 done
