@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <regex>
@@ -104,6 +105,10 @@ TEST_CASE("v8: the layout of each node's V8 is read from its metadata, with the 
 		// lies in it up to V8 11 (right after its map); from 12 in trusted space.
 		const bool before_12 = node.label == "Node 18" || node.label == "Node 20";
 		CHECK(v8.walk.shared_function_data == (before_12 ? 8 : 0));
+		// External strings (node's own scripts' sources): the cached address of their
+		// characters, after the resource.
+		CHECK(v8.external_string_tag == 2);
+		CHECK(v8.external_data == 24);
 		if (node.label == "Node 18") {
 			CHECK(v8.version().starts_with("10.2."));
 			CHECK(v8.walk.function_code != 0);
@@ -304,11 +309,17 @@ TEST_CASE("v8: a Node script's two functions on its main thread are named with t
 		for (const FoldedLine &l : all_lines)
 			if (!l.frames.empty() && l.frames[0].ends_with("-" + std::to_string(pid_of[i])))
 				lines.push_back(l);
-		uint64_t named = 0, in_a = 0, in_b = 0, rooted = 0;
+		uint64_t named = 0, in_a = 0, in_b = 0, rooted = 0, loader = 0, loader_lined = 0;
 		for (const FoldedLine &l : lines) {
 			bool js = false;
 			for (const std::string &f : l.frames) {
 				js |= contains(f, " (split.js:");
+				// Node's own module loader: its source is an external string (in node's
+				// binary), whose lines are read too; its functions lie far into the file.
+				if (const size_t at = f.find(" (loader:"); at != std::string::npos) {
+					loader += l.count;
+					loader_lined += std::atoi(f.c_str() + at + 9) > 100 ? l.count : 0;
+				}
 				in_a += f.starts_with("hotA (split.js:") ? l.count : 0;
 				in_b += f.starts_with("hotB (split.js:") ? l.count : 0;
 			}
@@ -319,6 +330,8 @@ TEST_CASE("v8: a Node script's two functions on its main thread are named with t
 		REQUIRE(n > 100);
 		CHECK_MESSAGE(named >= 0.85 * n, named << " of " << n << " under a named JS function\n" << r.out);
 		CHECK_MESSAGE(rooted >= 0.95 * n, rooted << " of " << n << " reach _start\n" << r.out);
+		CHECK(loader >= n / 2);
+		CHECK(loader_lined == loader);
 		REQUIRE(in_a + in_b > 50);
 		const double truth_a = a / (a + b), share = double(in_a) / double(in_a + in_b);
 		// Three standard deviations of a share of in_a + in_b samples, and the truth's own

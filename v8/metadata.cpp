@@ -170,6 +170,14 @@ Status fill_naming(const Names &names, V8Layout &layout)
 	layout.thin_actual = names.get({"class_ThinString__actual__String"});
 	layout.sliced_parent = names.get({"class_SlicedString__parent__String"});
 	layout.sliced_offset = names.get({"class_SlicedString__offset__SMI"});
+	// An external string's characters are outside V8's heap (node's own scripts are in its
+	// binary): the address, cached, follows the resource (V8 10.2 to 13.6, no sandbox).
+	const auto external = names.find({"ExternalStringTag"});
+	const uint16_t resource = names.get({"class_ExternalString__resource__Object"});
+	if (external && resource && *external != layout.seq_string_tag) {
+		layout.external_string_tag = uint16_t(*external);
+		layout.external_data = resource + kPointer;
+	}
 	layout.script_name = names.get({"class_Script__name__Object"});
 	layout.script_line_ends = names.get({"class_Script__line_ends__Object"});
 	layout.script_source = names.get({"class_Script__source__Object"});

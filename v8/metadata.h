@@ -26,6 +26,9 @@ struct V8Layout {
 		 one_byte_string_tag = 0;
 	uint16_t string_length = 0, seq_one_byte_chars = 0, seq_two_byte_chars = 0;
 	uint16_t cons_first = 0, cons_second = 0, thin_actual = 0, sliced_parent = 0, sliced_offset = 0;
+	// An external string's representation tag, and where it caches its characters' address
+	// (0: not read; an uncached one, kUncachedExternalStringMask in its type, has none).
+	uint16_t external_string_tag = 0, external_data = 0;
 	uint16_t script_name = 0, script_line_ends = 0, script_source = 0;
 	uint16_t array_length = 0, fixed_array_data = 0;
 	uint16_t bytecode_positions = 0; // BytecodeArray's source position table

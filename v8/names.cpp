@@ -17,6 +17,9 @@ constexpr size_t kMaxTable = 1 << 20;      // bytes of a position table
 constexpr int64_t kMaxCodeDelta = int64_t(1) << 33;     // a position table's deltas
 constexpr int64_t kMaxPositionDelta = int64_t(1) << 48;
 constexpr int kMaxStringPieces = 256;      // objects read of one string (cons, thin, sliced)
+// V8's instance-type bit of an external string without the cached address of its
+// characters (instance-type.h, unchanged from V8 7 to 13).
+constexpr uint16_t kUncachedExternalStringMask = 1 << 4;
 constexpr size_t kMaxInlinings = 1024;     // inlined functions read of one code object
 constexpr size_t kInliningSize = 16;       // an InliningPosition: SourcePosition, int, padding
 
@@ -173,12 +176,19 @@ std::optional<std::string> V8Memory::string_part(uint64_t tagged, size_t max_byt
 		return std::nullopt;
 	const uint16_t representation = type & layout_.string_representation_mask;
 	const bool one_byte = (type & layout_.string_encoding_mask) == layout_.one_byte_string_tag;
-	if (representation == layout_.seq_string_tag) {
+	// Where the characters are: in the object (sequential), or an external one's cached
+	// address.
+	std::optional<uint64_t> chars;
+	if (representation == layout_.seq_string_tag)
+		chars = tagged - 1 + (one_byte ? layout_.seq_one_byte_chars : layout_.seq_two_byte_chars);
+	else if (layout_.external_data && representation == layout_.external_string_tag &&
+		 !(type & kUncachedExternalStringMask))
+		chars = field(tagged, layout_.external_data);
+	if (chars) {
 		// Not zeroed first: a length the object claims costs nothing until the read succeeds.
 		const size_t raw_size = one_byte ? length : 2 * size_t(length);
 		const auto raw = std::make_unique_for_overwrite<uint8_t[]>(raw_size);
-		const uint16_t chars = one_byte ? layout_.seq_one_byte_chars : layout_.seq_two_byte_chars;
-		if (!read_process_memory(fd_, tagged - 1 + chars, raw.get(), raw_size))
+		if (!read_process_memory(fd_, *chars, raw.get(), raw_size))
 			return std::nullopt;
 		std::string text;
 		text.reserve(length);
@@ -220,7 +230,7 @@ std::optional<std::string> V8Memory::string_part(uint64_t tagged, size_t max_byt
 			return std::nullopt;
 		return whole->substr(small_integer(*offset), length);
 	}
-	return std::nullopt; // external strings: their bytes are outside V8's heap
+	return std::nullopt; // an uncached external string: its address is its resource's own
 }
 
 std::optional<std::vector<uint32_t>> V8Memory::small_integers(uint64_t tagged, size_t max_items) const
@@ -336,11 +346,14 @@ V8Names::Function V8Names::read_function(const V8Memory &memory, const V8Layout 
 			if (auto lines = ends ? memory.small_integers(*ends, kMaxLines) : std::nullopt) {
 				made->line_ends = std::move(*lines);
 			} else if (const auto source = memory.field(words.script, layout.script_source)) {
-				const std::string text = memory.string(*source, kMaxSource).value_or("");
-				for (size_t i = 0; i < text.size(); i++)
-					if (text[i] == '\n')
-						made->line_ends.push_back(uint32_t(i));
-				made->line_ends.push_back(uint32_t(text.size()));
+				// A source not read gives no lines (every offset past an empty one's end
+				// read as line 2).
+				if (const auto text = memory.string(*source, kMaxSource)) {
+					for (size_t i = 0; i < text->size(); i++)
+						if ((*text)[i] == '\n')
+							made->line_ends.push_back(uint32_t(i));
+					made->line_ends.push_back(uint32_t(text->size()));
+				}
 			}
 			script = std::move(made);
 		}

@@ -58,7 +58,8 @@ public:
 	uint16_t type_of(uint64_t tagged) const;
 	// The instance type a map (tagged) gives its objects; 0 for none.
 	uint16_t map_type(uint64_t map) const;
-	// A string object's text (one- or two-byte, cons, thin, sliced), at most max_bytes of it,
+	// A string object's text (one- or two-byte, cons, thin, sliced, external with its
+	// characters' address cached), at most max_bytes of it,
 	// from at most 256 objects.
 	std::optional<std::string> string(uint64_t tagged, size_t max_bytes = 1024, int depth = 16) const;
 	// A FixedArray of small integers, or a byte array's bytes, at most max_items.

@@ -1,7 +1,8 @@
 // tests/fuzz/fuzz_v8.cpp: what the naming of JS frames reads from a Node process: source
 // position tables (VLQ deltas) and the lines they lead to, V8's strings (sequential, cons,
-// thin, sliced), arrays of small integers and bytes, and a code object's function, script
-// and ScopeInfo as V8Names::learn reads them; and a node file's v8dbg_ symbols.
+// thin, sliced, external), arrays of small integers and bytes, and a code object's
+// function, script and ScopeInfo as V8Names::learn reads them; and a node file's v8dbg_
+// symbols.
 //
 // The input is the process's memory: it is written to a memfd read as /proc/PID/mem is, so
 // that an address is an offset in the input, and a read past its end fails as an unmapped
@@ -38,6 +39,7 @@ V8Layout small_layout()
 	l.one_byte_string_tag = 8;
 	l.string_length = 12, l.seq_one_byte_chars = 16, l.seq_two_byte_chars = 16;
 	l.cons_first = 16, l.cons_second = 24, l.thin_actual = 16, l.sliced_parent = 16, l.sliced_offset = 24;
+	l.external_string_tag = 2, l.external_data = 24;
 	l.script_name = 8, l.script_line_ends = 16, l.script_source = 24;
 	l.array_length = 8, l.fixed_array_data = 16;
 	l.bytecode_positions = 32, l.walk.code_positions = 32, l.walk.code_deopt_data = 40;
