@@ -224,20 +224,23 @@ static __always_inline __u64 hotspot_check(const struct hotspot_scratch *s, cons
 }
 
 /* A block the segment map found lately that holds pc, its header read again into s->header
- * and the same in every field the walk goes by: 0 when there is none. Code blobs never move;
- * one freed, its space may be another's: a block starting there is then pc's all the same (pc
- * is live), and the header's fields tell it from the one kept (its compile id); one that
- * starts elsewhere has no header where the kept one had, but code or data, which would have
- * to repeat the kept one's fields byte for byte. */
+ * and the same in every field the walk goes by: 0 when there is none (one kept that is not
+ * the same is dropped). Code blobs never move; one freed, its space may be another's: a block
+ * starting there is then pc's all the same (pc is live), and the header's fields tell it from
+ * the one kept (its compile id); one that starts elsewhere has no header where the kept one
+ * had, but code or data, which would have to repeat the kept one's fields byte for byte. */
 static __always_inline __u64 hotspot_kept_block(struct hotspot_scratch *s, const struct hotspot_process *jvm,
 						__u64 pc)
 {
 	for (__u32 i = 0; i < HOTSPOT_KEPT_BLOCKS; i++) {
 		struct hotspot_kept *kept = &s->kept[i];
 
-		if (kept->serial == jvm->serial && pc >= kept->low && pc < kept->high)
-			return hotspot_header(s, jvm, kept->low) && hotspot_check(s, jvm) == kept->check ? kept->low
-													 : 0;
+		if (kept->serial != jvm->serial || pc < kept->low || pc >= kept->high)
+			continue;
+		if (hotspot_header(s, jvm, kept->low) && hotspot_check(s, jvm) == kept->check)
+			return kept->low;
+		kept->high = 0;
+		return 0;
 	}
 	return 0;
 }
