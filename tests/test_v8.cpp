@@ -102,9 +102,9 @@ TEST_CASE("v8: the layout of each node's V8 is read from its metadata, with the 
 		CHECK((v8.walk.code_positions != 0) == (node.label != "Node 18"));
 		CHECK((v8.walk.code_deopt_data != 0) == (node.label != "Node 18"));
 		// A SharedFunctionInfo's bytecode, which an interpreted frame's is checked against,
-		// lies in it up to V8 11 (right after its map); from 12 in trusted space.
-		const bool before_12 = node.label == "Node 18" || node.label == "Node 20";
-		CHECK(v8.walk.shared_function_data == (before_12 ? 8 : 0));
+		// right after its map (function_data up to V8 11, named in the metadata; from 12
+		// trusted_function_data, which is not).
+		CHECK(v8.walk.shared_function_data == 8);
 		// External strings (node's own scripts' sources): the cached address of their
 		// characters, after the resource.
 		CHECK(v8.external_string_tag == 2);

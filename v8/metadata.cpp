@@ -128,6 +128,11 @@ Status fill_walk(const Names &names, V8Layout &layout)
 					"class_SharedFunctionInfo__script__Tagged_HeapObject_"});
 	walk.bytecode_data = names.get({"class_BytecodeArray__data__uintptr_t"});
 	walk.shared_function_data = names.get({"class_SharedFunctionInfo__function_data__Object"});
+	// From V8 12 the bytecode is in trusted_function_data, a trusted pointer the metadata
+	// leaves out; without a sandbox a plain pointer, still right after the map (read in
+	// Node 22's and 24's heaps). The walk only compares it with the frame's bytecode.
+	if (!walk.shared_function_data && layout.at_least(12, 0, 0))
+		walk.shared_function_data = kPointer;
 
 	if (!walk.type_shared || !walk.type_code || !walk.type_bytecode || !walk.type_function_first ||
 	    !walk.map_instance_type || !walk.function_shared || !walk.shared_name || !walk.shared_script ||

@@ -172,8 +172,8 @@ static __always_inline __u64 v8_word(const __u8 *object, __u16 offset)
 }
 
 /* Whether the frame's bytecode slot holds a BytecodeArray: the one its SharedFunctionInfo
- * (read into shared) holds, the array of a function compiled and not tiered up (up to V8
- * 11); else by the map it has. */
+ * (read into shared) holds, the array of a function compiled and not tiered up to baseline
+ * code; else by the map it has. */
 static __always_inline bool v8_is_bytecode(const struct v8_process *proc, const __u8 *shared, __u64 bytecode)
 {
 	if (proc->shared_function_data && (bytecode & 3) == 1 && v8_word(shared, proc->shared_function_data) == bytecode)

@@ -52,8 +52,8 @@ struct v8_process {
 	__u16 shared_name, shared_script;              /* SharedFunctionInfo: its fingerprint's */
 	__u16 script_id;                               /* Script: its id (a small integer) */
 	__u16 bytecode_data;                           /* BytecodeArray: where its bytecodes start */
-	/* SharedFunctionInfo: its function_data, the BytecodeArray once compiled (0: not known;
-	 * from V8 12 it lies in trusted space, not in the SharedFunctionInfo) */
+	/* SharedFunctionInfo: its function_data (trusted_function_data from V8 12), the
+	 * BytecodeArray once compiled (0: not known) */
 	__u16 shared_function_data;
 	/* The maps of SharedFunctionInfo, BytecodeArray and Code (tagged), as user space met
 	 * them; 0 until then. */
