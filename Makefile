@@ -101,11 +101,15 @@ $(PLAIN)/profile.skel.h: $(PLAIN)/profile.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name profile_bpf > $@
 
+# A file holding text that make rewrites, as it reads this file, only when the text changes:
+# what depends on it is built again then. No rule, so that `make -q` still tells whether
+# ./profile is up to date.
+flags_file = $(shell mkdir -p $(dir $(1)) && { printf '%s\n' '$(2)' | cmp -s - $(1) || printf '%s\n' '$(2)' > $(1); })
+
 # The objects that compile PROFILE_VERSION in are built again when `git describe` changes
-# (a commit, a dirty tree): the stamp is rewritten, as make reads this file, only then (no
-# rule, so that `make -q` still tells whether ./profile is up to date).
+# (a commit, a dirty tree).
 VERSION_STAMP := $(OUTPUT)/version.stamp
-$(foreach dir,$(sort $(OUTPUT) $(PLAIN)),$(shell mkdir -p $(dir) && { echo '$(VERSION)' | cmp -s - $(dir)/version.stamp || echo '$(VERSION)' > $(dir)/version.stamp; }))
+$(foreach dir,$(sort $(OUTPUT) $(PLAIN)),$(call flags_file,$(dir)/version.stamp,$(VERSION)))
 $(OUTPUT)/profile.o $(OUTPUT)/push/push.o $(OUTPUT)/report/otlp.o: $(VERSION_STAMP)
 $(PLAIN)/tests/test_push.o: $(PLAIN)/version.stamp
 # Only there among the tests: the precompiled header, built without it, stays valid from one
@@ -119,10 +123,8 @@ $(OUTPUT)/profile.o $(patsubst %.cpp,$(OUTPUT)/%.o,$(wildcard sampler/*.cpp)): $
 # looks for $(PLAIN)/tests/precompiled.h.gch where -include names the header, and uses
 # it when the flags match; -Winvalid-pch says so when they do not.
 TEST_PCH := $(PLAIN)/tests/precompiled.h.gch
-# The flags a header was compiled with, rewritten as make reads this file when they change
-# (no rule, as the version stamp): another CXXFLAGS or TEST_CXXFLAGS compiles the header
-# again (g++ would pass over the old one, slowly).
-flags_file = $(shell mkdir -p $(dir $(1)) && { printf '%s\n' '$(2)' | cmp -s - $(1) || printf '%s\n' '$(2)' > $(1); })
+# The flags a header was compiled with (flags_file): another CXXFLAGS or TEST_CXXFLAGS
+# compiles the header again (g++ would pass over the old one, slowly).
 $(call flags_file,$(PLAIN)/tests/precompiled.flags,$(TEST_CXXFLAGS) $(COMMON_CXXFLAGS))
 $(TEST_PCH): tests/precompiled.h $(PLAIN)/tests/precompiled.flags | $(PLAIN)/tests
 	$(call msg,PCH,$@)
