@@ -55,15 +55,16 @@ struct {
  * proved holds for the walk's next frames: the thread stands still while its stack is
  * walked, and a GC that would move its objects is the thread's own. So the JSFunction maps
  * met (a context's functions share a few) and the ids of the scripts met (a module's
- * functions call each other) are read once a walk, two of each kept. */
-#define V8_WALK_KEPT 2
+ * functions call each other) are read once a walk, two of each kept (struct v8_kept). */
+struct v8_kept {
+	__u64 key[2], value[2]; /* key 0: none (no heap object's tagged address) */
+	__u8 next;              /* the entry the next one met replaces */
+};
 struct v8_walk {
 	__u32 pid;
 	__u8 active; /* a process with V8 that the walk can read */
 	__u8 copied; /* its entry is copied into v8_scratch */
-	__u8 next_map, next_script; /* the entry the next one met replaces */
-	__u64 function_maps[V8_WALK_KEPT];
-	__u64 scripts[V8_WALK_KEPT], script_ids[V8_WALK_KEPT];
+	struct v8_kept function_maps, script_ids;
 };
 
 /* Starts the V8 side of a walk. A process not classified yet is asked about. */
@@ -124,19 +125,37 @@ static __always_inline __u16 v8_type_of(const struct v8_process *proc, __u64 tag
 	return v8_map_type(proc, map);
 }
 
+/* Whether a heap object (tagged) is kept, and what with. */
+static __always_inline bool v8_kept_find(const struct v8_kept *k, __u64 key, __u64 *value)
+{
+	for (__u32 i = 0; i < 2; i++)
+		if (key && k->key[i] == key) {
+			*value = k->value[i];
+			return true;
+		}
+	return false;
+}
+
+static __always_inline void v8_kept_add(struct v8_kept *k, __u64 key, __u64 value)
+{
+	k->key[k->next & 1] = key;
+	k->value[k->next++ & 1] = value;
+}
+
 /* Whether map is a JSFunction's: met before in the walk, or read so (and kept). */
 static __always_inline bool v8_function_map(struct v8_walk *v, const struct v8_process *proc, __u64 map)
 {
+	__u64 known;
 	__u16 type;
 
 	if ((map & 3) != 1)
 		return false;
-	if (map == v->function_maps[0] || map == v->function_maps[1])
+	if (v8_kept_find(&v->function_maps, map, &known))
 		return true;
 	type = v8_map_type(proc, map);
 	if (type < proc->type_function_first || type > proc->type_function_last)
 		return false;
-	v->function_maps[v->next_map++ & (V8_WALK_KEPT - 1)] = map;
+	v8_kept_add(&v->function_maps, map, 1);
 	return true;
 }
 
@@ -145,16 +164,11 @@ static __always_inline __u64 v8_script_id(struct v8_walk *v, const struct v8_pro
 {
 	__u64 id = 0;
 
-	if ((script & 3) != 1)
-		return 0;
-	if (script == v->scripts[0])
-		return v->script_ids[0];
-	if (script == v->scripts[1])
-		return v->script_ids[1];
+	if ((script & 3) != 1 || v8_kept_find(&v->script_ids, script, &id))
+		return id;
 	if (bpf_probe_read_user(&id, sizeof(id), (void *)(script - 1 + proc->script_id)))
 		return 0;
-	v->scripts[v->next_script & (V8_WALK_KEPT - 1)] = script;
-	v->script_ids[v->next_script++ & (V8_WALK_KEPT - 1)] = id;
+	v8_kept_add(&v->script_ids, script, id);
 	return id;
 }
 
