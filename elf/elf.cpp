@@ -216,6 +216,14 @@ std::optional<uint64_t> ElfFile::address_of_file_offset(uint64_t offset) const
 	return std::nullopt;
 }
 
+std::optional<uint64_t> ElfFile::file_offset_of_address(uint64_t address) const
+{
+	for (const Segment &segment : segments_)
+		if (address >= segment.address && address - segment.address < segment.file_size)
+			return address - segment.address + segment.offset;
+	return std::nullopt;
+}
+
 std::optional<std::span<const uint8_t>> ElfFile::bytes_at_address(uint64_t address, uint64_t size) const
 {
 	for (const Segment &segment : segments_)

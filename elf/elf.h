@@ -32,6 +32,9 @@ public:
 	// A file offset (what /proc/PID/maps gives) as the ELF virtual address it is loaded at:
 	// through the PT_LOAD segment whose [p_offset, p_offset + p_filesz) holds it.
 	std::optional<uint64_t> address_of_file_offset(uint64_t offset) const;
+	// The other way: the file offset of an ELF virtual address the file holds (what a uprobe
+	// is attached at), through the PT_LOAD segment whose file bytes hold it.
+	std::optional<uint64_t> file_offset_of_address(uint64_t address) const;
 
 	// The bytes loaded at [address, address + size) (ELF virtual addresses) that the file
 	// holds: through the PT_LOAD segment holding them all.

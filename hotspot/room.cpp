@@ -10,9 +10,9 @@
 
 namespace {
 
-std::unique_ptr<RuntimeReader> start_hotspot(const MapFdByName &map_fd)
+std::unique_ptr<RuntimeReader> start_hotspot(const RuntimeKernel &kernel)
 {
-	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(map_fd, "hotspot");
+	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(kernel.map_fd, "hotspot");
 	return maps ? std::make_unique<HotSpotReader>(*maps) : nullptr;
 }
 

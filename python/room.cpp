@@ -9,9 +9,9 @@
 
 namespace {
 
-std::unique_ptr<RuntimeReader> start_python(const MapFdByName &map_fd)
+std::unique_ptr<RuntimeReader> start_python(const RuntimeKernel &kernel)
 {
-	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(map_fd, "python");
+	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(kernel.map_fd, "python");
 	return maps ? std::make_unique<PythonReader>(*maps) : nullptr;
 }
 

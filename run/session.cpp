@@ -73,7 +73,12 @@ Session::Session(const Options &options, const RunPlan &plan, PhaseClock &startu
 	// The language runtimes' user halves: which processes run them, and what names their
 	// frames, read while they live.
 	if (const uint32_t walked = sampler_.runtimes_walked()) {
-		runtimes_.emplace(walked, [this](const char *name) { return sampler_.map_fd(name); }, options.inline_frames);
+		runtimes_.emplace(walked,
+				  RuntimeKernel{[this](const char *name) { return sampler_.map_fd(name); },
+						[this](const char *program, const std::string &path, uint64_t offset) {
+							return sampler_.attach_uprobe(program, path, offset);
+						}},
+				  options.inline_frames);
 		if (runtimes_->empty()) {
 			runtimes_.reset();
 		} else {

@@ -4,6 +4,7 @@
 // fixed-size records, named while their process lives).
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -17,6 +18,21 @@
 
 // A kernel map's fd by its name in the sampling program, -1 when it has none.
 using MapFdByName = std::function<int(const char *name)>;
+
+// Attaches the loaded program's uprobe `program` (a runtime's: SEC("uprobe/runtime")) at
+// `offset` in the file at `path`, in every process that maps the file, until the run's
+// programs are detached; false (errno set) when it cannot be.
+using AttachUprobe = std::function<bool(const char *program, const std::string &path, uint64_t offset)>;
+
+// What a runtime's reader is given of the loaded program: its maps, and its uprobes to
+// attach (none by default: a reader then does without them).
+struct RuntimeKernel {
+	MapFdByName map_fd;
+	AttachUprobe attach_uprobe = [](const char *, const std::string &, uint64_t) {
+		errno = EOPNOTSUPP;
+		return false;
+	};
+};
 
 // A runtime's kernel maps, as every runtime's walk has them, each named for the runtime
 // ("python_processes"): the processes as user space classified them, those the walk asked

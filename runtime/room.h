@@ -51,6 +51,6 @@ struct RuntimeRoom {
 	uint64_t tag;      // its frames' tag in stored stacks (runtime/runtime.h)
 	FrameKind kind;    // its frames in the reports
 	const char *unnamed; // a frame it could not name, as the reports show it, bracketed
-	// Its reader, for the kernel maps of a loaded program (the runtime's walk on).
-	std::unique_ptr<RuntimeReader> (*start)(const MapFdByName &map_fd);
+	// Its reader, for a loaded program (the runtime's walk on): its maps and its uprobes.
+	std::unique_ptr<RuntimeReader> (*start)(const RuntimeKernel &kernel);
 };

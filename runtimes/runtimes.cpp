@@ -26,11 +26,11 @@ const RuntimeRoom *runtime_room_of_frame(uint64_t value)
 	return nullptr;
 }
 
-Runtimes::Runtimes(uint32_t on, const MapFdByName &map_fd, bool inlined) : inlined_(inlined)
+Runtimes::Runtimes(uint32_t on, const RuntimeKernel &kernel, bool inlined) : inlined_(inlined)
 {
 	for (const RuntimeRoom *room : rooms)
 		if (on & RUNTIME_BIT(room->tag))
-			if (std::unique_ptr<RuntimeReader> reader = room->start(map_fd))
+			if (std::unique_ptr<RuntimeReader> reader = room->start(kernel))
 				readers_.push_back({room, std::move(reader)});
 }
 

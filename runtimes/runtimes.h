@@ -23,7 +23,7 @@ public:
 	// A reader for each runtime in `on` (RUNTIME_BIT of its tag) whose maps the loaded
 	// program has; inlined: the functions a runtime's compiler inlined are frames of their
 	// own (off with --no-inline).
-	Runtimes(uint32_t on, const MapFdByName &map_fd, bool inlined = true);
+	Runtimes(uint32_t on, const RuntimeKernel &kernel, bool inlined = true);
 
 	bool empty() const { return readers_.empty(); }
 	void prepare(const std::vector<uint32_t> &pids);

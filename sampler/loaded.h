@@ -41,6 +41,8 @@ struct Sampler::Impl {
 	int64_t last_fit_ns = 0;
 	// The hooks through which the kernel keeps processes' mappings for the table walk.
 	std::vector<Link> hooks;
+	// The runtimes' uprobes their readers attached (attach_uprobe).
+	std::vector<Link> runtime_uprobes;
 	SamplerConfig options;
 	MapSizes sizes; // as loaded: what follows is read from them, never copied
 	// The hooks being detached (Sampler::detach): joined first when the Impl goes, before

@@ -78,6 +78,19 @@ std::vector<bpf_program *> hooks(const profile_bpf &skel)
 	return {skel.progs.on_exec, skel.progs.on_fork, skel.progs.on_exit};
 }
 
+// The runtimes' uprobes, which their readers attach to the files they find
+// (Sampler::attach_uprobe): the programs in this section.
+constexpr std::string_view kRuntimeUprobes = "uprobe/runtime";
+
+std::vector<bpf_program *> runtime_uprobes(const profile_bpf &skel)
+{
+	std::vector<bpf_program *> found;
+	bpf_program *program;
+	bpf_object__for_each_program(program, skel.obj) if (bpf_program__section_name(program) == kRuntimeUprobes)
+		found.push_back(program);
+	return found;
+}
+
 // Where --off-cpu's programs find the scheduler's functions and try_to_wake_up in a kernel
 // stack, from /proc/kallsyms, read once (zeros where it hides addresses: the stacks then
 // keep the tracepoint's own frames).
@@ -150,6 +163,10 @@ Skeleton open_configured(const SamplerConfig &options, const MapSizes &sizes, bo
 	for (bpf_program *hook : hooks(*skel))
 		bpf_program__set_autoload(hook, unwinding && follow);
 	bpf_program__set_autoload(skel->progs.on_libraries_changed, unwinding && follow);
+	// With the maps (not in the sampling program's object of its own), where the walk reads
+	// user stacks.
+	for (bpf_program *uprobe : runtime_uprobes(*skel))
+		bpf_program__set_autoload(uprobe, unwinding && options.user_stacks);
 	bpf_map__set_max_entries(skel->maps.sampled_pids, sizes.count_entries);
 	if (!options.pids.empty())
 		bpf_map__set_max_entries(skel->maps.pids, options.pids.size());
@@ -267,6 +284,8 @@ std::pair<Skeleton, int> load_sampling_program(const SamplerConfig &options, con
 					       const profile_bpf &loaded)
 {
 	Skeleton skel = open_configured(options, sizes, true, false);
+	for (bpf_program *uprobe : runtime_uprobes(*skel)) // the maps' object has them
+		bpf_program__set_autoload(uprobe, false);
 	bpf_map *map;
 	bpf_object__for_each_map(map, skel->obj) {
 		const bpf_map *same = bpf_object__find_map_by_name(loaded.obj, bpf_map__name(map));
@@ -537,9 +556,11 @@ void Sampler::detach()
 	// A hook's detach may wait for the kernel's grace periods (ld.so's uprobe: about 110 ms,
 	// RCU tasks trace): each on a thread of its own, while the run reads the maps and names
 	// what they hold. What a hook does meanwhile (a process's mappings noted) nobody reads.
-	for (Link &hook : impl_->hooks)
-		impl_->detaching.emplace_back([link = std::move(hook)]() mutable { link.reset(); });
-	impl_->hooks.clear();
+	for (std::vector<Link> *links : {&impl_->hooks, &impl_->runtime_uprobes}) {
+		for (Link &hook : *links)
+			impl_->detaching.emplace_back([link = std::move(hook)]() mutable { link.reset(); });
+		links->clear();
+	}
 }
 
 uint32_t Sampler::runtimes_walked() const
@@ -550,6 +571,20 @@ uint32_t Sampler::runtimes_walked() const
 int Sampler::map_fd(const char *name) const
 {
 	return bpf_object__find_map_fd_by_name(impl_->skel->obj, name);
+}
+
+bool Sampler::attach_uprobe(const char *name, const std::string &path, uint64_t offset)
+{
+	bpf_program *program = bpf_object__find_program_by_name(impl_->skel->obj, name);
+	if (!program || bpf_program__section_name(program) != kRuntimeUprobes || bpf_program__fd(program) < 0) {
+		errno = ENOENT;
+		return false;
+	}
+	Link link(bpf_program__attach_uprobe(program, false, -1, path.c_str(), offset));
+	if (!link)
+		return false;
+	impl_->runtime_uprobes.push_back(std::move(link));
+	return true;
 }
 
 UnwindMaps Sampler::unwind_maps() const

@@ -101,7 +101,7 @@ TEST_SUITE("unit")
 		CHECK(elf->symbol_count() < 10);
 	}
 
-	TEST_CASE("elf: file offsets become addresses through the PT_LOAD segments")
+	TEST_CASE("elf: file offsets become addresses through the PT_LOAD segments, and back")
 	{
 		for (const char *program : {"hello-nopie", "hello-pie", "libfixture.so"}) {
 			CAPTURE(program);
@@ -112,14 +112,19 @@ TEST_SUITE("unit")
 				CHECK(elf->address_of_file_offset(load.offset) == load.address);
 				CHECK(elf->address_of_file_offset(load.offset + load.file_size - 1) ==
 				      load.address + load.file_size - 1);
+				CHECK(elf->file_offset_of_address(load.address) == load.offset);
+				CHECK(elf->file_offset_of_address(load.address + load.file_size - 1) ==
+				      load.offset + load.file_size - 1);
 			}
 			CHECK(!elf->address_of_file_offset(loads.back().offset + loads.back().file_size + 0x100000));
+			CHECK(!elf->file_offset_of_address(loads.back().address + loads.back().file_size + 0x100000));
 		}
 		// The library is linked at 0x200000: an offset is never its own address there.
 		std::unique_ptr<ElfFile> lib = open_fixture("libfixture.so");
 		uint64_t work = nm_address("libfixture.so.nm", "fixture_lib_work");
 		REQUIRE(work > 0x200000);
 		CHECK(lib->address_of_file_offset(work - 0x200000) == work);
+		CHECK(lib->file_offset_of_address(work) == work - 0x200000);
 	}
 
 	TEST_CASE("elf: the build id is the one readelf -n shows")

@@ -75,7 +75,7 @@ TEST_CASE("runtimes: --no-NAME turns off that runtime's walk alone, and is in --
 TEST_CASE("runtimes: a run follows a runtime only when it is on and the program has its maps; an unfollowed frame shows its room's label")
 {
 	// No map by any name: no reader.
-	Runtimes none(~0u, [](const char *) { return -1; });
+	Runtimes none(~0u, {[](const char *) { return -1; }});
 	CHECK(none.empty());
 	const RuntimeFrameName unnamed = none.name(python_room, 1, PYTHON_FRAME(1, 0));
 	CHECK(unnamed.function == "[python]");
@@ -84,10 +84,10 @@ TEST_CASE("runtimes: a run follows a runtime only when it is on and the program 
 	CHECK(none.stats().empty());
 	// Turned off: its maps are not even asked for.
 	std::vector<std::string> asked;
-	Runtimes off(0, [&](const char *name) {
+	Runtimes off(0, {[&](const char *name) {
 		asked.push_back(name);
 		return -1;
-	});
+	}});
 	CHECK(off.empty());
 	CHECK(asked.empty());
 }

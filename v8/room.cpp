@@ -10,9 +10,9 @@
 
 namespace {
 
-std::unique_ptr<RuntimeReader> start_v8(const MapFdByName &map_fd)
+std::unique_ptr<RuntimeReader> start_v8(const RuntimeKernel &kernel)
 {
-	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(map_fd, "v8");
+	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(kernel.map_fd, "v8");
 	return maps ? std::make_unique<V8Reader>(*maps) : nullptr;
 }
 
