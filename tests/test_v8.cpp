@@ -122,7 +122,27 @@ TEST_CASE("v8: the layout of each node's V8 is read from its metadata, with the 
 			CHECK(v8.version().starts_with("13."));
 			CHECK(v8.walk.function_code == 0); // leaptiering: through the dispatch table
 		}
+		// Where the uprobes that count its GCs go: the entries of the functions that start a
+		// GC's pause, end it and tear a heap down (Node 24's in .symtab alone), as file
+		// offsets; the walk's entry says GCs are counted only once they are attached.
+		CHECK(v8.walk.gc_counted == 0);
+		const std::optional<std::array<uint64_t, 3>> gc = v8_gc_offsets(*elf);
+		REQUIRE(gc);
+		const char *functions[] = {"Heap24PerformGarbageCollectionE", "Heap36GarbageCollectionEpilogueInSafepointE",
+					   "Heap8TearDownEv"};
+		for (size_t i = 0; i < 3; i++) {
+			CAPTURE(functions[i]);
+			const std::optional<uint64_t> address = elf->address_of_file_offset((*gc)[i]);
+			REQUIRE(address);
+			const ElfFile::Symbol *symbol = elf->find_symbol(*address);
+			REQUIRE(symbol);
+			CHECK(symbol->start == *address);
+			CHECK(symbol->name.find(functions[i]) != std::string_view::npos);
+			CHECK(!symbol->name.ends_with(".cold"));
+		}
 	}
+	// A file with no V8 has none of them.
+	CHECK(!v8_gc_offsets(*open_elf("/proc/self/exe")));
 }
 
 TEST_CASE("v8: a file without the metadata, an old V8 or pointer compression is refused in one line")
@@ -256,9 +276,13 @@ TEST_CASE("v8: a Node script's two functions on its main thread are named with t
 	// The walk learned V8's read-only maps (SharedFunctionInfo's, ...) in every process, and
 	// took objects with them as of their types without reading the maps.
 	std::smatch counts;
-	REQUIRE_MESSAGE(std::regex_search(r.err, counts, std::regex(R"(js: (\d+) processes followed.*the walk knows the read-only maps of (\d+))")), r.err);
+	REQUIRE_MESSAGE(std::regex_search(r.err, counts, std::regex(R"(js: (\d+) processes followed.*metadata of (\d+) files.*the walk knows the read-only maps of (\d+); GCs counted in (\d+) files)")), r.err);
 	CHECK(counts[1] == std::to_string(programs.size() + inlining.size()));
-	CHECK(counts[2] == counts[1]);
+	CHECK(counts[3] == counts[1]);
+	// Each node's GCs are counted (its uprobes attached): the walk keeps its frames across
+	// samples.
+	CHECK(counts[4] == counts[2]);
+	CHECK(counts[2] == std::to_string(all.size()));
 	// Inlined functions are frames of their own, at the line of their call: outer at its
 	// call of middle, middle (inlined into it) at its call of leaf.
 	auto line_of = [](const std::string &marker) {
@@ -427,14 +451,16 @@ TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named
 		const std::string root = "-" + std::to_string(pid_of[i]);
 		// churn.js's functions and the lines each spans (a line 0, not shown, is none known). The
 		// generated functions' scripts are eval's, which have no name: they read "genN", and
-		// were called by evenCalls or oddCalls, as N is (a name of the round before or after
-		// would stand under the other). A script without ".js" is one of Node's own (node:fs,
-		// node:internal/modules/cjs/loader read as "fs", "loader").
+		// were called by callsK, K = N % 3 (a name of one of the two rounds before or after,
+		// as a frame kept from before a GC would carry, would stand under another). A script
+		// without ".js" is one of Node's own (node:fs, node:internal/modules/cjs/loader read
+		// as "fs", "loader").
 		const std::map<std::string, std::pair<uint32_t, uint32_t>> own = {
-			{"makeGenerated", {12, 15}}, {"makeClosure", {17, 20}}, {"evenCalls", {24, 29}},
-			{"oddCalls", {31, 36}},      {"churnRound", {38, 45}},  {"(anonymous)", {1, 58}}};
+			{"makeGenerated", {14, 17}}, {"makeClosure", {19, 22}}, {"calls0", {26, 31}},
+			{"calls1", {33, 38}},        {"calls2", {40, 45}},      {"churnRound", {47, 54}},
+			{"(anonymous)", {1, 66}}};
 		const std::regex js(R"((.+) \(([^ ()]+?)(?::(\d+))?\))"), generated(R"(gen(\d+))");
-		uint64_t frames = 0, in_generated = 0, by_parity = 0, wrong = 0;
+		uint64_t frames = 0, in_generated = 0, by_caller = 0, wrong = 0;
 		std::string wrong_ones;
 		for (const FoldedLine &l : parse_folded(r.out)) {
 			if (l.frames.empty() || !l.frames[0].ends_with(root))
@@ -444,15 +470,15 @@ TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named
 				std::smatch m;
 				bool right = true;
 				if (std::regex_match(f, m, generated)) {
-					// Called by evenCalls or oddCalls as its round's number is, or by
-					// churnRound or the script's top where those were inlined into it and
-					// not expanded (Node 18's optimized code, Node 24's).
-					const bool parity = caller.starts_with(std::stoul(m[1]) % 2 ? "oddCalls (churn.js:"
-												     : "evenCalls (churn.js:");
-					right = parity || caller.starts_with("churnRound (churn.js:") ||
+					// Called by callsK as its round's number is, or by churnRound or the
+					// script's top where that was inlined into them and not expanded (Node
+					// 18's optimized code, Node 24's).
+					const bool own_caller = caller.starts_with("calls" + std::to_string(std::stoul(m[1]) % 3) +
+										   " (churn.js:");
+					right = own_caller || caller.starts_with("churnRound (churn.js:") ||
 						caller.starts_with("(anonymous) (churn.js");
 					in_generated += l.count;
-					by_parity += parity ? l.count : 0;
+					by_caller += own_caller ? l.count : 0;
 				} else if (std::regex_match(f, m, js)) {
 					const std::string function = m[1], script = m[2];
 					const uint32_t line = m[3].matched ? uint32_t(std::stoul(m[3])) : 0;
@@ -475,13 +501,13 @@ TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named
 				}
 			}
 		}
-		INFO(frames << " JS frames, " << in_generated << " in generated functions, " << by_parity
-			    << " under their parity's caller; wrong:\n" << wrong_ones);
+		INFO(frames << " JS frames, " << in_generated << " in generated functions, " << by_caller
+			    << " under their round's caller; wrong:\n" << wrong_ones);
 		CHECK(frames > 200);
 		CHECK(in_generated > 20);
-		// Node 20 and 22 expand what their optimized code inlined: there the parity is checked.
+		// Node 20 and 22 expand what their optimized code inlined: there the caller is checked.
 		if (churned[i].label == "Node 20" || churned[i].label == "Node 22")
-			CHECK(by_parity * 2 > in_generated);
+			CHECK(by_caller * 2 > in_generated);
 		CHECK(wrong == 0);
 	}
 }

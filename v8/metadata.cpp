@@ -251,6 +251,39 @@ std::map<std::string, uint32_t> v8_symbols(const ElfFile &elf)
 	return found;
 }
 
+std::optional<std::array<uint64_t, 3>> v8_gc_offsets(const ElfFile &elf)
+{
+	// Mangled, up to their parameters (which change between versions); a compiler's
+	// split-off part ("name.cold") is no entry.
+	static constexpr std::string_view kFunctions[] = {
+		"_ZN2v88internal4Heap24PerformGarbageCollectionE",
+		"_ZN2v88internal4Heap36GarbageCollectionEpilogueInSafepointE",
+		"_ZN2v88internal4Heap8TearDownE",
+	};
+	std::array<uint64_t, 3> found{};
+	for (auto [table_name, strings_name] : {std::pair{".dynsym", ".dynstr"}, std::pair{".symtab", ".strtab"}}) {
+		const auto table = elf.section_data(table_name), strings = elf.section_data(strings_name);
+		if (!table || !strings)
+			continue;
+		const std::string_view text(reinterpret_cast<const char *>(strings->data()), strings->size());
+		for (size_t at = 0; at + sizeof(Elf64_Sym) <= table->size(); at += sizeof(Elf64_Sym)) {
+			Elf64_Sym symbol;
+			std::memcpy(&symbol, table->data() + at, sizeof(symbol));
+			if (ELF64_ST_TYPE(symbol.st_info) != STT_FUNC || symbol.st_shndx == SHN_UNDEF ||
+			    symbol.st_name >= text.size() || text[symbol.st_name] != '_')
+				continue;
+			const std::string_view name = text.substr(symbol.st_name, text.find('\0', symbol.st_name) - symbol.st_name);
+			for (size_t i = 0; i < std::size(kFunctions); i++)
+				if (!found[i] && name.starts_with(kFunctions[i]) && name.find('.') == std::string_view::npos)
+					found[i] = elf.file_offset_of_address(symbol.st_value).value_or(0);
+		}
+	}
+	for (uint64_t offset : found)
+		if (!offset)
+			return std::nullopt;
+	return found;
+}
+
 Result<V8Layout> v8_layout(const std::map<std::string, uint32_t> &symbols)
 {
 	const Names names(symbols);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <linux/types.h>
@@ -50,6 +52,12 @@ struct V8Layout {
 // The v8dbg_ symbols' values and V8's version, by symbol name, from a file's .dynsym and
 // .symtab (Node 24 keeps some in .symtab only).
 std::map<std::string, uint32_t> v8_symbols(const ElfFile &elf);
+
+// Where a node file's V8 starts a GC's pause (Heap::PerformGarbageCollection), ends it
+// (Heap::GarbageCollectionEpilogueInSafepoint) and tears a heap down (Heap::TearDown), as
+// file offsets: the uprobes that count its GCs go there (v8/v8.bpf.h's v8_gc). From
+// .dynsym or .symtab (Node 24 keeps them local); nothing when one of the three is missing.
+std::optional<std::array<uint64_t, 3>> v8_gc_offsets(const ElfFile &elf);
 
 // The layout of the V8 in the file whose symbols these are. An error says in one line why its
 // JS frames cannot be named: no metadata, a version before 10.2, pointer compression, or a

@@ -21,10 +21,14 @@
 #include "v8/runtime.h"
 
 struct V8Reader::Impl {
-	explicit Impl(const RuntimeMaps &maps) : maps(maps), seen(maps.seen, sizeof(runtime_code)) {}
+	Impl(const RuntimeMaps &maps, AttachUprobe attach)
+		: maps(maps), seen(maps.seen, sizeof(runtime_code)), files(std::move(attach))
+	{
+	}
 	RuntimeMaps maps;
 	SeenRecords seen; // code objects met for the first time
 	V8Files files;
+	uint64_t epochs = 0; // the walk's gc_epoch starts given
 	V8Names names;
 	std::unordered_map<uint32_t, V8Layout> processes; // Node ones, by pid
 	std::set<std::string> said;                       // files already said unreadable
@@ -39,6 +43,7 @@ struct V8Reader::Impl {
 		if (auto found = files.detect(pid)) {
 			if (found->ok()) {
 				entry = found->value().walk;
+				entry.gc_epoch = fresh_epoch();
 				processes.emplace(pid, found->value());
 				versions.insert(found->value().version());
 				forget_runtime_codes(maps, pid); // a new image under the same pid (exec)
@@ -48,6 +53,11 @@ struct V8Reader::Impl {
 		}
 		bpf_map_update_elem(maps.processes, &pid, &entry, BPF_ANY);
 	}
+
+	// A count of GCs to start a process's entry from, above any given before: each entry
+	// written starts one, so that no frame the walk kept before (another image under the
+	// pid, or a count this write lost) matches it.
+	uint64_t fresh_epoch() { return ++epochs << 32; }
 
 	void name_fresh(const std::vector<runtime_code> &fresh)
 	{
@@ -82,12 +92,14 @@ struct V8Reader::Impl {
 				*known = seen;
 				changed = true;
 			}
-		if (changed)
+		if (changed) {
+			walk.gc_epoch = fresh_epoch();
 			bpf_map_update_elem(maps.processes, &pid, &walk, BPF_ANY);
+		}
 	}
 };
 
-V8Reader::V8Reader(const RuntimeMaps &maps) : impl_(std::make_unique<Impl>(maps)) {}
+V8Reader::V8Reader(const RuntimeMaps &maps, AttachUprobe attach) : impl_(std::make_unique<Impl>(maps, std::move(attach))) {}
 
 V8Reader::~V8Reader() = default;
 
@@ -122,10 +134,12 @@ std::string V8Reader::stats() const
 	size_t maps_known = 0;
 	for (const auto &[pid, layout] : impl_->processes)
 		maps_known += layout.walk.map_shared != 0;
-	char line[384];
+	char line[448];
 	snprintf(line, sizeof(line), "js: %zu processes followed%s, metadata of %zu files read in %.1f ms, %" PRIu64
-		 " code objects named (%" PRIu64 " not), naming CPU %.1f ms; the walk knows the read-only maps of %zu",
+		 " code objects named (%" PRIu64 " not), naming CPU %.1f ms; the walk knows the read-only maps of %zu; "
+		 "GCs counted in %zu files",
 		 impl_->processes.size(), versions.empty() ? "" : (versions + ")").c_str(), impl_->files.files(),
-		 impl_->files.read_ms(), impl_->named, impl_->unnamed, impl_->naming_ms, maps_known);
+		 impl_->files.read_ms(), impl_->named, impl_->unnamed, impl_->naming_ms, maps_known,
+		 impl_->files.gc_counted());
 	return line;
 }

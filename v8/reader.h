@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernel_asks.h"
 #include "runtime/room.h"
 
 class V8Reader : public RuntimeReader {
 public:
-	explicit V8Reader(const RuntimeMaps &maps);
+	// attach: where the uprobes counting each Node file's GCs go (none: not counted).
+	V8Reader(const RuntimeMaps &maps, AttachUprobe attach = {});
 	~V8Reader();
 	V8Reader(const V8Reader &) = delete;
 	V8Reader &operator=(const V8Reader &) = delete;

@@ -2,8 +2,12 @@
 #include "v8/runtime.h"
 
 #include <chrono>
+#include <cinttypes>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
+#include "base/diagnostics.h"
 #include "base/fd.h"
 #include "elf/elf.h"
 
@@ -16,6 +20,29 @@ bool v8_file_name(std::string_view path)
 	if (name == "nodejs" || !name.starts_with("node"))
 		return name == "nodejs";
 	return name.substr(4).find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+bool V8Files::count_gcs(const ElfFile &elf, int fd)
+{
+	if (!attach_)
+		return false;
+	const std::optional<std::array<uint64_t, 3>> offsets = v8_gc_offsets(elf);
+	if (!offsets)
+		return false;
+	// Through the descriptor: the file checked, not whatever its path names by now. Each
+	// uprobe attached stays to the run's end; a GC missed by one not attached is harmless,
+	// as the walk keeps no frame unless all three are.
+	const std::string path = "/proc/self/fd/" + std::to_string(fd);
+	for (uint64_t offset : *offsets)
+		if (!attach_("v8_gc", path, offset)) {
+			if (getenv("PROFILE_DEBUG"))
+				diagnostics::say("V8's GCs not counted (a uprobe at %#" PRIx64 " in %s: %s): JS frames are read "
+						 "afresh at each sample",
+						 offset, path.c_str(), std::strerror(errno));
+			return false;
+		}
+	gc_counted_++;
+	return true;
 }
 
 std::optional<Result<V8Layout>> V8Files::detect(uint32_t pid)
@@ -41,6 +68,8 @@ std::optional<Result<V8Layout>> V8Files::detect(uint32_t pid)
 		return std::nullopt;
 	std::unique_ptr<ElfFile> elf = ElfFile::open(fd.get());
 	Result<V8Layout> layout = elf ? v8_layout(v8_symbols(*elf)) : Result<V8Layout>(Error("not an ELF file this profiler reads"));
+	if (layout.ok() && count_gcs(*elf, fd.get()))
+		layout.value().walk.gc_counted = 1;
 	read_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
 	if (!layout.ok())
 		layout = Error(chosen->path + ": " + layout.error());

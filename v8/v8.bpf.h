@@ -31,6 +31,21 @@ RUNTIME_ASKED_MAP(v8_wanted);
 /* Code objects already sent to user space (shared = the SharedFunctionInfo, in extra). */
 RUNTIME_CODES_MAP(v8);
 
+/* What the walk read of a JS frame, kept across samples while the process runs no GC: the
+ * frame's function and what it ran are then the objects they were, where they were. Keyed by
+ * the frame's slots: its JSFunction and its BytecodeArray (1 when the frame saved no bytecode
+ * offset, an optimized one's: that slot is then no part of what the walk decides). A
+ * compiled frame's code is the function's at the time it was read: it holds only while the
+ * frame's pc lies in its instructions (a function tiers up and down without a GC). */
+#define V8_KEPT_FRAMES 256
+struct v8_frame_kept {
+	__u64 function, bytecode;
+	__u64 epoch, generation; /* the process's gc_epoch, the codes map's generation */
+	__u64 id;                /* as runtime_code_id gave it; 0: an empty slot */
+	__u64 code_start;        /* compiled: where its instructions start, and how many */
+	__u32 code_size, pid, kind;
+};
+
 /* A frame's slots and a Code object's header, read in one go each, per CPU. */
 #define V8_CODE_READ 64
 struct v8_scratch {
@@ -42,6 +57,7 @@ struct v8_scratch {
 	/* The walk's process, copied from v8_processes at its first frame the walk asks about:
 	 * its next frames look nothing up. */
 	struct v8_process proc;
+	struct v8_frame_kept frames[V8_KEPT_FRAMES];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -195,6 +211,25 @@ static __always_inline bool v8_is_bytecode(const struct v8_process *proc, const 
 	return v8_type_of(proc, bytecode) == proc->type_bytecode;
 }
 
+/* An interpreted frame's bytecode offset, from the slot where it saved it (a small integer
+ * counting from the array's tagged address); V8_NO_OFFSET when it lies outside. */
+static __always_inline __u64 v8_bytecode_offset(const struct v8_process *proc, __u64 saved)
+{
+	__s64 at = (__s64)saved >> 32;
+
+	if (at >= proc->bytecode_data - 1 && at - (proc->bytecode_data - 1) < V8_NO_OFFSET)
+		return at - (proc->bytecode_data - 1);
+	return V8_NO_OFFSET;
+}
+
+/* The slot of the frames kept across samples where a frame with these slots is kept. */
+static __always_inline struct v8_frame_kept *v8_kept_slot(struct v8_scratch *s, __u64 function, __u64 bytecode)
+{
+	__u64 parts[2] = {function, bytecode};
+
+	return &s->frames[runtime_fingerprint(parts, 2) % V8_KEPT_FRAMES];
+}
+
 /* A frame slot by its index (struct v8_process). */
 static __always_inline __u64 v8_slot(const struct v8_scratch *s, __u8 index)
 {
@@ -212,9 +247,11 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	struct runtime_code_key key = {};
 	struct v8_process *proc;
 	struct v8_scratch *s;
+	struct v8_frame_kept *kept;
 	struct v8_code_words words = {};
-	__u64 pc, function, shared, script, bytecode, saved, code, offset = V8_NO_OFFSET;
-	__u32 zero = 0;
+	__u64 pc, function, shared, script, bytecode, saved, kept_bytecode, code, id, start = 0, offset = V8_NO_OFFSET;
+	__u64 *generation;
+	__u32 zero = 0, size = 0;
 
 	if (!v || !r || !v->active || r->bp < 8 * V8_FRAME_SLOTS)
 		return 0;
@@ -232,6 +269,23 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	if (!(v8_slot(s, proc->slot_context) & 1))
 		return 0;
 	function = v8_slot(s, proc->slot_function);
+	bytecode = v8_slot(s, proc->slot_bytecode_array);
+	saved = v8_slot(s, proc->slot_bytecode_offset);
+	/* Met in an earlier sample, with no GC since and the code's id still told. */
+	kept_bytecode = saved & 1 ? 1 : bytecode;
+	kept = v8_kept_slot(s, function, kept_bytecode);
+	generation = bpf_map_lookup_elem(&v8_generation, &zero);
+	if (!generation)
+		return 0;
+	if (kept->id && kept->function == function && kept->bytecode == kept_bytecode &&
+	    kept->pid == v->pid && kept->epoch == proc->gc_epoch && kept->generation == *generation) {
+		if (kept->kind == V8_CODE_BYTECODE)
+			return V8_FRAME(kept->id, v8_bytecode_offset(proc, saved));
+		if (kept->kind == V8_CODE_FUNCTION)
+			return V8_FRAME(kept->id, V8_NO_OFFSET);
+		if (pc >= kept->code_start && pc - kept->code_start < kept->code_size)
+			return V8_FRAME(kept->id, pc - kept->code_start);
+	}
 	if (!v8_read_object(s->function, function))
 		return 0;
 	if (!v8_function_map(v, proc, v8_word(s->function, 0)))
@@ -240,22 +294,18 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	if (!v8_read_object(s->shared, shared) || v8_map_type(proc, v8_word(s->shared, 0)) != proc->type_shared)
 		return 0;
 	key.pid = v->pid;
-	bytecode = v8_slot(s, proc->slot_bytecode_array);
-	saved = v8_slot(s, proc->slot_bytecode_offset);
 	if (!(saved & 1) && v8_is_bytecode(proc, s->shared, bytecode)) {
 		/* Interpreted: the offset it saved counts from the array's tagged address. */
-		__s64 at = (__s64)saved >> 32;
-
 		key.kind = V8_CODE_BYTECODE;
 		key.object = bytecode;
-		if (at >= proc->bytecode_data - 1 && at - (proc->bytecode_data - 1) < V8_NO_OFFSET)
-			offset = at - (proc->bytecode_data - 1);
+		offset = v8_bytecode_offset(proc, saved);
 	} else if (proc->function_code && (code = v8_word(s->function, proc->function_code)) &&
 		   v8_read_object(s->code, code) && v8_map_type(proc, v8_word(s->code, 0)) == proc->type_code) {
-		__u64 start = proc->code_start_pointer ? *(__u64 *)&s->code[proc->code_start & (V8_CODE_READ - 8)]
-						       : code - 1 + proc->code_start;
-		__u32 size = *(__u32 *)&s->code[proc->code_size & (V8_CODE_READ - 4)];
 		__u32 flags = *(__u32 *)&s->code[proc->code_flags & (V8_CODE_READ - 4)];
+
+		start = proc->code_start_pointer ? *(__u64 *)&s->code[proc->code_start & (V8_CODE_READ - 8)]
+						 : code - 1 + proc->code_start;
+		size = *(__u32 *)&s->code[proc->code_size & (V8_CODE_READ - 4)];
 
 		key.kind = V8_CODE_MACHINE;
 		key.object = code;
@@ -277,10 +327,34 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 		offset = V8_NO_OFFSET;
 	}
 	script = v8_word(s->shared, proc->shared_script);
-	return V8_FRAME(runtime_code_id(RUNTIME_CODES(v8), &key, shared,
-				   v8_fingerprint(shared, v8_word(s->shared, proc->shared_name), script,
-						  v8_script_id(v, proc, script), &words)),
-			offset);
+	id = runtime_code_id(RUNTIME_CODES(v8), &key, shared,
+			     v8_fingerprint(shared, v8_word(s->shared, proc->shared_name), script,
+					    v8_script_id(v, proc, script), &words));
+	/* Kept for the samples after, where GCs are counted. The function alone is kept where
+	 * its code is never read (Node 24); else it is read again each time (on-stack
+	 * replacement: the function's code may come to hold the pc). */
+	if (id && proc->gc_counted && (key.kind != V8_CODE_FUNCTION || !proc->function_code))
+		*kept = (struct v8_frame_kept){.function = function, .bytecode = kept_bytecode,
+					       .epoch = proc->gc_epoch, .generation = *generation, .id = id,
+					       .code_start = start, .code_size = size < V8_NO_OFFSET ? size : V8_NO_OFFSET,
+					       .pid = v->pid, .kind = key.kind};
+	return V8_FRAME(id, offset);
+}
+
+/* V8's GCs, counted by process: the uprobe user space attaches to a Node file's
+ * Heap::PerformGarbageCollection (a GC's pause starts), Heap::GarbageCollectionEpilogueInSafepoint
+ * (it ends: everything moved, the dead found) and Heap::TearDown (a worker's heap goes whole).
+ * Memory a GC frees is taken again only after its pause: a frame kept with the count before
+ * (struct v8_frame_kept), or read during the pause, answers nothing after it. */
+SEC("uprobe/runtime")
+int v8_gc(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct v8_process *proc = bpf_map_lookup_elem(&v8_processes, &tgid);
+
+	if (proc)
+		__sync_fetch_and_add(&proc->gc_epoch, 1);
+	return 0;
 }
 
 /* A process's image changes with exec, and its pid may come back as another's after its

@@ -4,7 +4,9 @@
 // drops them and makes garbage, so that the young generation is collected and objects move
 // and freed addresses are taken by new ones: every round allocates the same objects in the
 // same order, so a later round's may take an earlier one's addresses, all of them at once.
-// An even round's function is called by evenCalls, an odd one's by oddCalls. Run with
+// Round N's function is called by callsK, K = N % 3: the young generation's two halves take
+// turns, so a round's objects often lie where those of two rounds before lay, and a name
+// kept from then would stand under another caller (one of two callers would not tell). Run with
 // --max-semi-space-size=1 (and --expose-gc: a full GC every few rounds). Prints "ready" once
 // it churns.
 'use strict';
@@ -19,16 +21,23 @@ function makeClosure(k) {
 	return (x) => captured[x & 63] + x;
 }
 
-// An even round's generated function is called from evenCalls, an odd one's from oddCalls:
-// a frame named as the round before or after it would stand under the wrong one.
-function evenCalls(f) {
+// Round N's generated function is called from callsK, K = N % 3: a frame named as one of the
+// two rounds before or after it would stand under another.
+function calls0(f) {
 	let sink = 0;
 	for (let i = 0; i < 200; i++)
 		sink += f(200);
 	return sink;
 }
 
-function oddCalls(f) {
+function calls1(f) {
+	let sink = 0;
+	for (let i = 0; i < 200; i++)
+		sink += f(200);
+	return sink;
+}
+
+function calls2(f) {
 	let sink = 0;
 	for (let i = 0; i < 200; i++)
 		sink += f(200);
@@ -38,7 +47,7 @@ function oddCalls(f) {
 function churnRound(n) {
 	let sink = 0;
 	const f = makeGenerated(n);
-	sink += n % 2 == 0 ? evenCalls(f) : oddCalls(f);
+	sink += [calls0, calls1, calls2][n % 3](f);
 	for (let i = 0; i < 2000; i++)
 		sink += makeClosure(i)(i);
 	return sink;
