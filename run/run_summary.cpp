@@ -67,10 +67,12 @@ void RunSummary::print(Session &session, const WindowCutter &windows, const Push
 				render.ms_sum / double(std::max<uint64_t>(render.windows, 1)), render.ms_max);
 			const SymbolizerStats names = session.symbolizer().stats();
 			diagnostics::say("named user addresses: %zu from what windows kept, %zu from their files; "
-					"%zu kept (%.1f KiB of %.1f), %zu dropped for room; %zu files parsed, %zu kept (%.1f KiB), "
+					"%zu kept (%.1f KiB of %.1f), %zu dropped for room, %zu as no window of the last %zu named them; "
+					"%zu files parsed, %zu kept (%.1f KiB), "
 					"DWARF read again %zu times (%zu from %zu decompressed copies, %.1f KiB of %.1f)",
 				names.named_from_kept, names.named_from_file, names.named_kept, names.named_kept_bytes / 1024.0,
-				kKeptNamedBytes / 1024.0, names.named_dropped, names.elf_files_parsed, names.files_kept,
+				kKeptNamedBytes / 1024.0, names.named_dropped, names.named_aged, kKeptNamedWindows,
+				names.elf_files_parsed, names.files_kept,
 				names.file_bytes_kept / 1024.0, names.dwarf_read_again, names.dwarf_read_from_copy,
 				names.decompressed_copies, names.decompressed_bytes / 1024.0, kKeptDecompressedBytes / 1024.0);
 		}

@@ -27,6 +27,7 @@ SymbolizerOptions symbolizer_options(const Options &options, PhaseClock &startup
 	// read, and compressed DWARF decompressed.
 	if (options.interval_s) {
 		symbolizer.kept_named_bytes = kKeptNamedBytes;
+		symbolizer.kept_named_windows = kKeptNamedWindows;
 		symbolizer.kept_decompressed_bytes = kKeptDecompressedBytes;
 	}
 	return symbolizer;

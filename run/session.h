@@ -23,6 +23,9 @@
 // debug file takes 10 MiB so.
 constexpr size_t kKeptNamedBytes = size_t(4) << 20;
 constexpr size_t kKeptDecompressedBytes = size_t(32) << 20;
+// Windows a name is kept that none of them named (SymbolizerOptions::kept_named_windows): a
+// minute of the agent's 15 s windows.
+constexpr size_t kKeptNamedWindows = 4;
 
 // The sampler and what names its samples: loaded and following every process from the
 // constructor on, sampling from attach() to detach().

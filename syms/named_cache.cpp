@@ -24,8 +24,11 @@ constexpr size_t kLruEntryBytes = 7 * sizeof(void *);
 
 const std::vector<Frame> *NamedCache::find(const Key &key)
 {
-	const Named *named = named_.find(key);
-	return named ? &named->frames : nullptr;
+	Named *named = named_.find(key);
+	if (!named)
+		return nullptr;
+	named->window = window_;
+	return &named->frames;
 }
 
 void NamedCache::keep(const Key &key, std::vector<Frame> frames)
@@ -35,6 +38,7 @@ void NamedCache::keep(const Key &key, std::vector<Frame> frames)
 	for (const Frame &frame : frames)
 		named.bytes += frame_bytes(frame);
 	named.frames = std::move(frames);
+	named.window = window_;
 	bytes_ += named.bytes;
 	named_.insert(key, std::move(named));
 	while (bytes_ > options_.kept_named_bytes)
@@ -42,6 +46,21 @@ void NamedCache::keep(const Key &key, std::vector<Frame> frames)
 			bytes_ -= dropped->bytes;
 			stats_.named_dropped++;
 		}
+}
+
+void NamedCache::end_window()
+{
+	window_++;
+	if (!options_.kept_named_windows)
+		return;
+	named_.erase_if([&](const Key &, const Named &named) {
+		const bool aged = named.window + options_.kept_named_windows < window_;
+		if (aged) {
+			bytes_ -= named.bytes;
+			stats_.named_aged++;
+		}
+		return aged;
+	});
 }
 
 void NamedCache::forget_build_id(const std::string &build_id)

@@ -1,6 +1,7 @@
 // syms/named_cache.h: what user_frames named from files' DWARF, by device, inode, offset
 // in the file and whether it is a return address, kept across windows within a bound in
-// bytes (SymbolizerOptions::kept_named_bytes), the least recently used dropped first.
+// bytes (SymbolizerOptions::kept_named_bytes), the least recently used dropped first, and
+// while one of the last kept_named_windows windows named it.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,8 @@ public:
 	void keep(const Key &key, std::vector<Frame> frames);
 	// Drops what was named from files of build_id: a debug file for it came since.
 	void forget_build_id(const std::string &build_id);
+	// A window's end: drops what none of the last kept_named_windows windows named.
+	void end_window();
 
 	size_t size() const { return named_.size(); }
 	size_t bytes() const { return bytes_; }
@@ -38,10 +41,12 @@ public:
 private:
 	struct Named {
 		std::vector<Frame> frames;
-		size_t bytes = 0; // what it takes, as frame_bytes counts
+		size_t bytes = 0;    // what it takes, as frame_bytes counts
+		uint64_t window = 0; // the last window that named it
 	};
 	const SymbolizerOptions &options_;
 	SymbolizerStats &stats_;
 	LruCache<Key, Named> named_{SIZE_MAX};
 	size_t bytes_ = 0;
+	uint64_t window_ = 0; // the window now, counted by end_window
 };

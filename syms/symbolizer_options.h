@@ -44,6 +44,11 @@ struct SymbolizerOptions {
 	// names window after window (an agent) reads a file's DWARF again only for an address
 	// no window has named lately. 0 keeps nothing.
 	size_t kept_named_bytes = 0;
+	// And of those, an address that none of the last this many windows named is dropped at
+	// a window's end: what is kept is what the machine runs now, not all that it ran since
+	// the start, and an agent's memory stays flat as its processes move on through their
+	// code. 0: dropped past the bytes alone.
+	size_t kept_named_windows = 0;
 };
 
 // What a run cost, for tests and for the summary under -v.
@@ -64,4 +69,5 @@ struct SymbolizerStats {
 	// the file; addresses kept now, their bytes, and addresses dropped for room.
 	size_t named_from_kept = 0, named_from_file = 0;
 	size_t named_kept = 0, named_kept_bytes = 0, named_dropped = 0;
+	size_t named_aged = 0; // dropped as no window of the last kept_named_windows named them
 };

@@ -39,8 +39,13 @@ public:
 	// those read later. Ok when taken, else why not.
 	Status add_debug_file(const std::string &build_id, int fd);
 
-	// A window's end: files let their DWARF go (what it named stays in the named cache).
-	void end_window() { files_.end_window(); }
+	// A window's end: files let their DWARF go (what it named stays in the named cache, as
+	// long as recent windows name it).
+	void end_window()
+	{
+		files_.end_window();
+		named_.end_window();
+	}
 	// Perf maps are read again: a pid may be another process's by the next call.
 	void forget_processes() { jit_.forget(); }
 	// The counts of what is kept now, into stats.

@@ -1152,6 +1152,31 @@ TEST_SUITE("unit")
 			CHECK(symbolizer.stats().elf_files_parsed == 1);
 			CHECK(symbolizer.stats().dwarf_read_again == 1);
 		}
+		SUBCASE("an address none of the last kept_named_windows windows named goes, and its file is read again")
+		{
+			options.kept_named_bytes = 1 << 20;
+			options.kept_named_windows = 2;
+			Symbolizer symbolizer(options);
+			symbolizer.set_process_history(&history);
+			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first);
+			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned);
+			symbolizer.end_window();
+			symbolizer.end_window();
+			// Named in the first of the last two windows: kept. The other is named again now.
+			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned);
+			CHECK(symbolizer.stats().named_from_kept == 1);
+			CHECK(symbolizer.stats().named_aged == 0);
+			symbolizer.end_window();
+			// The first one's two windows passed without it: it went, with its bytes.
+			CHECK(symbolizer.stats().named_aged == 1);
+			CHECK(symbolizer.stats().named_kept == 1);
+			CHECK(symbolizer.stats().named_dropped == 0);
+			CHECK(frames_of(symbolizer, gone_pid, first_bias + marker, false) == first); // read again
+			CHECK(symbolizer.stats().named_from_file == 3);
+			CHECK(symbolizer.stats().named_kept == 2);
+			CHECK(frames_of(symbolizer, gone_pid + 1, second_bias + marker + 1, true) == returned);
+			CHECK(symbolizer.stats().named_from_kept == 2);
+		}
 		SUBCASE("0 bytes keeps nothing")
 		{
 			Symbolizer symbolizer(options);
