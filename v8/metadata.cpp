@@ -6,6 +6,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "elf/elf.h"
@@ -251,16 +252,17 @@ std::map<std::string, uint32_t> v8_symbols(const ElfFile &elf)
 	return found;
 }
 
-std::optional<std::array<uint64_t, 3>> v8_gc_offsets(const ElfFile &elf)
+std::vector<uint64_t> v8_gc_offsets(const ElfFile &elf)
 {
-	// Mangled, up to their parameters (which change between versions); a compiler's
-	// split-off part ("name.cold") is no entry.
+	// Mangled, up to their parameters (which change between versions). A name is read whole
+	// only past the prefix they share: a node file has some 100,000 functions.
+	static constexpr std::string_view kHeap = "_ZN2v88internal4Heap";
 	static constexpr std::string_view kFunctions[] = {
 		"_ZN2v88internal4Heap24PerformGarbageCollectionE",
 		"_ZN2v88internal4Heap36GarbageCollectionEpilogueInSafepointE",
 		"_ZN2v88internal4Heap8TearDownE",
 	};
-	std::array<uint64_t, 3> found{};
+	std::set<uint64_t> found[std::size(kFunctions)];
 	for (auto [table_name, strings_name] : {std::pair{".dynsym", ".dynstr"}, std::pair{".symtab", ".strtab"}}) {
 		const auto table = elf.section_data(table_name), strings = elf.section_data(strings_name);
 		if (!table || !strings)
@@ -270,18 +272,25 @@ std::optional<std::array<uint64_t, 3>> v8_gc_offsets(const ElfFile &elf)
 			Elf64_Sym symbol;
 			std::memcpy(&symbol, table->data() + at, sizeof(symbol));
 			if (ELF64_ST_TYPE(symbol.st_info) != STT_FUNC || symbol.st_shndx == SHN_UNDEF ||
-			    symbol.st_name >= text.size() || text[symbol.st_name] != '_')
+			    symbol.st_name >= text.size() || text.compare(symbol.st_name, kHeap.size(), kHeap) != 0)
 				continue;
 			const std::string_view name = text.substr(symbol.st_name, text.find('\0', symbol.st_name) - symbol.st_name);
+			const size_t dot = name.find('.');
+			if (dot != std::string_view::npos && name.substr(dot).starts_with(".cold"))
+				continue;
 			for (size_t i = 0; i < std::size(kFunctions); i++)
-				if (!found[i] && name.starts_with(kFunctions[i]) && name.find('.') == std::string_view::npos)
-					found[i] = elf.file_offset_of_address(symbol.st_value).value_or(0);
+				if (name.starts_with(kFunctions[i]))
+					if (const std::optional<uint64_t> offset = elf.file_offset_of_address(symbol.st_value))
+						found[i].insert(*offset);
 		}
 	}
-	for (uint64_t offset : found)
-		if (!offset)
-			return std::nullopt;
-	return found;
+	std::vector<uint64_t> offsets;
+	for (const std::set<uint64_t> &entries : found) {
+		if (entries.empty())
+			return {};
+		offsets.insert(offsets.end(), entries.begin(), entries.end());
+	}
+	return offsets;
 }
 
 Result<V8Layout> v8_layout(const std::map<std::string, uint32_t> &symbols)

@@ -5,9 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <array>
 #include <map>
-#include <optional>
+#include <vector>
 #include <string>
 
 #include <linux/types.h>
@@ -55,9 +54,12 @@ std::map<std::string, uint32_t> v8_symbols(const ElfFile &elf);
 
 // Where a node file's V8 starts a GC's pause (Heap::PerformGarbageCollection), ends it
 // (Heap::GarbageCollectionEpilogueInSafepoint) and tears a heap down (Heap::TearDown), as
-// file offsets: the uprobes that count its GCs go there (v8/v8.bpf.h's v8_gc). From
-// .dynsym or .symtab (Node 24 keeps them local); nothing when one of the three is missing.
-std::optional<std::array<uint64_t, 3>> v8_gc_offsets(const ElfFile &elf);
+// the file offsets of their entries: the uprobes that count its GCs go there (v8/v8.bpf.h's
+// v8_gc). An entry is a function's symbol or a compiler's specialized copy of it
+// ("name.constprop.0": Node 18's GCs all run through one), not a part split off to be
+// jumped to ("name.cold"). From .dynsym and .symtab (Node 24 keeps them local); empty when
+// one of the three has none.
+std::vector<uint64_t> v8_gc_offsets(const ElfFile &elf);
 
 // The layout of the V8 in the file whose symbols these are. An error says in one line why its
 // JS frames cannot be named: no metadata, a version before 10.2, pointer compression, or a

@@ -26,14 +26,15 @@ bool V8Files::count_gcs(const ElfFile &elf, int fd)
 {
 	if (!attach_)
 		return false;
-	const std::optional<std::array<uint64_t, 3>> offsets = v8_gc_offsets(elf);
-	if (!offsets)
+	const std::vector<uint64_t> offsets = v8_gc_offsets(elf);
+	if (offsets.empty())
 		return false;
-	// Through the descriptor: the file checked, not whatever its path names by now. Each
-	// uprobe attached stays to the run's end; a GC missed by one not attached is harmless,
-	// as the walk keeps no frame unless all three are.
+	// Through the descriptor: the file checked, not whatever its path names by now (a uprobe
+	// at an offset of another file could land inside an instruction). Each uprobe attached
+	// stays to the run's end; a GC counted by some alone is harmless, as the walk keeps no
+	// frame unless all are.
 	const std::string path = "/proc/self/fd/" + std::to_string(fd);
-	for (uint64_t offset : *offsets)
+	for (uint64_t offset : offsets)
 		if (!attach_("v8_gc", path, offset)) {
 			if (getenv("PROFILE_DEBUG"))
 				diagnostics::say("V8's GCs not counted (a uprobe at %#" PRIx64 " in %s: %s): JS frames are read "
@@ -68,9 +69,11 @@ std::optional<Result<V8Layout>> V8Files::detect(uint32_t pid)
 		return std::nullopt;
 	std::unique_ptr<ElfFile> elf = ElfFile::open(fd.get());
 	Result<V8Layout> layout = elf ? v8_layout(v8_symbols(*elf)) : Result<V8Layout>(Error("not an ELF file this profiler reads"));
+	const auto read = std::chrono::steady_clock::now();
+	read_ms_ += std::chrono::duration<double, std::milli>(read - started).count();
 	if (layout.ok() && count_gcs(*elf, fd.get()))
 		layout.value().walk.gc_counted = 1;
-	read_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+	gc_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - read).count();
 	if (!layout.ok())
 		layout = Error(chosen->path + ": " + layout.error());
 	return layouts_.emplace(key, std::move(layout)).first->second;

@@ -30,8 +30,9 @@ public:
 	// The files read, and the time their metadata took (the file opened, its symbols read).
 	size_t files() const { return layouts_.size(); }
 	double read_ms() const { return read_ms_; }
-	// The files whose GCs are counted.
+	// The files whose GCs are counted, and the time their uprobes took (found and attached).
 	size_t gc_counted() const { return gc_counted_; }
+	double gc_ms() const { return gc_ms_; }
 
 private:
 	// Whether the uprobes on the GCs of the ELF file open at fd are attached.
@@ -39,6 +40,6 @@ private:
 
 	AttachUprobe attach_;
 	std::map<FileKey, Result<V8Layout>> layouts_;
-	double read_ms_ = 0;
+	double read_ms_ = 0, gc_ms_ = 0;
 	size_t gc_counted_ = 0;
 };
