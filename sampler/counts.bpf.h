@@ -260,50 +260,6 @@ static __always_inline bool in_cgroups(void)
 	return false;
 }
 
-/* The number of pid (a task's struct pid) in profile's PID namespace, by CO-RE reads:
- * the namespaces a pid has a number in are levels 0 (the initial one) to pid->level, and
- * profile's is found at its level by its inode. A nested namespace is seen by no helper
- * (bpf_get_ns_current_pid_tgid answers only for tasks directly in the one namespace), so
- * the levels are walked, the task's own first. Writes *level; false when the task is
- * outside the namespace (in an ancestor, or a sibling). */
-static __always_inline bool pid_in_namespace(struct pid *pid, __u32 *nr, __u32 *level)
-{
-	int top = BPF_CORE_READ(pid, level);
-
-	for (int i = 0; i <= 32; i++) { /* MAX_PID_NS_LEVEL */
-		int at = top - i;
-		struct upid upid;
-
-		if (at < 0)
-			return false;
-		if (bpf_core_read(&upid, sizeof(upid), &pid->numbers[at]))
-			return false;
-		if (BPF_CORE_READ(upid.ns, ns.inum) == pid_namespace) {
-			*nr = upid.nr;
-			*level = at;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The current task's process and thread ids in profile's PID namespace; false when it is
- * not in it. Only run with pid_namespace set. */
-static __always_inline bool ids_in_namespace(__u32 *tgid, __u32 *tid)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct pid *leader = BPF_CORE_READ(task, group_leader, thread_pid);
-	__u32 level, nr;
-
-	if (!pid_in_namespace(BPF_CORE_READ(task, thread_pid), tid, &level))
-		return false;
-	/* Every thread of a process is in the same namespaces. */
-	if (bpf_core_read(&nr, sizeof(nr), &leader->numbers[level].nr))
-		return false;
-	*tgid = nr;
-	return true;
-}
-
 /* The filters every program applies to the current task (-I, -p, -L, --cgroup): false
  * when it is not wanted. Writes its process id, in profile's PID namespace, and its thread
  * id for its key (stack_key.tid): 0 unless counts are keyed by thread. */

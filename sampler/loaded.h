@@ -41,8 +41,9 @@ struct Sampler::Impl {
 	int64_t last_fit_ns = 0;
 	// The hooks through which the kernel keeps processes' mappings for the table walk.
 	std::vector<Link> hooks;
-	// The runtimes' uprobes their readers attached (attach_uprobe).
+	// The runtimes' uprobes their readers attached (attach_uprobe), until detach().
 	std::vector<Link> runtime_uprobes;
+	bool detached = false;
 	SamplerConfig options;
 	MapSizes sizes; // as loaded: what follows is read from them, never copied
 	// The hooks being detached (Sampler::detach): joined first when the Impl goes, before

@@ -419,6 +419,7 @@ bool Sampler::finish_load()
 	Skeleton skel = load_frame_pointers(d.options, sizes, err);
 	set_filters(*skel, d.options);
 	d.hooks.clear();
+	d.runtime_uprobes.clear();
 	d.sizes = sizes; // no longer unwinding, the stack maps of --unwind fp
 	d.retired = std::exchange(d.skel, std::move(skel));
 	return false;
@@ -556,11 +557,14 @@ void Sampler::detach()
 	// A hook's detach may wait for the kernel's grace periods (ld.so's uprobe: about 110 ms,
 	// RCU tasks trace): each on a thread of its own, while the run reads the maps and names
 	// what they hold. What a hook does meanwhile (a process's mappings noted) nobody reads.
-	for (std::vector<Link> *links : {&impl_->hooks, &impl_->runtime_uprobes}) {
-		for (Link &hook : *links)
-			impl_->detaching.emplace_back([link = std::move(hook)]() mutable { link.reset(); });
-		links->clear();
-	}
+	for (Link &hook : impl_->hooks)
+		impl_->detaching.emplace_back([link = std::move(hook)]() mutable { link.reset(); });
+	impl_->hooks.clear();
+	// The runtimes' uprobes, three or more per file of a runtime: one after the other, on
+	// one thread. None is attached after this (a reader still names what the maps hold).
+	impl_->detaching.emplace_back([links = std::move(impl_->runtime_uprobes)]() mutable { links.clear(); });
+	impl_->runtime_uprobes.clear();
+	impl_->detached = true;
 }
 
 uint32_t Sampler::runtimes_walked() const
@@ -575,6 +579,10 @@ int Sampler::map_fd(const char *name) const
 
 bool Sampler::attach_uprobe(const char *name, const std::string &path, uint64_t offset)
 {
+	if (impl_->detached) {
+		errno = ESHUTDOWN;
+		return false;
+	}
 	bpf_program *program = bpf_object__find_program_by_name(impl_->skel->obj, name);
 	if (!program || bpf_program__section_name(program) != kRuntimeUprobes || bpf_program__fd(program) < 0) {
 		errno = ENOENT;

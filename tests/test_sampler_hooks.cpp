@@ -89,7 +89,7 @@ TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, th
 	SUBCASE("--unwind auto, the whole machine")
 	{
 		// A Node process running: the JS walk counts its GCs by uprobes in node's file (the
-		// file checked, named by profile's descriptor of it), three per Node file.
+		// file checked, named by profile's descriptor of it), three or more per Node file.
 		std::unique_ptr<Background> node;
 		if (access("/usr/bin/node", X_OK) == 0) {
 			node = std::make_unique<Background>(std::vector<std::string>{
@@ -115,7 +115,7 @@ TEST_CASE("no program on the syscall path: --unwind fp and -p attach no hook, th
 		CHECK(names.count("sched_process_exec") >= 1);
 		CHECK(ld_so == 1);
 		if (node)
-			CHECK((gc >= 3 && gc % 3 == 0));
+			CHECK(gc >= 3);
 		CHECK(names.count("sched_switch") == 0);
 		CHECK(names.count("sched_waking") == 0);
 	}

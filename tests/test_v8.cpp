@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -428,6 +429,38 @@ TEST_CASE("v8: --off-cpu names the JS functions of a thread blocked in fs.readSy
 	CHECK_MESSAGE(named >= 0.9 * double(blocked), named << " us of " << blocked << " under waitForByte and blockedReader, every JS frame named\n"
 							   << all_lines);
 	CHECK(named >= 1000000); // over a second of the 1.5 s blocked
+}
+
+TEST_CASE("v8: the uprobes count every GC: a GC's pause starts and ends once each in every node")
+{
+	require_root();
+	for (const Node &node : nodes_or_skip()) {
+		CAPTURE(node.label);
+		// 20 full GCs once told (SIGUSR2), after profile has classified the process.
+		Background script({node.path, "--expose-gc", "-e",
+				   "process.on('SIGUSR2', () => { for (let i = 0; i < 20; i++) gc(); console.log('done'); "
+				   "setTimeout(() => {}, 200); }); console.log('ready'); setTimeout(() => {}, 20000);"});
+		REQUIRE(script.read_line() == "ready");
+		ScopedEnv debug("PROFILE_DEBUG", "1");
+		PipedProcess run(profile_command({"-p", std::to_string(script.pid()), "-f", "49", "--folded", "10"}));
+		std::string line, err;
+		while (!(line = run.read_err_line()).empty() && !line.starts_with("Sampling at"))
+			err += line + "\n";
+		REQUIRE_MESSAGE(line.starts_with("Sampling at"), err);
+		REQUIRE(kill(script.pid(), SIGUSR2) == 0);
+		CHECK(script.read_line() == "done");
+		kill(run.pid(), SIGINT);
+		std::string out;
+		while (run.open())
+			run.pump(1000, &out, &err);
+		REQUIRE(run.wait() == 0);
+		std::smatch hits;
+		REQUIRE_MESSAGE(std::regex_search(err, hits, std::regex(R"(GCs counted in 1 files .*; (\d+) hits\))")), err);
+		// Each full GC: its pause's start and end (a young generation's collection before it
+		// adds its own two).
+		CHECK(std::stoul(hits[1]) >= 40);
+		CHECK(std::stoul(hits[1]) % 2 == 0);
+	}
 }
 
 TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named as its own function, or "

@@ -275,8 +275,7 @@ std::vector<uint64_t> v8_gc_offsets(const ElfFile &elf)
 			    symbol.st_name >= text.size() || text.compare(symbol.st_name, kHeap.size(), kHeap) != 0)
 				continue;
 			const std::string_view name = text.substr(symbol.st_name, text.find('\0', symbol.st_name) - symbol.st_name);
-			const size_t dot = name.find('.');
-			if (dot != std::string_view::npos && name.substr(dot).starts_with(".cold"))
+			if (name.find(".cold") != std::string_view::npos)
 				continue;
 			for (size_t i = 0; i < std::size(kFunctions); i++)
 				if (name.starts_with(kFunctions[i]))

@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -21,14 +22,14 @@
 #include "v8/runtime.h"
 
 struct V8Reader::Impl {
-	Impl(const RuntimeMaps &maps, AttachUprobe attach)
-		: maps(maps), seen(maps.seen, sizeof(runtime_code)), files(std::move(attach))
+	Impl(const RuntimeMaps &maps, int gcs, AttachUprobe attach)
+		: maps(maps), gcs(gcs), seen(maps.seen, sizeof(runtime_code)), files(std::move(attach))
 	{
 	}
 	RuntimeMaps maps;
+	int gcs; // v8_gcs: the GCs counted, by pid (-1: none)
 	SeenRecords seen; // code objects met for the first time
 	V8Files files;
-	uint64_t epochs = 0; // the walk's gc_epoch starts given
 	V8Names names;
 	std::unordered_map<uint32_t, V8Layout> processes; // Node ones, by pid
 	std::set<std::string> said;                       // files already said unreadable
@@ -43,8 +44,8 @@ struct V8Reader::Impl {
 		if (auto found = files.detect(pid)) {
 			if (found->ok()) {
 				entry = found->value().walk;
-				entry.gc_epoch = fresh_epoch();
-				processes.emplace(pid, found->value());
+				entry.gc_counted = entry.gc_counted && count_gcs(pid);
+				processes.emplace(pid, found->value()).first->second.walk.gc_counted = entry.gc_counted;
 				versions.insert(found->value().version());
 				forget_runtime_codes(maps, pid); // a new image under the same pid (exec)
 			} else if (said.insert(found->error()).second) {
@@ -54,10 +55,23 @@ struct V8Reader::Impl {
 		bpf_map_update_elem(maps.processes, &pid, &entry, BPF_ANY);
 	}
 
-	// A count of GCs to start a process's entry from, above any given before: each entry
-	// written starts one, so that no frame the walk kept before (another image under the
-	// pid, or a count this write lost) matches it.
-	uint64_t fresh_epoch() { return ++epochs << 32; }
+	// Whether the kernel counts the GCs of process pid, whose file's uprobes are attached:
+	// its count made, at 0, unless it is there already (only the uprobes write it after).
+	bool count_gcs(uint32_t pid)
+	{
+		const uint64_t zero = 0;
+		return gcs >= 0 && (bpf_map_update_elem(gcs, &pid, &zero, BPF_NOEXIST) == 0 || errno == EEXIST);
+	}
+
+	// The GCs counted in the processes followed, for -v: the uprobes' hits.
+	uint64_t gcs_counted() const
+	{
+		uint64_t sum = 0, count;
+		for (const auto &[pid, layout] : processes)
+			if (gcs >= 0 && bpf_map_lookup_elem(gcs, &pid, &count) == 0)
+				sum += count;
+		return sum;
+	}
 
 	void name_fresh(const std::vector<runtime_code> &fresh)
 	{
@@ -92,14 +106,15 @@ struct V8Reader::Impl {
 				*known = seen;
 				changed = true;
 			}
-		if (changed) {
-			walk.gc_epoch = fresh_epoch();
+		if (changed)
 			bpf_map_update_elem(maps.processes, &pid, &walk, BPF_ANY);
-		}
 	}
 };
 
-V8Reader::V8Reader(const RuntimeMaps &maps, AttachUprobe attach) : impl_(std::make_unique<Impl>(maps, std::move(attach))) {}
+V8Reader::V8Reader(const RuntimeMaps &maps, int gcs, AttachUprobe attach)
+	: impl_(std::make_unique<Impl>(maps, gcs, std::move(attach)))
+{
+}
 
 V8Reader::~V8Reader() = default;
 
@@ -137,9 +152,9 @@ std::string V8Reader::stats() const
 	char line[448];
 	snprintf(line, sizeof(line), "js: %zu processes followed%s, metadata of %zu files read in %.1f ms, %" PRIu64
 		 " code objects named (%" PRIu64 " not), naming CPU %.1f ms; the walk knows the read-only maps of %zu; "
-		 "GCs counted in %zu files (uprobes found and attached in %.1f ms)",
+		 "GCs counted in %zu files (uprobes found and attached in %.1f ms; %" PRIu64 " hits)",
 		 impl_->processes.size(), versions.empty() ? "" : (versions + ")").c_str(), impl_->files.files(),
 		 impl_->files.read_ms(), impl_->named, impl_->unnamed, impl_->naming_ms, maps_known,
-		 impl_->files.gc_counted(), impl_->files.gc_ms());
+		 impl_->files.gc_counted(), impl_->files.gc_ms(), impl_->gcs_counted());
 	return line;
 }

@@ -13,7 +13,7 @@ namespace {
 std::unique_ptr<RuntimeReader> start_v8(const RuntimeKernel &kernel)
 {
 	const std::optional<RuntimeMaps> maps = RuntimeMaps::named(kernel.map_fd, "v8");
-	return maps ? std::make_unique<V8Reader>(*maps, kernel.attach_uprobe) : nullptr;
+	return maps ? std::make_unique<V8Reader>(*maps, kernel.map_fd("v8_gcs"), kernel.attach_uprobe) : nullptr;
 }
 
 } // namespace

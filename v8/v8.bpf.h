@@ -31,18 +31,35 @@ RUNTIME_ASKED_MAP(v8_wanted);
 /* Code objects already sent to user space (shared = the SharedFunctionInfo, in extra). */
 RUNTIME_CODES_MAP(v8);
 
+/* The GCs of the processes whose entry says gc_counted, by pid: moved on by one where a
+ * GC's pause starts, where it ends and where a heap is torn down (v8_gc), so that no object
+ * the walk read can have moved or gone while it stays. User space makes a process's entry
+ * here before it says gc_counted, and never writes it again (a write replaces the element:
+ * a count the uprobe added meanwhile would be lost); an exec or an exit takes it out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} v8_gcs SEC(".maps");
+
 /* What the walk read of a JS frame, kept across samples while the process runs no GC: the
  * frame's function and what it ran are then the objects they were, where they were. Keyed by
- * the frame's slots: its JSFunction and its BytecodeArray (1 when the frame saved no bytecode
- * offset, an optimized one's: that slot is then no part of what the walk decides). A
- * compiled frame's code is the function's at the time it was read: it holds only while the
- * frame's pc lies in its instructions (a function tiers up and down without a GC). */
+ * the process's image (its start and its exec: a pid taken again, or an exec the kernel's
+ * hooks did not see, never meets another's frames) and the frame's slots: its JSFunction and
+ * its BytecodeArray, or 1 where the slot of the bytecode offset holds no small integer (the
+ * frame is then not an interpreted one, whatever that slot holds; an optimized frame's
+ * spill slots there change from call to call, and so does its key). A compiled frame's code
+ * is the function's at the time it was read: it holds only while the frame's pc lies in its
+ * instructions (a function tiers up and down without a GC). */
 #define V8_KEPT_FRAMES 256
 struct v8_frame_kept {
 	__u64 function, bytecode;
-	__u64 epoch, generation; /* the process's gc_epoch, the codes map's generation */
-	__u64 id;                /* as runtime_code_id gave it; 0: an empty slot */
-	__u64 code_start;        /* compiled: where its instructions start, and how many */
+	__u64 image;
+	__u64 gcs, generation; /* the process's count in v8_gcs, the codes map's generation */
+	__u64 id;              /* as runtime_code_id gave it; 0: an empty slot */
+	__u64 code_start;      /* compiled: where its instructions start, and how many */
 	__u32 code_size, pid, kind;
 };
 
@@ -55,10 +72,13 @@ struct v8_scratch {
 	 * fields the walk reads (user space checks they lie there). */
 	__u8 function[V8_CODE_READ], shared[V8_CODE_READ];
 	/* The walk's process, copied from v8_processes at its first frame the walk asks about:
-	 * its next frames look nothing up. */
+	 * its next frames look nothing up. With it, where its GCs are counted (struct
+	 * v8_walk's counted), their count then and the process's image. */
 	struct v8_process proc;
+	__u64 gcs, image;
 	struct v8_frame_kept frames[V8_KEPT_FRAMES];
 };
+_Static_assert(sizeof(struct v8_scratch) <= 32768, "a per-CPU map's value is at most 32 KiB");
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -78,8 +98,9 @@ struct v8_kept {
 };
 struct v8_walk {
 	__u32 pid;
-	__u8 active; /* a process with V8 that the walk can read */
-	__u8 copied; /* its entry is copied into v8_scratch */
+	__u8 active;  /* a process with V8 that the walk can read */
+	__u8 copied;  /* its entry is copied into v8_scratch */
+	__u8 counted; /* 0: not looked up yet; 1: its GCs are counted (v8_scratch's gcs); 2: not */
 	struct v8_kept function_maps, script_ids;
 };
 
@@ -222,6 +243,15 @@ static __always_inline __u64 v8_bytecode_offset(const struct v8_process *proc, _
 	return V8_NO_OFFSET;
 }
 
+/* The current process's image: its start time and its exec's number, mixed. */
+static __always_inline __u64 v8_image(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 parts[2] = {BPF_CORE_READ(task, group_leader, start_time), BPF_CORE_READ(task, self_exec_id)};
+
+	return runtime_fingerprint(parts, 2);
+}
+
 /* The slot of the frames kept across samples where a frame with these slots is kept. */
 static __always_inline struct v8_frame_kept *v8_kept_slot(struct v8_scratch *s, __u64 function, __u64 bytecode)
 {
@@ -250,7 +280,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	struct v8_frame_kept *kept;
 	struct v8_code_words words = {};
 	__u64 pc, function, shared, script, bytecode, saved, kept_bytecode, code, id, start = 0, offset = V8_NO_OFFSET;
-	__u64 *generation;
+	__u64 *generation, now, *gcs;
 	__u32 zero = 0, size = 0;
 
 	if (!v || !r || !v->active || r->bp < 8 * V8_FRAME_SLOTS)
@@ -262,6 +292,14 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	proc = runtime_walk_entry(&v8_processes, v->pid, &s->proc, sizeof(s->proc), &v->copied);
 	if (!proc)
 		return 0;
+	if (!v->counted) {
+		gcs = proc->gc_counted ? bpf_map_lookup_elem(&v8_gcs, &v->pid) : NULL;
+		v->counted = gcs ? 1 : 2;
+		if (gcs) {
+			s->gcs = *gcs;
+			s->image = v8_image();
+		}
+	}
 	/* Through the stack window: the frame-pointer step after it reads the words above. */
 	if (runtime_stack_read(r, r->bp - 8 * V8_FRAME_SLOTS, s->slots, V8_FRAME_SLOTS))
 		return 0;
@@ -277,8 +315,9 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	generation = bpf_map_lookup_elem(&v8_generation, &zero);
 	if (!generation)
 		return 0;
-	if (kept->id && kept->function == function && kept->bytecode == kept_bytecode &&
-	    kept->pid == v->pid && kept->epoch == proc->gc_epoch && kept->generation == *generation) {
+	now = *generation;
+	if (v->counted == 1 && kept->id && kept->function == function && kept->bytecode == kept_bytecode &&
+	    kept->pid == v->pid && kept->image == s->image && kept->gcs == s->gcs && kept->generation == now) {
 		if (kept->kind == V8_CODE_BYTECODE)
 			return V8_FRAME(kept->id, v8_bytecode_offset(proc, saved));
 		if (kept->kind == V8_CODE_FUNCTION)
@@ -333,27 +372,31 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	/* Kept for the samples after, where GCs are counted. The function alone is kept where
 	 * its code is never read (Node 24); else it is read again each time (on-stack
 	 * replacement: the function's code may come to hold the pc). */
-	if (id && proc->gc_counted && (key.kind != V8_CODE_FUNCTION || !proc->function_code))
+	if (id && v->counted == 1 && (key.kind != V8_CODE_FUNCTION || !proc->function_code))
 		*kept = (struct v8_frame_kept){.function = function, .bytecode = kept_bytecode,
-					       .epoch = proc->gc_epoch, .generation = *generation, .id = id,
+					       .image = s->image, .gcs = s->gcs, .generation = now, .id = id,
 					       .code_start = start, .code_size = size < V8_NO_OFFSET ? size : V8_NO_OFFSET,
 					       .pid = v->pid, .kind = key.kind};
 	return V8_FRAME(id, offset);
 }
 
-/* V8's GCs, counted by process: the uprobe user space attaches to a Node file's
+/* V8's GCs, counted by process (v8_gcs): the uprobe user space attaches to a Node file's
  * Heap::PerformGarbageCollection (a GC's pause starts), Heap::GarbageCollectionEpilogueInSafepoint
- * (it ends: everything moved, the dead found) and Heap::TearDown (a worker's heap goes whole).
- * Memory a GC frees is taken again only after its pause: a frame kept with the count before
- * (struct v8_frame_kept), or read during the pause, answers nothing after it. */
+ * (it ends: everything moved, the dead found) and Heap::TearDown (a worker's heap goes whole),
+ * at each entry of each. Memory a GC frees is taken again only after its pause: a frame kept
+ * with the count before (struct v8_frame_kept), or read during the pause, answers nothing
+ * after it. */
 SEC("uprobe/runtime")
 int v8_gc(void *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct v8_process *proc = bpf_map_lookup_elem(&v8_processes, &tgid);
+	__u64 *gcs;
+	__u32 tgid;
 
-	if (proc)
-		__sync_fetch_and_add(&proc->gc_epoch, 1);
+	if (!current_process(&tgid))
+		return 0;
+	gcs = bpf_map_lookup_elem(&v8_gcs, &tgid);
+	if (gcs)
+		__sync_fetch_and_add(gcs, 1);
 	return 0;
 }
 
@@ -362,6 +405,7 @@ int v8_gc(void *ctx)
 static __always_inline void v8_forget(__u32 tgid)
 {
 	bpf_map_delete_elem(&v8_processes, &tgid);
+	bpf_map_delete_elem(&v8_gcs, &tgid);
 }
 
 #endif /* V8_BPF_H */

@@ -39,8 +39,8 @@ struct v8_process {
 	__u8 code_kind_baseline;
 	/* Frame slots, by index: slot i is at fp - 8 * (V8_FRAME_SLOTS - i). */
 	__u8 slot_function, slot_context, slot_bytecode_array, slot_bytecode_offset;
-	/* The uprobes on this process's V8 (v8_gc) count its GCs in gc_epoch: the walk may
-	 * keep what it read of a frame across samples (struct v8_frame_kept). */
+	/* The uprobes on this process's V8 (v8_gc) count its GCs in v8_gcs: the walk may keep
+	 * what it read of a frame across samples (struct v8_frame_kept). */
 	__u8 gc_counted;
 	__u8 pad[2];
 	__u16 type_function_first, type_function_last; /* JSFunction's instance types */
@@ -61,10 +61,6 @@ struct v8_process {
 	/* The maps of SharedFunctionInfo, BytecodeArray and Code (tagged), as user space met
 	 * them; 0 until then. */
 	__u64 map_shared, map_bytecode, map_code;
-	/* Moved on by one where a GC's pause starts, where it ends and where a heap is torn
-	 * down: no object the walk read can have moved or gone while it stays. User space
-	 * starts it at a number of its own, never given before (an exec, a pid taken again). */
-	__u64 gc_epoch;
 };
 
 /* The code objects the walk met are runtime_code records (runtime/runtime.h): kind is an
