@@ -52,14 +52,18 @@ struct {
  * frame is then not an interpreted one, whatever that slot holds; an optimized frame's
  * spill slots there change from call to call, and so does its key). A compiled frame's code
  * is the function's at the time it was read: it holds only while the frame's pc lies in its
- * instructions (a function tiers up and down without a GC). */
+ * instructions (a function tiers up and down without a GC). A frame named by its function
+ * alone, as its pc lay in other code (on-stack replacement), holds for that pc alone: a
+ * caller's return address, the same sample after sample (where the walk never reads a
+ * function's code, Node 24's, for any pc). */
 #define V8_KEPT_FRAMES 256
 struct v8_frame_kept {
 	__u64 function, bytecode;
 	__u64 image;
 	__u64 gcs, generation; /* the process's count in v8_gcs, the codes map's generation */
 	__u64 id;              /* as runtime_code_id gave it; 0: an empty slot */
-	__u64 code_start;      /* compiled: where its instructions start, and how many */
+	__u64 code_start;      /* compiled: where its instructions start, and how many; the
+				* function alone: the pc */
 	__u32 code_size, pid, kind;
 };
 
@@ -320,9 +324,9 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	    kept->pid == v->pid && kept->image == s->image && kept->gcs == s->gcs && kept->generation == now) {
 		if (kept->kind == V8_CODE_BYTECODE)
 			return V8_FRAME(kept->id, v8_bytecode_offset(proc, saved));
-		if (kept->kind == V8_CODE_FUNCTION)
+		if (kept->kind == V8_CODE_FUNCTION && (!proc->function_code || kept->code_start == pc))
 			return V8_FRAME(kept->id, V8_NO_OFFSET);
-		if (pc >= kept->code_start && pc - kept->code_start < kept->code_size)
+		if (kept->kind == V8_CODE_MACHINE && pc >= kept->code_start && pc - kept->code_start < kept->code_size)
 			return V8_FRAME(kept->id, pc - kept->code_start);
 	}
 	if (!v8_read_object(s->function, function))
@@ -364,15 +368,15 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 		key.object = shared;
 		words = (struct v8_code_words){};
 		offset = V8_NO_OFFSET;
+		start = pc;
+		size = 0;
 	}
 	script = v8_word(s->shared, proc->shared_script);
 	id = runtime_code_id(RUNTIME_CODES(v8), &key, shared,
 			     v8_fingerprint(shared, v8_word(s->shared, proc->shared_name), script,
 					    v8_script_id(v, proc, script), &words));
-	/* Kept for the samples after, where GCs are counted. The function alone is kept where
-	 * its code is never read (Node 24); else it is read again each time (on-stack
-	 * replacement: the function's code may come to hold the pc). */
-	if (id && v->counted == 1 && (key.kind != V8_CODE_FUNCTION || !proc->function_code))
+	/* Kept for the samples after, where GCs are counted. */
+	if (id && v->counted == 1)
 		*kept = (struct v8_frame_kept){.function = function, .bytecode = kept_bytecode,
 					       .image = s->image, .gcs = s->gcs, .generation = now, .id = id,
 					       .code_start = start, .code_size = size < V8_NO_OFFSET ? size : V8_NO_OFFSET,
