@@ -8,7 +8,9 @@
  * interpreted frame (and the bytecode offset the frame saved), or the Code object whose
  * instructions hold the pc. Each is recorded as a tagged value (v8/v8.h): an id and the
  * offset. An object met for the first time (or at an address another had, told apart by a
- * fingerprint) is sent to user space to be named while the process lives. */
+ * fingerprint) is sent to user space to be named while the process lives. What the walk
+ * read of a frame is kept per CPU for the samples after, while the process runs no GC
+ * (struct v8_frame_kept; its GCs counted by uprobes, v8_gc). */
 #ifndef V8_BPF_H
 #define V8_BPF_H
 
@@ -67,7 +69,8 @@ struct v8_frame_kept {
 	__u32 code_size, pid, kind;
 };
 
-/* A frame's slots and a Code object's header, read in one go each, per CPU. */
+/* A frame's slots and a Code object's header, read in one go each, per CPU; and the frames
+ * kept across samples. */
 #define V8_CODE_READ 64
 struct v8_scratch {
 	__u64 slots[V8_FRAME_SLOTS]; /* the words below the frame pointer */
