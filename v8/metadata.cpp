@@ -214,6 +214,30 @@ Status fill_naming(const Names &names, V8Layout &layout)
 	return {};
 }
 
+// Calls f(symbol, strings) for each defined symbol of .dynsym, then of .symtab, whose name
+// lies in its string table (a name is read from strings at st_name by symbol_name).
+template <typename F>
+void each_symbol(const ElfFile &elf, F f)
+{
+	for (auto [table_name, strings_name] : {std::pair{".dynsym", ".dynstr"}, std::pair{".symtab", ".strtab"}}) {
+		const auto table = elf.section_data(table_name), strings = elf.section_data(strings_name);
+		if (!table || !strings)
+			continue;
+		const std::string_view text(reinterpret_cast<const char *>(strings->data()), strings->size());
+		for (size_t at = 0; at + sizeof(Elf64_Sym) <= table->size(); at += sizeof(Elf64_Sym)) {
+			Elf64_Sym symbol;
+			std::memcpy(&symbol, table->data() + at, sizeof(symbol));
+			if (symbol.st_shndx != SHN_UNDEF && symbol.st_name < text.size())
+				f(symbol, text);
+		}
+	}
+}
+
+std::string_view symbol_name(std::string_view strings, const Elf64_Sym &symbol)
+{
+	return strings.substr(symbol.st_name, strings.find('\0', symbol.st_name) - symbol.st_name);
+}
+
 } // namespace
 
 std::string V8Layout::version() const
@@ -229,26 +253,18 @@ bool V8Layout::at_least(uint32_t a, uint32_t b, uint32_t c) const
 std::map<std::string, uint32_t> v8_symbols(const ElfFile &elf)
 {
 	std::map<std::string, uint32_t> found;
-	for (auto [table_name, strings_name] : {std::pair{".dynsym", ".dynstr"}, std::pair{".symtab", ".strtab"}}) {
-		const auto table = elf.section_data(table_name), strings = elf.section_data(strings_name);
-		if (!table || !strings)
-			continue;
-		const std::string_view text(reinterpret_cast<const char *>(strings->data()), strings->size());
-		for (size_t at = 0; at + sizeof(Elf64_Sym) <= table->size(); at += sizeof(Elf64_Sym)) {
-			Elf64_Sym symbol;
-			std::memcpy(&symbol, table->data() + at, sizeof(symbol));
-			if (symbol.st_shndx == SHN_UNDEF || symbol.st_size != 4 || symbol.st_name >= text.size())
-				continue;
-			const std::string_view name = text.substr(symbol.st_name, text.find('\0', symbol.st_name) - symbol.st_name);
-			if (!wanted_symbol(name) || found.contains(std::string(name)))
-				continue;
-			if (const auto bytes = elf.bytes_at_address(symbol.st_value, 4)) {
-				uint32_t value;
-				std::memcpy(&value, bytes->data(), 4);
-				found.emplace(name, value);
-			}
+	each_symbol(elf, [&](const Elf64_Sym &symbol, std::string_view strings) {
+		if (symbol.st_size != 4)
+			return;
+		const std::string_view name = symbol_name(strings, symbol);
+		if (!wanted_symbol(name) || found.contains(std::string(name)))
+			return;
+		if (const auto bytes = elf.bytes_at_address(symbol.st_value, 4)) {
+			uint32_t value;
+			std::memcpy(&value, bytes->data(), 4);
+			found.emplace(name, value);
 		}
-	}
+	});
 	return found;
 }
 
@@ -263,26 +279,17 @@ std::vector<uint64_t> v8_gc_offsets(const ElfFile &elf)
 		"_ZN2v88internal4Heap8TearDownE",
 	};
 	std::set<uint64_t> found[std::size(kFunctions)];
-	for (auto [table_name, strings_name] : {std::pair{".dynsym", ".dynstr"}, std::pair{".symtab", ".strtab"}}) {
-		const auto table = elf.section_data(table_name), strings = elf.section_data(strings_name);
-		if (!table || !strings)
-			continue;
-		const std::string_view text(reinterpret_cast<const char *>(strings->data()), strings->size());
-		for (size_t at = 0; at + sizeof(Elf64_Sym) <= table->size(); at += sizeof(Elf64_Sym)) {
-			Elf64_Sym symbol;
-			std::memcpy(&symbol, table->data() + at, sizeof(symbol));
-			if (ELF64_ST_TYPE(symbol.st_info) != STT_FUNC || symbol.st_shndx == SHN_UNDEF ||
-			    symbol.st_name >= text.size() || text.compare(symbol.st_name, kHeap.size(), kHeap) != 0)
-				continue;
-			const std::string_view name = text.substr(symbol.st_name, text.find('\0', symbol.st_name) - symbol.st_name);
-			if (name.find(".cold") != std::string_view::npos)
-				continue;
-			for (size_t i = 0; i < std::size(kFunctions); i++)
-				if (name.starts_with(kFunctions[i]))
-					if (const std::optional<uint64_t> offset = elf.file_offset_of_address(symbol.st_value))
-						found[i].insert(*offset);
-		}
-	}
+	each_symbol(elf, [&](const Elf64_Sym &symbol, std::string_view strings) {
+		if (ELF64_ST_TYPE(symbol.st_info) != STT_FUNC || strings.compare(symbol.st_name, kHeap.size(), kHeap) != 0)
+			return;
+		const std::string_view name = symbol_name(strings, symbol);
+		if (name.find(".cold") != std::string_view::npos)
+			return;
+		for (size_t i = 0; i < std::size(kFunctions); i++)
+			if (name.starts_with(kFunctions[i]))
+				if (const std::optional<uint64_t> offset = elf.file_offset_of_address(symbol.st_value))
+					found[i].insert(*offset);
+	});
 	std::vector<uint64_t> offsets;
 	for (const std::set<uint64_t> &entries : found) {
 		if (entries.empty())
