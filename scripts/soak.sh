@@ -68,6 +68,9 @@ if [ -n "$AGENT" ]; then
 	PUSH_FORMAT=${PUSH_FORMAT:-pyroscope}
 	rm -rf "$OUT/received"
 	mkdir -p "$OUT/received"
+	# Emptied here: the receiver's own redirection happens in its child, after this shell
+	# may already read the file, which held the last soak's port.
+	: >"$OUT/receiver.out"
 	python3 tests/receiver.py --dir "$OUT/received" --port 0 >"$OUT/receiver.out" 2>"$OUT/receiver.err" &
 	receiver=$!
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
