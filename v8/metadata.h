@@ -55,7 +55,7 @@ std::map<std::string, uint32_t> v8_symbols(const ElfFile &elf);
 // Where a node file's V8 starts a GC's pause (Heap::PerformGarbageCollection), ends it
 // (Heap::GarbageCollectionEpilogueInSafepoint) and tears a heap down (Heap::TearDown), as
 // the file offsets of their entries: the uprobes that count its GCs go there (v8/v8.bpf.h's
-// v8_gc). An entry is a function's symbol or a compiler's specialized copy of it
+// on_v8_gc). An entry is a function's symbol or a compiler's specialized copy of it
 // ("name.constprop.0": Node 18's GCs all run through one), not a part split off to be
 // jumped to ("name.cold"). From .dynsym and .symtab (Node 24 keeps them local); empty when
 // one of the three has none.

@@ -35,7 +35,7 @@ bool V8Files::count_gcs(const ElfFile &elf, int fd)
 	// frame unless all are.
 	const std::string path = "/proc/self/fd/" + std::to_string(fd);
 	for (uint64_t offset : offsets)
-		if (!attach_("v8_gc", path, offset)) {
+		if (!attach_("on_v8_gc", path, offset)) {
 			if (getenv("PROFILE_DEBUG"))
 				diagnostics::say("V8's GCs not counted (a uprobe at %#" PRIx64 " in %s: %s): JS frames are read "
 						 "afresh at each sample",

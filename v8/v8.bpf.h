@@ -10,7 +10,7 @@
  * offset. An object met for the first time (or at an address another had, told apart by a
  * fingerprint) is sent to user space to be named while the process lives. What the walk
  * read of a frame is kept per CPU for the samples after, while the process runs no GC
- * (struct v8_frame_kept; its GCs counted by uprobes, v8_gc). */
+ * (struct v8_frame_kept; its GCs counted by uprobes, on_v8_gc). */
 #ifndef V8_BPF_H
 #define V8_BPF_H
 
@@ -34,7 +34,7 @@ RUNTIME_ASKED_MAP(v8_wanted);
 RUNTIME_CODES_MAP(v8);
 
 /* The GCs of the processes whose entry says gc_counted, by pid: moved on by one where a
- * GC's pause starts, where it ends and where a heap is torn down (v8_gc), so that no object
+ * GC's pause starts, where it ends and where a heap is torn down (on_v8_gc), so that no object
  * the walk read can have moved or gone while it stays. User space makes a process's entry
  * here before it says gc_counted, and never writes it again (a write replaces the element:
  * a count the uprobe added meanwhile would be lost); an exec or an exit takes it out. */
@@ -394,7 +394,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
  * with the count before (struct v8_frame_kept), or read during the pause, answers nothing
  * after it. */
 SEC("uprobe/runtime")
-int v8_gc(void *ctx)
+int on_v8_gc(void *ctx)
 {
 	__u64 *gcs;
 	__u32 tgid;
