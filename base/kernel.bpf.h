@@ -1,7 +1,8 @@
 /* base/kernel.bpf.h: the kernel side's contract, what its rooms share (profile.bpf.c and every
  * folder's .bpf.h; one object): the settings user space writes before load, the current
- * task's ids as the program records them, the per-CPU stack being built, and its hash. Each part includes it, and what else it uses; it
- * includes no room (only profile.h, the types the kernel and user space share). */
+ * task's ids as the program records them, the per-CPU stack being built, and its hash.
+ * Each part includes it, and what else it uses; it includes no room (only profile.h, the
+ * types the kernel and user space share). */
 #ifndef BASE_KERNEL_BPF_H
 #define BASE_KERNEL_BPF_H
 
@@ -64,15 +65,16 @@ static __always_inline bool ids_in_namespace(__u32 *tgid, __u32 *tid)
 	return true;
 }
 
-/* The current task's process id as the program records it (in profile's PID namespace):
- * false when the task is outside that namespace. */
-static __always_inline bool current_process(__u32 *tgid)
+/* The current task's process and thread ids as the program records them (in profile's PID
+ * namespace): false when the task is outside that namespace, its ids then the initial
+ * namespace's. The idle task (tid 0) is in every namespace. */
+static __always_inline bool current_ids(__u32 *tgid, __u32 *tid)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = id;
 
 	*tgid = id >> 32;
-	return !pid_namespace || tid == 0 || ids_in_namespace(tgid, &tid);
+	*tid = id;
+	return !pid_namespace || *tid == 0 || ids_in_namespace(tgid, tid);
 }
 
 /* --unwind: UNWIND_FP runs do_sample; the others run do_sample_unwind. */

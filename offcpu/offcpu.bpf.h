@@ -389,9 +389,8 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	struct off_cpu_thread *t = bpf_task_storage_get(&off_cpu_threads, p, 0, 0);
 	struct user_stacks *waker;
 	struct task_struct *task;
-	__u64 id = bpf_get_current_pid_tgid();
 	struct user_stack *u;
-	__u32 tgid = id >> 32, tid = id, skip = 0, zero = 0;
+	__u32 tgid, tid, skip = 0, zero = 0;
 	struct budget_state *b;
 	struct sample_stats *st;
 	__u64 now;
@@ -405,7 +404,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
 	if (!budget_take(st, &now, &b))
 		return 0;
 	/* A waker outside profile's PID namespace has no pid in it: 0, as the idle task. */
-	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
+	if (!current_ids(&tgid, &tid))
 		tgid = 0;
 	if (kernel_stacks)
 		skip = tracepoint_frames(ctx, &waking_frames, wake_up_start, wake_up_end, &t->waker);

@@ -265,12 +265,9 @@ static __always_inline bool in_cgroups(void)
  * id for its key (stack_key.tid): 0 unless counts are keyed by thread. */
 static __always_inline bool wanted_task(__u32 *tgid_out, __u32 *key_tid_out)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = id;
+	__u32 tgid, tid;
 
-	if (tid == 0 && !include_idle)
-		return false;
-	if (pid_namespace && tid != 0 && !ids_in_namespace(&tgid, &tid))
+	if (!current_ids(&tgid, &tid) || (tid == 0 && !include_idle))
 		return false;
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return false;

@@ -396,10 +396,10 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 SEC("uprobe/runtime")
 int on_v8_gc(void *ctx)
 {
+	__u32 tgid, tid;
 	__u64 *gcs;
-	__u32 tgid;
 
-	if (!current_process(&tgid))
+	if (!current_ids(&tgid, &tid))
 		return 0;
 	gcs = bpf_map_lookup_elem(&v8_gcs, &tgid);
 	if (gcs)
