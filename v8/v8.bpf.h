@@ -64,8 +64,8 @@ struct v8_frame_kept {
 	__u64 image;
 	__u64 gcs, generation; /* the process's count in v8_gcs, the codes map's generation */
 	__u64 id;              /* as runtime_code_id gave it; 0: an empty slot */
-	__u64 code_start;      /* compiled: where its instructions start, and how many; the
-				* function alone: the pc */
+	__u64 code_start;      /* the pcs it holds for: compiled code's instructions; the
+				* function alone: its pc, one byte */
 	__u32 code_size, pid, kind;
 };
 
@@ -80,9 +80,10 @@ struct v8_scratch {
 	__u8 function[V8_CODE_READ], shared[V8_CODE_READ];
 	/* The walk's process, copied from v8_processes at its first frame the walk asks about:
 	 * its next frames look nothing up. With it, where its GCs are counted (struct
-	 * v8_walk's counted), their count then and the process's image. */
+	 * v8_walk's counted), their count then, the process's image and the codes map's
+	 * generation: what a kept frame is checked against. */
 	struct v8_process proc;
-	__u64 gcs, image;
+	__u64 gcs, image, generation;
 	struct v8_frame_kept frames[V8_KEPT_FRAMES];
 };
 _Static_assert(sizeof(struct v8_scratch) <= 32768, "a per-CPU map's value is at most 32 KiB");
@@ -287,7 +288,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	struct v8_frame_kept *kept;
 	struct v8_code_words words = {};
 	__u64 pc, function, shared, script, bytecode, saved, kept_bytecode, code, id, start = 0, offset = V8_NO_OFFSET;
-	__u64 *generation, now, *gcs;
+	__u64 *generation, *gcs;
 	__u32 zero = 0, size = 0;
 
 	if (!v || !r || !v->active || r->bp < 8 * V8_FRAME_SLOTS)
@@ -301,10 +302,12 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 		return 0;
 	if (!v->counted) {
 		gcs = proc->gc_counted ? bpf_map_lookup_elem(&v8_gcs, &v->pid) : NULL;
-		v->counted = gcs ? 1 : 2;
-		if (gcs) {
+		generation = bpf_map_lookup_elem(&v8_generation, &zero);
+		v->counted = gcs && generation ? 1 : 2;
+		if (v->counted == 1) {
 			s->gcs = *gcs;
 			s->image = v8_image();
+			s->generation = *generation;
 		}
 	}
 	/* Through the stack window: the frame-pointer step after it reads the words above. */
@@ -319,18 +322,12 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	/* Met in an earlier sample, with no GC since and the code's id still told. */
 	kept_bytecode = saved & 1 ? 1 : bytecode;
 	kept = v8_kept_slot(s, function, kept_bytecode);
-	generation = bpf_map_lookup_elem(&v8_generation, &zero);
-	if (!generation)
-		return 0;
-	now = *generation;
 	if (v->counted == 1 && kept->id && kept->function == function && kept->bytecode == kept_bytecode &&
-	    kept->pid == v->pid && kept->image == s->image && kept->gcs == s->gcs && kept->generation == now) {
+	    kept->pid == v->pid && kept->image == s->image && kept->gcs == s->gcs && kept->generation == s->generation) {
 		if (kept->kind == V8_CODE_BYTECODE)
 			return V8_FRAME(kept->id, v8_bytecode_offset(proc, saved));
-		if (kept->kind == V8_CODE_FUNCTION && (!proc->function_code || kept->code_start == pc))
-			return V8_FRAME(kept->id, V8_NO_OFFSET);
-		if (kept->kind == V8_CODE_MACHINE && pc >= kept->code_start && pc - kept->code_start < kept->code_size)
-			return V8_FRAME(kept->id, pc - kept->code_start);
+		if ((kept->kind == V8_CODE_FUNCTION && !proc->function_code) || pc - kept->code_start < kept->code_size)
+			return V8_FRAME(kept->id, kept->kind == V8_CODE_MACHINE ? pc - kept->code_start : V8_NO_OFFSET);
 	}
 	if (!v8_read_object(s->function, function))
 		return 0;
@@ -372,7 +369,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 		words = (struct v8_code_words){};
 		offset = V8_NO_OFFSET;
 		start = pc;
-		size = 0;
+		size = 1;
 	}
 	script = v8_word(s->shared, proc->shared_script);
 	id = runtime_code_id(RUNTIME_CODES(v8), &key, shared,
@@ -381,7 +378,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	/* Kept for the samples after, where GCs are counted. */
 	if (id && v->counted == 1)
 		*kept = (struct v8_frame_kept){.function = function, .bytecode = kept_bytecode,
-					       .image = s->image, .gcs = s->gcs, .generation = now, .id = id,
+					       .image = s->image, .gcs = s->gcs, .generation = s->generation, .id = id,
 					       .code_start = start, .code_size = size < V8_NO_OFFSET ? size : V8_NO_OFFSET,
 					       .pid = v->pid, .kind = key.kind};
 	return V8_FRAME(id, offset);
