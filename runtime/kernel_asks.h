@@ -4,7 +4,6 @@
 // fixed-size records, named while their process lives).
 #pragma once
 
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -25,13 +24,10 @@ using MapFdByName = std::function<int(const char *name)>;
 using AttachUprobe = std::function<bool(const char *program, const std::string &path, uint64_t offset)>;
 
 // What a runtime's reader is given of the loaded program: its maps, and its uprobes to
-// attach (none by default: a reader then does without them).
+// attach (none when empty: a reader then does without them).
 struct RuntimeKernel {
 	MapFdByName map_fd;
-	AttachUprobe attach_uprobe = [](const char *, const std::string &, uint64_t) {
-		errno = EOPNOTSUPP;
-		return false;
-	};
+	AttachUprobe attach_uprobe = {};
 };
 
 // A runtime's kernel maps, as every runtime's walk has them, each named for the runtime

@@ -43,9 +43,9 @@ struct V8Reader::Impl {
 		processes.erase(pid);
 		if (auto found = files.detect(pid)) {
 			if (found->ok()) {
-				entry = found->value().walk;
-				entry.gc_counted = entry.gc_counted && count_gcs(pid);
-				processes.emplace(pid, found->value()).first->second.walk.gc_counted = entry.gc_counted;
+				v8_process &walk = processes.emplace(pid, found->value()).first->second.walk;
+				walk.gc_counted = walk.gc_counted && start_gc_count(pid);
+				entry = walk;
 				versions.insert(found->value().version());
 				forget_runtime_codes(maps, pid); // a new image under the same pid (exec)
 			} else if (said.insert(found->error()).second) {
@@ -57,7 +57,7 @@ struct V8Reader::Impl {
 
 	// Whether the kernel counts the GCs of process pid, whose file's uprobes are attached:
 	// its count made, at 0, unless it is there already (only the uprobes write it after).
-	bool count_gcs(uint32_t pid)
+	bool start_gc_count(uint32_t pid)
 	{
 		const uint64_t zero = 0;
 		return gcs >= 0 && (bpf_map_update_elem(gcs, &pid, &zero, BPF_NOEXIST) == 0 || errno == EEXIST);

@@ -14,8 +14,8 @@
 class V8Reader : public RuntimeReader {
 public:
 	// gcs: the kernel's count of each process's GCs (v8_gcs; -1: none), which the uprobes
-	// attached by attach move on (none: not counted).
-	V8Reader(const RuntimeMaps &maps, int gcs = -1, AttachUprobe attach = {});
+	// attached by attach move on (empty: not counted).
+	V8Reader(const RuntimeMaps &maps, int gcs, AttachUprobe attach);
 	~V8Reader();
 	V8Reader(const V8Reader &) = delete;
 	V8Reader &operator=(const V8Reader &) = delete;
