@@ -55,17 +55,21 @@ struct {
  * spill slots there change from call to call, and so does its key). A compiled frame's code
  * is the function's at the time it was read: it holds only while the frame's pc lies in its
  * instructions (a function tiers up and down without a GC). A frame named by its function
- * alone, as its pc lay in other code (on-stack replacement), holds for that pc alone: a
- * caller's return address, the same sample after sample (where the walk never reads a
- * function's code, Node 24's, for any pc). */
+ * alone, as its pc lay in other code (on-stack replacement), holds while the function's code
+ * is still the one it had then and the pc still lies outside it: one word read again, where
+ * the walk read the whole function, its SharedFunctionInfo and its code (a loop's frame runs
+ * in its on-stack replacement sample after sample). Where that code could not be read, it
+ * holds for its pc alone; where the walk never reads a function's code (Node 24), for any pc. */
 #define V8_KEPT_FRAMES 256
 struct v8_frame_kept {
 	__u64 function, bytecode;
 	__u64 image;
 	__u64 gcs, generation; /* the process's count in v8_gcs, the codes map's generation */
 	__u64 id;              /* as runtime_code_id gave it; 0: an empty slot */
-	__u64 code_start;      /* the pcs it holds for: compiled code's instructions; the
-				* function alone: its pc, one byte */
+	__u64 code_start;      /* compiled code's instructions: the pcs it holds for; the function
+				* alone: its code's, the pcs it holds outside (its pc, one byte, where
+				* function_code is 0) */
+	__u64 function_code;   /* the function alone: its code, tagged (0: not read) */
 	__u32 code_size, pid, kind;
 };
 
@@ -254,8 +258,9 @@ static __always_inline __u64 v8_bytecode_offset(const struct v8_process *proc, _
 /* The current process's image: its start time and its exec's number, mixed. */
 static __always_inline __u64 v8_image(void)
 {
+	/* Loads through the task's trusted pointers: no helper call each. */
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 parts[2] = {BPF_CORE_READ(task, group_leader, start_time), BPF_CORE_READ(task, self_exec_id)};
+	__u64 parts[2] = {task->group_leader->start_time, task->self_exec_id};
 
 	return runtime_fingerprint(parts, 2);
 }
@@ -266,6 +271,22 @@ static __always_inline struct v8_frame_kept *v8_kept_slot(struct v8_scratch *s, 
 	__u64 parts[2] = {function, bytecode};
 
 	return &s->frames[runtime_fingerprint(parts, 2) % V8_KEPT_FRAMES];
+}
+
+/* Whether a frame kept as named by its function alone (V8_CODE_FUNCTION) holds at pc. */
+static __always_inline bool v8_function_kept(const struct v8_process *proc, const struct v8_frame_kept *kept,
+					     __u64 function, __u64 pc)
+{
+	__u64 code = 0;
+
+	if (!proc->function_code)
+		return true;
+	if (!kept->function_code)
+		return pc - kept->code_start < kept->code_size;
+	if (pc - kept->code_start < kept->code_size)
+		return false;
+	return !bpf_probe_read_user(&code, sizeof(code), (void *)(function - 1 + (proc->function_code & (V8_CODE_READ - 8)))) &&
+	       code == kept->function_code;
 }
 
 /* A frame slot by its index (struct v8_process). */
@@ -287,7 +308,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	struct v8_scratch *s;
 	struct v8_frame_kept *kept;
 	struct v8_code_words words = {};
-	__u64 pc, function, shared, script, bytecode, saved, kept_bytecode, code, id, start = 0, offset = V8_NO_OFFSET;
+	__u64 pc, function, shared, script, bytecode, saved, kept_bytecode, code = 0, id, start = 0, offset = V8_NO_OFFSET;
 	__u64 *generation, *gcs;
 	__u32 zero = 0, size = 0;
 
@@ -326,8 +347,10 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 	    kept->pid == v->pid && kept->image == s->image && kept->gcs == s->gcs && kept->generation == s->generation) {
 		if (kept->kind == V8_CODE_BYTECODE)
 			return V8_FRAME(kept->id, v8_bytecode_offset(proc, saved));
-		if ((kept->kind == V8_CODE_FUNCTION && !proc->function_code) || pc - kept->code_start < kept->code_size)
-			return V8_FRAME(kept->id, kept->kind == V8_CODE_MACHINE ? pc - kept->code_start : V8_NO_OFFSET);
+		if (kept->kind == V8_CODE_MACHINE && pc - kept->code_start < kept->code_size)
+			return V8_FRAME(kept->id, pc - kept->code_start);
+		if (kept->kind == V8_CODE_FUNCTION && v8_function_kept(proc, kept, function, pc))
+			return V8_FRAME(kept->id, V8_NO_OFFSET);
 	}
 	if (!v8_read_object(s->function, function))
 		return 0;
@@ -357,19 +380,22 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 			words.positions = v8_word(s->code, proc->code_positions);
 		if (proc->code_deopt_data)
 			words.deopt_data = v8_word(s->code, proc->code_deopt_data);
-		if (pc >= start && pc - start < size && pc - start < V8_NO_OFFSET)
+		if (pc - start < size && pc - start < V8_NO_OFFSET)
 			offset = pc - start;
 		else
 			key.kind = V8_CODE_FUNCTION; /* another code's (on-stack replacement) */
 	} else {
 		key.kind = V8_CODE_FUNCTION;
+		code = 0;
 	}
 	if (key.kind == V8_CODE_FUNCTION) {
 		key.object = shared;
 		words = (struct v8_code_words){};
 		offset = V8_NO_OFFSET;
-		start = pc;
-		size = 1;
+		if (!code) {
+			start = pc;
+			size = 1;
+		}
 	}
 	script = v8_word(s->shared, proc->shared_script);
 	id = runtime_code_id(RUNTIME_CODES(v8), &key, shared,
@@ -380,6 +406,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 		*kept = (struct v8_frame_kept){.function = function, .bytecode = kept_bytecode,
 					       .image = s->image, .gcs = s->gcs, .generation = s->generation, .id = id,
 					       .code_start = start, .code_size = size < V8_NO_OFFSET ? size : V8_NO_OFFSET,
+					       .function_code = key.kind == V8_CODE_FUNCTION ? code : 0,
 					       .pid = v->pid, .kind = key.kind};
 	return V8_FRAME(id, offset);
 }
