@@ -69,6 +69,15 @@ hotspot_process process_of(const HotSpotDetection &found)
 	return p;
 }
 
+// Takes process pid's entries out of a map keyed by (pid, address): their range, where
+// erase_if walked every process's (a classify of each process met, Java or not, walked the
+// tens of thousands of methods an agent names in half an hour).
+template <typename Map>
+void erase_process(Map &map, uint32_t pid)
+{
+	map.erase(map.lower_bound({pid, 0}), map.upper_bound({pid, UINT64_MAX}));
+}
+
 } // namespace
 
 struct HotSpotReader::Impl {
@@ -191,8 +200,8 @@ void HotSpotReader::Impl::classify(uint32_t pid)
 		processes.erase(pid);
 	}
 	// A pid's methods and names are its image's: another image's are not them.
-	std::erase_if(named, [pid](const auto &entry) { return entry.first.first == pid; });
-	std::erase_if(methods, [pid](const auto &entry) { return entry.first.first == pid; });
+	erase_process(named, pid);
+	erase_process(methods, pid);
 	bpf_map_update_elem(maps.processes, &pid, &value, BPF_ANY);
 }
 
@@ -280,7 +289,7 @@ void HotSpotReader::Impl::learn(const runtime_code &met)
 	}
 	const uint64_t unloaded = *before;
 	if (unloaded != process.unloaded) {
-		std::erase_if(methods, [&](const auto &entry) { return entry.first.first == met.pid; });
+		erase_process(methods, met.pid);
 		process.unloaded = unloaded;
 	}
 	metadata.start(met.pid, unloaded);
