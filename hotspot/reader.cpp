@@ -145,7 +145,7 @@ struct HotSpotReader::Impl {
 	mutable double naming_ms = 0;
 	double reading_ms = 0;
 
-	void classify(uint32_t pid);
+	void classify(uint32_t pid, MapsReads &reads);
 	void learn(const runtime_code &met);
 	MetadataPages metadata; // what learn reads of methods, through one tick
 	uint64_t serials = 0;   // JVMs classified (hotspot_process's serial)
@@ -157,9 +157,9 @@ struct HotSpotReader::Impl {
 	std::optional<RuntimeFrameName> read_name(uint32_t pid, uint64_t frame) const;
 };
 
-void HotSpotReader::Impl::classify(uint32_t pid)
+void HotSpotReader::Impl::classify(uint32_t pid, MapsReads &reads)
 {
-	HotSpotDetection found = detect_hotspot(pid);
+	HotSpotDetection found = detect_hotspot(pid, reads);
 	reading_ms += found.read_ms;
 	hotspot_process value{};
 	if (found.kind == HotSpotDetection::NotYet) {
@@ -371,16 +371,16 @@ HotSpotReader::HotSpotReader(const RuntimeMaps &maps) : impl_(std::make_unique<I
 
 HotSpotReader::~HotSpotReader() = default;
 
-void HotSpotReader::prepare(const std::vector<uint32_t> &pids)
+void HotSpotReader::prepare(const std::vector<uint32_t> &pids, MapsReads &maps)
 {
 	for (uint32_t pid : pids)
-		impl_->classify(pid);
+		impl_->classify(pid, maps);
 }
 
-void HotSpotReader::tick()
+void HotSpotReader::tick(MapsReads &maps)
 {
 	Impl &d = *impl_;
-	answer_asked_pids(d.maps.wanted, [&](uint32_t pid) { d.classify(pid); });
+	answer_asked_pids(d.maps.wanted, [&](uint32_t pid) { d.classify(pid, maps); });
 	const std::vector<runtime_code> fresh = take_seen<runtime_code>(d.seen);
 	if (fresh.empty())
 		return;

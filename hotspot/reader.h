@@ -17,11 +17,11 @@ public:
 	HotSpotReader(const HotSpotReader &) = delete;
 	HotSpotReader &operator=(const HotSpotReader &) = delete;
 
-	void prepare(const std::vector<uint32_t> &pids) override;
+	void prepare(const std::vector<uint32_t> &pids, MapsReads &maps) override;
 	// Classifies the processes the kernel asked about (one line on stderr for each JVM it
 	// cannot follow, once per reason), and reads the compiled methods the walk met for the
 	// first time, with the methods inlined into them, while their JVM lives.
-	void tick() override;
+	void tick(MapsReads &maps) override;
 	// A Java frame (hotspot/hotspot.h's tagged value): its method and line read from the
 	// JVM's memory, once per method, and a compiled frame's inlined methods; false when it
 	// cannot be read (the process gone, the method freed), and the reports then show [java].

@@ -24,14 +24,15 @@ bool is_libjvm(const MapEntry &m)
 
 } // namespace
 
-HotSpotDetection detect_hotspot(uint32_t pid)
+HotSpotDetection detect_hotspot(uint32_t pid, MapsReads &reads)
 {
 	HotSpotDetection found;
 	const std::string proc = "/proc/" + std::to_string(pid);
-	ProcessMaps maps;
 	const MapEntry *first = nullptr; // libjvm's first mapping, from which its load bias follows
-	if (!ProcessMaps::load(proc + "/maps", maps))
+	const ProcessMaps *listed = reads.of(pid);
+	if (!listed)
 		return found;
+	const ProcessMaps &maps = *listed;
 	for (const MapEntry &m : maps.entries())
 		if (is_libjvm(m) && maps.executes(m) && (!first || (m.inode == first->inode && m.offset < first->offset)))
 			first = &m;

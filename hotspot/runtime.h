@@ -9,6 +9,7 @@
 
 #include "base/fd.h"
 #include "hotspot/layout.h"
+#include "proc/maps.h"
 
 // What a process turned out to be.
 struct HotSpotDetection {
@@ -37,9 +38,10 @@ struct HotSpotDetection {
 	double read_ms = 0; // time spent reading its tables
 };
 
-// Looks at /proc/PID/maps, the libjvm.so mapped there (through /proc/PID/root), and the
-// process's memory. Never throws; a process gone meanwhile is NotJava.
-HotSpotDetection detect_hotspot(uint32_t pid);
+// Looks at /proc/PID/maps (through reads: read once for every runtime that asks), the
+// libjvm.so mapped there (through /proc/PID/root), and the process's memory. Never throws; a
+// process gone meanwhile is NotJava.
+HotSpotDetection detect_hotspot(uint32_t pid, MapsReads &reads);
 
 // The address of the 64-bit counter `name` ("java.cls.unloadedClasses") in a JVM's perf data
 // at `prologue` (PerfMemory::_prologue: a PerfDataPrologue, then its entries, as HotSpot's

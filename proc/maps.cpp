@@ -109,6 +109,17 @@ bool ProcessMaps::load(const std::string &path, ProcessMaps &out)
 	return true;
 }
 
+const ProcessMaps *MapsReads::of(uint32_t pid)
+{
+	auto [at, added] = read_.try_emplace(pid);
+	if (added) {
+		ProcessMaps maps;
+		if (ProcessMaps::load("/proc/" + std::to_string(pid) + "/maps", maps))
+			at->second = std::move(maps);
+	}
+	return at->second ? &*at->second : nullptr;
+}
+
 const MapEntry *ProcessMaps::find(uint64_t address) const
 {
 	auto it = std::upper_bound(entries_.begin(), entries_.end(), address,

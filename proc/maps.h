@@ -3,8 +3,10 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 struct MapEntry {
@@ -60,6 +62,18 @@ public:
 
 private:
 	std::vector<MapEntry> entries_;
+};
+
+// Processes' maps read for one round of questions about them, each read once: the
+// runtimes' readers each ask of the same new process whether it runs theirs, at one tick.
+class MapsReads {
+public:
+	// Process pid's maps (/proc/PID/maps), read at its first ask; null when they cannot be
+	// read (it is gone).
+	const ProcessMaps *of(uint32_t pid);
+
+private:
+	std::unordered_map<uint32_t, std::optional<ProcessMaps>> read_;
 };
 
 // This process's own vDSO, as an ELF image (empty when it cannot be found). Every 64-bit

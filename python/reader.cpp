@@ -33,13 +33,13 @@ struct PythonReader::Impl {
 	std::set<std::string> said;                        // notes already printed
 	Stats stats;
 
-	void classify(uint32_t pid);
+	void classify(uint32_t pid, MapsReads &reads);
 	void name_fresh(const std::vector<python_code> &fresh);
 };
 
-void PythonReader::Impl::classify(uint32_t pid)
+void PythonReader::Impl::classify(uint32_t pid, MapsReads &reads)
 {
-	PythonDetection found = detect_python(pid);
+	PythonDetection found = detect_python(pid, reads);
 	if (found.kind == PythonDetection::NotYet) {
 		// Not Python's for now, and asked about again at its next sample; the entry says
 		// so to the walk, which keeps a stack off the CPU only in a process that has one.
@@ -95,16 +95,16 @@ PythonReader::PythonReader(const RuntimeMaps &maps) : impl_(std::make_unique<Imp
 
 PythonReader::~PythonReader() = default;
 
-void PythonReader::prepare(const std::vector<uint32_t> &pids)
+void PythonReader::prepare(const std::vector<uint32_t> &pids, MapsReads &maps)
 {
 	for (uint32_t pid : pids)
-		impl_->classify(pid);
+		impl_->classify(pid, maps);
 }
 
-void PythonReader::tick()
+void PythonReader::tick(MapsReads &maps)
 {
 	Impl &d = *impl_;
-	answer_asked_pids(d.maps.wanted, [&](uint32_t pid) { d.classify(pid); });
+	answer_asked_pids(d.maps.wanted, [&](uint32_t pid) { d.classify(pid, maps); });
 	d.name_fresh(take_seen<python_code>(d.seen));
 }
 

@@ -20,12 +20,12 @@ public:
 
 	// Before sampling starts: classifies these processes, so that their first samples have
 	// their Python frames (the kernel asks about the others at their first sample).
-	void prepare(const std::vector<uint32_t> &pids) override;
+	void prepare(const std::vector<uint32_t> &pids, MapsReads &maps) override;
 
 	// Every 20 ms or so, and once after sampling: classifies the processes the kernel asked
 	// about (one line on stderr for each CPython it cannot follow, once per reason) and names
 	// the code objects it met since.
-	void tick() override;
+	void tick(MapsReads &maps) override;
 
 	const PythonNames &names() const;
 	// A Python frame (python/python.h's tagged value) as its code object was named.

@@ -195,13 +195,14 @@ int python_minor_of_file_name(std::string_view name)
 	return minor;
 }
 
-PythonDetection detect_python(uint32_t pid)
+PythonDetection detect_python(uint32_t pid, MapsReads &reads)
 {
 	PythonDetection found;
 	const std::string proc = "/proc/" + std::to_string(pid);
-	ProcessMaps maps;
-	if (!ProcessMaps::load(proc + "/maps", maps))
+	const ProcessMaps *listed = reads.of(pid);
+	if (!listed)
 		return found;
+	const ProcessMaps &maps = *listed;
 
 	// The file that holds the runtime: a libpython3.X when one is mapped (a binary linked
 	// to it has none of its own), else a python3.X binary.

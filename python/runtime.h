@@ -12,6 +12,7 @@
 #include <linux/types.h>
 
 #include "elf/elf.h"
+#include "proc/maps.h"
 #include "proc/memory.h"
 #include "python/python.h"
 #include "python/layout.h"
@@ -31,9 +32,10 @@ struct PythonDetection {
 	std::string note;
 };
 
-// Looks at /proc/PID/maps and the files mapped there (through /proc/PID/root), and at the
-// process's memory. Never throws; a process gone meanwhile is NotPython.
-PythonDetection detect_python(uint32_t pid);
+// Looks at /proc/PID/maps (through reads: read once for every runtime that asks) and the
+// files mapped there (through /proc/PID/root), and at the process's memory. Never throws; a
+// process gone meanwhile is NotPython.
+PythonDetection detect_python(uint32_t pid, MapsReads &reads);
 
 // 3.X's minor number from a file name: "libpython3.11.so.1.0" and "python3.11" give 11;
 // -1 for any other name (python3, libpython3.so, pypy3).

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "proc/maps.h"
 #include "report/model.h"
 #include "runtime/kernel_asks.h"
 
@@ -29,11 +30,13 @@ class RuntimeReader {
 public:
 	virtual ~RuntimeReader() = default;
 	// Before sampling starts: looks at these processes, so that their first samples show
-	// the runtime's frames (the kernel asks about the others at their first sample).
-	virtual void prepare(const std::vector<uint32_t> &pids) = 0;
-	// Every 20 ms or so while sampling, and once after: answers the kernel's questions and
-	// reads what names its frames while their processes live.
-	virtual void tick() = 0;
+	// the runtime's frames (the kernel asks about the others at their first sample). maps:
+	// the processes' maps, read once for all the runtimes (proc/maps.h).
+	virtual void prepare(const std::vector<uint32_t> &pids, MapsReads &maps) = 0;
+	// Every 20 ms or so while sampling, and once after: answers the kernel's questions (the
+	// processes' maps read once for all the runtimes at that tick) and reads what names its
+	// frames while their processes live.
+	virtual void tick(MapsReads &maps) = 0;
 	// The names of a frame of process pid in a stored stack (a value with the runtime's
 	// tag); false when it was never named.
 	virtual bool name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const = 0;

@@ -36,14 +36,16 @@ Runtimes::Runtimes(uint32_t on, const RuntimeKernel &kernel, bool inlined) : inl
 
 void Runtimes::prepare(const std::vector<uint32_t> &pids)
 {
+	MapsReads maps;
 	for (Followed &followed : readers_)
-		followed.reader->prepare(pids);
+		followed.reader->prepare(pids, maps);
 }
 
 void Runtimes::tick()
 {
+	MapsReads maps;
 	for (Followed &followed : readers_)
-		followed.reader->tick();
+		followed.reader->tick(maps);
 }
 
 RuntimeFrameName Runtimes::name(const RuntimeRoom &room, uint32_t pid, uint64_t frame) const

@@ -677,7 +677,8 @@ std::pair<HotSpotDetection, Compiled> compiled_until(pid_t pid, const std::funct
 	HotSpotDetection found;
 	Compiled compiled;
 	for (int i = 0; i < 100; i++) {
-		found = detect_hotspot(uint32_t(pid));
+		MapsReads maps;
+		found = detect_hotspot(uint32_t(pid), maps);
 		if (found.kind == HotSpotDetection::Java) {
 			UniqueFd mem = open_read_only(("/proc/" + std::to_string(pid) + "/mem").c_str());
 			compiled = compiled_methods(found, mem.get());
@@ -802,7 +803,8 @@ TEST_CASE("hotspot: a frame named at the end by its Method* is named only while 
 		       codes = map(BPF_MAP_TYPE_LRU_HASH, sizeof(runtime_code_key), sizeof(runtime_code), 64),
 		       seen = map(BPF_MAP_TYPE_RINGBUF, 0, 0, 4096);
 	HotSpotReader reader(RuntimeMaps{processes.get(), wanted.get(), codes.get(), seen.get()});
-	reader.prepare({uint32_t(split.pid()), uint32_t(quiet.pid()), uint32_t(churn.pid())});
+	MapsReads maps;
+	reader.prepare({uint32_t(split.pid()), uint32_t(quiet.pid()), uint32_t(churn.pid())}, maps);
 	const auto frame = [](uint64_t method) { return HOTSPOT_FRAME(HOTSPOT_COMPILED, HOTSPOT_NO_BCI, method); };
 
 	// Split unloads no class: its frame is named, window after window.

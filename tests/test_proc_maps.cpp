@@ -3,6 +3,7 @@
 
 #include <climits>
 #include <string>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "proc/maps.h"
@@ -143,5 +144,26 @@ TEST_SUITE("unit")
 
 		ProcessMaps none;
 		CHECK(!ProcessMaps::load("/proc/no-such-process/maps", none));
+	}
+
+	TEST_CASE("maps: one round's reads read each process's maps once, and none of a process gone")
+	{
+		MapsReads reads;
+		const ProcessMaps *first = reads.of(uint32_t(getpid()));
+		REQUIRE(first);
+		CHECK(first->find(reinterpret_cast<uintptr_t>(&maps_test_target)));
+		// Mapped after the first read: the round's maps are the ones it read.
+		void *at = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		REQUIRE(at != MAP_FAILED);
+		CHECK(reads.of(uint32_t(getpid())) == first);
+		CHECK(!first->find(reinterpret_cast<uintptr_t>(at)));
+		MapsReads next;
+		const ProcessMaps *again = next.of(uint32_t(getpid()));
+		REQUIRE(again);
+		CHECK(again->find(reinterpret_cast<uintptr_t>(at)));
+		munmap(at, 4096);
+		// No process has a pid past pid_max's largest (4194304).
+		CHECK(!reads.of(4194305));
+		CHECK(!reads.of(4194305));
 	}
 }

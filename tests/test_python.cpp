@@ -676,7 +676,8 @@ TEST_CASE("python: 10,000 distinct code objects of a live process are all named,
 	CAPTURE(started->py.label);
 	const std::string &ids = started->file;
 	const Background &program = *started->program;
-	const PythonDetection detected = detect_python(uint32_t(program.pid()));
+	MapsReads maps;
+	const PythonDetection detected = detect_python(uint32_t(program.pid()), maps);
 	REQUIRE_MESSAGE(detected.kind == PythonDetection::Python, detected.note);
 	std::vector<std::pair<uint64_t, std::string>> codes;
 	for (const std::string &line : split_lines(read_file(ids))) {
@@ -869,7 +870,8 @@ TEST_CASE("python: a corrupt libpython in a process gives native stacks and one 
 				    "spin()\n",
 				    mapped});
 		REQUIRE(program.read_line() == "ready");
-		const PythonDetection detected = detect_python(uint32_t(program.pid()));
+		MapsReads maps;
+		const PythonDetection detected = detect_python(uint32_t(program.pid()), maps);
 		CHECK(detected.kind == PythonDetection::Unknown);
 		CHECK(!detected.note.empty());
 		auto r = profile({"-p", std::to_string(program.pid()), "-U", "-f", "199", "--folded", "1"});

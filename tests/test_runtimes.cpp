@@ -183,12 +183,14 @@ TEST_CASE("runtimes: a process that maps node, libjvm.so or python3.11 only to r
 			mapped.emplace_back(at, std::move(fd));
 		}
 		const bool runs = protection & PROT_EXEC;
+		// The three ask through one read of the process's maps, as at a tick.
+		MapsReads maps;
 		V8Files node;
-		CHECK(node.detect(uint32_t(getpid())).has_value() == runs);
-		CHECK((detect_hotspot(uint32_t(getpid())).kind != HotSpotDetection::NotJava) == runs);
+		CHECK(node.detect(uint32_t(getpid()), maps).has_value() == runs);
+		CHECK((detect_hotspot(uint32_t(getpid()), maps).kind != HotSpotDetection::NotJava) == runs);
 		// Its version is read from the file's name once the file is taken for Python's (its
 		// _PyRuntime, in memory not mapped here, is not).
-		CHECK(!detect_python(uint32_t(getpid())).version.empty() == runs);
+		CHECK(!detect_python(uint32_t(getpid()), maps).version.empty() == runs);
 		for (auto &[at, fd] : mapped)
 			munmap(at, 4096);
 	}

@@ -37,11 +37,11 @@ struct V8Reader::Impl {
 	uint64_t named = 0, unnamed = 0;
 	double naming_ms = 0;
 
-	void classify(uint32_t pid)
+	void classify(uint32_t pid, MapsReads &reads)
 	{
 		v8_process entry{};
 		processes.erase(pid);
-		if (auto found = files.detect(pid)) {
+		if (auto found = files.detect(pid, reads)) {
 			if (found->ok()) {
 				v8_process &walk = processes.emplace(pid, found->value()).first->second.walk;
 				walk.gc_counted = walk.gc_counted && start_gc_count(pid);
@@ -118,15 +118,15 @@ V8Reader::V8Reader(const RuntimeMaps &maps, int gcs, AttachUprobe attach)
 
 V8Reader::~V8Reader() = default;
 
-void V8Reader::prepare(const std::vector<uint32_t> &pids)
+void V8Reader::prepare(const std::vector<uint32_t> &pids, MapsReads &maps)
 {
 	for (uint32_t pid : pids)
-		impl_->classify(pid);
+		impl_->classify(pid, maps);
 }
 
-void V8Reader::tick()
+void V8Reader::tick(MapsReads &maps)
 {
-	answer_asked_pids(impl_->maps.wanted, [&](uint32_t pid) { impl_->classify(pid); });
+	answer_asked_pids(impl_->maps.wanted, [&](uint32_t pid) { impl_->classify(pid, maps); });
 	if (const std::vector<runtime_code> fresh = take_seen<runtime_code>(impl_->seen); !fresh.empty())
 		impl_->name_fresh(fresh);
 }

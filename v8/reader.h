@@ -20,10 +20,10 @@ public:
 	V8Reader(const V8Reader &) = delete;
 	V8Reader &operator=(const V8Reader &) = delete;
 
-	void prepare(const std::vector<uint32_t> &pids) override;
+	void prepare(const std::vector<uint32_t> &pids, MapsReads &maps) override;
 	// Classifies the processes the kernel asked about (one line on stderr for each Node file
 	// whose V8 it cannot read) and names the code objects met since.
-	void tick() override;
+	void tick(MapsReads &maps) override;
 	bool name(uint32_t pid, uint64_t frame, RuntimeFrameName &out) const override;
 	// "js: 1 process followed (V8 11.3.244), ...".
 	std::string stats() const override;

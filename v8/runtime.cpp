@@ -46,12 +46,13 @@ bool V8Files::count_gcs(const ElfFile &elf, int fd)
 	return true;
 }
 
-std::optional<Result<V8Layout>> V8Files::detect(uint32_t pid)
+std::optional<Result<V8Layout>> V8Files::detect(uint32_t pid, MapsReads &reads)
 {
 	const std::string proc = "/proc/" + std::to_string(pid);
-	ProcessMaps maps;
-	if (!ProcessMaps::load(proc + "/maps", maps))
+	const ProcessMaps *listed = reads.of(pid);
+	if (!listed)
 		return std::nullopt;
+	const ProcessMaps &maps = *listed;
 	// libnode.so where one is mapped (the node beside it is a shim), else the executable.
 	const MapEntry *chosen = nullptr;
 	for (const MapEntry &m : maps.entries())

@@ -23,10 +23,11 @@ public:
 	// attach: where the uprobes that count each file's GCs are attached (v8_gc_offsets);
 	// none, and no file's GCs are counted.
 	explicit V8Files(AttachUprobe attach = {}) : attach_(std::move(attach)) {}
-	// What process pid runs: nothing when no Node file is mapped (or the process is gone);
-	// else the layout of its V8 (walk.gc_counted set where its file's GCs are counted), or
-	// why it cannot be read (one line).
-	std::optional<Result<V8Layout>> detect(uint32_t pid);
+	// What process pid runs (its maps through reads: read once for every runtime that
+	// asks): nothing when no Node file is mapped (or the process is gone); else the layout of
+	// its V8 (walk.gc_counted set where its file's GCs are counted), or why it cannot be
+	// read (one line).
+	std::optional<Result<V8Layout>> detect(uint32_t pid, MapsReads &reads);
 	// The files read, and the time their metadata took (the file opened, its symbols read).
 	size_t files() const { return layouts_.size(); }
 	double read_ms() const { return read_ms_; }
