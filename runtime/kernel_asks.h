@@ -19,8 +19,9 @@
 using MapFdByName = std::function<int(const char *name)>;
 
 // Attaches the loaded program's uprobe `program` (a runtime's: SEC("uprobe/runtime")) at
-// `offset` in the file at `path`, in every process that maps the file, until the run's
-// programs are detached; false (errno set) when it cannot be (once they are detached too).
+// `offset` in the file at `path`, in every process sampled that maps the file, until the
+// run's programs are detached; false (errno set) when it cannot be (once they are detached
+// too).
 using AttachUprobe = std::function<bool(const char *program, const std::string &path, uint64_t offset)>;
 
 // What a runtime's reader is given of the loaded program: its maps, and its uprobes to

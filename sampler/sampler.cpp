@@ -588,11 +588,27 @@ bool Sampler::attach_uprobe(const char *name, const std::string &path, uint64_t 
 		errno = ENOENT;
 		return false;
 	}
-	Link link(bpf_program__attach_uprobe(program, false, -1, path.c_str(), offset));
-	if (!link)
-		return false;
-	impl_->runtime_uprobes.push_back(std::move(link));
-	return true;
+	// With -p, in the processes sampled alone: a uprobe given a pid stops only the tasks of
+	// that process's memory, and the others that run the file never meet it. A process
+	// gone meanwhile (ESRCH) is none to attach in.
+	const std::vector<uint32_t> &pids = impl_->options.pids;
+	bool attached = false;
+	int failed = 0;
+	for (size_t i = 0; i < std::max<size_t>(pids.size(), 1); i++) {
+		const int pid = pids.empty() ? -1 : int(pids[i]);
+		Link link(bpf_program__attach_uprobe(program, false, pid, path.c_str(), offset));
+		if (link) {
+			impl_->runtime_uprobes.push_back(std::move(link));
+			attached = true;
+		} else if (errno != ESRCH) {
+			failed = errno;
+		}
+	}
+	if (failed)
+		errno = failed;
+	else if (!attached)
+		errno = ESRCH;
+	return attached && !failed;
 }
 
 UnwindMaps Sampler::unwind_maps() const

@@ -124,8 +124,9 @@ public:
 	// One of the program's maps by name, -1 when it has none (a runtime's, runtime/room.h).
 	int map_fd(const char *name) const;
 	// Attaches a runtime's uprobe (its program's name; SEC("uprobe/runtime")) at `offset` in
-	// the file at `path`, in every process that maps it, until detach(); false (errno set)
-	// when it cannot be (runtime/kernel_asks.h's AttachUprobe).
+	// the file at `path`, in every process that maps it (with -p, in those of the processes
+	// sampled that do), until detach(); false (errno set) when it cannot be
+	// (runtime/kernel_asks.h's AttachUprobe).
 	bool attach_uprobe(const char *program, const std::string &path, uint64_t offset);
 
 private:

@@ -11,7 +11,9 @@
 # of `make test`. Usage: BEFORE=old/profile scripts/bench-agent.sh [SECONDS] (default 300)
 # PUSH_FORMAT (pyroscope unless set) is how ./profile pushes, BEFORE_PUSH_FORMAT (the same
 # unless set) how BEFORE does: BEFORE=./profile PUSH_FORMAT=otlp BEFORE_PUSH_FORMAT=pyroscope
-# sets one build's OTLP pushes beside its pprof ones.
+# sets one build's OTLP pushes beside its pprof ones. RUNTIMES=1 also runs, in the group, a
+# Node.js service and a JVM, each twice, churning their code (scripts/runtime-workloads.sh,
+# as the soak's RUNTIMES=1 does): both agents then name JS and Java frames all along.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -67,6 +69,15 @@ churn() {
 	done
 }
 
+# The language runtimes' processes, in the group, for the whole run.
+runtimes() {
+	echo "$BASHPID" >"$GROUP/cgroup.procs"
+	. "$ROOT/scripts/runtime-workloads.sh"
+	start_runtime_workloads "$TMP" $((DURATION + 20)) || exit 1
+	echo "bench-agent: Node ($("$NODE" --version)) and Java ($JAVA_HOME) running:$RUNTIME_PIDS"
+	wait
+}
+
 start_agent() {
 	PROFILE_DEBUG=1 "$1" --agent --cgroup "$GROUP" --push "http://127.0.0.1:$port" --push-format "$3" \
 		$((DURATION + 10)) >/dev/null 2>"$TMP/$2.err" &
@@ -78,6 +89,10 @@ start_agent "$BEFORE" before "$BEFORE_PUSH_FORMAT"
 start_agent "$PROFILE" now "$PUSH_FORMAT"
 churn &
 BACKGROUND+=("$!")
+if [ -n "${RUNTIMES:-}" ]; then
+	runtimes &
+	BACKGROUND+=("$!")
+fi
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 rss() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }

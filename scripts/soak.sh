@@ -48,18 +48,9 @@ churn() {
 
 runtimes=""
 if [ -n "${RUNTIMES:-}" ]; then
-	JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
-	NODE=${NODE:-node}
-	rm -rf "$OUT/classes"
-	"$JAVA_HOME/bin/javac" --release 11 -d "$OUT/classes" tests/workloads/java/holdout/*.java || exit 1
-	"$NODE" tests/workloads/node/split.js "$DURATION" "$OUT/node-truth" >/dev/null &
-	runtimes="$runtimes $!"
-	"$NODE" --max-semi-space-size=1 --expose-gc tests/workloads/node/churn.js "$DURATION" >/dev/null &
-	runtimes="$runtimes $!"
-	"$JAVA_HOME/bin/java" -cp "$OUT/classes" holdout.Split "$DURATION" "$OUT/java-truth" >/dev/null &
-	runtimes="$runtimes $!"
-	"$JAVA_HOME/bin/java" -cp "$OUT/classes" holdout.Churn "$DURATION" >/dev/null &
-	runtimes="$runtimes $!"
+	. scripts/runtime-workloads.sh
+	start_runtime_workloads "$OUT" "$DURATION" || exit 1
+	runtimes=$RUNTIME_PIDS
 	echo "soak: Node ($("$NODE" --version)) and Java ($JAVA_HOME) running:$runtimes"
 fi
 

@@ -3,6 +3,7 @@
 // ./profile naming a Node script's JS functions.
 #include <doctest/doctest.h>
 
+#include <bpf/bpf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -12,8 +13,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -461,6 +465,74 @@ TEST_CASE("v8: the uprobes count every GC: a GC's pause starts and ends once eac
 		CHECK(std::stoul(hits[1]) >= 40);
 		CHECK(std::stoul(hits[1]) % 2 == 0);
 	}
+}
+
+// How many times the BPF program `name` that process pid holds (through a program's or a
+// link's fd) has run, counted while run-time stats are on; nothing when it holds none so named.
+std::optional<uint64_t> runs_of_program(pid_t pid, const char *name)
+{
+	std::error_code ec;
+	for (const auto &fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fdinfo", ec)) {
+		std::ifstream in(fd.path());
+		std::string line;
+		while (std::getline(in, line)) {
+			if (!line.starts_with("prog_id:"))
+				continue;
+			UniqueFd prog(bpf_prog_get_fd_by_id(uint32_t(std::stoul(line.substr(8)))));
+			bpf_prog_info info{};
+			uint32_t size = sizeof(info);
+			if (prog && bpf_obj_get_info_by_fd(prog.get(), &info, &size) == 0 && std::string(info.name) == name)
+				return info.run_cnt;
+		}
+	}
+	return std::nullopt;
+}
+
+TEST_CASE("v8: with -p, the GC uprobes stop only the processes sampled, not another running the same node")
+{
+	require_root();
+	const Node node = nodes_or_skip().front();
+	CAPTURE(node.label);
+	// Each does its GCs once told (SIGUSR2): the one sampled 20 full GCs, the other 40.
+	const auto gcs = [&](int n) {
+		return std::make_unique<Background>(std::vector<std::string>{
+			node.path, "--expose-gc", "-e",
+			"process.on('SIGUSR2', () => { for (let i = 0; i < " + std::to_string(n) +
+				"; i++) gc(); console.log('done'); setTimeout(() => {}, 200); }); console.log('ready'); "
+				"setTimeout(() => {}, 20000);"});
+	};
+	const std::unique_ptr<Background> sampled = gcs(20), other = gcs(40);
+	REQUIRE(sampled->read_line() == "ready");
+	REQUIRE(other->read_line() == "ready");
+	const UniqueFd stats(bpf_enable_stats(BPF_STATS_RUN_TIME));
+	REQUIRE(stats);
+	ScopedEnv debug("PROFILE_DEBUG", "1");
+	PipedProcess run(profile_command({"-p", std::to_string(sampled->pid()), "-f", "49", "--folded", "10"}));
+	std::string line, err;
+	while (!(line = run.read_err_line()).empty() && !line.starts_with("Sampling at"))
+		err += line + "\n";
+	REQUIRE_MESSAGE(line.starts_with("Sampling at"), err);
+	const std::optional<uint64_t> before = runs_of_program(run.pid(), "on_v8_gc");
+	REQUIRE(before);
+	REQUIRE(kill(other->pid(), SIGUSR2) == 0);
+	CHECK(other->read_line() == "done");
+	REQUIRE(kill(sampled->pid(), SIGUSR2) == 0);
+	CHECK(sampled->read_line() == "done");
+	const std::optional<uint64_t> after = runs_of_program(run.pid(), "on_v8_gc");
+	REQUIRE(after);
+	kill(run.pid(), SIGINT);
+	std::string out;
+	while (run.open())
+		run.pump(1000, &out, &err);
+	REQUIRE(run.wait() == 0);
+	std::smatch hits;
+	REQUIRE_MESSAGE(std::regex_search(err, hits, std::regex(R"(GCs counted in 1 files .*; (\d+) hits\))")), err);
+	// The sampled one's GCs ran the program (its count), the other's 40 (80 hits and more,
+	// were they stopped at) did not.
+	MESSAGE("on_v8_gc ran " << *after - *before << " times; the sampled process's count: " << hits[1]);
+	CHECK(std::stoul(hits[1]) >= 40);
+	CHECK(*after - *before >= 40);
+	CHECK(*after - *before <= std::stoul(hits[1]));
 }
 
 TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named as its own function, or "
