@@ -43,13 +43,14 @@ work_dir profile-bench-agent
 GROUP="$CGROUP_ROOT/profile-bench-agent.$$"
 mkdir "$GROUP"
 cleanup() {
-	work_dir_cleanup
-	# The churn's last programs, then the group, once empty.
+	# The churn's last programs and the runtimes' (which write into $TMP as they end), then
+	# the group, once empty; then the agents and $TMP.
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		xargs -r kill <"$GROUP/cgroup.procs" 2>/dev/null || true
 		rmdir "$GROUP" 2>/dev/null && break
 		sleep 0.2
 	done
+	work_dir_cleanup
 }
 trap cleanup EXIT
 
