@@ -435,35 +435,59 @@ TEST_CASE("v8: --off-cpu names the JS functions of a thread blocked in fs.readSy
 	CHECK(named >= 1000000); // over a second of the 1.5 s blocked
 }
 
+// A node that, once told (SIGUSR2), runs n full GCs and says "done"; it has said "ready".
+std::unique_ptr<Background> gcs_when_told(const Node &node, int n)
+{
+	auto script = std::make_unique<Background>(std::vector<std::string>{
+		node.path, "--expose-gc", "-e",
+		"process.on('SIGUSR2', () => { for (let i = 0; i < " + std::to_string(n) +
+			"; i++) gc(); console.log('done'); setTimeout(() => {}, 200); }); console.log('ready'); "
+			"setTimeout(() => {}, 20000);"});
+	REQUIRE(script->read_line() == "ready");
+	return script;
+}
+
+// profile -p pid with PROFILE_DEBUG=1, sampling once this returns (its stderr so far in err).
+std::unique_ptr<PipedProcess> sampling_gcs_of(pid_t pid, std::string &err)
+{
+	ScopedEnv debug("PROFILE_DEBUG", "1");
+	auto run = std::make_unique<PipedProcess>(profile_command({"-p", std::to_string(pid), "-f", "49", "--folded", "10"}));
+	std::string line;
+	while (!(line = run->read_err_line()).empty() && !line.starts_with("Sampling at"))
+		err += line + "\n";
+	REQUIRE_MESSAGE(line.starts_with("Sampling at"), err);
+	return run;
+}
+
+// Ends such a run (SIGINT): the uprobes' hits its -v line counts in its one node file.
+uint64_t gc_hits_at_end(PipedProcess &run, std::string &err)
+{
+	kill(run.pid(), SIGINT);
+	std::string out;
+	while (run.open())
+		run.pump(1000, &out, &err);
+	REQUIRE(run.wait() == 0);
+	std::smatch hits;
+	REQUIRE_MESSAGE(std::regex_search(err, hits, std::regex(R"(GCs counted in 1 files .*; (\d+) hits\))")), err);
+	return std::stoull(hits[1]);
+}
+
 TEST_CASE("v8: the uprobes count every GC: a GC's pause starts and ends once each in every node")
 {
 	require_root();
 	for (const Node &node : nodes_or_skip()) {
 		CAPTURE(node.label);
-		// 20 full GCs once told (SIGUSR2), after profile has classified the process.
-		Background script({node.path, "--expose-gc", "-e",
-				   "process.on('SIGUSR2', () => { for (let i = 0; i < 20; i++) gc(); console.log('done'); "
-				   "setTimeout(() => {}, 200); }); console.log('ready'); setTimeout(() => {}, 20000);"});
-		REQUIRE(script.read_line() == "ready");
-		ScopedEnv debug("PROFILE_DEBUG", "1");
-		PipedProcess run(profile_command({"-p", std::to_string(script.pid()), "-f", "49", "--folded", "10"}));
-		std::string line, err;
-		while (!(line = run.read_err_line()).empty() && !line.starts_with("Sampling at"))
-			err += line + "\n";
-		REQUIRE_MESSAGE(line.starts_with("Sampling at"), err);
-		REQUIRE(kill(script.pid(), SIGUSR2) == 0);
-		CHECK(script.read_line() == "done");
-		kill(run.pid(), SIGINT);
-		std::string out;
-		while (run.open())
-			run.pump(1000, &out, &err);
-		REQUIRE(run.wait() == 0);
-		std::smatch hits;
-		REQUIRE_MESSAGE(std::regex_search(err, hits, std::regex(R"(GCs counted in 1 files .*; (\d+) hits\))")), err);
+		// 20 full GCs once told, after profile has classified the process.
+		const std::unique_ptr<Background> script = gcs_when_told(node, 20);
+		std::string err;
+		const std::unique_ptr<PipedProcess> run = sampling_gcs_of(script->pid(), err);
+		REQUIRE(kill(script->pid(), SIGUSR2) == 0);
+		CHECK(script->read_line() == "done");
+		const uint64_t hits = gc_hits_at_end(*run, err);
 		// Each full GC: its pause's start and end (a young generation's collection before it
 		// adds its own two).
-		CHECK(std::stoul(hits[1]) >= 40);
-		CHECK(std::stoul(hits[1]) % 2 == 0);
+		CHECK(hits >= 40);
+		CHECK(hits % 2 == 0);
 	}
 }
 
@@ -493,46 +517,27 @@ TEST_CASE("v8: with -p, the GC uprobes stop only the processes sampled, not anot
 	require_root();
 	const Node node = nodes_or_skip().front();
 	CAPTURE(node.label);
-	// Each does its GCs once told (SIGUSR2): the one sampled 20 full GCs, the other 40.
-	const auto gcs = [&](int n) {
-		return std::make_unique<Background>(std::vector<std::string>{
-			node.path, "--expose-gc", "-e",
-			"process.on('SIGUSR2', () => { for (let i = 0; i < " + std::to_string(n) +
-				"; i++) gc(); console.log('done'); setTimeout(() => {}, 200); }); console.log('ready'); "
-				"setTimeout(() => {}, 20000);"});
-	};
-	const std::unique_ptr<Background> sampled = gcs(20), other = gcs(40);
-	REQUIRE(sampled->read_line() == "ready");
-	REQUIRE(other->read_line() == "ready");
+	// Each does its GCs once told: the one sampled 20 full GCs, the other 40.
+	const std::unique_ptr<Background> sampled = gcs_when_told(node, 20), other = gcs_when_told(node, 40);
 	const UniqueFd stats(bpf_enable_stats(BPF_STATS_RUN_TIME));
 	REQUIRE(stats);
-	ScopedEnv debug("PROFILE_DEBUG", "1");
-	PipedProcess run(profile_command({"-p", std::to_string(sampled->pid()), "-f", "49", "--folded", "10"}));
-	std::string line, err;
-	while (!(line = run.read_err_line()).empty() && !line.starts_with("Sampling at"))
-		err += line + "\n";
-	REQUIRE_MESSAGE(line.starts_with("Sampling at"), err);
-	const std::optional<uint64_t> before = runs_of_program(run.pid(), "on_v8_gc");
+	std::string err;
+	const std::unique_ptr<PipedProcess> run = sampling_gcs_of(sampled->pid(), err);
+	const std::optional<uint64_t> before = runs_of_program(run->pid(), "on_v8_gc");
 	REQUIRE(before);
 	REQUIRE(kill(other->pid(), SIGUSR2) == 0);
 	CHECK(other->read_line() == "done");
 	REQUIRE(kill(sampled->pid(), SIGUSR2) == 0);
 	CHECK(sampled->read_line() == "done");
-	const std::optional<uint64_t> after = runs_of_program(run.pid(), "on_v8_gc");
+	const std::optional<uint64_t> after = runs_of_program(run->pid(), "on_v8_gc");
 	REQUIRE(after);
-	kill(run.pid(), SIGINT);
-	std::string out;
-	while (run.open())
-		run.pump(1000, &out, &err);
-	REQUIRE(run.wait() == 0);
-	std::smatch hits;
-	REQUIRE_MESSAGE(std::regex_search(err, hits, std::regex(R"(GCs counted in 1 files .*; (\d+) hits\))")), err);
+	const uint64_t hits = gc_hits_at_end(*run, err);
 	// The sampled one's GCs ran the program (its count), the other's 40 (80 hits and more,
 	// were they stopped at) did not.
-	MESSAGE("on_v8_gc ran " << *after - *before << " times; the sampled process's count: " << hits[1]);
-	CHECK(std::stoul(hits[1]) >= 40);
+	MESSAGE("on_v8_gc ran " << *after - *before << " times; the sampled process's count: " << hits);
+	CHECK(hits >= 40);
 	CHECK(*after - *before >= 40);
-	CHECK(*after - *before <= std::stoul(hits[1]));
+	CHECK(*after - *before <= hits);
 }
 
 TEST_CASE("v8: a script that churns code and forces GCs has every JS frame named as its own function, or "
