@@ -592,10 +592,10 @@ bool Sampler::attach_uprobe(const char *name, const std::string &path, uint64_t 
 	// that process's memory, and the others that run the file never meet it. A process
 	// gone meanwhile (ESRCH) is none to attach in.
 	const std::vector<uint32_t> &pids = impl_->options.pids;
+	const std::vector<int> where = pids.empty() ? std::vector<int>{-1} : std::vector<int>(pids.begin(), pids.end());
 	bool attached = false;
 	int failed = 0;
-	for (size_t i = 0; i < std::max<size_t>(pids.size(), 1); i++) {
-		const int pid = pids.empty() ? -1 : int(pids[i]);
+	for (int pid : where) {
 		Link link(bpf_program__attach_uprobe(program, false, pid, path.c_str(), offset));
 		if (link) {
 			impl_->runtime_uprobes.push_back(std::move(link));
@@ -604,11 +604,11 @@ bool Sampler::attach_uprobe(const char *name, const std::string &path, uint64_t 
 			failed = errno;
 		}
 	}
+	if (!attached && !failed)
+		failed = ESRCH;
 	if (failed)
 		errno = failed;
-	else if (!attached)
-		errno = ESRCH;
-	return attached && !failed;
+	return !failed;
 }
 
 UnwindMaps Sampler::unwind_maps() const

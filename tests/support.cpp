@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -610,4 +611,32 @@ std::string cgroup2_mount_or_fail()
 	const std::string mount = cgroup2_mount(read_file("/proc/self/mountinfo"));
 	REQUIRE_MESSAGE(!mount.empty(), "no cgroup2 file system is mounted: --cgroup needs one");
 	return mount;
+}
+
+std::map<std::string, std::set<uint32_t>> bpf_ids_of(pid_t pid)
+{
+	std::map<std::string, std::set<uint32_t>> ids;
+	std::string dir = "/proc/" + std::to_string(pid) + "/fdinfo";
+	DIR *d = opendir(dir.c_str());
+	REQUIRE(d);
+	while (dirent *e = readdir(d)) {
+		std::ifstream in(dir + "/" + e->d_name);
+		std::string line;
+		bool link = false;
+		uint32_t prog = 0, link_id = 0;
+		while (std::getline(in, line)) {
+			if (line.starts_with("prog_id:"))
+				prog = uint32_t(std::stoul(line.substr(8)));
+			if (line.starts_with("link_id:")) {
+				link = true;
+				link_id = uint32_t(std::stoul(line.substr(8)));
+			}
+		}
+		if (link)
+			ids["link"].insert(link_id);
+		else if (prog)
+			ids["prog"].insert(prog);
+	}
+	closedir(d);
+	return ids;
 }

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -267,3 +269,7 @@ private:
 
 // Where the cgroup2 file system is mounted; fails the test when it is not.
 std::string cgroup2_mount_or_fail();
+
+// The ids of the BPF objects process pid holds, from /proc/PID/fdinfo: "prog" (the
+// "prog_id:" of a program's fd) and "link" (the "link_id:" of a link's).
+std::map<std::string, std::set<uint32_t>> bpf_ids_of(pid_t pid);

@@ -301,35 +301,6 @@ void check_quiet_end(PipedRun &run, bool header_on_stderr)
 			      "unexpected stderr line: " << line);
 }
 
-// "prog_id:" and "link_id:" of every BPF fd the process holds, from /proc/PID/fdinfo.
-std::map<std::string, std::set<uint32_t>> bpf_ids_of(pid_t pid)
-{
-	std::map<std::string, std::set<uint32_t>> ids;
-	std::string dir = "/proc/" + std::to_string(pid) + "/fdinfo";
-	DIR *d = opendir(dir.c_str());
-	REQUIRE(d);
-	while (dirent *e = readdir(d)) {
-		std::ifstream in(dir + "/" + e->d_name);
-		std::string line;
-		bool link = false;
-		uint32_t prog = 0, link_id = 0;
-		while (std::getline(in, line)) {
-			if (line.starts_with("prog_id:"))
-				prog = uint32_t(std::stoul(line.substr(8)));
-			if (line.starts_with("link_id:")) {
-				link = true;
-				link_id = uint32_t(std::stoul(line.substr(8)));
-			}
-		}
-		if (link)
-			ids["link"].insert(link_id);
-		else if (prog)
-			ids["prog"].insert(prog);
-	}
-	closedir(d);
-	return ids;
-}
-
 std::string bpftool()
 {
 	for (const char *path : {"/usr/sbin/bpftool", "/usr/bin/bpftool", "/usr/local/sbin/bpftool"})

@@ -13,8 +13,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -491,23 +489,16 @@ TEST_CASE("v8: the uprobes count every GC: a GC's pause starts and ends once eac
 	}
 }
 
-// How many times the BPF program `name` that process pid holds (through a program's or a
-// link's fd) has run, counted while run-time stats are on; nothing when it holds none so named.
+// How many times the BPF program `name` that process pid holds has run, counted while
+// run-time stats are on; nothing when it holds none so named.
 std::optional<uint64_t> runs_of_program(pid_t pid, const char *name)
 {
-	std::error_code ec;
-	for (const auto &fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fdinfo", ec)) {
-		std::ifstream in(fd.path());
-		std::string line;
-		while (std::getline(in, line)) {
-			if (!line.starts_with("prog_id:"))
-				continue;
-			UniqueFd prog(bpf_prog_get_fd_by_id(uint32_t(std::stoul(line.substr(8)))));
-			bpf_prog_info info{};
-			uint32_t size = sizeof(info);
-			if (prog && bpf_obj_get_info_by_fd(prog.get(), &info, &size) == 0 && std::string(info.name) == name)
-				return info.run_cnt;
-		}
+	for (uint32_t id : bpf_ids_of(pid)["prog"]) {
+		UniqueFd prog(bpf_prog_get_fd_by_id(id));
+		bpf_prog_info info{};
+		uint32_t size = sizeof(info);
+		if (prog && bpf_obj_get_info_by_fd(prog.get(), &info, &size) == 0 && std::string(info.name) == name)
+			return info.run_cnt;
 	}
 	return std::nullopt;
 }

@@ -55,11 +55,11 @@ struct {
  * spill slots there change from call to call, and so does its key). A compiled frame's code
  * is the function's at the time it was read: it holds only while the frame's pc lies in its
  * instructions (a function tiers up and down without a GC). A frame named by its function
- * alone, as its pc lay in other code (on-stack replacement), holds while the function's code
- * is still the one it had then and the pc still lies outside it: one word read again, where
- * the walk read the whole function, its SharedFunctionInfo and its code (a loop's frame runs
- * in its on-stack replacement sample after sample). Where that code could not be read, it
- * holds for its pc alone; where the walk never reads a function's code (Node 24), for any pc. */
+ * alone, as its pc lay outside its function's code (on-stack replacement) or that code could
+ * not be read, holds while the function's code word is still the one it had then and the pc
+ * still lies outside that code: one word read again, where the walk read the whole function,
+ * its SharedFunctionInfo and its code (a loop's frame runs in its on-stack replacement sample
+ * after sample). Where the walk never reads a function's code (Node 24), it holds for any pc. */
 #define V8_KEPT_FRAMES 256
 struct v8_frame_kept {
 	__u64 function, bytecode;
@@ -67,9 +67,9 @@ struct v8_frame_kept {
 	__u64 gcs, generation; /* the process's count in v8_gcs, the codes map's generation */
 	__u64 id;              /* as runtime_code_id gave it; 0: an empty slot */
 	__u64 code_start;      /* compiled code's instructions: the pcs it holds for; the function
-				* alone: its code's, the pcs it holds outside (its pc, one byte, where
-				* function_code is 0) */
-	__u64 function_code;   /* the function alone: its code, tagged (0: not read) */
+				* alone: its code's, the pcs it holds outside (none where that code
+				* could not be read) */
+	__u64 function_code;   /* the function's code word, as the walk read it */
 	__u32 code_size, pid, kind;
 };
 
@@ -281,8 +281,6 @@ static __always_inline bool v8_function_kept(const struct v8_process *proc, cons
 
 	if (!proc->function_code)
 		return true;
-	if (!kept->function_code)
-		return pc - kept->code_start < kept->code_size;
 	if (pc - kept->code_start < kept->code_size)
 		return false;
 	return !bpf_probe_read_user(&code, sizeof(code), (void *)(function - 1 + (proc->function_code & (V8_CODE_READ - 8)))) &&
@@ -386,16 +384,11 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 			key.kind = V8_CODE_FUNCTION; /* another code's (on-stack replacement) */
 	} else {
 		key.kind = V8_CODE_FUNCTION;
-		code = 0;
 	}
 	if (key.kind == V8_CODE_FUNCTION) {
 		key.object = shared;
 		words = (struct v8_code_words){};
 		offset = V8_NO_OFFSET;
-		if (!code) {
-			start = pc;
-			size = 1;
-		}
 	}
 	script = v8_word(s->shared, proc->shared_script);
 	id = runtime_code_id(RUNTIME_CODES(v8), &key, shared,
@@ -406,7 +399,7 @@ __noinline __u64 v8_frame(struct v8_walk *v, struct runtime_regs *r, bool leaf)
 		*kept = (struct v8_frame_kept){.function = function, .bytecode = kept_bytecode,
 					       .image = s->image, .gcs = s->gcs, .generation = s->generation, .id = id,
 					       .code_start = start, .code_size = size < V8_NO_OFFSET ? size : V8_NO_OFFSET,
-					       .function_code = key.kind == V8_CODE_FUNCTION ? code : 0,
+					       .function_code = code,
 					       .pid = v->pid, .kind = key.kind};
 	return V8_FRAME(id, offset);
 }
